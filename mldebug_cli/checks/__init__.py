@@ -1,0 +1,1 @@
+"""Checks: one small module per check, registered in mldebug_cli.core.registry."""

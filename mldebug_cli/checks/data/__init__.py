@@ -1,0 +1,1 @@
+"""DS checks: dataset rows, labels and tokens (inspect-data)."""

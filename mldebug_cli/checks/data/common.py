@@ -1,0 +1,30 @@
+"""Small helpers the data checks share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from mldebug_cli.render.labels import IGNORE_INDEX
+
+
+def trained_runs(labels: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """Maximal runs [start, end) of trained positions."""
+    start = None
+    for pos, label in enumerate(labels):
+        if label != IGNORE_INDEX and start is None:
+            start = pos
+        elif label == IGNORE_INDEX and start is not None:
+            yield start, pos
+            start = None
+    if start is not None:
+        yield start, len(labels)
+
+
+def show(text: str, limit: int = 40) -> str:
+    """A short, quoted, one-line rendering of text for messages."""
+    text = text.replace("\n", "\\n")
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def rows_word(n: int) -> str:
+    return f"{n} token{'s' if n != 1 else ''}"

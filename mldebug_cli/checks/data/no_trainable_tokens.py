@@ -1,0 +1,55 @@
+"""What it finds
+A row whose labels are all -100 after masking and truncation: the row contributes no loss (0, or
+NaN when a whole batch is like this). The message names the cause when it can: truncation cut every
+trained token, masking matched no assistant turn, or the assistant turns are empty.
+
+Why it matters for training
+Such rows cost compute and teach nothing; a dataset of them trains a model that learned nothing
+while the loss curve looks calm.
+
+Example
+`--train-on assistant` on a ShareGPT row whose replies are tagged `bot`, not `gpt`: no turn is an
+assistant turn, every label is -100.
+
+Fix
+Map the roles (`roles_to_train`, ShareGPT role mapping), raise the max length, or drop the row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldebug_cli.core.findings import Hit
+from mldebug_cli.sources.row_formats import Chat, Tokens
+
+SEVERITY = "error"
+SUBJECT = "row"
+
+
+def run(row, setup) -> Iterator[Hit]:
+    if not row.ok or not row.input_ids or row.trained:
+        return
+    yield Hit(f"all {len(row.labels)} labels are -100: {_cause(row, setup)}", _hint(row, setup), row.location())
+
+
+def _cause(row, setup) -> str:
+    if row.trained_before_truncation:
+        return (f"truncation to {setup.max_length} tokens removed all {row.trained_before_truncation} trained tokens"
+                f" (the prompt is {row.first_trained} tokens)")
+    if isinstance(row.sample, Tokens):
+        return "the row's own labels train nothing"
+    if isinstance(row.sample, Chat):
+        assistants = [m for m in row.sample.messages if m.get("role") == "assistant"]
+        if assistants and all(not str(m.get("content") or "").strip() and not m.get("tool_calls") for m in assistants):
+            return "every assistant turn is empty"
+        if row.layout and row.layout.method == "generation-markers":
+            return "the template's {% generation %} blocks cover no token"
+        if row.layout and not any(t.trained for t in row.layout.turns):
+            return "masking matched no assistant turn"
+    return "masking left no token trained"
+
+
+def _hint(row, setup) -> str:
+    if row.trained_before_truncation:
+        return "raise the max length, or drop rows whose prompt fills it"
+    return "check the role mapping and --train-on; an all-masked row adds no loss"

@@ -1,0 +1,41 @@
+"""What it finds
+A row where truncation to the max length removes trained tokens while some remain: the answer is
+cut off. The message says how many trained tokens are lost and whether the end-of-turn token went
+with them.
+
+Why it matters for training
+The model is trained on answers that stop mid-sentence without an end-of-turn token, which teaches
+it to trail off, and the cut content is never learned.
+
+Example
+A 3,000-token conversation with `max_length: 2048`: the last answer loses 900 trained tokens.
+
+Fix
+Raise the max length, drop or split long rows, or use a truncation mode that keeps the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldebug_cli.core.findings import Hit
+from mldebug_cli.render.labels import IGNORE_INDEX
+
+SEVERITY = "warning"
+SUBJECT = "row"
+
+
+def run(row, setup) -> Iterator[Hit]:
+    if not row.ok or not row.truncated or not row.trained:
+        return
+    lost = sum(1 for label in row.cut_labels if label != IGNORE_INDEX)
+    if not lost:
+        return
+    lost_stop = any(label in setup.stop_ids for label in row.cut_labels if label != IGNORE_INDEX)
+    yield Hit(
+        f"truncation to {setup.max_length} tokens (row is {row.full_length}) removes {lost} of"
+        f" {row.trained_before_truncation} trained tokens"
+        + ("; the end-of-turn token is lost" if lost_stop else ""),
+        "raise the max length, or drop/split rows longer than it",
+        row.location(),
+    )

@@ -1,0 +1,50 @@
+"""What it finds
+A message whose role the template or the masking does not know: a ShareGPT tag that maps to no chat
+role (`bot`, a custom tag), a role the template never mentions, or a message the template silently
+drops from the rendered prompt (e.g. a `tool` message under a template that only renders
+system/user/assistant).
+
+Why it matters for training
+Dropped messages vanish from the training text without an error, and unmapped assistant tags leave
+turns untrained.
+
+Example
+Phi-3's template renders no `tool` role: the tool result disappears and the answer after it is
+trained without its evidence.
+
+Fix
+Map the role to one the template renders (ShareGPT role mapping, axolotl `roles`), or use a template
+that supports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldebug_cli.checks.data.common import show
+from mldebug_cli.core.findings import Hit
+from mldebug_cli.render.masking import content_text
+from mldebug_cli.sources.row_formats import CHAT_ROLES
+
+SEVERITY = "error"
+SUBJECT = "row"
+
+
+def run(row, setup) -> Iterator[Hit]:
+    if row.problem is not None and row.problem.code == "DS011":
+        yield Hit(row.problem.message, "map the tag to a chat role (user/assistant/system/tool)",
+                  row.location(row.problem.message_index))
+        return
+    if not row.ok or not row.text or not setup.template:
+        return
+    for i, message in enumerate(row.messages):
+        role = message.get("role")
+        if role not in CHAT_ROLES and f"{role}" not in setup.template:
+            yield Hit(f"message {i} has role {role!r}, which the chat template does not mention",
+                      "map it to a role the template renders", row.location(i))
+            return
+        content = content_text(message.get("content")).strip()
+        if role != "assistant" and content and content not in row.text:
+            yield Hit(f"message {i} ({role}) {show(content)} does not appear in the rendered prompt: the template drops it",
+                      "map the role to one the template renders, or use a template that supports it", row.location(i))
+            return

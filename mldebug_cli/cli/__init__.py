@@ -1,0 +1,42 @@
+"""The typer app. Each subcommand module is thin and imports heavy libraries inside its function."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from mldebug_cli import __version__
+from mldebug_cli.cli import explain, inspect_data
+from mldebug_cli.cli.common import State
+
+app = typer.Typer(
+    name="mldebug",
+    help="Preflight checks for LLM fine-tuning: data, chat templates and LR schedules.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mldebug {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    State.debug = debug
+
+
+app.command("inspect-data")(inspect_data.inspect_data)
+app.command("explain")(explain.explain)
+
+
+def main() -> None:
+    app()

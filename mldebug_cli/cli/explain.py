@@ -1,0 +1,46 @@
+"""`mldebug explain NAME|CODE`: print a check's documentation."""
+
+from __future__ import annotations
+
+import typer
+
+from mldebug_cli.cli.common import errors_exit
+
+
+def explain(
+    check: str | None = typer.Argument(None, help="A check code (DS001) or name (no-trainable-tokens)."),
+    all_checks: bool = typer.Option(False, "--all", help="Document every check."),
+    output_format: str = typer.Option("text", "--output-format", "-f", help="text or markdown."),
+) -> None:
+    """Explain what a check finds, why it matters for training, and how to fix it."""
+    from mldebug_cli.core import registry
+    from mldebug_cli.core.errors import UsageError
+
+    with errors_exit():
+        if all_checks == (check is not None):
+            raise UsageError("explain takes one check, or --all")
+        if output_format not in ("text", "markdown"):
+            raise UsageError(f"--output-format: unknown format {output_format!r}", hint="choose text or markdown")
+        refs = registry.REGISTRY if all_checks else (registry.lookup(check),)
+        checks = [registry.load(ref) for ref in refs]
+        if output_format == "markdown":
+            typer.echo(_markdown(checks), nl=False)
+        else:
+            typer.echo("\n\n".join(_text(c) for c in checks))
+
+
+def _text(check) -> str:
+    return f"{check.code} {check.name} ({check.severity.value}, looks at: {check.subject})\n\n{check.doc}"
+
+
+def _markdown(checks) -> str:
+    lines = ["| code | name | severity | what it finds |", "|---|---|---|---|"]
+    for c in checks:
+        lines.append(f"| {c.code} | `{c.name}` | {c.severity.value} | {_first_paragraph(c.doc)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _first_paragraph(doc: str) -> str:
+    """The text under 'What it finds', on one line."""
+    body = doc.split("What it finds", 1)[-1].strip().split("\n\n", 1)[0]
+    return " ".join(body.split()).replace("|", "\\|")

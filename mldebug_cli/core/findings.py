@@ -1,0 +1,95 @@
+"""Findings and reports: the frozen data every check produces and every format renders."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a finding points: logically (row, message, config key, probe) and physically (file, line)."""
+
+    path: str | None = None
+    row: int | None = None  # 0-based dataset index
+    line: int | None = None  # 1-based line in the file, where it can be resolved
+    message_index: int | None = None  # index of the message inside a conversation
+    key: str | None = None  # config key path, e.g. "training.warmup_steps"
+    probe: str | None = None  # probe conversation name (check-template)
+    side: str | None = None  # "train" or "deploy" (check-template)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Hit:
+    """What a check reports; the pipeline adds the check's identity to make a Finding."""
+
+    message: str
+    hint: str | None = None
+    location: Location = field(default_factory=Location)
+    severity: Severity | None = None  # overrides the check's default severity
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    hint: str | None
+    location: Location
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.value,
+            "message": self.message,
+            "hint": self.hint,
+            "location": self.location.as_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of one command run.
+
+    ``context`` says what was checked and which behaviour was assumed; ``summary`` holds the
+    command's statistics; ``details`` holds command-specific JSON-ready sections (for
+    inspect-data: ``rows``). Every value is plain JSON-ready data.
+    """
+
+    command: str
+    findings: tuple[Finding, ...]
+    context: Mapping[str, Any] = field(default_factory=dict)
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        out = {s.value: 0 for s in Severity}
+        for f in self.findings:
+            out[f.severity.value] += 1
+        return out
+
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
+
+    def with_findings(self, findings: tuple[Finding, ...]) -> Report:
+        return replace(self, findings=findings)

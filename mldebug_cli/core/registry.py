@@ -1,0 +1,137 @@
+"""The registry of checks: one line per check, modules imported only when a check is used.
+
+A check module holds a docstring (its documentation, with the headings What it finds / Why it
+matters for training / Example / Fix), ``SEVERITY``, ``SUBJECT`` (what it inspects, e.g. ``"row"``
+or ``"setup"``) and ``run(subject, ctx)`` which yields :class:`Hit` objects.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.findings import Finding, Hit, Severity
+
+
+@dataclass(frozen=True)
+class CheckRef:
+    code: str
+    name: str
+    module: str  # below mldebug_cli.checks
+
+    @property
+    def family(self) -> str:
+        return self.code[:2]
+
+
+REGISTRY: tuple[CheckRef, ...] = (
+    CheckRef("DS001", "no-trainable-tokens", "data.no_trainable_tokens"),
+    CheckRef("DS002", "double-bos", "data.double_bos"),
+    CheckRef("DS003", "missing-bos", "data.missing_bos"),
+    CheckRef("DS004", "stop-token-not-trained", "data.stop_token_not_trained"),
+    CheckRef("DS005", "eos-missing", "data.eos_missing"),
+    CheckRef("DS006", "pad-is-eos", "data.pad_is_eos"),
+    CheckRef("DS007", "response-truncated", "data.response_truncated"),
+    CheckRef("DS008", "prompt-exceeds-max-length", "data.prompt_exceeds_max_length"),
+    CheckRef("DS009", "template-error", "data.template_error"),
+    CheckRef("DS010", "invalid-messages", "data.invalid_messages"),
+    CheckRef("DS011", "unmapped-role", "data.unmapped_role"),
+    CheckRef("DS012", "empty-turn", "data.empty_turn"),
+    CheckRef("DS013", "special-token-in-content", "data.special_token_in_content"),
+    CheckRef("DS014", "prefix-not-preserved", "data.prefix_not_preserved"),
+    CheckRef("DS015", "no-generation-markers", "data.no_generation_markers"),
+    CheckRef("DS016", "reasoning-dropped", "data.reasoning_dropped"),
+    CheckRef("DS017", "labels-misaligned", "data.labels_misaligned"),
+    CheckRef("DS018", "trains-on-prompt", "data.trains_on_prompt"),
+    CheckRef("DS019", "mask-boundary-split", "data.mask_boundary_split"),
+    CheckRef("DS020", "tool-call-arguments-format", "data.tool_call_arguments_format"),
+    CheckRef("DS021", "repeated-special-tokens", "data.repeated_special_tokens"),
+    CheckRef("DS022", "special-token-not-atomic", "data.special_token_not_atomic"),
+    CheckRef("DS023", "eos-mismatch", "data.eos_mismatch"),
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    code: str
+    name: str
+    severity: Severity
+    subject: str
+    doc: str
+    run: Callable[..., Iterable[Hit]]
+
+    def finding(self, hit: Hit) -> Finding:
+        return Finding(
+            code=self.code,
+            name=self.name,
+            severity=hit.severity or self.severity,
+            message=hit.message,
+            hint=hit.hint,
+            location=hit.location,
+        )
+
+    def findings(self, subject: Any, ctx: Any) -> Iterator[Finding]:
+        for hit in self.run(subject, ctx):
+            yield self.finding(hit)
+
+
+_LOADED: dict[str, Check] = {}
+
+
+def load(ref: CheckRef) -> Check:
+    """Import a check's module (once) and return the check."""
+    check = _LOADED.get(ref.code)
+    if check is None:
+        module = importlib.import_module(f"mldebug_cli.checks.{ref.module}")
+        check = Check(
+            code=ref.code,
+            name=ref.name,
+            severity=Severity(module.SEVERITY),
+            subject=module.SUBJECT,
+            doc=(module.__doc__ or "").strip(),
+            run=module.run,
+        )
+        _LOADED[ref.code] = check
+    return check
+
+
+def lookup(handle: str) -> CheckRef:
+    """A check by code (``DS001``) or name (``no-trainable-tokens``), case-insensitive."""
+    wanted = handle.strip().lower()
+    for ref in REGISTRY:
+        if wanted in (ref.code.lower(), ref.name):
+            return ref
+    raise UsageError(
+        f"unknown check {handle!r}",
+        hint="`mldebug explain --all` lists every check with its code and name",
+    )
+
+
+def _matches(selector: str, ref: CheckRef) -> bool:
+    s = selector.strip().lower()
+    return s in ("all", ref.name) or ref.code.lower().startswith(s)
+
+
+def selected(
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    family: str | None = None,
+) -> tuple[CheckRef, ...]:
+    """Checks enabled by ``--select``/``--ignore`` (codes, code prefixes or names).
+
+    An empty ``select`` means all. A selector that matches no check is an error, so a typo never
+    silently disables a check.
+    """
+    select, ignore = list(select), list(ignore)
+    for selector in select + ignore:
+        if not any(_matches(selector, ref) for ref in REGISTRY):
+            raise UsageError(
+                f"--select/--ignore: {selector!r} matches no check code, prefix or name",
+                hint="`mldebug explain --all` lists every check",
+            )
+    refs = [r for r in REGISTRY if family is None or r.family == family]
+    if select:
+        refs = [r for r in refs if any(_matches(s, r) for s in select)]
+    return tuple(r for r in refs if not any(_matches(s, r) for s in ignore))

@@ -1,0 +1,114 @@
+"""Human-readable report for a terminal (rich). Data text is always passed as rich Text, never markup.
+
+Generic parts live here (context, findings grouped by check, verdict); a command's own section
+(rows, schedule chart, template diff) lives in ``formats/text_<command>.py`` as
+``render_details(report, console)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections import defaultdict
+from typing import IO
+
+from rich.text import Text
+
+from mldebug_cli.core.console import make_console
+from mldebug_cli.core.findings import Finding, Report, Severity
+
+SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+MAX_LOCATIONS_SHOWN = 8
+
+
+def render(report: Report, stream: IO[str], color: bool = False) -> None:
+    console = make_console(stream, color)
+    _render_context(report, console)
+    details = _details_module(report.command)
+    if details is not None:
+        details.render_details(report, console)
+    _render_findings(report.findings, console)
+    _render_verdict(report, console)
+
+
+def _details_module(command: str):
+    try:
+        return importlib.import_module(f"mldebug_cli.formats.text_{command.replace('-', '_')}")
+    except ModuleNotFoundError:
+        return None
+
+
+def _render_context(report: Report, console) -> None:
+    console.print(Text(f"mldebug {report.command}", style="bold"))
+    for key, value in report.context.items():
+        if value in (None, "", [], {}):
+            continue
+        line = Text(f"  {key.replace('_', ' ')}: ", style="dim")
+        line.append(value if isinstance(value, str) else str(value))
+        console.print(line)
+    console.print()
+
+
+def _group(findings: tuple[Finding, ...]) -> dict[str, list[Finding]]:
+    groups: dict[str, list[Finding]] = defaultdict(list)
+    for f in findings:
+        groups[f.code].append(f)
+    return dict(sorted(groups.items(), key=lambda kv: (-kv[1][0].severity.rank, kv[0])))
+
+
+def _where(f: Finding) -> str:
+    loc = f.location
+    parts = []
+    if loc.row is not None:
+        parts.append(f"row {loc.row}" + (f" (line {loc.line})" if loc.line is not None else ""))
+    elif loc.line is not None:
+        parts.append(f"line {loc.line}")
+    if loc.message_index is not None:
+        parts.append(f"message {loc.message_index}")
+    if loc.key:
+        parts.append(f"key {loc.key}")
+    if loc.probe:
+        parts.append(f"probe {loc.probe}")
+    if loc.side:
+        parts.append(loc.side)
+    return ", ".join(parts)
+
+
+def _render_findings(findings: tuple[Finding, ...], console) -> None:
+    if not findings:
+        return
+    console.print(Text("Findings", style="bold underline"))
+    for code, group in _group(findings).items():
+        first = group[0]
+        head = Text(f"{first.severity.value:<7} ", style=SEVERITY_STYLE[first.severity])
+        head.append(f"{code} {first.name}", style="bold")
+        if len(group) > 1 or first.location.row is not None:
+            head.append(f"  ({len(group)} {'place' if len(group) == 1 else 'places'})", style="dim")
+        console.print(head)
+        for f in group[:MAX_LOCATIONS_SHOWN]:
+            where = _where(f)
+            line = Text("  ")
+            if where:
+                line.append(f"{where}: ", style="dim")
+            line.append(f.message)
+            console.print(line)
+        if len(group) > MAX_LOCATIONS_SHOWN:
+            rest = [_where(f) for f in group[MAX_LOCATIONS_SHOWN:]]
+            console.print(Text(f"  … and {len(rest)} more: {'; '.join(rest[:20])}{' …' if len(rest) > 20 else ''}", style="dim"))
+        if first.hint:
+            console.print(Text(f"  hint: {first.hint}", style="green"))
+    console.print()
+
+
+def _render_verdict(report: Report, console) -> None:
+    counts = report.counts()
+    worst = report.worst()
+    if worst is None:
+        console.print(Text("No findings.", style="bold green"))
+        return
+    text = Text()
+    for sev in (Severity.ERROR, Severity.WARNING, Severity.INFO):
+        n = counts[sev.value]
+        if n:
+            text.append(f"{n} {sev.value}{'s' if n != 1 else ''}  ", style=SEVERITY_STYLE[sev])
+    text.append(f"in {len(_group(report.findings))} checks", style="dim")
+    console.print(text)

@@ -1,0 +1,432 @@
+"""inspect-data: dataset + tokenizer + template -> rendered rows, tokens, labels -> findings -> Report."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mldebug_cli.core import registry
+from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.pipelines.inspect_subjects import Row, Setup, TurnTokens
+from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
+from mldebug_cli.render.labels import IGNORE_INDEX, token_labels, token_span
+from mldebug_cli.render.masking import TRAIN_ON, layout_chat, layout_completion
+from mldebug_cli.render.probe import probe_template
+from mldebug_cli.sources.dataset import DatasetSource, Record
+from mldebug_cli.sources.row_formats import (
+    ROW_FORMATS,
+    Chat,
+    PromptCompletion,
+    RowProblem,
+    Text,
+    Tokens,
+    detect,
+    to_sample,
+)
+from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
+
+FRAMEWORKS = ("trl", "transformers", "axolotl", "llama-factory")
+DEFAULT_SAMPLE = 200
+DEFAULT_SHOWN = 2
+BATCH_SIZE = 256
+
+# What each trainer trains by default when no masking option is given.
+_DEFAULT_TRAIN_ON = {"trl": "all", "transformers": "all", "axolotl": "assistant", "llama-factory": "assistant"}
+
+
+@dataclass(frozen=True)
+class InspectOptions:
+    dataset: str
+    tokenizer: str
+    chat_template: str | None = None
+    data_format: str | None = None
+    framework: str = "trl"
+    train_on: str | None = None  # None: the framework's default
+    max_length: int | None = None
+    rows: tuple[int, ...] | None = None
+    sample: int | None = None
+    all_rows: bool = False
+    show: int = DEFAULT_SHOWN
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    split: str | None = None
+    trust_remote_code: bool = False
+
+
+def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
+    _validate(options)
+    checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
+    source = DatasetSource(options.dataset, options.split)
+    total = len(source)
+    indices = _indices(options, total)
+    detection = _detection(source, options)
+    loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
+    train_on = _train_on(options, detection.row_format)
+    setup = _setup(options, source, loaded, detection.row_format, train_on)
+    renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
+
+    findings: list[Finding] = []
+    for check in checks:
+        if check.subject == "setup":
+            findings.extend(check.findings(setup, setup))
+    row_checks = [c for c in checks if c.subject == "row"]
+    stats = _Stats(options.max_length)
+    wanted = set(options.rows or ()) or None
+    shown: list[Row] = []
+    flagged: list[Row] = []
+    done = 0
+    checked_total = total if indices is None else len(indices)
+    for batch in _batches(source.records(indices), BATCH_SIZE):
+        rows = _process(batch, detection, setup, renderer, loaded.tokenizer, source.display)
+        for row in rows:
+            row_findings = [f for c in row_checks for f in c.findings(row, setup)]
+            findings.extend(row_findings)
+            stats.add(row)
+            if wanted is not None:
+                if row.index in wanted:
+                    shown.append(row)
+            elif len(shown) < options.show and row.ok:
+                shown.append(row)
+            if row_findings and len(flagged) < options.show and any(f.severity.rank >= 1 for f in row_findings):
+                flagged.append(row)
+        done += len(batch)
+        if progress is not None:
+            progress(done, checked_total)
+    if wanted is None:
+        shown = _merge_shown(flagged, shown, options.show)
+    return Report(
+        command="inspect-data",
+        findings=tuple(findings),
+        context=_context(setup, detection, loaded, train_on, options, checked_total, total, renderer),
+        summary=stats.summary(total, findings),
+        details={"rows": [_row_view(row, loaded.tokenizer) for row in shown]},
+    )
+
+
+def _validate(options: InspectOptions) -> None:
+    if options.data_format is not None and options.data_format not in ROW_FORMATS:
+        raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
+    if options.framework not in FRAMEWORKS:
+        raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(FRAMEWORKS)}")
+    if options.train_on is not None and options.train_on not in TRAIN_ON:
+        raise UsageError(f"--train-on: unknown value {options.train_on!r}", hint=f"one of {', '.join(TRAIN_ON)}")
+    if options.max_length is not None and options.max_length < 1:
+        raise UsageError("--max-length must be at least 1")
+    if sum(bool(x) for x in (options.rows, options.sample, options.all_rows)) > 1:
+        raise UsageError("--rows, --sample and --all exclude each other")
+
+
+def _indices(options: InspectOptions, total: int) -> list[int] | None:
+    if options.all_rows:
+        return None
+    if options.rows:
+        outside = [r for r in options.rows if r >= total]
+        if outside:
+            raise UsageError(f"--rows: row {outside[0]} is past the end of the dataset ({total} rows, 0-based)")
+        return sorted(set(options.rows))
+    n = options.sample or DEFAULT_SAMPLE
+    if n >= total:
+        return None
+    return sorted({round(i * (total - 1) / (n - 1)) for i in range(n)}) if n > 1 else [0]
+
+
+def _detection(source: DatasetSource, options: InspectOptions):
+    from mldebug_cli.sources.row_formats import Detection
+
+    head = [r.data for r in _first_records(source, 50) if r.error is None]
+    detected = detect(head, source.display)
+    if options.data_format is None or options.data_format == detected.row_format:
+        return detected
+    key = detected.messages_key if options.data_format in ("messages", "sharegpt") else "messages"
+    if options.data_format in ("messages", "sharegpt") and head and isinstance(head[0], dict):
+        key = next((k for k in ("messages", "conversations", "conversation") if k in head[0]), key)
+    return Detection(options.data_format, "--data-format", key)
+
+
+def _first_records(source: DatasetSource, n: int) -> list[Record]:
+    out = []
+    for record in source.records(list(range(n))):
+        out.append(record)
+    return out
+
+
+def _train_on(options: InspectOptions, row_format: str) -> str:
+    if options.train_on is not None:
+        return options.train_on
+    if row_format == "prompt-completion":
+        return "completion"
+    return _DEFAULT_TRAIN_ON[options.framework]
+
+
+def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokenizer, row_format: str, train_on: str) -> Setup:
+    tok = loaded.tokenizer
+    template = loaded.chat_template
+    needs_template = row_format in ("messages", "sharegpt", "alpaca")
+    if needs_template and not template:
+        raise InputError(
+            f"{loaded.source}: the tokenizer has no chat template, and {row_format} rows need one",
+            hint="pass --chat-template FILE",
+        )
+    added = [t for t in tok.get_added_vocab()]
+    specials = _special_texts(tok)
+    facts = None
+    if template:
+        facts = probe_template(ChatRenderer.for_tokenizer(tok, template), tok.bos_token, added)
+    end_of_turn_id = _single_id(tok, facts.end_of_turn) if facts and facts.end_of_turn else None
+    stop_ids = {i for i in (tok.eos_token_id, end_of_turn_id, *loaded.generation_eos_ids) if i is not None}
+    return Setup(
+        dataset_path=source.display,
+        tokenizer_source=loaded.source,
+        template_source=loaded.template_source,
+        row_format=row_format,
+        framework=options.framework,
+        train_on=train_on,
+        max_length=options.max_length,
+        bos_id=tok.bos_token_id,
+        bos_text=tok.bos_token,
+        eos_id=tok.eos_token_id,
+        eos_text=tok.eos_token,
+        pad_id=tok.pad_token_id,
+        pad_text=tok.pad_token,
+        end_of_turn_id=end_of_turn_id,
+        stop_ids=frozenset(stop_ids),
+        generation_eos_ids=loaded.generation_eos_ids,
+        tokenizer_adds_bos=_adds_bos(tok),
+        template=template,
+        template_facts=facts,
+        has_generation_markers=bool(template) and ChatRenderer(template, {}).has_generation_markers,
+        special_texts=tuple(specials),
+        special_pattern=re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) if specials else None,
+        id_to_piece=tok.convert_ids_to_tokens,
+        encode=lambda text: tok.encode(text, add_special_tokens=False),
+    )
+
+
+def _special_texts(tok) -> list[str]:
+    """Texts the tokenizer maps to special ids (the added tokens marked special, and the named special tokens)."""
+    texts = {t.content for t in tok.added_tokens_decoder.values() if t.special}
+    texts.update(t for t in tok.all_special_tokens if t)
+    return sorted(t for t in texts if t.strip())
+
+
+def _single_id(tok, text: str) -> int | None:
+    ids = tok.encode(text, add_special_tokens=False)
+    return ids[0] if len(ids) == 1 else None
+
+
+def _adds_bos(tok) -> bool:
+    if tok.bos_token_id is None:
+        return False
+    ids = tok("a").input_ids
+    return bool(ids) and ids[0] == tok.bos_token_id
+
+
+def _batches(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
+    batch: list[Record] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _process(batch: list[Record], detection, setup: Setup, renderer, tokenizer, path: str) -> list[Row]:
+    """Convert, render and lay out every row of a batch, then tokenize the batch in one call."""
+    rows = [_prepare(record, detection, setup, renderer, path) for record in batch]
+    _tokenize(rows, setup, tokenizer)
+    return rows
+
+
+def _prepare(record: Record, detection, setup: Setup, renderer, path: str) -> Row:
+    row = Row(index=record.index, line=record.line, path=path, raw=record.data)
+    if record.error is not None:
+        row.problem = RowProblem("DS010", record.error)
+        return row
+    try:
+        row.sample = to_sample(record.data, detection)
+    except RowProblem as problem:
+        row.problem = problem
+        return row
+    try:
+        _lay_out(row, setup, renderer)
+    except TemplateRenderError as exc:
+        row.render_error = str(exc)
+    return row
+
+
+def _lay_out(row: Row, setup: Setup, renderer) -> None:
+    sample = row.sample
+    if isinstance(sample, Chat):
+        end_texts = tuple(t for t in (setup.eos_text,) if t)
+        row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, end_texts)
+    elif isinstance(sample, PromptCompletion):
+        eos = setup.eos_text if _appends_eos(setup) else None
+        if sample.conversational and renderer is None:
+            raise TemplateRenderError("conversational prompt/completion rows need a chat template")
+        row.layout = layout_completion(renderer, sample.prompt, sample.completion, sample.tools, eos)
+        if setup.train_on == "all":
+            row.layout = replace(row.layout, trained_spans=((0, len(row.layout.text)),), method="all")
+    elif isinstance(sample, Text):
+        text = sample.text
+        if _appends_eos(setup) and setup.eos_text and not text.endswith(setup.eos_text):
+            text += setup.eos_text
+            row.appended_eos = True
+        row.text = text
+        return
+    if row.layout is not None:
+        row.text = row.layout.text
+
+
+def _appends_eos(setup: Setup) -> bool:
+    """TRL, axolotl and LLaMA-Factory append EOS to plain text and completions; a bare Trainer does not."""
+    return setup.framework != "transformers"
+
+
+def _tokenize(rows: list[Row], setup: Setup, tokenizer) -> None:
+    text_rows = [r for r in rows if r.ok and not isinstance(r.sample, Tokens)]
+    for add_special in (True, False):
+        group = [r for r in text_rows if _adds_special_tokens(r, setup) == add_special]
+        if not group:
+            continue
+        encoded = tokenizer(
+            [r.text for r in group], add_special_tokens=add_special, return_offsets_mapping=True, verbose=False
+        )
+        for r, ids, offsets in zip(group, encoded["input_ids"], encoded["offset_mapping"]):
+            _label(r, ids, [tuple(o) for o in offsets], setup)
+    for r in rows:
+        if r.ok and isinstance(r.sample, Tokens):
+            _label_pretokenized(r, setup)
+
+
+def _adds_special_tokens(row: Row, setup: Setup) -> bool:
+    """Chat renders are tokenized without special tokens (as apply_chat_template does); text with them."""
+    sample = row.sample
+    return isinstance(sample, Text) or (isinstance(sample, PromptCompletion) and not sample.conversational)
+
+
+def _label(row: Row, ids: list[int], offsets: list[tuple[int, int]], setup: Setup) -> None:
+    if isinstance(row.sample, Text):
+        labels = list(ids)
+        straddles: list[int] = []
+    else:
+        labels, straddles = token_labels(ids, offsets, row.layout.trained_spans)
+        if row.layout.method == "all" or (row.layout.method == "completion" and setup.train_on == "all"):
+            labels = list(ids)
+            straddles = []
+    if row.layout is not None:
+        for turn in row.layout.turns:
+            start, end = token_span(offsets, turn.start, turn.end)
+            row.turns.append(TurnTokens(turn.message_index, start, end, turn.trained, turn.located_by, turn.prefix_preserved))
+    _store(row, ids, labels, offsets, straddles, setup.max_length)
+
+
+def _label_pretokenized(row: Row, setup: Setup) -> None:
+    sample = row.sample
+    labels = sample.labels if sample.labels is not None else list(sample.input_ids)
+    _store(row, list(sample.input_ids), list(labels), [], [], setup.max_length)
+
+
+def _store(row: Row, ids: list[int], labels: list[int], offsets, straddles: list[int], max_length: int | None) -> None:
+    row.full_length = len(ids)
+    row.trained_before_truncation = sum(1 for label in labels if label != IGNORE_INDEX)
+    row.first_trained = next((p for p, label in enumerate(labels) if label != IGNORE_INDEX), None)
+    if max_length is not None and len(ids) > max_length:
+        row.cut_ids, row.cut_labels = ids[max_length:], labels[max_length:]
+        ids, labels, offsets = ids[:max_length], labels[:max_length], offsets[:max_length]
+        straddles = [p for p in straddles if p < max_length]
+    row.input_ids, row.labels, row.offsets, row.straddles = ids, labels, offsets, straddles
+
+
+def _merge_shown(flagged: list[Row], clean: list[Row], limit: int) -> list[Row]:
+    out: list[Row] = []
+    for row in flagged + clean:
+        if row not in out and len(out) < max(limit, 1):
+            out.append(row)
+    return sorted(out, key=lambda r: r.index)
+
+
+def _row_view(row: Row, tokenizer) -> dict[str, Any]:
+    view: dict[str, Any] = {"row": row.index}
+    if row.line is not None:
+        view["line"] = row.line
+    view.update(
+        prompt=row.text,
+        input_ids=row.input_ids,
+        labels=row.labels,
+        pieces=tokenizer.convert_ids_to_tokens(row.input_ids) if row.input_ids else [],
+        offsets=[list(o) for o in row.offsets],
+        truncated_from=row.full_length if row.truncated else None,
+    )
+    if row.layout is not None:
+        view["masking"] = row.layout.method
+    if not row.ok:
+        view["error"] = row.problem.message if row.problem else row.render_error
+    return view
+
+
+class _Stats:
+    def __init__(self, max_length: int | None) -> None:
+        self.max_length = max_length
+        self.rows = self.tokens = self.trainable = self.truncated = self.failed = 0
+        self.lengths: list[int] = []
+
+    def add(self, row: Row) -> None:
+        self.rows += 1
+        if not row.ok:
+            self.failed += 1
+            return
+        self.tokens += len(row.input_ids)
+        self.trainable += row.trained
+        self.truncated += row.truncated
+        self.lengths.append(row.full_length)
+
+    def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
+        by_check: dict[str, int] = {}
+        for f in findings:
+            by_check[f.code] = by_check.get(f.code, 0) + 1
+        return {
+            "rows": total,
+            "rows_checked": self.rows,
+            "rows_failed": self.failed,
+            "tokens": self.tokens,
+            "trainable_tokens": self.trainable,
+            "trainable_fraction": round(self.trainable / self.tokens, 4) if self.tokens else 0.0,
+            "length_percentiles": _percentiles(self.lengths),
+            "max_length": self.max_length,
+            "rows_truncated": self.truncated,
+            "by_check": dict(sorted(by_check.items())),
+        }
+
+
+def _percentiles(lengths: list[int]) -> dict[str, int]:
+    if not lengths:
+        return {}
+    ordered = sorted(lengths)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]  # noqa: E731
+    return {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99), "max": ordered[-1]}
+
+
+def _context(setup: Setup, detection, loaded, train_on: str, options, checked: int, total: int, renderer) -> dict[str, Any]:
+    method = None
+    if setup.chat and train_on in ("assistant", "last"):
+        method = "generation-markers" if setup.has_generation_markers else "turn-diff (per-turn prefix renders)"
+    return {
+        "dataset": setup.dataset_path,
+        "format": f"{detection.row_format} ({'assumed from ' + detection.reason if detection.reason != '--data-format' else 'from --data-format'})",
+        "tokenizer": loaded.source,
+        "chat_template": setup.template_source,
+        "framework": _framework_line(setup),
+        "train_on": train_on + (f" via {method}" if method else ""),
+        "max_length": setup.max_length,
+        "rows_checked": f"{checked} of {total}" + ("" if checked == total else " (evenly spaced sample; --all checks every row)"),
+    }
+
+
+def _framework_line(setup: Setup) -> str:
+    text = "tokenized with special tokens, EOS appended" if _appends_eos(setup) else "tokenized with special tokens, no EOS appended"
+    return f"{setup.framework} (chat: rendered, tokenized without special tokens; text/completion: {text})"

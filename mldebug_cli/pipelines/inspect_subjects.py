@@ -1,0 +1,117 @@
+"""What the data checks look at: the run's setup (tokenizer, template, options) and each inspected row."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mldebug_cli.core.findings import Location
+from mldebug_cli.render.masking import ChatLayout
+from mldebug_cli.render.probe import TemplateFacts
+from mldebug_cli.sources.row_formats import RowProblem, Sample
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The tokenizer, template and trainer behaviour every row is checked against."""
+
+    dataset_path: str
+    tokenizer_source: str
+    template_source: str | None
+    row_format: str
+    framework: str
+    train_on: str
+    max_length: int | None
+    bos_id: int | None
+    bos_text: str | None
+    eos_id: int | None
+    eos_text: str | None
+    pad_id: int | None
+    pad_text: str | None
+    end_of_turn_id: int | None  # the id of the token closing assistant turns in the template
+    stop_ids: frozenset[int]  # eos, end-of-turn and generation_config eos ids
+    generation_eos_ids: tuple[int, ...]
+    tokenizer_adds_bos: bool
+    template: str | None
+    template_facts: TemplateFacts | None
+    has_generation_markers: bool
+    special_texts: tuple[str, ...]  # texts the tokenizer turns into special ids
+    special_pattern: re.Pattern | None
+    id_to_piece: Any  # callable id -> token text
+    encode: Any  # callable text -> ids without special tokens
+
+    @property
+    def chat(self) -> bool:
+        return self.row_format in ("messages", "sharegpt", "alpaca") or (
+            self.row_format == "prompt-completion" and self.template is not None
+        )
+
+    def location(self) -> Location:
+        return Location(path=self.template_source or self.tokenizer_source)
+
+
+@dataclass
+class TurnTokens:
+    message_index: int
+    start: int  # token positions [start, end) before truncation
+    end: int
+    trained: bool
+    located_by: str
+    prefix_preserved: bool
+
+
+@dataclass
+class Row:
+    """One inspected row: the sample, its rendering, tokens and labels (after truncation)."""
+
+    index: int
+    line: int | None
+    path: str
+    raw: Any = None
+    sample: Sample | None = None
+    problem: RowProblem | None = None
+    render_error: str | None = None
+    layout: ChatLayout | None = None
+    text: str = ""
+    input_ids: list[int] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+    offsets: list[tuple[int, int]] = field(default_factory=list)
+    full_length: int = 0  # tokens before truncation
+    trained_before_truncation: int = 0
+    first_trained: int | None = None  # position of the first trained token before truncation
+    turns: list[TurnTokens] = field(default_factory=list)
+    straddles: list[int] = field(default_factory=list)
+    appended_eos: bool = False
+    cut_ids: list[int] = field(default_factory=list)  # what truncation removed
+    cut_labels: list[int] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.render_error is None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        from mldebug_cli.sources.row_formats import Chat, PromptCompletion
+
+        if isinstance(self.sample, Chat):
+            return self.sample.messages
+        if isinstance(self.sample, PromptCompletion) and self.sample.conversational:
+            return list(self.sample.prompt) + list(self.sample.completion)
+        return []
+
+    @property
+    def trained(self) -> int:
+        return sum(1 for label in self.labels if label != -100)
+
+    @property
+    def truncated(self) -> bool:
+        return self.full_length > len(self.input_ids)
+
+    @property
+    def last_id_before_truncation(self) -> int | None:
+        ids = self.cut_ids or self.input_ids
+        return ids[-1] if ids else None
+
+    def location(self, message_index: int | None = None) -> Location:
+        return Location(path=self.path, row=self.index, line=self.line, message_index=message_index)

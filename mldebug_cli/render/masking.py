@@ -1,0 +1,197 @@
+"""Where each assistant turn sits in a rendered conversation, and which characters are trained.
+
+Methods, chosen per row:
+- ``generation-markers``: the template's ``{% generation %}`` spans (what transformers and TRL use).
+- ``turn-diff``: for assistant message i, the text the model generates is
+  ``render(messages[:i+1])`` minus ``render(messages[:i], add_generation_prompt=True)``; exact for any
+  template that preserves history. Where a template rewrites history (DS014), the turn is located by
+  its content in the full render instead, and the turn records that fallback.
+- ``all`` / ``completion`` / ``text``: every token, or everything after the prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mldebug_cli.render.chat import ChatRenderer
+
+TRAIN_ON = ("assistant", "all", "last", "completion")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """An assistant turn: the character span of what the model generates (header excluded)."""
+
+    message_index: int
+    start: int
+    end: int
+    trained: bool
+    located_by: str = "turn-diff"  # or "generation-markers", "content-search", "unlocated"
+    prefix_preserved: bool = True
+
+
+@dataclass(frozen=True)
+class ChatLayout:
+    text: str
+    turns: tuple[Turn, ...]
+    trained_spans: tuple[tuple[int, int], ...]
+    method: str
+    prompt_end: int | None = None  # for completion rows: where the prompt text ends
+
+
+def content_text(content: Any) -> str:
+    """Message content as text (list-of-parts content joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def layout_chat(
+    renderer: ChatRenderer,
+    messages: list[dict[str, Any]],
+    tools: list[Any] | None,
+    train_on: str,
+    end_texts: tuple[str, ...] = (),
+) -> ChatLayout:
+    """Render a conversation and decide its trained character spans (raises TemplateRenderError)."""
+    if train_on == "all":
+        text = renderer.render(messages, tools).text
+        return ChatLayout(text, (), ((0, len(text)),) if text else (), "all")
+    if renderer.has_generation_markers:
+        rendered = renderer.render(messages, tools, with_generation_spans=True)
+        turns = _turns_from_markers(rendered.generation_spans, messages, rendered.text)
+        method = "generation-markers"
+        text = rendered.text
+    else:
+        text = renderer.render(messages, tools).text
+        turns = _turns_by_diff(renderer, messages, tools, text, end_texts)
+        method = "turn-diff"
+    if train_on == "last" and turns:
+        last = max(t.message_index for t in turns)
+        turns = tuple(_with_trained(t, t.message_index == last and t.trained) for t in turns)
+    spans = tuple((t.start, t.end) for t in turns if t.trained and t.end > t.start)
+    return ChatLayout(text, turns, spans, method)
+
+
+def layout_completion(
+    renderer: ChatRenderer | None,
+    prompt: str | list[dict[str, Any]],
+    completion: str | list[dict[str, Any]],
+    tools: list[Any] | None,
+    eos_text: str | None,
+) -> ChatLayout:
+    """Prompt/completion rows as TRL renders them: everything after the prompt is trained."""
+    if isinstance(prompt, str):
+        full = prompt + completion
+        if eos_text and not full.endswith(eos_text):
+            full += eos_text
+        return ChatLayout(full, (), ((len(prompt), len(full)),), "completion", prompt_end=len(prompt))
+    assert renderer is not None
+    prompt_text = renderer.render(prompt, tools, add_generation_prompt=True).text
+    full = renderer.render(prompt + completion, tools).text
+    start = len(prompt_text) if full.startswith(prompt_text) else _common_prefix(prompt_text, full)
+    turn = Turn(len(prompt), start, len(full), True, "completion", full.startswith(prompt_text))
+    return ChatLayout(full, (turn,), ((start, len(full)),), "completion", prompt_end=start)
+
+
+def _with_trained(turn: Turn, trained: bool) -> Turn:
+    return Turn(turn.message_index, turn.start, turn.end, trained, turn.located_by, turn.prefix_preserved)
+
+
+def _turns_from_markers(spans, messages, text: str) -> tuple[Turn, ...]:
+    """Pair generation spans with assistant messages in order (templates emit one span per assistant turn)."""
+    assistant_indices = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    turns = []
+    for n, (start, end) in enumerate(spans):
+        index = assistant_indices[n] if n < len(assistant_indices) else assistant_indices[-1] if assistant_indices else -1
+        turns.append(Turn(index, start, end, True, "generation-markers"))
+    return tuple(turns)
+
+
+def _turns_by_diff(renderer, messages, tools, full: str, end_texts: tuple[str, ...]) -> tuple[Turn, ...]:
+    turns = []
+    cursor = 0
+    for i, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        turn = _locate_turn(renderer, messages, tools, i, full, cursor, end_texts)
+        turns.append(turn)
+        if turn.end > turn.start:
+            cursor = turn.end
+    return tuple(turns)
+
+
+def _locate_turn(renderer, messages, tools, i: int, full: str, cursor: int, end_texts: tuple[str, ...]) -> Turn:
+    """Turn i's generated span in ``full``: exact by prefix renders, else aligned, else found by content."""
+    before = renderer.render(messages[:i], tools, add_generation_prompt=True).text if i else ""
+    through = full if i == len(messages) - 1 else renderer.render(messages[: i + 1], tools).text
+    generated = through[len(before):] if through.startswith(before) else None
+    if generated is not None and full.startswith(before) and full.startswith(generated, len(before)):
+        return Turn(i, len(before), len(before) + len(generated), True)
+    if generated and full.startswith(before) and len(before) >= cursor:
+        content = content_text(messages[i].get("content")).strip()
+        core = _without_end_markers(generated, end_texts)
+        skipped, matched = _align(core, full, len(before), content)
+        if matched and content in core[skipped:skipped + matched]:
+            preserved = skipped == 0 and matched == len(core)
+            located_by = "turn-diff" if preserved else "aligned"
+            return Turn(i, len(before), len(before) + matched, True, located_by, preserved)
+    return _by_content(i, messages[i], full, cursor, generated)
+
+
+def _without_end_markers(generated: str, end_texts: tuple[str, ...]) -> str:
+    """The generated turn without the end-of-sequence markers some templates write only at the very end."""
+    trimmed = True
+    while trimmed:
+        trimmed = False
+        for marker in end_texts:
+            if marker and generated.endswith(marker) and len(generated) > len(marker):
+                generated = generated[: -len(marker)]
+                trimmed = True
+    return generated
+
+
+def _align(generated: str, full: str, start: int, content: str) -> tuple[int, int]:
+    """(characters of ``generated`` skipped, characters then matching ``full`` from ``start``), longest match.
+
+    Templates that rewrite history drop a head of the turn from earlier turns (an empty think block
+    written only into the last turn); the rest of the turn still matches. Candidate skips come from
+    anchoring the turn's content (or the first characters at ``start``) in both texts.
+    """
+    window = full[start:start + len(generated)]
+    best = (0, _common_prefix(generated, window))
+    for anchor in (content[:32], window[:8]):
+        at_full = window.find(anchor) if anchor else -1
+        at = generated.find(anchor) if at_full >= 0 else -1
+        while at >= 0:
+            skip = at - at_full
+            if skip > 0:
+                matched = _common_prefix(generated[skip:], window)
+                if matched > best[1]:
+                    best = (skip, matched)
+            at = generated.find(anchor, at + 1)
+    return best
+
+
+def _by_content(message_index: int, message: dict[str, Any], full: str, cursor: int, generated: str | None) -> Turn:
+    """Last resort: the turn's content in the full render, extended by the footer the template writes after it."""
+    content = content_text(message.get("content")).strip()
+    at = full.find(content, cursor) if content else -1
+    if at < 0:
+        return Turn(message_index, cursor, cursor, False, "unlocated", False)
+    end = at + len(content)
+    if generated and content in generated:
+        footer = generated[generated.find(content) + len(content):]
+        end += _common_prefix(footer, full[end:end + len(footer)])
+    return Turn(message_index, at, end, True, "content-search", False)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i

@@ -1,0 +1,293 @@
+"""Reading dataset files row by row, with the file line of every row where there is one.
+
+JSON and JSON Lines are read here (streaming, so one bad line becomes a finding for that line and
+the rest is still checked); Parquet, CSV, Arrow folders written by ``save_to_disk`` and cached hub
+datasets are read with ``datasets``. Files are only ever opened for reading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import InputError
+
+BINARY_SNIFF_BYTES = 8192
+_DATASETS_BUILDERS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv", ".arrow": "arrow"}
+
+
+@dataclass(frozen=True)
+class Record:
+    """One dataset row as read from the file, or why it could not be read."""
+
+    index: int  # 0-based row
+    line: int | None  # 1-based line in the file (JSON and JSON Lines)
+    data: Any = None
+    error: str | None = None
+
+
+class DatasetSource:
+    """A dataset file, folder or cached hub id, read lazily."""
+
+    def __init__(self, spec: str, split: str | None = None) -> None:
+        self.spec = spec
+        self.split = split
+        self.path = Path(spec)
+        self.kind = _kind_of(self.path, spec)
+        self._hf = None
+        self._json_rows: list[tuple[int, Any]] | None = None
+        self._num_rows: int | None = None
+
+    @property
+    def display(self) -> str:
+        return self.spec
+
+    def __len__(self) -> int:
+        if self._num_rows is None:
+            if self.kind == "jsonl":
+                self._num_rows = sum(1 for _ in self._jsonl_lines())
+            elif self.kind == "json":
+                self._num_rows = len(self._json_array())
+            else:
+                self._num_rows = len(self._hf_dataset())
+        return self._num_rows
+
+    def records(self, indices: Iterator[int] | list[int] | None = None) -> Iterator[Record]:
+        """Rows in order; only ``indices`` (sorted, 0-based) when given."""
+        wanted = None if indices is None else sorted(set(indices))
+        if self.kind == "jsonl":
+            yield from _pick(self._jsonl_records(), wanted)
+        elif self.kind == "json":
+            rows = self._json_array()
+            chosen = range(len(rows)) if wanted is None else [i for i in wanted if i < len(rows)]
+            for i in chosen:
+                line, data = rows[i]
+                yield Record(i, line, data)
+        else:
+            yield from self._hf_records(wanted)
+
+    # JSON Lines -----------------------------------------------------------------------------
+    def _open_text(self):
+        _refuse_binary(self.path)
+        return open(self.path, "rb")
+
+    def _jsonl_lines(self) -> Iterator[tuple[int, bytes]]:
+        """(line number, raw line) for every non-blank line."""
+        with self._open_text() as fh:
+            for number, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    yield number, raw
+
+    def _jsonl_records(self) -> Iterator[Record]:
+        index = -1
+        for index, (number, raw) in enumerate(self._jsonl_lines()):
+            yield _parse_line(index, number, raw)
+        if index < 0:
+            raise InputError(f"{self.spec}: the file has no rows")
+
+    # JSON array -------------------------------------------------------------------------------
+    def _json_array(self) -> list[tuple[int, Any]]:
+        if self._json_rows is None:
+            self._json_rows = _read_json_array(self.path)
+        return self._json_rows
+
+    # datasets ---------------------------------------------------------------------------------
+    def _hf_dataset(self):
+        if self._hf is None:
+            self._hf = _load_with_datasets(self.path, self.spec, self.kind, self.split)
+        return self._hf
+
+    def _hf_records(self, wanted: list[int] | None) -> Iterator[Record]:
+        ds = self._hf_dataset()
+        if wanted is not None:
+            wanted = [i for i in wanted if i < len(ds)]
+            for start in range(0, len(wanted), 1000):
+                chunk = wanted[start : start + 1000]
+                yield from _rows_of_batch(ds.select(chunk).to_dict(), chunk)
+            return
+        batch_size = 1000
+        for start, batch in enumerate(ds.iter(batch_size=batch_size)):
+            first = start * batch_size
+            yield from _rows_of_batch(batch, range(first, first + len(next(iter(batch.values()), []))))
+
+
+def _pick(records: Iterator[Record], wanted: list[int] | None) -> Iterator[Record]:
+    if wanted is None:
+        yield from records
+        return
+    pending = iter(wanted)
+    target = next(pending, None)
+    for record in records:
+        if target is None:
+            return
+        if record.index == target:
+            yield record
+            target = next(pending, None)
+
+
+def _rows_of_batch(batch: dict[str, list], indices) -> Iterator[Record]:
+    columns = list(batch)
+    for offset, index in enumerate(indices):
+        yield Record(index, None, {c: batch[c][offset] for c in columns})
+
+
+def _kind_of(path: Path, spec: str) -> str:
+    if path.is_dir():
+        if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists() or (path / "state.json").exists():
+            return "arrow"
+        raise InputError(
+            f"{spec}: a folder, but not one written by datasets' save_to_disk",
+            hint="pass a .json/.jsonl/.parquet/.csv file, a save_to_disk folder or a cached hub dataset id",
+        )
+    if path.exists():
+        suffix = path.suffix.lower()
+        if suffix == ".jsonl":
+            return "jsonl"
+        if suffix == ".json":
+            first = _first_char(path)
+            return "json" if first == "[" or (first == "{" and not _first_line_is_json(path)) else "jsonl"
+        if suffix in _DATASETS_BUILDERS:
+            return _DATASETS_BUILDERS[suffix]
+        raise InputError(
+            f"{spec}: unsupported file type {suffix or '(none)'!r}",
+            hint="supported: .json, .jsonl, .parquet, .csv, .tsv, .arrow, a save_to_disk folder, a cached hub id",
+        )
+    if _looks_like_hub_id(spec):
+        return "hub"
+    raise InputError(f"{spec}: no such file or folder")
+
+
+def _looks_like_hub_id(spec: str) -> bool:
+    parts = spec.split("/")
+    return len(parts) == 2 and all(parts) and not spec.startswith((".", "/")) and os.sep not in spec.replace("/", "")
+
+
+def _refuse_binary(path: Path) -> None:
+    with open(path, "rb") as fh:
+        head = fh.read(BINARY_SNIFF_BYTES)
+    if not head.strip():
+        raise InputError(f"{path}: the file is empty")
+    if b"\x00" in head:
+        raise InputError(f"{path}: this is a binary file, not JSON text")
+
+
+def _first_char(path: Path) -> str:
+    _refuse_binary(path)
+    with open(path, "rb") as fh:
+        head = fh.read(BINARY_SNIFF_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head[:1].decode("latin-1")
+
+
+def _first_line_is_json(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        first = fh.readline()
+    try:
+        json.loads(first)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _parse_line(index: int, number: int, raw: bytes) -> Record:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Record(index, number, error=f"line is not valid UTF-8 (byte {exc.start})")
+    try:
+        return Record(index, number, json.loads(text))
+    except RecursionError:
+        return Record(index, number, error="JSON nested too deeply")
+    except json.JSONDecodeError as exc:
+        return Record(index, number, error=f"invalid JSON at column {exc.colno}: {exc.msg}")
+
+
+def _read_json_array(path: Path) -> list[tuple[int, Any]]:
+    """Elements of a top-level JSON array with the line each starts on (a lone object is one row)."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+    decoder = json.JSONDecoder()
+    if text.lstrip().startswith("{"):
+        return _single_object_or_lines(path, text, decoder)
+    rows: list[tuple[int, Any]] = []
+    pos, line = text.index("[") + 1, 1 + text.count("\n", 0, text.index("["))
+    while True:
+        pos, line = _skip_space(text, pos, line)
+        if pos >= len(text):
+            raise InputError(f"{path}:{line}: the JSON array is not closed (file truncated?)")
+        if text[pos] == "]":
+            break
+        if rows:
+            if text[pos] != ",":
+                raise InputError(f"{path}:{line}: expected ',' or ']' between rows, found {text[pos]!r}")
+            pos, line = _skip_space(text, pos + 1, line)
+            if pos >= len(text):
+                raise InputError(f"{path}:{line}: the JSON array is not closed (file truncated?)")
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except RecursionError:
+            raise InputError(f"{path}:{line}: row {len(rows)} is nested too deeply") from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{exc.lineno}:{exc.colno}: row {len(rows)}: invalid JSON: {exc.msg}") from None
+        rows.append((line, value))
+        line += text.count("\n", pos, end)
+        pos = end
+    if not rows:
+        raise InputError(f"{path}: the JSON array is empty")
+    return rows
+
+
+def _single_object_or_lines(path: Path, text: str, decoder: json.JSONDecoder) -> list[tuple[int, Any]]:
+    """A .json file holding one pretty-printed object: one row."""
+    start = len(text) - len(text.lstrip())
+    try:
+        value, end = decoder.raw_decode(text, start)
+    except RecursionError:
+        raise InputError(f"{path}:1: the object is nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    if text[end:].strip():
+        line = 1 + text.count("\n", 0, end)
+        raise InputError(f"{path}:{line}: unexpected text after the JSON object")
+    return [(1 + text.count("\n", 0, start), value)]
+
+
+def _skip_space(text: str, pos: int, line: int) -> tuple[int, int]:
+    n = len(text)
+    while pos < n and text[pos] in " \t\r\n":
+        if text[pos] == "\n":
+            line += 1
+        pos += 1
+    return pos, line
+
+
+def _load_with_datasets(path: Path, spec: str, kind: str, split: str | None):
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    try:
+        if kind == "arrow":
+            ds = datasets.load_from_disk(str(path))
+        elif kind == "hub":
+            ds = datasets.load_dataset(spec, split=split)
+        else:
+            options = {"delimiter": "\t"} if path.suffix.lower() == ".tsv" else {}
+            ds = datasets.load_dataset(kind, data_files=str(path), split="train", **options)
+    except FileNotFoundError as exc:
+        raise InputError(f"{spec}: {exc}") from None
+    except Exception as exc:  # datasets raises many types for unreadable files
+        reason = " ".join(str(exc).split())[:300]
+        raise InputError(f"{spec}: datasets could not read it: {type(exc).__name__}: {reason}") from None
+    if isinstance(ds, datasets.DatasetDict):
+        names = list(ds)
+        chosen = split or ("train" if "train" in ds else names[0])
+        if chosen not in ds:
+            raise InputError(f"{spec}: no split {chosen!r} (splits: {', '.join(names)})")
+        ds = ds[chosen]
+    return ds

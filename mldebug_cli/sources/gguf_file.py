@@ -1,0 +1,445 @@
+"""Read the tokenizer and chat-template metadata of a GGUF file the way llama.cpp resolves it.
+
+The header is walked first with bounds checks against the file size, so a corrupt, truncated or
+hostile file fails with one ``InputError`` instead of a traceback, a hang or a huge allocation;
+only then is ``gguf.GGUFReader`` (memory-mapped) used to extract the values.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFValueType, TokenType
+
+from mldebug_cli.core.errors import InputError
+
+_MAGIC = b"GGUF"
+_SUPPORTED_VERSIONS = (2, 3)
+_HEADER_SIZE = 24  # magic, version, tensor count, kv count
+_MAX_KEY_BYTES = 65535
+_MAX_TENSOR_DIMS = 4  # GGML_MAX_DIMS
+_DEFAULT_ALIGNMENT = 32
+_MIN_KV_BYTES = 8 + 4 + 1  # key length, value type, smallest value
+_MIN_TENSOR_INFO_BYTES = 8 + 1 + 4 + 4 + 8  # name length, 1-byte name, n_dims, type, offset
+
+_SCALAR_SIZES = {
+    GGUFValueType.UINT8: 1,
+    GGUFValueType.INT8: 1,
+    GGUFValueType.BOOL: 1,
+    GGUFValueType.UINT16: 2,
+    GGUFValueType.INT16: 2,
+    GGUFValueType.UINT32: 4,
+    GGUFValueType.INT32: 4,
+    GGUFValueType.FLOAT32: 4,
+    GGUFValueType.UINT64: 8,
+    GGUFValueType.INT64: 8,
+    GGUFValueType.FLOAT64: 8,
+}
+_INTEGER_TYPES = frozenset(_SCALAR_SIZES) - {GGUFValueType.FLOAT32, GGUFValueType.FLOAT64, GGUFValueType.BOOL}
+
+TEMPLATE_KEY = "tokenizer.chat_template"
+_NAMED_TEMPLATE_PREFIX = TEMPLATE_KEY + "."
+_SPECIAL_ID_KEYS = {
+    "bos": "tokenizer.ggml.bos_token_id",
+    "eos": "tokenizer.ggml.eos_token_id",
+    "eot": "tokenizer.ggml.eot_token_id",
+    "eom": "tokenizer.ggml.eom_token_id",
+    "pad": "tokenizer.ggml.padding_token_id",
+    "unk": "tokenizer.ggml.unknown_token_id",
+}
+
+# llama.cpp's defaults per tokenizer model (src/llama-vocab.cpp, llama_vocab::impl::load), used when a key is absent.
+_DEFAULT_SPECIAL_IDS: dict[str, dict[str, int]] = {
+    "llama": {"bos": 1, "eos": 2, "unk": 0},
+    "bert": {"bos": 101, "unk": 100, "pad": 0},
+    "gpt2": {"bos": 11, "eos": 11},
+    "t5": {"eos": 1, "unk": 2, "pad": 0},
+    "plamo2": {"bos": 1, "eos": 2, "unk": 0, "pad": 3},
+}
+_DEFAULT_ADD_BOS_EOS = {"llama": (True, False), "bert": (True, False), "t5": (False, True), "rwkv": (False, False)}
+_BPE_PRE_TOKENIZERS_ADDING_BOS = frozenset(
+    {
+        "llama3",
+        "llama-v3",
+        "llama-bpe",
+        "falcon3",
+        "falcon-h1",
+        "pixtral",
+        "midm-2.0",
+        "lfm2",
+        "jina-v5-nano",
+        "tekken",
+        "chameleon",
+        "gemma4",
+    }
+)
+# Token texts llama.cpp treats as end-of-generation whatever the metadata says (llama-vocab.cpp special_eog_ids).
+_EOG_TEXTS = frozenset(
+    {
+        "<|eot_id|>",
+        "<|im_end|>",
+        "<|end|>",
+        "<|return|>",
+        "<|call|>",
+        "<|flush|>",
+        "<|calls|>",
+        "<end_of_turn>",
+        "<|endoftext|>",
+        "</s>",
+        "<|eom_id|>",
+        "<EOT>",
+        "_<EOT>",
+        "[EOT]",
+        "[EOS]",
+        "<|end_of_text|>",
+        "<end_of_utterance>",
+        "<eos>",
+        "<turn|>",
+        "<|tool_response>",
+        "<｜end▁of▁sentence｜>",
+        "[e~[",
+    }
+)
+
+
+@dataclass(frozen=True)
+class GGUFVocab:
+    """A GGUF's tokenizer and chat templates; special ids and add_bos/add_eos resolved as llama.cpp does."""
+
+    path: str
+    name: str | None
+    architecture: str | None
+    tokenizer_model: str | None
+    tokenizer_pre: str | None
+    chat_template: str | None
+    named_chat_templates: Mapping[str, str]
+    tokens: tuple[str, ...]
+    token_types: tuple[int, ...]
+    bos_id: int | None
+    eos_id: int | None
+    eot_id: int | None
+    eom_id: int | None
+    pad_id: int | None
+    unk_id: int | None
+    add_bos_token: bool | None  # the metadata value, None when the key is absent
+    add_eos_token: bool | None
+    tensor_count: int = 0
+    metadata_keys: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def add_bos(self) -> bool:
+        """Whether llama.cpp prepends BOS when tokenizing (metadata, else the tokenizer model's default)."""
+        if self.add_bos_token is not None:
+            return self.add_bos_token
+        return _default_add_bos_eos(self.tokenizer_model, self.tokenizer_pre)[0]
+
+    @property
+    def add_eos(self) -> bool:
+        if self.add_eos_token is not None:
+            return self.add_eos_token
+        return _default_add_bos_eos(self.tokenizer_model, self.tokenizer_pre)[1]
+
+    @property
+    def bos_text(self) -> str:
+        """What llama.cpp passes to templates as ``bos_token`` ("" when the vocab has none)."""
+        return "" if self.bos_id is None else self.tokens[self.bos_id]
+
+    @property
+    def eos_text(self) -> str:
+        return "" if self.eos_id is None else self.tokens[self.eos_id]
+
+    @property
+    def end_of_turn_ids(self) -> tuple[int, ...]:
+        """EOS, EOT and EOM ids declared by the file (deduplicated, in that order)."""
+        ids = (self.eos_id, self.eot_id, self.eom_id)
+        return tuple(dict.fromkeys(i for i in ids if i is not None))
+
+    @property
+    def end_of_generation_ids(self) -> tuple[int, ...]:
+        """``end_of_turn_ids`` plus tokens llama.cpp stops on because of their text (e.g. ``<|end|>``)."""
+        by_text = (i for i, text in enumerate(self.tokens) if text in _EOG_TEXTS)
+        return tuple(dict.fromkeys((*self.end_of_turn_ids, *by_text)))
+
+    @property
+    def special_tokens(self) -> dict[int, str]:
+        """Control tokens plus every declared special id, id -> text."""
+        declared = (self.bos_id, self.eos_id, self.eot_id, self.eom_id, self.pad_id, self.unk_id)
+        ids = {i for i, kind in enumerate(self.token_types) if kind == TokenType.CONTROL}
+        ids.update(i for i in declared if i is not None)
+        return {i: self.tokens[i] for i in sorted(ids)}
+
+    def token_text(self, token_id: int) -> str:
+        if not 0 <= token_id < len(self.tokens):
+            raise InputError(f"{self.path}: token id {token_id} is outside the vocabulary of {len(self.tokens)} tokens")
+        return self.tokens[token_id]
+
+
+def read_gguf_vocab(path: str | Path) -> GGUFVocab:
+    """Read a GGUF's tokenizer metadata; every malformed input raises ``InputError`` naming the file."""
+    path = Path(path)
+    _validate_layout(path)
+    try:
+        reader = GGUFReader(path, "r")
+        return _vocab_from_reader(path, reader)
+    except InputError:
+        raise
+    except (ValueError, KeyError, IndexError, TypeError, OverflowError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: unreadable GGUF metadata ({_one_line(exc)})") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _default_add_bos_eos(tokenizer_model: str | None, tokenizer_pre: str | None) -> tuple[bool, bool]:
+    if tokenizer_model == "gpt2":
+        return tokenizer_pre in _BPE_PRE_TOKENIZERS_ADDING_BOS, False
+    return _DEFAULT_ADD_BOS_EOS.get(tokenizer_model or "", (False, False))
+
+
+# --- layout validation: a bounded walk of the header over a read-only memory map ---
+
+
+class _Cursor:
+    """Reads little-endian values from a memory map, refusing to go past its end."""
+
+    def __init__(self, path: Path, buffer: mmap.mmap) -> None:
+        self.path = path
+        self.buffer = buffer
+        self.offset = 0
+
+    @property
+    def remaining(self) -> int:
+        return len(self.buffer) - self.offset
+
+    def fail(self, what: str) -> InputError:
+        return InputError(f"{self.path}: corrupt GGUF: {what} (at byte {self.offset})")
+
+    def take(self, fmt: str) -> Any:
+        size = struct.calcsize(fmt)
+        if size > self.remaining:
+            raise self.fail("file ends inside the metadata (truncated)")
+        (value,) = struct.unpack_from(fmt, self.buffer, self.offset)
+        self.offset += size
+        return value
+
+    def skip(self, size: int, what: str) -> None:
+        if size > self.remaining:
+            raise self.fail(f"{what} of {size} bytes runs past the end of the file (truncated or corrupt length)")
+        self.offset += size
+
+    def skip_string(self, what: str) -> int:
+        """Skip a length-prefixed string without copying it; return where its bytes start."""
+        length = self.take("<Q")
+        start = self.offset
+        self.skip(length, what)
+        return start
+
+    def short_string(self, what: str) -> bytes:
+        length = self.take("<Q")
+        if length > _MAX_KEY_BYTES:
+            raise self.fail(f"{what} is {length} bytes long (at most {_MAX_KEY_BYTES})")
+        start = self.offset
+        self.skip(length, what)
+        return bytes(self.buffer[start : self.offset])
+
+    def count(self, what: str, min_item_bytes: int) -> int:
+        value = self.take("<Q")
+        if value * min_item_bytes > self.remaining:
+            raise self.fail(f"{what} claims {value} entries, more than the {self.remaining} bytes left can hold")
+        return value
+
+
+def _validate_layout(path: Path) -> None:
+    try:
+        with path.open("rb") as handle:
+            size = path.stat().st_size
+            if size < _HEADER_SIZE:
+                raise InputError(f"{path}: not a GGUF file ({size} bytes, too short for a GGUF header)")
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buffer:
+                _walk(_Cursor(path, buffer))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read file ({exc.strerror or _one_line(exc)})") from exc
+
+
+def _walk(cursor: _Cursor) -> None:
+    magic = bytes(cursor.buffer[:4])
+    if magic != _MAGIC:
+        raise InputError(f"{cursor.path}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
+    cursor.offset = 4
+    version = cursor.take("<I")
+    if version & 0xFFFF == 0 and version:
+        raise InputError(f"{cursor.path}: big-endian GGUF, which llama.cpp does not load on this machine")
+    if version not in _SUPPORTED_VERSIONS:
+        raise InputError(f"{cursor.path}: unsupported GGUF version {version} (supported: 2, 3)")
+    tensor_count = cursor.take("<Q")
+    kv_count = cursor.count("the metadata table", _MIN_KV_BYTES)
+    alignment = _DEFAULT_ALIGNMENT
+    for _ in range(kv_count):
+        key = cursor.short_string("a metadata key")
+        value_type = _value_type(cursor, cursor.take("<I"))
+        if key == b"general.alignment" and value_type == GGUFValueType.UINT32:
+            alignment = cursor.take("<I")
+            if alignment == 0 or alignment & (alignment - 1):
+                raise cursor.fail(f"general.alignment {alignment} is not a power of two")
+        else:
+            _skip_value(cursor, value_type, key.decode("utf-8", "replace"))
+    if tensor_count * _MIN_TENSOR_INFO_BYTES > cursor.remaining:
+        raise cursor.fail(f"the tensor table claims {tensor_count} tensors, more than the file can hold")
+    tensors = [_tensor_info(cursor) for _ in range(tensor_count)]
+    data_start = -(-cursor.offset // alignment) * alignment
+    for name, end in tensors:
+        if data_start + end > len(cursor.buffer):
+            raise cursor.fail(f"tensor {name!r} data runs past the end of the file (truncated)")
+
+
+def _value_type(cursor: _Cursor, raw: int) -> GGUFValueType:
+    try:
+        return GGUFValueType(raw)
+    except ValueError:
+        raise cursor.fail(f"unknown metadata value type {raw}") from None
+
+
+def _skip_value(cursor: _Cursor, value_type: GGUFValueType, key: str) -> None:
+    if value_type in _SCALAR_SIZES:
+        cursor.skip(_SCALAR_SIZES[value_type], f"value of {key}")
+    elif value_type == GGUFValueType.STRING:
+        cursor.skip_string(f"string value of {key}")
+    else:
+        item_type = _value_type(cursor, cursor.take("<I"))
+        if item_type == GGUFValueType.ARRAY:
+            raise cursor.fail(f"{key} is an array of arrays, which llama.cpp does not support")
+        if item_type == GGUFValueType.STRING:
+            for _ in range(cursor.count(f"array {key}", 8)):
+                cursor.skip_string(f"an element of {key}")
+        else:
+            item_size = _SCALAR_SIZES[item_type]
+            cursor.skip(cursor.count(f"array {key}", item_size) * item_size, f"array {key}")
+
+
+def _tensor_info(cursor: _Cursor) -> tuple[str, int]:
+    """Validate one tensor description; return its name and the end of its data relative to the data section."""
+    name = cursor.short_string("a tensor name").decode("utf-8", "replace")
+    n_dims = cursor.take("<I")
+    if n_dims > _MAX_TENSOR_DIMS:
+        raise cursor.fail(f"tensor {name!r} has {n_dims} dimensions (at most {_MAX_TENSOR_DIMS})")
+    n_elements = 1
+    for _ in range(n_dims):
+        n_elements *= cursor.take("<Q")
+    raw_type = cursor.take("<I")
+    try:
+        block_size, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(raw_type)]
+    except (ValueError, KeyError):
+        raise cursor.fail(f"tensor {name!r} has unknown type {raw_type}") from None
+    offset = cursor.take("<Q")
+    return name, offset + n_elements * type_size // block_size
+
+
+# --- extraction with GGUFReader, after the layout was validated ---
+
+
+def _vocab_from_reader(path: Path, reader: GGUFReader) -> GGUFVocab:
+    fields = reader.fields
+    tokens = _string_array(path, fields, "tokenizer.ggml.tokens")
+    token_types = tuple(_int_array(path, fields, "tokenizer.ggml.token_type"))
+    tokenizer_model = _string(path, fields, "tokenizer.ggml.model")
+    special = _special_ids(path, fields, tokenizer_model, len(tokens))
+    return GGUFVocab(
+        path=str(path),
+        name=_string(path, fields, "general.name"),
+        architecture=_string(path, fields, "general.architecture"),
+        tokenizer_model=tokenizer_model,
+        tokenizer_pre=_string(path, fields, "tokenizer.ggml.pre"),
+        chat_template=_string(path, fields, TEMPLATE_KEY),
+        named_chat_templates=_named_templates(path, fields),
+        tokens=tokens,
+        token_types=token_types,
+        bos_id=special["bos"],
+        eos_id=special["eos"],
+        eot_id=special["eot"],
+        eom_id=special["eom"],
+        pad_id=special["pad"],
+        unk_id=special["unk"],
+        add_bos_token=_bool(path, fields, "tokenizer.ggml.add_bos_token"),
+        add_eos_token=_bool(path, fields, "tokenizer.ggml.add_eos_token"),
+        tensor_count=len(reader.tensors),
+        metadata_keys=tuple(k for k in fields if not k.startswith("GGUF.")),
+    )
+
+
+def _wrong_type(path: Path, key: str, expected: str, field_types: list[GGUFValueType]) -> InputError:
+    found = "/".join(t.name.lower() for t in field_types) or "nothing"
+    return InputError(f"{path}: metadata key {key} should be {expected}, found {found}")
+
+
+def _decode(raw: Any) -> str:
+    return bytes(raw).decode("utf-8", errors="replace")
+
+
+def _string(path: Path, fields: Mapping[str, Any], key: str) -> str | None:
+    found = fields.get(key)
+    if found is None:
+        return None
+    if found.types != [GGUFValueType.STRING]:
+        raise _wrong_type(path, key, "a string", found.types)
+    return _decode(found.parts[-1])
+
+
+def _bool(path: Path, fields: Mapping[str, Any], key: str) -> bool | None:
+    found = fields.get(key)
+    if found is None:
+        return None
+    if found.types != [GGUFValueType.BOOL]:
+        raise _wrong_type(path, key, "a bool", found.types)
+    return bool(found.parts[-1][0])
+
+
+def _int(path: Path, fields: Mapping[str, Any], key: str) -> int | None:
+    found = fields.get(key)
+    if found is None:
+        return None
+    if len(found.types) != 1 or found.types[0] not in _INTEGER_TYPES:
+        raise _wrong_type(path, key, "an integer", found.types)
+    return int(found.parts[-1][0])
+
+
+def _string_array(path: Path, fields: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    found = fields.get(key)
+    if found is None:
+        return ()
+    if found.types[0] != GGUFValueType.ARRAY or (len(found.types) > 1 and found.types[-1] != GGUFValueType.STRING):
+        raise _wrong_type(path, key, "an array of strings", found.types)
+    return tuple(_decode(found.parts[i]) for i in found.data)
+
+
+def _int_array(path: Path, fields: Mapping[str, Any], key: str) -> list[int]:
+    found = fields.get(key)
+    if found is None:
+        return []
+    if found.types[0] != GGUFValueType.ARRAY or (len(found.types) > 1 and found.types[-1] not in _INTEGER_TYPES):
+        raise _wrong_type(path, key, "an array of integers", found.types)
+    return [int(found.parts[i][0]) for i in found.data]
+
+
+def _named_templates(path: Path, fields: Mapping[str, Any]) -> dict[str, str]:
+    names = (k for k in fields if k.startswith(_NAMED_TEMPLATE_PREFIX))
+    return {k[len(_NAMED_TEMPLATE_PREFIX) :]: _string(path, fields, k) or "" for k in names}
+
+
+def _special_ids(
+    path: Path, fields: Mapping[str, Any], tokenizer_model: str | None, n_tokens: int
+) -> dict[str, int | None]:
+    """Metadata ids, else llama.cpp's per-model defaults; ids outside the vocabulary count as absent."""
+    defaults = _DEFAULT_SPECIAL_IDS.get(tokenizer_model or "", {})
+    resolved: dict[str, int | None] = {}
+    for kind, key in _SPECIAL_ID_KEYS.items():
+        declared = _int(path, fields, key)
+        default = defaults.get(kind)
+        default = default if default is not None and default < n_tokens else None
+        resolved[kind] = declared if declared is not None and 0 <= declared < n_tokens else default
+    return resolved

@@ -1,0 +1,282 @@
+"""Dataset row formats: detection, and conversion of a row to what the trainer renders.
+
+Formats: ``messages`` (OpenAI/HF chat, with tool_calls, tools, reasoning_content), ``sharegpt``
+(``conversations`` of ``from``/``value``), ``alpaca`` (instruction/input/output), ``prompt-completion``
+(strings or message lists), ``text`` and ``tokenized`` (``input_ids`` + ``labels``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mldebug_cli.core.errors import InputError
+
+ROW_FORMATS = ("messages", "sharegpt", "alpaca", "prompt-completion", "text", "tokenized")
+
+# ShareGPT `from` tags as LLaMA-Factory maps them (axolotl maps the same chat roles): a function_call
+# turn is the assistant calling a tool, an observation is the tool's answer.
+SHAREGPT_ROLES = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+    "function_call": "assistant",
+    "observation": "tool",
+    "tool": "tool",
+}
+CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "ipython", "function"})
+
+
+class RowProblem(Exception):
+    """A row that does not fit its format (DS010) or names an unknown role (DS011)."""
+
+    def __init__(self, code: str, message: str, message_index: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.message_index = message_index
+
+
+@dataclass(frozen=True)
+class Chat:
+    messages: list[dict[str, Any]]
+    tools: list[Any] | None = None
+
+
+@dataclass(frozen=True)
+class PromptCompletion:
+    prompt: str | list[dict[str, Any]]
+    completion: str | list[dict[str, Any]]
+    tools: list[Any] | None = None
+
+    @property
+    def conversational(self) -> bool:
+        return isinstance(self.prompt, list)
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Tokens:
+    input_ids: list[int]
+    labels: list[int] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Sample = Chat | PromptCompletion | Text | Tokens
+
+
+@dataclass(frozen=True)
+class Detection:
+    row_format: str
+    reason: str
+    messages_key: str = "messages"
+
+
+def detect(rows: Iterable[Any], source: str) -> Detection:
+    """The format of a dataset from its first readable rows, with the reason it was chosen."""
+    for row in rows:
+        if isinstance(row, dict) and row:
+            return _detect_row(row, source)
+    raise InputError(f"{source}: no readable row to detect the format from", hint="pass --data-format")
+
+
+def _detect_row(row: dict[str, Any], source: str) -> Detection:
+    keys = set(row)
+    if "input_ids" in keys:
+        return Detection("tokenized", "column input_ids")
+    for key in ("messages", "conversations", "conversation"):
+        value = row.get(key)
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            if "from" in value[0] or "value" in value[0]:
+                return Detection("sharegpt", f"column {key} of from/value turns", key)
+            return Detection("messages", f"column {key} of role/content messages", key)
+    if {"chosen", "rejected"} <= keys:
+        raise InputError(
+            f"{source}: a preference dataset (chosen/rejected); inspect-data checks supervised fine-tuning rows",
+            hint="inspect the chosen side by converting it to messages, or pass --data-format",
+        )
+    if {"instruction", "output"} <= keys:
+        return Detection("alpaca", "columns instruction/output")
+    if {"prompt", "completion"} <= keys:
+        return Detection("prompt-completion", "columns prompt/completion")
+    if "text" in keys:
+        return Detection("text", "column text")
+    raise InputError(
+        f"{source}: cannot tell the row format from the columns {sorted(keys)[:12]}",
+        hint=f"pass --data-format ({', '.join(ROW_FORMATS)})",
+    )
+
+
+def to_sample(row: Any, detection: Detection) -> Sample:
+    """Convert one raw row; raises RowProblem when it does not fit."""
+    if not isinstance(row, dict):
+        raise RowProblem("DS010", f"row is a JSON {type(row).__name__}, not an object")
+    convert = _CONVERTERS[detection.row_format]
+    return convert(row, detection)
+
+
+def _tools(row: dict[str, Any]) -> list[Any] | None:
+    tools = row.get("tools")
+    if tools in (None, "", []):
+        return None
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except json.JSONDecodeError as exc:
+            raise RowProblem("DS010", f"tools is a string that is not valid JSON ({exc.msg})") from None
+    if isinstance(tools, dict):
+        tools = [tools]
+    if not isinstance(tools, list):
+        raise RowProblem("DS010", f"tools is a {type(tools).__name__}, expected a list")
+    return tools
+
+
+def _messages(row: dict[str, Any], detection: Detection) -> Chat:
+    messages = row.get(detection.messages_key)
+    return Chat(_validated_messages(messages, detection.messages_key), _tools(row))
+
+
+def _validated_messages(messages: Any, key: str, require_assistant: bool = True) -> list[dict[str, Any]]:
+    if not isinstance(messages, list):
+        raise RowProblem("DS010", f"{key} is {_kind(messages)}, expected a list of messages")
+    if not messages:
+        raise RowProblem("DS010", f"{key} is an empty conversation")
+    out = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise RowProblem("DS010", f"message {i} is {_kind(message)}, expected an object", i)
+        role = message.get("role")
+        if not isinstance(role, str) or not role:
+            raise RowProblem("DS010", f"message {i} has no role", i)
+        if "content" not in message and not message.get("tool_calls"):
+            raise RowProblem("DS010", f"message {i} ({role}) has no content key", i)
+        content = message.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise RowProblem("DS010", f"message {i} ({role}) content is {_kind(content)}, expected text or a list of parts", i)
+        if isinstance(content, list) and not all(isinstance(p, dict) for p in content):
+            raise RowProblem("DS010", f"message {i} ({role}) content is a list whose parts are not objects", i)
+        if content is None and not message.get("tool_calls"):
+            raise RowProblem("DS010", f"message {i} ({role}) content is null", i)
+        out.append(message)
+    if require_assistant and not any(m["role"] == "assistant" for m in out):
+        raise RowProblem("DS010", "the conversation has no assistant turn, so nothing would be trained")
+    return out
+
+
+def _sharegpt(row: dict[str, Any], detection: Detection) -> Chat:
+    turns = row.get(detection.messages_key)
+    if not isinstance(turns, list) or not turns:
+        raise RowProblem("DS010", f"{detection.messages_key} is {_kind(turns)}, expected a list of turns")
+    messages: list[dict[str, Any]] = []
+    if isinstance(row.get("system"), str) and row["system"]:
+        messages.append({"role": "system", "content": row["system"]})
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            raise RowProblem("DS010", f"turn {i} is {_kind(turn)}, expected an object", i)
+        tag, value = turn.get("from"), turn.get("value")
+        if not isinstance(tag, str):
+            raise RowProblem("DS010", f"turn {i} has no 'from'", i)
+        if not isinstance(value, str):
+            raise RowProblem("DS010", f"turn {i} ({tag}) value is {_kind(value)}, expected text", i)
+        role = SHAREGPT_ROLES.get(tag)
+        if role is None:
+            raise RowProblem("DS011", f"turn {i}: ShareGPT role {tag!r} is not mapped to a chat role", i)
+        messages.append(_function_call(value, i) if tag == "function_call" else {"role": role, "content": value})
+    return Chat(_validated_messages(messages, detection.messages_key), _tools(row))
+
+
+def _function_call(value: str, index: int) -> dict[str, Any]:
+    """A ShareGPT function_call turn as an assistant message with tool_calls (LLaMA-Factory's convention)."""
+    try:
+        calls = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise RowProblem("DS010", f"turn {index} (function_call) is not valid JSON ({exc.msg})", index) from None
+    calls = calls if isinstance(calls, list) else [calls]
+    tool_calls = []
+    for call in calls:
+        if not isinstance(call, dict) or "name" not in call:
+            raise RowProblem("DS010", f"turn {index} (function_call) has no function name", index)
+        arguments = call.get("arguments", {})
+        tool_calls.append({"type": "function", "function": {"name": call["name"], "arguments": arguments}})
+    return {"role": "assistant", "content": "", "tool_calls": tool_calls}
+
+
+def _alpaca(row: dict[str, Any], detection: Detection) -> Chat:
+    instruction, inp, output = row.get("instruction"), row.get("input") or "", row.get("output")
+    for name, value in (("instruction", instruction), ("input", inp), ("output", output)):
+        if not isinstance(value, str):
+            raise RowProblem("DS010", f"{name} is {_kind(value)}, expected text")
+    messages: list[dict[str, Any]] = []
+    if isinstance(row.get("system"), str) and row["system"]:
+        messages.append({"role": "system", "content": row["system"]})
+    for pair in row.get("history") or []:
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+            raise RowProblem("DS010", "history must be a list of [instruction, response] pairs of text")
+        messages += [{"role": "user", "content": pair[0]}, {"role": "assistant", "content": pair[1]}]
+    user = f"{instruction}\n{inp}" if inp else instruction
+    messages += [{"role": "user", "content": user}, {"role": "assistant", "content": output}]
+    return Chat(messages)
+
+
+def _prompt_completion(row: dict[str, Any], detection: Detection) -> PromptCompletion:
+    prompt, completion = row.get("prompt"), row.get("completion")
+    if isinstance(prompt, str) and isinstance(completion, str):
+        return PromptCompletion(prompt, completion)
+    if isinstance(prompt, list) and isinstance(completion, list):
+        prompt_messages = _validated_messages(prompt, "prompt", require_assistant=False)
+        completion_messages = _validated_messages(completion, "completion", require_assistant=True)
+        return PromptCompletion(prompt_messages, completion_messages, _tools(row))
+    raise RowProblem(
+        "DS010",
+        f"prompt is {_kind(prompt)} and completion is {_kind(completion)}: both must be text or both message lists",
+    )
+
+
+def _text(row: dict[str, Any], detection: Detection) -> Text:
+    text = row.get("text")
+    if not isinstance(text, str):
+        raise RowProblem("DS010", f"text is {_kind(text)}, expected a string")
+    return Text(text)
+
+
+def _tokenized(row: dict[str, Any], detection: Detection) -> Tokens:
+    input_ids, labels = row.get("input_ids"), row.get("labels")
+    if not _is_int_list(input_ids):
+        raise RowProblem("DS010", "input_ids is not a list of integers")
+    if labels is not None and not _is_int_list(labels):
+        raise RowProblem("DS010", "labels is not a list of integers")
+    if not input_ids:
+        raise RowProblem("DS010", "input_ids is empty")
+    return Tokens(list(input_ids), None if labels is None else list(labels))
+
+
+def _is_int_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return "text" if value else "empty text"
+    return {"list": "a list", "dict": "an object", "int": "a number", "float": "a number", "bool": "a boolean"}.get(
+        type(value).__name__, type(value).__name__
+    )
+
+
+_CONVERTERS = {
+    "messages": _messages,
+    "sharegpt": _sharegpt,
+    "alpaca": _alpaca,
+    "prompt-completion": _prompt_completion,
+    "text": _text,
+    "tokenized": _tokenized,
+}

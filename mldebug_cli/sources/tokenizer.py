@@ -1,0 +1,124 @@
+"""Loading a tokenizer (local folder or hub cache) and its chat template, never with remote code."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import InputError
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tekken.json", "spiece.model")
+
+
+@dataclass(frozen=True)
+class LoadedTokenizer:
+    tokenizer: Any  # a transformers PreTrainedTokenizerBase
+    source: str
+    chat_template: str | None
+    template_source: str | None  # where the template came from
+    generation_eos_ids: tuple[int, ...]  # eos ids from generation_config.json, when present
+
+    @property
+    def name(self) -> str:
+        return self.source
+
+
+def load_tokenizer(
+    spec: str, chat_template: str | None = None, trust_remote_code: bool = False
+) -> LoadedTokenizer:
+    """Load ``spec`` (a folder or a cached hub id) with AutoTokenizer; ``chat_template`` is a file overriding the template."""
+    path = Path(spec)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{spec}: --tokenizer takes a folder (with tokenizer.json), not a file")
+    if path.is_dir() and not any((path / name).exists() for name in TOKENIZER_FILES):
+        raise InputError(
+            f"{spec}: no tokenizer in this folder (none of {', '.join(TOKENIZER_FILES)})",
+            hint="point --tokenizer at the folder that holds tokenizer.json and tokenizer_config.json",
+        )
+    if not path.exists() and spec.startswith((".", "/", "~")):
+        raise InputError(f"{spec}: no such folder")
+    if path.is_dir() and not trust_remote_code:
+        _refuse_remote_code(path)
+    tokenizer = _auto_tokenizer(spec, trust_remote_code)
+    template, template_source = _template(tokenizer, spec, chat_template)
+    return LoadedTokenizer(tokenizer, spec, template, template_source, _generation_eos_ids(path))
+
+
+def _refuse_remote_code(path: Path) -> None:
+    """A tokenizer whose class lives in the repo's own Python files needs remote code: say so instead of running it."""
+    config = _read_json(path / "tokenizer_config.json")
+    auto_map = config.get("auto_map") if isinstance(config, dict) else None
+    needs_code = bool(auto_map) and not (path / "tokenizer.json").exists()
+    if needs_code:
+        raise InputError(
+            f"{path}: tokenizer_config.json asks for remote code (auto_map) and there is no tokenizer.json",
+            hint="mldebug never runs code from a model folder unless you pass --trust-remote-code",
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def _auto_tokenizer(spec: str, trust_remote_code: bool):
+    """Load once per run; callers must not mutate the tokenizer (the template is kept beside it)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(spec, trust_remote_code=trust_remote_code)
+    except OSError as exc:
+        raise InputError(f"{spec}: cannot load a tokenizer: {_one_line(exc)}",
+                         hint="pass a local folder, or a hub id that is in the local cache") from None
+    except Exception as exc:  # transformers raises ValueError/KeyError/... for broken folders
+        raise InputError(f"{spec}: cannot load a tokenizer: {type(exc).__name__}: {_one_line(exc)}") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise InputError(
+            f"{spec}: only a slow (Python) tokenizer could be loaded; mldebug needs a fast tokenizer (tokenizer.json)",
+            hint="save the tokenizer with transformers to produce tokenizer.json",
+        )
+    return tokenizer
+
+
+def _template(tokenizer, spec: str, override: str | None) -> tuple[str | None, str | None]:
+    if override is not None:
+        path = Path(override)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"{override}: no such chat template file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{override}: cannot read the chat template: {_one_line(exc)}") from None
+        return text, override
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # named templates: the trainer uses "default"
+        template = template.get("default") or next(iter(template.values()), None)
+    return template, (f"{spec} (tokenizer)" if template else None)
+
+
+def _generation_eos_ids(folder: Path) -> tuple[int, ...]:
+    config = _read_json(folder / "generation_config.json")
+    eos = config.get("eos_token_id") if isinstance(config, dict) else None
+    if isinstance(eos, int):
+        return (eos,)
+    if isinstance(eos, list):
+        return tuple(i for i in eos if isinstance(i, int))
+    return ()
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not readable JSON: {_one_line(exc)}") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]

@@ -1,0 +1,274 @@
+"""Every DS check fires on a planted defect and stays quiet on the clean counterpart, on real tokenizers and rows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages, write_jsonl
+from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+
+
+def fired(dataset: Path, tokenizer: Path, code: str, **options) -> dict[int | None, str]:
+    """{row: message} for the findings of one check."""
+    report = build_report(InspectOptions(dataset=str(dataset), tokenizer=str(tokenizer), select=(code,), all_rows=True, **options))
+    return {f.location.row: f.message for f in report.findings if f.code == code}
+
+
+@pytest.fixture
+def chats(tmp_path, alpaca_rows):
+    """Write message rows built from real alpaca rows; returns a function rows -> path."""
+    def make(rows, name="data.jsonl"):
+        return write_jsonl(tmp_path / name, [{"messages": r} if isinstance(r, list) else r for r in rows])
+    return make
+
+
+def qwen_ids(text: str, special: bool = False) -> list[int]:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(QWEN25))(text, add_special_tokens=special).input_ids
+
+
+def test_ds001_fires_when_truncation_cuts_every_trained_token(chats, alpaca_rows):
+    path = chats([alpaca_as_messages(r) for r in alpaca_rows[:3]])
+    hits = fired(path, QWEN25, "DS001", train_on="assistant", framework="axolotl", max_length=20)
+    assert set(hits) == {0, 1, 2}
+    assert "truncation to 20 tokens removed all" in hits[0]
+    assert fired(path, QWEN25, "DS001", train_on="assistant", framework="axolotl") == {}
+
+
+def test_ds001_fires_on_pretokenized_rows_whose_labels_are_all_masked(tmp_path):
+    ids = qwen_ids("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello<|im_end|>\n")
+    path = write_jsonl(tmp_path / "tok.jsonl", [{"input_ids": ids, "labels": [-100] * len(ids)}, {"input_ids": ids, "labels": ids}])
+    assert set(fired(path, QWEN25, "DS001")) == {0}
+
+
+def test_ds002_double_bos_from_pre_rendered_mistral_text(tmp_path):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(NEMO))
+    rendered = tok.apply_chat_template([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}], tokenize=False)
+    assert rendered.startswith("<s>")
+    path = write_jsonl(tmp_path / "text.jsonl", [{"text": rendered}, {"text": rendered[len("<s>"):]}])
+    assert set(fired(path, NEMO, "DS002")) == {0}
+
+
+def test_ds003_missing_bos_on_pretokenized_rows(tmp_path):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(NEMO))
+    with_bos, without = tok("Hello there</s>").input_ids, tok("Hello there</s>", add_special_tokens=False).input_ids
+    path = write_jsonl(tmp_path / "tok.jsonl", [{"input_ids": with_bos}, {"input_ids": without}])
+    assert set(fired(path, NEMO, "DS003")) == {1}
+    assert fired(path, QWEN25, "DS003") == {}  # Qwen has no BOS at all
+
+
+def test_ds004_end_of_turn_masked_in_pretokenized_labels(tmp_path):
+    prompt = qwen_ids("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+    answer, end = qwen_ids("hello"), qwen_ids("<|im_end|>\n")
+    ids = prompt + answer + end
+    good = [-100] * len(prompt) + answer + end
+    bad = [-100] * len(prompt) + answer + [-100] * len(end)
+    path = write_jsonl(tmp_path / "tok.jsonl", [{"input_ids": ids, "labels": good}, {"input_ids": ids, "labels": bad}])
+    hits = fired(path, QWEN25, "DS004")
+    assert set(hits) == {1} and "masked" in hits[1]
+
+
+def test_ds004_generation_block_that_leaves_out_the_end_of_turn(tmp_path, chats, alpaca_rows):
+    template = (TRL_TEMPLATES / "qwen2_5_training.jinja").read_text()
+    # close the generation block before the end-of-turn token of plain assistant replies
+    broken = template.replace("{{- '\\n' + message.content + '<|im_end|>\\n' }}", "{{- '\\n' + message.content }}", 1)
+    broken = broken.replace("{%- endgeneration %}", "{%- endgeneration %}{%- if not message.tool_calls %}{{- '<|im_end|>\\n' }}{%- endif %}", 1)
+    assert broken.count("<|im_end|>") == template.count("<|im_end|>")
+    (tmp_path / "broken.jinja").write_text(broken)
+    path = chats([alpaca_as_messages(r) for r in alpaca_rows[:2]])
+    hits = fired(path, QWEN25, "DS004", train_on="assistant", framework="axolotl", chat_template=str(tmp_path / "broken.jinja"))
+    assert set(hits) == {0, 1} and "'<|im_end|>'" in hits[0]
+    clean = fired(path, QWEN25, "DS004", train_on="assistant", framework="axolotl", chat_template=str(TRL_TEMPLATES / "qwen2_5_training.jinja"))
+    assert clean == {}
+
+
+def test_ds005_text_without_eos_under_a_bare_trainer(tmp_path):
+    path = write_jsonl(tmp_path / "text.jsonl", [{"text": "Question: 2+2?\nAnswer: 4"}, {"text": "Question: 2+2?\nAnswer: 4<|im_end|>"}])
+    assert set(fired(path, QWEN25, "DS005", framework="transformers")) == {0}
+    assert fired(path, QWEN25, "DS005", framework="trl") == {}  # TRL appends EOS itself
+
+
+def test_ds006_pad_equal_to_eos_with_a_collator_that_masks_pad_ids(chats, alpaca_rows):
+    path = chats([alpaca_as_messages(alpaca_rows[0])])
+    assert list(fired(path, PHI3, "DS006", framework="transformers")) == [None]  # Phi-3: pad == eos
+    assert fired(path, PHI3, "DS006", framework="trl") == {}
+    assert fired(path, QWEN25, "DS006", framework="transformers") == {}  # pad <|endoftext|>, eos <|im_end|>
+
+
+def test_ds007_and_ds008_truncation(chats, alpaca_rows):
+    rows = [alpaca_as_messages(r) for r in alpaca_rows[:1]]
+    path = chats(rows)
+    truncated = fired(path, QWEN25, "DS007", train_on="assistant", framework="axolotl", max_length=60)
+    assert set(truncated) == {0} and "the end-of-turn token is lost" in truncated[0]
+    assert fired(path, QWEN25, "DS008", train_on="assistant", framework="axolotl", max_length=60) == {}
+    prompt_only = fired(path, QWEN25, "DS008", train_on="assistant", framework="axolotl", max_length=20)
+    assert set(prompt_only) == {0}
+    assert fired(path, QWEN25, "DS007", framework="axolotl", train_on="assistant", max_length=4096) == {}
+
+
+def test_ds009_template_raises_on_non_alternating_roles(chats):
+    path = chats([
+        [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, {"role": "assistant", "content": "c"}],
+        [{"role": "user", "content": "a"}, {"role": "assistant", "content": "c"}],
+    ])
+    hits = fired(path, NEMO, "DS009")
+    assert set(hits) == {0} and "alternate" in hits[0]
+
+
+def test_ds010_bad_lines_and_bad_messages_are_findings_and_the_rest_is_checked(tmp_path):
+    path = tmp_path / "data.jsonl"
+    path.write_text(
+        json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}) + "\n"
+        + '{"messages": [{"role": "user", "content": "hi"}\n'
+        + json.dumps({"messages": [{"role": "user", "text": "hi"}, {"role": "assistant", "content": "yo"}]}) + "\n"
+        + json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n"
+    )
+    hits = fired(path, QWEN25, "DS010")
+    assert set(hits) == {1, 2, 3}
+    assert "invalid JSON" in hits[1] and "no content" in hits[2] and "no assistant turn" in hits[3]
+    report = build_report(InspectOptions(dataset=str(path), tokenizer=str(QWEN25), all_rows=True))
+    assert {f.location.line for f in report.findings if f.code == "DS010"} == {2, 3, 4}
+    assert report.summary["rows_checked"] == 4 and report.summary["tokens"] > 0
+
+
+def test_ds011_unmapped_sharegpt_tag_and_a_role_the_template_drops(tmp_path, glaive_rows):
+    row = json.loads(json.dumps(glaive_rows[0]))
+    row["conversations"][1]["from"] = "bot"
+    path = write_jsonl(tmp_path / "sg.jsonl", [row, glaive_rows[1]])
+    hits = fired(path, QWEN25, "DS011")
+    assert set(hits) == {0} and "'bot'" in hits[0]
+    dropped = fired(GLAIVE, PHI3, "DS011")  # Phi-3's template renders no tool role
+    with_tool = {i for i, r in enumerate(glaive_rows) if any(t["from"] == "observation" for t in r["conversations"])}
+    assert set(dropped) == with_tool
+    assert fired(GLAIVE, QWEN25, "DS011") == {}
+
+
+def test_ds012_empty_assistant_turn(chats):
+    path = chats([
+        [{"role": "user", "content": "a"}, {"role": "assistant", "content": "  "}],
+        [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}],
+    ])
+    assert set(fired(path, QWEN25, "DS012")) == {0}
+
+
+def test_ds013_special_token_text_in_content(chats):
+    path = chats([
+        [{"role": "user", "content": "what does <|im_end|> mean?"}, {"role": "assistant", "content": "b"}],
+        [{"role": "user", "content": "what does <im_end> mean?"}, {"role": "assistant", "content": "b"}],
+    ])
+    hits = fired(path, QWEN25, "DS013")
+    assert set(hits) == {0} and "'<|im_end|>'" in hits[0]
+
+
+def test_ds014_qwen3_rewrites_history_and_qwen25_does_not(chats):
+    two_turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                 {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]
+    path = chats([two_turns, two_turns[:2]])
+    hits = fired(path, QWEN3, "DS014", train_on="assistant", framework="axolotl")
+    assert set(hits) == {0} and "message 1" in hits[0]
+    assert fired(path, QWEN25, "DS014", train_on="assistant", framework="axolotl") == {}
+    assert fired(path, PHI3, "DS014", train_on="assistant", framework="axolotl") == {}  # its trailing EOS is not a rewrite
+
+
+def test_ds015_no_generation_markers(chats, alpaca_rows):
+    path = chats([alpaca_as_messages(alpaca_rows[0])])
+    assert list(fired(path, QWEN25, "DS015", train_on="assistant", framework="axolotl")) == [None]
+    report = build_report(InspectOptions(dataset=str(path), tokenizer=str(QWEN25), select=("DS015",), train_on="assistant"))
+    assert [f.severity.value for f in report.findings] == ["error"]  # TRL's assistant_only_loss refuses such templates
+    marked = TRL_TEMPLATES / "qwen2_5_training.jinja"
+    assert fired(path, QWEN25, "DS015", train_on="assistant", chat_template=str(marked)) == {}
+    assert fired(path, QWEN25, "DS015", train_on="all") == {}
+
+
+def test_ds016_reasoning_dropped(chats):
+    with_reasoning = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4", "reasoning_content": "two plus two is four"}]
+    path = chats([with_reasoning])
+    assert set(fired(path, QWEN25, "DS016")) == {0}  # Qwen2.5's template ignores reasoning_content
+    assert fired(path, QWEN3, "DS016") == {}  # Qwen3 renders it in the last turn
+    history = with_reasoning + [{"role": "user", "content": "and 3+3?"}, {"role": "assistant", "content": "6"}]
+    assert set(fired(chats([history], "h.jsonl"), QWEN3, "DS016")) == {0}  # dropped from history
+
+
+def test_ds017_pre_shifted_and_mismatched_labels(tmp_path):
+    ids = qwen_ids("<|im_start|>assistant\nhello world, how are you today?<|im_end|>")
+    shifted = ids[1:] + [-100]
+    path = write_jsonl(tmp_path / "tok.jsonl", [
+        {"input_ids": ids, "labels": ids},
+        {"input_ids": ids, "labels": shifted},
+        {"input_ids": ids, "labels": ids[:-1]},
+    ])
+    hits = fired(path, QWEN25, "DS017")
+    assert set(hits) == {1, 2} and "pre-shifted" in hits[1] and "labels has" in hits[2]
+
+
+def test_ds018_generation_block_around_the_whole_conversation(tmp_path, chats, alpaca_rows):
+    template = "{% generation %}" + (TRL_TEMPLATES / "qwen2_5_training.jinja").read_text().replace("{%- generation %}", "").replace("{%- endgeneration %}", "") + "{% endgeneration %}"
+    (tmp_path / "wide.jinja").write_text(template)
+    path = chats([alpaca_as_messages(alpaca_rows[0])])
+    assert set(fired(path, QWEN25, "DS018", train_on="assistant", chat_template=str(tmp_path / "wide.jinja"))) == {0}
+    assert fired(path, QWEN25, "DS018", train_on="assistant", chat_template=str(TRL_TEMPLATES / "qwen2_5_training.jinja")) == {}
+
+
+def test_ds019_prompt_ending_in_a_space_glues_it_to_the_answer(tmp_path):
+    path = write_jsonl(tmp_path / "pc.jsonl", [
+        {"prompt": "Q: capital of France?\nA: ", "completion": "Paris"},
+        {"prompt": "Q: capital of France?\nA:", "completion": " Paris"},
+    ])
+    hits = fired(path, QWEN25, "DS019")
+    assert set(hits) == {0} and "' Paris'" in hits[0]
+
+
+def test_ds020_tool_call_arguments_as_a_json_string(chats):
+    def row(arguments):
+        return [{"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},
+                {"role": "tool", "content": "sunny"}, {"role": "assistant", "content": "It is sunny."}]
+    path = chats([row('{"city": "Paris"}'), row({"city": "Paris"})])
+    hits = fired(path, QWEN25, "DS020")
+    assert set(hits) == {0} and "double-escaped" in hits[0]
+
+
+def test_ds021_repeated_stop_tokens(tmp_path):
+    ids = qwen_ids("<|im_start|>assistant\nhello<|im_end|>")
+    path = write_jsonl(tmp_path / "tok.jsonl", [{"input_ids": ids + ids[-1:]}, {"input_ids": ids}])
+    assert set(fired(path, QWEN25, "DS021")) == {0}
+    text = write_jsonl(tmp_path / "text.jsonl", [{"text": "<|user|>\nhi<|end|>\n<|assistant|>\nhello<|end|>"}])
+    hits = fired(text, PHI3, "DS021", framework="trl")  # TRL appends <|endoftext|> right after <|end|>
+    assert set(hits) == {0} and "'<|endoftext|>'" in hits[0]
+
+
+def test_ds022_chatml_template_on_a_tokenizer_without_its_tokens(chats, alpaca_rows, tmp_path):
+    chatml = json.loads((QWEN25 / "tokenizer_config.json").read_text())["chat_template"]
+    (tmp_path / "chatml.jinja").write_text(chatml)
+    path = chats([alpaca_as_messages(alpaca_rows[0])])
+    hits = fired(path, PHI3, "DS022", chat_template=str(tmp_path / "chatml.jinja"))
+    assert list(hits) == [None] and "<|im_" in hits[None]
+    assert fired(path, QWEN25, "DS022") == {} and fired(path, NEMO, "DS022") == {} and fired(path, PHI3, "DS022") == {}
+
+
+def test_ds023_eos_is_not_the_end_of_turn_token(chats, alpaca_rows, tmp_path):
+    path = chats([alpaca_as_messages(alpaca_rows[0])])
+    assert list(fired(path, PHI3, "DS023")) == [None]
+    assert fired(path, QWEN25, "DS023") == {}
+    folder = tmp_path / "phi3"
+    shutil.copytree(PHI3, folder)
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [32000, 32001, 32007]}))
+    assert fired(path, folder, "DS023") == {}
+
+
+@pytest.mark.parametrize("tokenizer", [QWEN25, PHI3, NEMO])
+def test_clean_real_data_gets_no_error_or_warning(tokenizer):
+    """The alpaca demo through each tokenizer's own template, assistant-only as axolotl trains it."""
+    report = build_report(InspectOptions(dataset=str(ALPACA), tokenizer=str(tokenizer), framework="axolotl", train_on="assistant", sample=100))
+    loud = [f for f in report.findings if f.severity.value != "info" and f.code != "DS023"]
+    assert loud == []
+    assert report.summary["trainable_tokens"] > 0.5 * report.summary["tokens"]

@@ -1,0 +1,156 @@
+"""inspect-data end to end through the CLI, on real tokenizers and datasets."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ALPACA, AXOLOTL_MISSING_TURNS, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, ROOT, write_jsonl
+from mldebug_cli.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_json_contract_on_the_alpaca_demo():
+    result = run("inspect-data", ALPACA, "-t", QWEN25, "--rows", "0,5-6", "-f", "json", "--train-on", "assistant", "--framework", "axolotl")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["tool"]["name"] == "mldebug" and doc["command"] == "inspect-data"
+    assert set(doc["summary"]) >= {"rows", "rows_checked", "tokens", "trainable_tokens", "by_check"}
+    assert doc["summary"]["rows"] == 999 and doc["summary"]["rows_checked"] == 3
+    assert [r["row"] for r in doc["rows"]] == [0, 5, 6]
+    row = doc["rows"][0]
+    assert row["line"] == 2 and row["prompt"].startswith("<|im_start|>system\nYou are Qwen")
+    assert len(row["input_ids"]) == len(row["labels"]) == len(row["pieces"])
+    trained = [i for i, label in zip(row["input_ids"], row["labels"]) if label != -100]
+    from transformers import AutoTokenizer
+
+    decoded = AutoTokenizer.from_pretrained(str(QWEN25)).decode(trained)
+    assert decoded == json.loads(ALPACA.read_text())[0]["output"] + "<|im_end|>\n"
+    assert [f["code"] for f in doc["findings"]] == ["DS015"]
+    assert doc["findings"][0]["name"] == "no-generation-markers" and doc["findings"][0]["severity"] == "info"
+
+
+def test_findings_point_at_rows_and_lines_and_exit_1(tmp_path, glaive_rows):
+    result = run("inspect-data", GLAIVE, "-t", PHI3, "--rows", "0-3", "-f", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    dropped = [f for f in doc["findings"] if f["code"] == "DS011"]
+    assert {f["location"]["row"] for f in dropped} == {0, 3}
+    assert all(f["location"]["path"] == str(GLAIVE) and f["location"]["message_index"] for f in dropped)
+    assert {f["location"]["line"] for f in dropped} == {2, 121}  # the JSON array elements' first lines
+
+
+def test_fail_on_select_and_ignore():
+    base = ["inspect-data", GLAIVE, "-t", PHI3, "--rows", "0", "-f", "json"]
+    assert run(*base).exit_code == 1
+    assert run(*base, "--ignore", "unmapped-role").exit_code == 0  # only the DS023 warning is left
+    assert run(*base, "--ignore", "unmapped-role", "--fail-on", "warning").exit_code == 1
+    only = json.loads(run(*base, "--select", "DS02").stdout)
+    assert {f["code"] for f in only["findings"]} == {"DS023"}
+    bad = run(*base, "--select", "DS999")
+    assert bad.exit_code == 2 and bad.stderr.startswith("Error: --select/--ignore: 'DS999' matches no check")
+
+
+def test_text_view_shows_prompt_tokens_and_summary(tmp_path):
+    result = run("inspect-data", AXOLOTL_MISSING_TURNS, "-t", QWEN3, "--train-on", "assistant", "--framework", "axolotl", "--color", "never")
+    out = result.stdout
+    assert "Rendered prompt" in out and "<|im_start|>assistant↵" in out
+    assert "⟦<|im_end|>↵\n⟧" in out  # the empty turn trains only its end-of-turn token
+    assert "DS012 empty-turn" in out and "DS014 prefix-not-preserved" in out
+    assert "Summary" in out and "trained" in out
+    assert "\x1b[" not in out
+
+
+def test_output_file_and_machine_output_is_clean(tmp_path):
+    target = tmp_path / "report.json"
+    result = run("inspect-data", ALPACA, "-t", QWEN25, "--rows", "1", "-f", "json", "-o", target)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert json.loads(target.read_text())["summary"]["rows_checked"] == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("", "the file is empty"),
+        ("\x00\x01\x02binary", "binary file"),
+        ('[{"messages": [', ":1:16: row 0: invalid JSON"),
+        ('[{"text": "a"},\n', "not closed (file truncated?)"),
+    ],
+)
+def test_unreadable_datasets_get_one_line_errors(tmp_path, content, expected):
+    path = tmp_path / ("data.json" if content.startswith("[") else "data.jsonl")
+    path.write_bytes(content.encode("latin-1"))
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    result = run("inspect-data", path, "-t", QWEN25)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("Error: ") and expected in lines[0] and str(path) in lines[0]
+    assert "Traceback" not in result.stderr
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_bad_tokenizer_and_template_and_flags(tmp_path):
+    empty = tmp_path / "tok"
+    empty.mkdir()
+    result = run("inspect-data", ALPACA, "-t", empty)
+    assert result.exit_code == 2 and "no tokenizer in this folder" in result.stderr
+    missing = run("inspect-data", ALPACA, "-t", QWEN25, "--chat-template", tmp_path / "nope.jinja")
+    assert missing.exit_code == 2 and "no such chat template file" in missing.stderr
+    assert run("inspect-data", tmp_path / "none.jsonl", "-t", QWEN25).exit_code == 2
+    rows = run("inspect-data", ALPACA, "-t", QWEN25, "--rows", "5000")
+    assert rows.exit_code == 2 and "past the end" in rows.stderr
+
+
+def test_broken_template_is_a_finding_per_row(tmp_path):
+    (tmp_path / "raise.jinja").write_text("{% for m in messages %}{{ m.content | nosuchfilter }}{% endfor %}")
+    result = run("inspect-data", ALPACA, "-t", QWEN25, "--rows", "0-1", "--chat-template", tmp_path / "raise.jinja", "-f", "json")
+    assert result.exit_code == 2 or result.exit_code == 1
+    if result.exit_code == 1:
+        assert {f["code"] for f in json.loads(result.stdout)["findings"]} >= {"DS009"}
+
+
+def test_double_bos_end_to_end_on_pre_rendered_mistral_text(tmp_path, alpaca_rows):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(NEMO))
+    rows = [{"text": tok.apply_chat_template([{"role": "user", "content": r["instruction"]}, {"role": "assistant", "content": r["output"]}], tokenize=False)}
+            for r in alpaca_rows[:5]]
+    path = write_jsonl(tmp_path / "rendered.jsonl", rows)
+    doc = json.loads(run("inspect-data", path, "-t", NEMO, "--all", "-f", "json").stdout)
+    assert doc["summary"]["by_check"].get("DS002") == 5
+    assert doc["rows"][0]["input_ids"][:2] == [1, 1]
+
+
+def test_help_imports_no_heavy_library():
+    code = (
+        "import sys\n"
+        "from mldebug_cli.cli import main\n"
+        "sys.argv = ['mldebug', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('transformers', 'datasets', 'torch', 'matplotlib', 'tokenizers', 'jinja2') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert "inspect-data" in result.stdout
+    assert "HEAVY []" in result.stdout, result.stdout[-500:]
+
+
+def test_explain_prints_the_checks_documentation():
+    result = run("explain", "no-trainable-tokens")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("DS001 no-trainable-tokens (error")
+    for heading in ("What it finds", "Why it matters for training", "Example", "Fix"):
+        assert heading in result.stdout
+    assert run("explain", "ds013").stdout.startswith("DS013 special-token-in-content")
+    unknown = run("explain", "nope")
+    assert unknown.exit_code == 2 and "unknown check 'nope'" in unknown.stderr

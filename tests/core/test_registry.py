@@ -1,0 +1,40 @@
+"""The check registry: selectors, lazy loading, and documentation of every check."""
+
+from __future__ import annotations
+
+import pytest
+
+from mldebug_cli.core import registry
+from mldebug_cli.core.errors import UsageError
+
+HEADINGS = ("What it finds", "Why it matters for training", "Example", "Fix")
+
+
+def test_codes_and_names_are_unique_and_well_formed():
+    codes = [r.code for r in registry.REGISTRY]
+    names = [r.name for r in registry.REGISTRY]
+    assert len(set(codes)) == len(codes) and len(set(names)) == len(names)
+    assert all(c[:2] in ("DS", "CT", "LR") and c[2:].isdigit() for c in codes)
+    assert all(n == n.lower() and " " not in n for n in names)
+
+
+@pytest.mark.parametrize("ref", registry.REGISTRY, ids=lambda r: r.code)
+def test_every_check_loads_with_its_documentation(ref):
+    check = registry.load(ref)
+    assert check.code == ref.code and check.subject in ("row", "setup", "schedule", "probe", "template", "config")
+    positions = [check.doc.find(h) for h in HEADINGS]
+    assert all(p >= 0 for p in positions) and positions == sorted(positions), ref.code
+
+
+def test_selectors_take_codes_prefixes_and_names():
+    assert [r.code for r in registry.selected(["DS001"])] == ["DS001"]
+    assert {r.code for r in registry.selected(["double-bos", "DS00"], family="DS")} == {f"DS00{i}" for i in range(1, 10)}
+    assert "DS002" not in {r.code for r in registry.selected([], ["double-bos"], family="DS")}
+    assert {r.family for r in registry.selected(family="DS")} == {"DS"}
+
+
+def test_a_selector_matching_nothing_is_an_error():
+    with pytest.raises(UsageError, match="'DSX' matches no check"):
+        registry.selected(["DSX"])
+    with pytest.raises(UsageError):
+        registry.lookup("no-such-check")

@@ -1,0 +1,73 @@
+"""Row format detection and conversion, on the real LLaMA-Factory and axolotl files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, IDENTITY
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.row_formats import Chat, PromptCompletion, RowProblem, Text, Tokens, detect, to_sample
+
+
+def rows_of(path):
+    data = json.loads(path.read_text())
+    return data if isinstance(data, list) else [data]
+
+
+@pytest.mark.parametrize(("path", "expected"), [(ALPACA, "alpaca"), (IDENTITY, "alpaca"), (GLAIVE, "sharegpt"), (AXOLOTL_CONVERSATION, "sharegpt")])
+def test_detects_the_real_files(path, expected):
+    assert detect(rows_of(path), str(path)).row_format == expected
+
+
+def test_sharegpt_function_call_and_observation_become_tool_calls_and_tool_messages():
+    row = rows_of(GLAIVE)[0]
+    chat = to_sample(row, detect([row], "x"))
+    assert isinstance(chat, Chat)
+    roles = [m["role"] for m in chat.messages]
+    assert roles == ["user", "assistant", "user", "assistant", "tool", "assistant", "user", "assistant"]
+    call = chat.messages[3]["tool_calls"][0]["function"]
+    assert call["name"] == "search_recipes" and call["arguments"] == {"ingredients": ["chicken", "bell peppers", "rice"]}
+    assert chat.tools and chat.tools[0]["name"] == "search_recipes"
+
+
+def test_alpaca_joins_instruction_and_input_like_llama_factory():
+    row = {"instruction": "Translate.", "input": "bonjour", "output": "hello"}
+    chat = to_sample(row, detect([row], "x"))
+    assert chat.messages == [{"role": "user", "content": "Translate.\nbonjour"}, {"role": "assistant", "content": "hello"}]
+
+
+def test_other_formats():
+    pc = {"prompt": "Q?", "completion": " A."}
+    assert isinstance(to_sample(pc, detect([pc], "x")), PromptCompletion)
+    text = {"text": "hello"}
+    assert to_sample(text, detect([text], "x")) == Text("hello")
+    tok = {"input_ids": [1, 2], "labels": [-100, 2]}
+    assert to_sample(tok, detect([tok], "x")) == Tokens([1, 2], [-100, 2])
+    with pytest.raises(InputError, match="preference dataset"):
+        detect([{"chosen": "a", "rejected": "b", "prompt": "p"}], "x")
+    with pytest.raises(InputError, match="cannot tell the row format"):
+        detect([{"foo": 1}], "x")
+
+
+@pytest.mark.parametrize(
+    ("row", "code", "text"),
+    [
+        ({"messages": []}, "DS010", "empty conversation"),
+        ({"messages": [{"content": "x"}]}, "DS010", "no role"),
+        ({"messages": [{"role": "user", "content": 3}, {"role": "assistant", "content": "y"}]}, "DS010", "content is a number"),
+        ({"messages": [{"role": "user", "content": None}, {"role": "assistant", "content": "y"}]}, "DS010", "content is null"),
+        ({"conversations": [{"from": "bot", "value": "x"}]}, "DS011", "'bot'"),
+    ],
+)
+def test_rows_that_do_not_fit(row, code, text):
+    detection = detect([row] if row.get("messages") or row.get("conversations") else [{"messages": [{}]}], "x")
+    with pytest.raises(RowProblem) as info:
+        to_sample(row, detection)
+    assert info.value.code == code and text in info.value.message
+
+
+def test_content_as_a_list_of_parts_is_accepted():
+    row = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant", "content": "yo"}]}
+    assert isinstance(to_sample(row, detect([row], "x")), Chat)
