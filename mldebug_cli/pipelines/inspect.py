@@ -12,8 +12,8 @@ from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.pipelines.inspect_subjects import Row, Setup, TurnTokens
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
-from mldebug_cli.render.labels import IGNORE_INDEX, token_labels, token_span
-from mldebug_cli.render.masking import TRAIN_ON, layout_chat, layout_completion
+from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
+from mldebug_cli.render.masking import TRAIN_ON, ShapeCache, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.row_formats import (
@@ -67,6 +67,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     train_on = _train_on(options, detection.row_format)
     setup = _setup(options, source, loaded, detection.row_format, train_on)
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
+    shapes = ShapeCache(renderer, _end_texts(setup)) if renderer is not None else None
 
     findings: list[Finding] = []
     for check in checks:
@@ -80,7 +81,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     done = 0
     checked_total = total if indices is None else len(indices)
     for batch in _batches(source.records(indices), BATCH_SIZE):
-        rows = _process(batch, detection, setup, renderer, loaded.tokenizer, source.display)
+        rows = _process(batch, detection, setup, renderer, shapes, loaded.tokenizer, source.display)
         for row in rows:
             row_findings = [f for c in row_checks for f in c.findings(row, setup)]
             findings.extend(row_findings)
@@ -235,14 +236,14 @@ def _batches(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
         yield batch
 
 
-def _process(batch: list[Record], detection, setup: Setup, renderer, tokenizer, path: str) -> list[Row]:
+def _process(batch: list[Record], detection, setup: Setup, renderer, shapes, tokenizer, path: str) -> list[Row]:
     """Convert, render and lay out every row of a batch, then tokenize the batch in one call."""
-    rows = [_prepare(record, detection, setup, renderer, path) for record in batch]
+    rows = [_prepare(record, detection, setup, renderer, shapes, path) for record in batch]
     _tokenize(rows, setup, tokenizer)
     return rows
 
 
-def _prepare(record: Record, detection, setup: Setup, renderer, path: str) -> Row:
+def _prepare(record: Record, detection, setup: Setup, renderer, shapes, path: str) -> Row:
     row = Row(index=record.index, line=record.line, path=path, raw=record.data)
     if record.error is not None:
         row.problem = RowProblem("DS010", record.error)
@@ -253,17 +254,16 @@ def _prepare(record: Record, detection, setup: Setup, renderer, path: str) -> Ro
         row.problem = problem
         return row
     try:
-        _lay_out(row, setup, renderer)
+        _lay_out(row, setup, renderer, shapes)
     except TemplateRenderError as exc:
         row.render_error = str(exc)
     return row
 
 
-def _lay_out(row: Row, setup: Setup, renderer) -> None:
+def _lay_out(row: Row, setup: Setup, renderer, shapes) -> None:
     sample = row.sample
     if isinstance(sample, Chat):
-        end_texts = tuple(t for t in (setup.eos_text,) if t)
-        row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, end_texts)
+        row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, _end_texts(setup), shapes)
     elif isinstance(sample, PromptCompletion):
         eos = setup.eos_text if _appends_eos(setup) else None
         if sample.conversational and renderer is None:
@@ -282,22 +282,25 @@ def _lay_out(row: Row, setup: Setup, renderer) -> None:
         row.text = row.layout.text
 
 
+def _end_texts(setup: Setup) -> tuple[str, ...]:
+    return tuple(t for t in (setup.eos_text,) if t)
+
+
 def _appends_eos(setup: Setup) -> bool:
     """TRL, axolotl and LLaMA-Factory append EOS to plain text and completions; a bare Trainer does not."""
     return setup.framework != "transformers"
 
 
 def _tokenize(rows: list[Row], setup: Setup, tokenizer) -> None:
+    """One batched call to the Rust tokenizer per special-token setting, as the fast tokenizer's __call__ makes."""
+    backend = tokenizer.backend_tokenizer
+    backend.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
     text_rows = [r for r in rows if r.ok and not isinstance(r.sample, Tokens)]
     for add_special in (True, False):
         group = [r for r in text_rows if _adds_special_tokens(r, setup) == add_special]
-        if not group:
-            continue
-        encoded = tokenizer(
-            [r.text for r in group], add_special_tokens=add_special, return_offsets_mapping=True, verbose=False
-        )
-        for r, ids, offsets in zip(group, encoded["input_ids"], encoded["offset_mapping"]):
-            _label(r, ids, [tuple(o) for o in offsets], setup)
+        if group:
+            for row, encoding in zip(group, backend.encode_batch([r.text for r in group], add_special_tokens=add_special)):
+                _label(row, encoding, setup)
     for r in rows:
         if r.ok and isinstance(r.sample, Tokens):
             _label_pretokenized(r, setup)
@@ -309,37 +312,47 @@ def _adds_special_tokens(row: Row, setup: Setup) -> bool:
     return isinstance(sample, Text) or (isinstance(sample, PromptCompletion) and not sample.conversational)
 
 
-def _label(row: Row, ids: list[int], offsets: list[tuple[int, int]], setup: Setup) -> None:
-    if isinstance(row.sample, Text):
-        labels = list(ids)
-        straddles: list[int] = []
+def _label(row: Row, encoding, setup: Setup) -> None:
+    ids = encoding.ids
+    row.encoding = encoding
+    layout = row.layout
+    trains_everything = layout is None or layout.method == "all" or (layout.method == "completion" and setup.train_on == "all")
+    if trains_everything:
+        labels, straddles = list(ids), []
     else:
-        labels, straddles = token_labels(ids, offsets, row.layout.trained_spans)
-        if row.layout.method == "all" or (row.layout.method == "completion" and setup.train_on == "all"):
-            labels = list(ids)
-            straddles = []
-    if row.layout is not None:
-        for turn in row.layout.turns:
-            start, end = token_span(offsets, turn.start, turn.end)
+        labels, straddles = labels_from_encoding(encoding, layout.trained_spans)
+    if layout is not None:
+        for turn in layout.turns:
+            start, end = token_range(encoding, turn.start, turn.end)
             row.turns.append(TurnTokens(turn.message_index, start, end, turn.trained, turn.located_by, turn.prefix_preserved))
-    _store(row, ids, labels, offsets, straddles, setup.max_length)
+    _store(row, ids, labels, straddles, setup.max_length)
 
 
 def _label_pretokenized(row: Row, setup: Setup) -> None:
     sample = row.sample
     labels = sample.labels if sample.labels is not None else list(sample.input_ids)
-    _store(row, list(sample.input_ids), list(labels), [], [], setup.max_length)
+    _store(row, list(sample.input_ids), list(labels), [], setup.max_length)
 
 
-def _store(row: Row, ids: list[int], labels: list[int], offsets, straddles: list[int], max_length: int | None) -> None:
+def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], max_length: int | None) -> None:
     row.full_length = len(ids)
-    row.trained_before_truncation = sum(1 for label in labels if label != IGNORE_INDEX)
-    row.first_trained = next((p for p, label in enumerate(labels) if label != IGNORE_INDEX), None)
+    row.trained_before_truncation = len(labels) - labels.count(IGNORE_INDEX)
+    row.first_trained = _first_trained(labels) if row.trained_before_truncation else None
     if max_length is not None and len(ids) > max_length:
         row.cut_ids, row.cut_labels = ids[max_length:], labels[max_length:]
-        ids, labels, offsets = ids[:max_length], labels[:max_length], offsets[:max_length]
+        ids, labels = ids[:max_length], labels[:max_length]
         straddles = [p for p in straddles if p < max_length]
-    row.input_ids, row.labels, row.offsets, row.straddles = ids, labels, offsets, straddles
+        row.trained = len(labels) - labels.count(IGNORE_INDEX)
+    else:
+        row.trained = row.trained_before_truncation
+    row.input_ids, row.labels, row.straddles = ids, labels, straddles
+
+
+def _first_trained(labels: list[int]) -> int:
+    for pos, label in enumerate(labels):
+        if label != IGNORE_INDEX:
+            return pos
+    return -1
 
 
 def _merge_shown(flagged: list[Row], clean: list[Row], limit: int) -> list[Row]:

@@ -76,8 +76,9 @@ class Row:
     text: str = ""
     input_ids: list[int] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
-    offsets: list[tuple[int, int]] = field(default_factory=list)
+    encoding: Any = None  # the fast tokenizer's Encoding (offsets are read from it only when needed)
     full_length: int = 0  # tokens before truncation
+    trained: int = 0  # trained labels after truncation
     trained_before_truncation: int = 0
     first_trained: int | None = None  # position of the first trained token before truncation
     turns: list[TurnTokens] = field(default_factory=list)
@@ -85,6 +86,7 @@ class Row:
     appended_eos: bool = False
     cut_ids: list[int] = field(default_factory=list)  # what truncation removed
     cut_labels: list[int] = field(default_factory=list)
+    _offsets: list[tuple[int, int]] | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -101,8 +103,13 @@ class Row:
         return []
 
     @property
-    def trained(self) -> int:
-        return sum(1 for label in self.labels if label != -100)
+    def offsets(self) -> list[tuple[int, int]]:
+        """Character span of each kept token in ``text`` (empty for pre-tokenized rows)."""
+        if self.encoding is None:
+            return []
+        if self._offsets is None:
+            self._offsets = self.encoding.offsets[: len(self.input_ids)]
+        return self._offsets
 
     @property
     def truncated(self) -> bool:

@@ -1,56 +1,51 @@
-"""From trained character spans to per-token labels, the way transformers builds assistant masks."""
+"""From trained character spans to per-token labels, the way transformers builds assistant masks.
+
+transformers' ``return_assistant_tokens_mask`` marks every token from the one holding a span's first
+character to the one holding its last character; a token that straddles a span edge is trained.
+We do the same with the fast tokenizer's Encoding (``char_to_token``), in O(spans) lookups.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Sequence
 
 IGNORE_INDEX = -100
 
 
-def token_labels(
-    input_ids: Sequence[int],
-    offsets: Sequence[tuple[int, int]],
-    spans: Sequence[tuple[int, int]],
-) -> tuple[list[int], list[int]]:
-    """Labels (input id where trained, -100 elsewhere) and the positions of tokens that straddle a span edge.
-
-    A token is trained when its characters overlap a trained span; this matches transformers'
-    ``return_assistant_tokens_mask`` (the tokens holding a span's first and last characters are in).
-    Zero-width tokens (a BOS the tokenizer adds) are never inside a span.
-    """
-    labels = [IGNORE_INDEX] * len(input_ids)
-    straddles: list[int] = []
-    if not spans:
-        return labels, straddles
-    spans = sorted(spans)
-    k = 0
-    for pos, (start, end) in enumerate(offsets):
-        if end <= start:
+def labels_from_encoding(encoding, spans: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Labels (the input id where trained, -100 elsewhere) and the positions of tokens straddling a span edge."""
+    ids = encoding.ids
+    labels = [IGNORE_INDEX] * len(ids)
+    straddles: set[int] = set()
+    for start, end in spans:
+        first, stop = token_range(encoding, start, end)
+        if stop <= first:
             continue
-        while k < len(spans) and spans[k][1] <= start:
-            k += 1
-        if k == len(spans):
-            break
-        span_start, span_end = spans[k]
-        if start < span_end and end > span_start:
-            labels[pos] = input_ids[pos]
-            if start < span_start or end > span_end:
-                straddles.append(pos)
-    return labels, straddles
+        labels[first:stop] = ids[first:stop]
+        offsets = encoding.offsets
+        if offsets[first][0] < start:
+            straddles.add(first)
+        if offsets[stop - 1][1] > end:
+            straddles.add(stop - 1)
+    return labels, sorted(straddles)
 
 
-def token_span(offsets: Sequence[tuple[int, int]], start: int, end: int) -> tuple[int, int]:
-    """Token positions [first, last+1) covering characters [start, end)."""
-    first = last = None
-    for pos, (s, e) in enumerate(offsets):
-        if e <= s:
-            continue
-        if e > start and s < end:
-            if first is None:
-                first = pos
-            last = pos
-        elif s >= end:
-            break
-    if first is None:
+def token_range(encoding, start: int, end: int) -> tuple[int, int]:
+    """Token positions [first, stop) covering characters [start, end); (0, 0) when none does."""
+    if end <= start:
+        return (0, 0)
+    first = _token_near(encoding, start, end, step=1)
+    last = _token_near(encoding, end - 1, start - 1, step=-1)
+    if first is None or last is None or last < first:
         return (0, 0)
     return (first, last + 1)
+
+
+def _token_near(encoding, char: int, limit: int, step: int) -> int | None:
+    """The token holding ``char``, or the nearest one towards ``limit`` (a normalizer may drop characters)."""
+    while char != limit:
+        token = encoding.char_to_token(char)
+        if token is not None:
+            return token
+        char += step
+    return None

@@ -55,8 +55,13 @@ def layout_chat(
     tools: list[Any] | None,
     train_on: str,
     end_texts: tuple[str, ...] = (),
+    shapes: ShapeCache | None = None,
 ) -> ChatLayout:
-    """Render a conversation and decide its trained character spans (raises TemplateRenderError)."""
+    """Render a conversation and decide its trained character spans (raises TemplateRenderError).
+
+    With ``shapes``, turn boundaries come from the conversation's shape when the render verifies
+    against it (one render per row instead of two per assistant turn); the result is the same.
+    """
     if train_on == "all":
         text = renderer.render(messages, tools).text
         return ChatLayout(text, (), ((0, len(text)),) if text else (), "all")
@@ -67,7 +72,9 @@ def layout_chat(
         text = rendered.text
     else:
         text = renderer.render(messages, tools).text
-        turns = _turns_by_diff(renderer, messages, tools, text, end_texts)
+        turns = shapes.turns(messages, tools, text) if shapes is not None else None
+        if turns is None:
+            turns = _turns_by_diff(renderer, messages, tools, text, end_texts)
         method = "turn-diff"
     if train_on == "last" and turns:
         last = max(t.message_index for t in turns)
@@ -195,3 +202,79 @@ def _common_prefix(a: str, b: str) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
+
+
+PLACEHOLDER = "MLDEBUG{}PLACEHOLDER"
+
+
+class ShapeCache:
+    """Turn boundaries per conversation shape (the sequence of roles), learned once on placeholder contents.
+
+    For a row whose messages are plain role/content pairs, the skeleton render with each placeholder
+    replaced by the real content must equal the row's real render, character for character; then the
+    skeleton's turn boundaries, shifted by the content lengths, are the row's. A template that looks
+    at content (strips it, splits think blocks, tests it) fails that equality and the row takes the
+    per-turn renders instead.
+    """
+
+    def __init__(self, renderer: ChatRenderer, end_texts: tuple[str, ...]) -> None:
+        self.renderer = renderer
+        self.end_texts = end_texts
+        self._learned: dict[tuple[str, ...], _Skeleton | None] = {}
+
+    def turns(self, messages: list[dict[str, Any]], tools: list[Any] | None, full: str) -> tuple[Turn, ...] | None:
+        if tools or not all(_plain(m) for m in messages):
+            return None
+        shape = tuple(m["role"] for m in messages)
+        if shape not in self._learned:
+            self._learned[shape] = self._learn(shape)
+        skeleton = self._learned[shape]
+        if skeleton is None:
+            return None
+        return skeleton.turns_for([m["content"] for m in messages], full)
+
+    def _learn(self, shape: tuple[str, ...]) -> _Skeleton | None:
+        from mldebug_cli.render.chat import TemplateRenderError
+
+        messages = [{"role": role, "content": PLACEHOLDER.format(k)} for k, role in enumerate(shape)]
+        try:
+            text = self.renderer.render(messages).text
+            turns = _turns_by_diff(self.renderer, messages, None, text, self.end_texts)
+        except TemplateRenderError:
+            return None
+        positions = []
+        for k in range(len(shape)):
+            placeholder = PLACEHOLDER.format(k)
+            if text.count(placeholder) != 1:
+                return None
+            positions.append((text.index(placeholder), placeholder))
+        if [p for p, _ in positions] != sorted(p for p, _ in positions):
+            return None
+        return _Skeleton(text, tuple(positions), turns)
+
+
+def _plain(message: dict[str, Any]) -> bool:
+    return isinstance(message.get("content"), str) and all(k in ("role", "content") for k in message)
+
+
+@dataclass(frozen=True)
+class _Skeleton:
+    text: str
+    positions: tuple[tuple[int, str], ...]  # where each message's placeholder sits, in message order
+    turns: tuple[Turn, ...]
+
+    def turns_for(self, contents: list[str], full: str) -> tuple[Turn, ...] | None:
+        pieces, previous = [], 0
+        for (at, placeholder), content in zip(self.positions, contents):
+            pieces += [self.text[previous:at], content]
+            previous = at + len(placeholder)
+        pieces.append(self.text[previous:])
+        if "".join(pieces) != full:
+            return None
+        shifts = [(at + len(placeholder), len(content) - len(placeholder))
+                  for (at, placeholder), content in zip(self.positions, contents)]
+        moved = lambda x: x + sum(delta for end, delta in shifts if end <= x)  # noqa: E731
+        return tuple(
+            Turn(t.message_index, moved(t.start), moved(t.end), t.trained, t.located_by, t.prefix_preserved)
+            for t in self.turns
+        )

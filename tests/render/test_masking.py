@@ -7,9 +7,9 @@ import json
 import pytest
 from transformers import AutoTokenizer
 
-from conftest import ALPACA, GLAIVE, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages
+from conftest import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages
 from mldebug_cli.render.chat import ChatRenderer
-from mldebug_cli.render.labels import token_labels
+from mldebug_cli.render.labels import labels_from_encoding
 from mldebug_cli.render.masking import layout_chat
 from mldebug_cli.sources.row_formats import detect, to_sample
 
@@ -55,8 +55,8 @@ def test_qwen25_trained_tokens_decode_to_the_replies_plus_end_of_turn():
     tok, plain = renderer(QWEN25)
     for chat in glaive_chats(30):
         layout = layout_chat(plain, chat.messages, chat.tools, "assistant", (tok.eos_token,))
-        enc = tok(layout.text, add_special_tokens=False, return_offsets_mapping=True)
-        labels, straddles = token_labels(enc.input_ids, enc.offset_mapping, layout.trained_spans)
+        enc = tok.backend_tokenizer.encode(layout.text, add_special_tokens=False)
+        labels, straddles = labels_from_encoding(enc, layout.trained_spans)
         assert straddles == []
         pieces = [layout.text[s:e] for s, e in layout.trained_spans]
         replies = [m for m in chat.messages if m["role"] == "assistant"]
@@ -85,3 +85,23 @@ def test_last_only_trains_the_final_reply():
                 {"role": "user", "content": "b"}, {"role": "assistant", "content": "y"}]
     layout = layout_chat(plain, messages, None, "last", ())
     assert [layout.text[s:e] for s, e in layout.trained_spans] == ["y<|im_end|>\n"]
+
+
+@pytest.mark.parametrize("folder", [QWEN25, QWEN3, PHI3, NEMO])
+def test_shape_cache_gives_exactly_the_per_turn_result(folder):
+    """The one-render fast path and the per-turn renders agree on every row, including rewritten history."""
+    from mldebug_cli.render.masking import ShapeCache
+
+    tok, plain = renderer(folder)
+    rows = json.loads(ALPACA.read_text())[:40]
+    conversations = [alpaca_as_messages(r) for r in rows[:10]]
+    for k in range(0, 30, 3):  # multi-turn conversations of 1-3 turns built from real rows
+        conversations.append([m for r in rows[k:k + 1 + k % 3] for m in alpaca_as_messages(r)])
+    conversations.append([{"role": "system", "content": "Be brief."}] + conversations[-1])
+    conversations.append([{"role": "user", "content": "a"}, {"role": "assistant", "content": ""}])
+    shapes = ShapeCache(plain, (tok.eos_token,))
+    for messages in conversations:
+        slow = layout_chat(plain, messages, None, "assistant", (tok.eos_token,))
+        fast = layout_chat(plain, messages, None, "assistant", (tok.eos_token,), shapes)
+        assert fast == slow
+    assert shapes._learned  # the fast path was used

@@ -39,8 +39,8 @@ def run(row, setup) -> Iterator[Hit]:
         return
     if setup.eos_id is None or setup.eos_id == setup.end_of_turn_id:
         return
-    for pos, token in enumerate(ids):
-        if token == setup.eos_id and not _at_an_end(row, pos):
+    for pos in _positions(ids, setup.eos_id):
+        if not _at_an_end(row, pos):
             yield Hit(
                 f"EOS {setup.eos_text!r} at position {pos} is neither at the end of an assistant turn nor of the row",
                 "EOS in the middle of a sequence teaches the model to stop and carry on",
@@ -56,12 +56,31 @@ def _doubled_stops(row, setup) -> Iterator[int]:
     `<|endoftext|>`) are the template's design, not a defect.
     """
     ids = row.input_ids
-    for pos in range(1, len(ids)):
-        if ids[pos] in setup.stop_ids and ids[pos] == ids[pos - 1]:
+    for stop in setup.stop_ids:
+        pos = _find_pair(ids, stop)
+        if pos is not None:
             yield pos
     last = len(ids) - 1
     if row.appended_eos and not row.truncated and ids[last] == setup.eos_id and ids[last - 1] in setup.stop_ids:
         yield last
+
+
+def _positions(ids: list[int], token: int) -> Iterator[int]:
+    pos = -1
+    while True:
+        try:
+            pos = ids.index(token, pos + 1)
+        except ValueError:
+            return
+        yield pos
+
+
+def _find_pair(ids: list[int], token: int) -> int | None:
+    """Position of the second of two consecutive ``token`` ids."""
+    for pos in _positions(ids, token):
+        if pos + 1 < len(ids) and ids[pos + 1] == token:
+            return pos + 1
+    return None
 
 
 def _at_an_end(row, pos: int) -> bool:

@@ -1,0 +1,137 @@
+"""`mldebug lr-plot`: read the config, count the steps, simulate the LR, run the LR checks, build the report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.schedule.model import Simulation
+
+COMMAND = "lr-plot"
+
+
+def build_report(
+    config: str,
+    num_rows: int | None = None,
+    dataset: str | None = None,
+    world_size: int = 1,
+    framework: str | None = None,
+    trainer_state: str | None = None,
+    plot: str | None = None,
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    engine: str = "auto",
+) -> Report:
+    from mldebug_cli.core import registry
+    from mldebug_cli.schedule import dataset_size
+    from mldebug_cli.schedule.config import load_config
+    from mldebug_cli.schedule.engine import ENGINE_CHOICES
+    from mldebug_cli.schedule.frameworks import read_spec
+    from mldebug_cli.schedule.overlay import compare
+    from mldebug_cli.schedule.simulation import simulate
+
+    if num_rows is not None and dataset is not None:
+        raise UsageError("give either --num-rows or --dataset, not both")
+    if engine not in ENGINE_CHOICES:
+        raise UsageError(f"unknown engine {engine!r}", hint=f"choose one of {', '.join(ENGINE_CHOICES)}")
+    checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="LR")]
+    config_file = load_config(config)
+    spec = read_spec(config_file, framework, world_size)
+    size = None
+    if num_rows is not None:
+        size = dataset_size.from_num_rows(num_rows)
+    elif dataset is not None:
+        size = dataset_size.count_dataset(dataset, spec.packing.sequence_len if spec.packing.enabled else None)
+    sim = simulate(config_file, spec, size, engine)
+    if trainer_state is not None:
+        sim = replace(sim, overlay=compare(sim, trainer_state))
+    findings = tuple(f for check in checks for f in check.findings(sim, None))
+    plot_path = None
+    if plot is not None:
+        from mldebug_cli.schedule.plot import write_plot
+
+        plot_path = write_plot(sim, plot)
+    return Report(
+        command=COMMAND,
+        findings=findings,
+        context=_context(sim, size),
+        summary=_summary(sim, findings),
+        details=details(sim, plot_path),
+    )
+
+
+def _context(sim: Simulation, size) -> dict[str, Any]:
+    spec = sim.spec
+    return {
+        "config": sim.config_path,
+        "framework": spec.framework + (f" {sim.framework_version}" if sim.framework_version else " (not installed)"),
+        "engine": sim.engine,
+        "scheduler": spec.scheduler.name,
+        "dataset": None if size is None else f"{size.rows} rows ({size.source})",
+        "world_size": spec.world_size,
+        "notes": "; ".join(spec.notes) or None,
+    }
+
+
+def _summary(sim: Simulation, findings: tuple[Finding, ...]) -> dict[str, Any]:
+    lrs = sim.lrs
+    return {
+        "total_optimizer_steps": sim.plan.total_steps,
+        "warmup_steps": sim.plan.warmup_steps,
+        "peak_lr": max(lrs) if lrs else None,
+        "final_lr": lrs[-1] if lrs else None,
+        "findings": len(findings),
+    }
+
+
+def details(sim: Simulation, plot_path: str | None = None) -> dict[str, Any]:
+    """The command's JSON contract (merged into the report's top level)."""
+    spec, plan = sim.spec, sim.plan
+    out: dict[str, Any] = {
+        "framework": spec.framework,
+        "framework_version": sim.framework_version,
+        "engine": sim.engine,
+        "scheduler": spec.scheduler.name,
+        "scheduler_kwargs": dict(spec.scheduler.kwargs),
+        "learning_rate": spec.learning_rate,
+        "train_rows": plan.train_rows,
+        "world_size": spec.world_size,
+        "gradient_accumulation_steps": spec.grad_accum,
+        "total_optimizer_steps": plan.total_steps,
+        "optimizer_steps_run": plan.steps_run,
+        "warmup_steps": plan.warmup_steps,
+        "micro_batches_per_epoch": plan.micro_batches_per_epoch,
+        "optimizer_steps_per_epoch": plan.optimizer_steps_per_epoch,
+        "epochs": plan.epochs_run,
+        "epochs_requested": plan.epochs_requested,
+        "total_optimizer_steps_range": list(plan.total_steps_range) if plan.total_steps_range else None,
+        "log_offset": spec.log_offset,
+        "schedule": [
+            {"step": p.step, "lr": p.lr, "epoch": p.epoch, "micro_batch": p.micro_batch} for p in sim.schedule
+        ],
+        "scheduler_error": sim.scheduler_error,
+        "scheduler_fails_after_step": sim.scheduler_fails_after,
+    }
+    if sim.overlay is not None:
+        out["overlay"] = _overlay(sim)
+    if plot_path is not None:
+        out["plot"] = plot_path
+    return out
+
+
+def _overlay(sim: Simulation) -> dict[str, Any]:
+    overlay = sim.overlay
+    explanation = overlay.explanation
+    return {
+        "trainer_state": overlay.path,
+        "run_max_steps": overlay.run_max_steps,
+        "mismatched": overlay.mismatched,
+        "logged": [
+            {"step": p.step, "lr": p.lr, "simulated": e} for p, e in zip(overlay.logged, overlay.expected)
+        ],
+        "explanation": None if explanation is None else {"kind": explanation.kind, "message": explanation.message,
+                                                         "matched": explanation.matched, "total": explanation.total},
+    }
