@@ -33,6 +33,7 @@ def inspect_data(
     sample: int | None = typer.Option(None, "--sample", help="Check N rows evenly spaced over the dataset (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row."),
     show: int = typer.Option(2, "--show", help="How many rows to show in full when --rows is not given."),
+    workers: int | None = typer.Option(None, "--workers", help="Processes for large runs (default: one per core)."),
     split: str | None = typer.Option(None, "--split", help="Split of a hub or save_to_disk dataset."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder (off by default)."),
     output_format: str = OutputFormatOpt,
@@ -64,6 +65,7 @@ def inspect_data(
             ignore=tuple(split_list(ignore)),
             split=split,
             trust_remote_code=trust_remote_code,
+            workers=workers,
         )
     opts = OutputOptions(output_format, output, fail_on, color, exit_zero)
     run_report(lambda: _with_progress(build_report, options), opts)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -54,6 +56,7 @@ class InspectOptions:
     ignore: tuple[str, ...] = ()
     split: str | None = None
     trust_remote_code: bool = False
+    workers: int | None = None  # None: one per available core for large runs
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -73,38 +76,124 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     for check in checks:
         if check.subject == "setup":
             findings.extend(check.findings(setup, setup))
-    row_checks = [c for c in checks if c.subject == "row"]
+    engine = _RowEngine(
+        detection, setup, renderer, shapes, loaded.tokenizer, source.display,
+        row_checks=[c for c in checks if c.subject == "row"],
+        wanted=frozenset(options.rows) if options.rows else None,
+        show=options.show,
+    )
     stats = _Stats(options.max_length)
-    wanted = set(options.rows or ()) or None
-    shown: list[Row] = []
-    flagged: list[Row] = []
-    done = 0
+    views: list[_View] = []
     checked_total = total if indices is None else len(indices)
-    for batch in _batches(source.records(indices), BATCH_SIZE):
-        rows = _process(batch, detection, setup, renderer, shapes, loaded.tokenizer, source.display)
-        for row in rows:
-            row_findings = [f for c in row_checks for f in c.findings(row, setup)]
-            findings.extend(row_findings)
-            stats.add(row)
-            if wanted is not None:
-                if row.index in wanted:
-                    shown.append(row)
-            elif len(shown) < options.show and row.ok:
-                shown.append(row)
-            if row_findings and len(flagged) < options.show and any(f.severity.rank >= 1 for f in row_findings):
-                flagged.append(row)
-        done += len(batch)
+    workers = _workers(options.workers, checked_total)
+    for result in _run_batches(engine, _batches(source.records(indices), BATCH_SIZE), workers):
+        findings.extend(result.findings)
+        stats.merge(result.stats)
+        views.extend(result.views)
         if progress is not None:
-            progress(done, checked_total)
-    if wanted is None:
-        shown = _merge_shown(flagged, shown, options.show)
+            progress(stats.rows, checked_total)
     return Report(
         command="inspect-data",
         findings=tuple(findings),
-        context=_context(setup, detection, loaded, train_on, options, checked_total, total, renderer),
+        context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers),
         summary=stats.summary(total, findings),
-        details={"rows": [_row_view(row, loaded.tokenizer) for row in shown]},
+        details={"rows": _shown(views, options)},
     )
+
+
+@dataclass(frozen=True)
+class _View:
+    row: int
+    flagged: bool  # the row has an error or warning finding
+    ok: bool  # the row was rendered
+    view: dict[str, Any]
+
+
+@dataclass
+class _BatchResult:
+    findings: list[Finding]
+    stats: _Stats
+    views: list[_View]
+
+
+@dataclass
+class _RowEngine:
+    """Everything a batch needs: runs in this process, or in forked workers that inherit it."""
+
+    detection: Any
+    setup: Setup
+    renderer: ChatRenderer | None
+    shapes: ShapeCache | None
+    tokenizer: Any
+    path: str
+    row_checks: list
+    wanted: frozenset[int] | None
+    show: int
+
+    def process(self, batch: list[Record]) -> _BatchResult:
+        rows = _process(batch, self.detection, self.setup, self.renderer, self.shapes, self.tokenizer, self.path)
+        result = _BatchResult([], _Stats(self.setup.max_length), [])
+        shown_ok = shown_flagged = 0
+        for row in rows:
+            row_findings = [f for c in self.row_checks for f in c.findings(row, self.setup)]
+            result.findings.extend(row_findings)
+            result.stats.add(row)
+            flagged = any(f.severity.rank >= 1 for f in row_findings)
+            if self.wanted is not None:
+                keep = row.index in self.wanted
+            else:
+                keep = (flagged and shown_flagged < self.show) or (row.ok and shown_ok < self.show)
+            if keep:
+                shown_flagged += flagged
+                shown_ok += row.ok
+                result.views.append(_View(row.index, flagged, row.ok, _row_view(row, self.tokenizer)))
+        return result
+
+
+_ENGINE: _RowEngine | None = None  # set before forking workers, which inherit it
+
+
+def _work(batch: list[Record]) -> _BatchResult:
+    return _ENGINE.process(batch)
+
+
+def _quiet_worker() -> None:
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one Rust thread per worker process
+
+
+def _run_batches(engine: _RowEngine, batches: Iterator[list[Record]], workers: int) -> Iterator[_BatchResult]:
+    """Batches in order, processed here or by ``workers`` forked processes."""
+    global _ENGINE
+    if workers <= 1:
+        yield from map(engine.process, batches)
+        return
+    import multiprocessing
+
+    _ENGINE = engine
+    try:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_quiet_worker) as pool:
+            yield from pool.imap(_work, batches)
+    finally:
+        _ENGINE = None
+
+
+def _workers(requested: int | None, rows: int) -> int:
+    """Worker processes: as asked, else one per available core; none for small runs, where forking costs more."""
+    if requested is not None:
+        return max(1, requested)
+    if rows < 4 * BATCH_SIZE or not hasattr(os, "fork"):
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
+    """--rows: those rows; otherwise the first flagged rows, topped up with clean ones."""
+    if options.rows:
+        return [v.view for v in sorted(views, key=lambda v: v.row)]
+    limit = max(options.show, 1) if options.show else 0
+    chosen = [v for v in views if v.flagged][:limit]
+    chosen += [v for v in views if v.ok and not v.flagged][: limit - len(chosen)]
+    return [v.view for v in sorted(chosen, key=lambda v: v.row)]
 
 
 def _validate(options: InspectOptions) -> None:
@@ -355,14 +444,6 @@ def _first_trained(labels: list[int]) -> int:
     return -1
 
 
-def _merge_shown(flagged: list[Row], clean: list[Row], limit: int) -> list[Row]:
-    out: list[Row] = []
-    for row in flagged + clean:
-        if row not in out and len(out) < max(limit, 1):
-            out.append(row)
-    return sorted(out, key=lambda r: r.index)
-
-
 def _row_view(row: Row, tokenizer) -> dict[str, Any]:
     view: dict[str, Any] = {"row": row.index}
     if row.line is not None:
@@ -383,10 +464,12 @@ def _row_view(row: Row, tokenizer) -> dict[str, Any]:
 
 
 class _Stats:
+    """Running statistics; lengths are kept as a histogram so memory stays flat as the dataset grows."""
+
     def __init__(self, max_length: int | None) -> None:
         self.max_length = max_length
         self.rows = self.tokens = self.trainable = self.truncated = self.failed = 0
-        self.lengths: list[int] = []
+        self.lengths: Counter[int] = Counter()
 
     def add(self, row: Row) -> None:
         self.rows += 1
@@ -396,7 +479,15 @@ class _Stats:
         self.tokens += len(row.input_ids)
         self.trainable += row.trained
         self.truncated += row.truncated
-        self.lengths.append(row.full_length)
+        self.lengths[row.full_length] += 1
+
+    def merge(self, other: _Stats) -> None:
+        self.rows += other.rows
+        self.failed += other.failed
+        self.tokens += other.tokens
+        self.trainable += other.trainable
+        self.truncated += other.truncated
+        self.lengths.update(other.lengths)
 
     def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
         by_check: dict[str, int] = {}
@@ -416,15 +507,23 @@ class _Stats:
         }
 
 
-def _percentiles(lengths: list[int]) -> dict[str, int]:
-    if not lengths:
+def _percentiles(lengths: Counter[int]) -> dict[str, int]:
+    """Nearest-rank percentiles from a length histogram."""
+    total = sum(lengths.values())
+    if not total:
         return {}
-    ordered = sorted(lengths)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]  # noqa: E731
-    return {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99), "max": ordered[-1]}
+    out: dict[str, int] = {}
+    wanted = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)]
+    seen = 0
+    for length in sorted(lengths):
+        seen += lengths[length]
+        while wanted and seen >= min(total, int(wanted[0][1] * (total - 1) + 0.5) + 1):
+            out[wanted.pop(0)[0]] = length
+    out["max"] = max(lengths)
+    return out
 
 
-def _context(setup: Setup, detection, loaded, train_on: str, options, checked: int, total: int, renderer) -> dict[str, Any]:
+def _context(setup: Setup, detection, loaded, train_on: str, options, checked: int, total: int, workers: int) -> dict[str, Any]:
     method = None
     if setup.chat and train_on in ("assistant", "last"):
         method = "generation-markers" if setup.has_generation_markers else "turn-diff (per-turn prefix renders)"
@@ -437,6 +536,7 @@ def _context(setup: Setup, detection, loaded, train_on: str, options, checked: i
         "train_on": train_on + (f" via {method}" if method else ""),
         "max_length": setup.max_length,
         "rows_checked": f"{checked} of {total}" + ("" if checked == total else " (evenly spaced sample; --all checks every row)"),
+        "workers": workers if workers > 1 else None,
     }
 
 

@@ -7,7 +7,7 @@ We do the same with the fast tokenizer's Encoding (``char_to_token``), in O(span
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 IGNORE_INDEX = -100
 

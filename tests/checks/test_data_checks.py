@@ -272,3 +272,11 @@ def test_clean_real_data_gets_no_error_or_warning(tokenizer):
     loud = [f for f in report.findings if f.severity.value != "info" and f.code != "DS023"]
     assert loud == []
     assert report.summary["trainable_tokens"] > 0.5 * report.summary["tokens"]
+
+
+def test_worker_processes_give_the_same_report_as_one_process():
+    options = dict(dataset=str(GLAIVE), tokenizer=str(PHI3), all_rows=True, framework="axolotl", train_on="assistant")
+    one = build_report(InspectOptions(**options, workers=1))
+    two = build_report(InspectOptions(**options, workers=2))
+    assert one.findings and one.findings == two.findings
+    assert one.summary == two.summary and one.details == two.details
