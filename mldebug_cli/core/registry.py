@@ -50,6 +50,8 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS021", "repeated-special-tokens", "data.repeated_special_tokens"),
     CheckRef("DS022", "special-token-not-atomic", "data.special_token_not_atomic"),
     CheckRef("DS023", "eos-mismatch", "data.eos_mismatch"),
+    CheckRef("DS024", "tool-call-dropped", "data.tool_call_dropped"),
+    CheckRef("DS025", "tools-not-rendered", "data.tools_not_rendered"),
 )
 
 

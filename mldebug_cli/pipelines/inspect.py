@@ -70,6 +70,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     train_on = _train_on(options, detection.row_format)
     setup = _setup(options, source, loaded, detection.row_format, train_on)
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
+    if renderer is not None:
+        setup = replace(setup, render=lambda messages, tools: renderer.render(messages, tools).text)
     shapes = ShapeCache(renderer, _end_texts(setup)) if renderer is not None else None
 
     findings: list[Finding] = []

@@ -40,6 +40,7 @@ class Setup:
     special_pattern: re.Pattern | None
     id_to_piece: Any  # callable id -> token text
     encode: Any  # callable text -> ids without special tokens
+    render: Any = None  # callable (messages, tools) -> rendered text, for checks that compare renders
 
     @property
     def chat(self) -> bool:

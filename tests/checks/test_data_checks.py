@@ -280,3 +280,13 @@ def test_worker_processes_give_the_same_report_as_one_process():
     two = build_report(InspectOptions(**options, workers=2))
     assert one.findings and one.findings == two.findings
     assert one.summary == two.summary and one.details == two.details
+
+
+def test_ds024_and_ds025_templates_that_drop_tool_calls_and_tool_definitions(glaive_rows):
+    calls = {i for i, r in enumerate(glaive_rows) if any(t["from"] == "function_call" for t in r["conversations"])}
+    with_tools = {i for i, r in enumerate(glaive_rows) if r.get("tools") not in (None, "", "[]")}
+    assert calls and with_tools
+    dropped = fired(GLAIVE, PHI3, "DS024")  # Phi-3's template renders content only
+    assert set(dropped) == calls and "'search_recipes'" in dropped[0]
+    assert set(fired(GLAIVE, PHI3, "DS025")) == with_tools
+    assert fired(GLAIVE, QWEN25, "DS024") == {} and fired(GLAIVE, QWEN25, "DS025") == {}

@@ -1,0 +1,41 @@
+"""What it finds
+An assistant tool call (its function name) that does not appear in the rendered prompt: the chat
+template renders only `content` and silently drops `tool_calls`.
+
+Why it matters for training
+The turn that should teach the model to call a tool trains it to answer with an empty reply (or
+only the end-of-turn token) instead; tool use is never learned.
+
+Example
+Phi-3's template renders `message['content']` only: every `function_call` turn of LLaMA-Factory's
+glaive demo becomes `<|assistant|>\n<|end|>`.
+
+Fix
+Use a template that renders `tool_calls` (or convert tool calls into the content format your
+template expects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldebug_cli.core.findings import Hit
+
+SEVERITY = "error"
+SUBJECT = "row"
+
+
+def run(row, setup) -> Iterator[Hit]:
+    if not row.ok or not row.text:
+        return
+    for i, message in enumerate(row.messages):
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", call) if isinstance(call, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if isinstance(name, str) and name and name not in row.text:
+                yield Hit(
+                    f"message {i}: the tool call to {name!r} does not appear in the rendered prompt: the template drops tool_calls",
+                    "use a chat template that renders tool_calls",
+                    row.location(i),
+                )
+                return
