@@ -73,11 +73,14 @@ class Report:
 
     ``context`` says what was checked and which behaviour was assumed; ``summary`` holds the
     command's statistics; ``details`` holds command-specific JSON-ready sections (for
-    inspect-data: ``rows``). Every value is plain JSON-ready data.
+    inspect-data: ``rows``). ``checks_run`` lists the codes of the checks that ran (so formats can
+    show passing checks) and ``targets`` the inputs they ran on. Every value is plain JSON-ready data.
     """
 
     command: str
     findings: tuple[Finding, ...]
+    checks_run: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
     context: Mapping[str, Any] = field(default_factory=dict)
     summary: Mapping[str, Any] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)

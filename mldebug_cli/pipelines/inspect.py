@@ -97,6 +97,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     return Report(
         command="inspect-data",
         findings=tuple(findings),
+        checks_run=tuple(c.code for c in checks),
+        targets=(source.display,),
         context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers),
         summary=stats.summary(total, findings),
         details={"rows": _shown(views, options)},
