@@ -53,10 +53,11 @@ def test_findings_point_at_rows_and_lines_and_exit_1(tmp_path, glaive_rows):
 def test_fail_on_select_and_ignore():
     base = ["inspect-data", GLAIVE, "-t", PHI3, "--rows", "0", "-f", "json"]
     assert run(*base).exit_code == 1
-    assert run(*base, "--ignore", "unmapped-role").exit_code == 0  # only the DS023 warning is left
-    assert run(*base, "--ignore", "unmapped-role", "--fail-on", "warning").exit_code == 1
+    quiet = ["--ignore", "unmapped-role,tool-call-dropped"]
+    assert run(*base, *quiet).exit_code == 0  # only warnings are left
+    assert run(*base, *quiet, "--fail-on", "warning").exit_code == 1
     only = json.loads(run(*base, "--select", "DS02").stdout)
-    assert {f["code"] for f in only["findings"]} == {"DS023"}
+    assert {f["code"] for f in only["findings"]} == {"DS023", "DS024", "DS025"}
     bad = run(*base, "--select", "DS999")
     assert bad.exit_code == 2 and bad.stderr.startswith("Error: --select/--ignore: 'DS999' matches no check")
 
