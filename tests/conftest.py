@@ -1,10 +1,9 @@
-"""Shared test set-up: offline hub, fixture paths, and a CLI runner."""
+"""Shared test set-up: offline hub and session fixtures (paths and helpers live in support.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -13,20 +12,7 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.pop("GITHUB_ACTIONS", None)
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
-TOKENIZERS = FIXTURES / "tokenizers"
-DATASETS = FIXTURES / "datasets"
-QWEN25 = TOKENIZERS / "qwen2.5-instruct"
-QWEN3 = TOKENIZERS / "qwen3"
-PHI3 = TOKENIZERS / "phi-3-mini-instruct"
-NEMO = TOKENIZERS / "mistral-nemo-instruct"
-TRL_TEMPLATES = FIXTURES / "templates" / "trl"
-ALPACA = DATASETS / "llama-factory" / "alpaca_en_demo.json"
-GLAIVE = DATASETS / "llama-factory" / "glaive_toolcall_en_demo.json"
-IDENTITY = DATASETS / "llama-factory" / "identity.json"
-AXOLOTL_CONVERSATION = DATASETS / "axolotl" / "conversation.json"
-AXOLOTL_MISSING_TURNS = DATASETS / "axolotl" / "conversation.missingturns.json"
+from support import ALPACA, GLAIVE  # noqa: E402  (after the environment is set)
 
 
 @pytest.fixture(scope="session")
@@ -37,13 +23,3 @@ def alpaca_rows() -> list[dict]:
 @pytest.fixture(scope="session")
 def glaive_rows() -> list[dict]:
     return json.loads(GLAIVE.read_text())
-
-
-def write_jsonl(path: Path, rows: list) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def alpaca_as_messages(row: dict) -> list[dict]:
-    user = row["instruction"] + ("\n" + row["input"] if row["input"] else "")
-    return [{"role": "user", "content": user}, {"role": "assistant", "content": row["output"]}]

@@ -8,8 +8,9 @@ or ``"setup"``) and ``run(subject, ctx)`` which yields :class:`Hit` objects.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, Hit, Severity
@@ -52,6 +53,21 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS023", "eos-mismatch", "data.eos_mismatch"),
     CheckRef("DS024", "tool-call-dropped", "data.tool_call_dropped"),
     CheckRef("DS025", "tools-not-rendered", "data.tools_not_rendered"),
+    CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),
+    CheckRef("LR002", "warmup-fraction", "schedule.warmup_fraction"),
+    CheckRef("LR003", "first-step-zero-lr", "schedule.first_step_zero_lr"),
+    CheckRef("LR004", "ignored-key", "schedule.ignored_key"),
+    CheckRef("LR005", "missing-scheduler-kwargs", "schedule.missing_scheduler_kwargs"),
+    CheckRef("LR006", "no-optimizer-steps", "schedule.no_optimizer_steps"),
+    CheckRef("LR007", "max-steps-overrides-epochs", "schedule.max_steps_overrides_epochs"),
+    CheckRef("LR008", "logging-too-sparse", "schedule.logging_too_sparse"),
+    CheckRef("LR009", "logged-lr-mismatch", "schedule.logged_lr_mismatch"),
+    CheckRef("LR010", "partial-accumulation-window", "schedule.partial_accumulation_window"),
+    CheckRef("LR011", "deepspeed-scheduler-overrides", "schedule.deepspeed_scheduler_overrides"),
+    CheckRef("LR012", "packing-step-estimate", "schedule.packing_step_estimate"),
+    CheckRef("LR013", "constant-ignores-warmup", "schedule.constant_ignores_warmup"),
+    CheckRef("LR014", "metric-driven-schedule", "schedule.metric_driven_schedule"),
+    CheckRef("LR015", "scheduler-fails", "schedule.scheduler_fails"),
 )
 
 

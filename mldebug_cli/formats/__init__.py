@@ -15,6 +15,7 @@ from mldebug_cli.core.findings import Report
 FORMATS: dict[str, str] = {
     "text": "text",
     "json": "json_format",
+    "csv": "csv_format",
 }
 
 

@@ -107,6 +107,7 @@ def details(sim: Simulation, plot_path: str | None = None) -> dict[str, Any]:
         "optimizer_steps_per_epoch": plan.optimizer_steps_per_epoch,
         "epochs": plan.epochs_run,
         "epochs_requested": plan.epochs_requested,
+        "epoch_loops": plan.epoch_loops,
         "total_optimizer_steps_range": list(plan.total_steps_range) if plan.total_steps_range else None,
         "log_offset": spec.log_offset,
         "schedule": [

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages, write_jsonl
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+from support import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages, write_jsonl
 
 
 def fired(dataset: Path, tokenizer: Path, code: str, **options) -> dict[int | None, str]:

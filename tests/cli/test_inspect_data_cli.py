@@ -10,8 +10,8 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ALPACA, AXOLOTL_MISSING_TURNS, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, ROOT, write_jsonl
 from mldebug_cli.cli import app
+from support import ALPACA, AXOLOTL_MISSING_TURNS, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, ROOT, write_jsonl
 
 runner = CliRunner()
 

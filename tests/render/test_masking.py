@@ -7,11 +7,11 @@ import json
 import pytest
 from transformers import AutoTokenizer
 
-from conftest import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages
 from mldebug_cli.render.chat import ChatRenderer
 from mldebug_cli.render.labels import labels_from_encoding
 from mldebug_cli.render.masking import layout_chat
 from mldebug_cli.sources.row_formats import detect, to_sample
+from support import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages
 
 
 def renderer(folder, template=None):

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from conftest import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, write_jsonl
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.dataset import DatasetSource
+from support import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, write_jsonl
 
 
 def test_json_array_rows_know_their_first_line():

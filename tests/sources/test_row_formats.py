@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from conftest import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, IDENTITY
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.row_formats import Chat, PromptCompletion, RowProblem, Text, Tokens, detect, to_sample
+from support import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, IDENTITY
 
 
 def rows_of(path):

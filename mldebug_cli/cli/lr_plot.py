@@ -1,0 +1,61 @@
+"""`mldebug lr-plot`: the LR at every optimizer step, counted the way the framework counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from mldebug_cli.cli.common import (
+    ColorOpt,
+    FailOnOpt,
+    IgnoreOpt,
+    OutputOpt,
+    OutputOptions,
+    SelectOpt,
+    run_report,
+    split_list,
+)
+
+
+def lr_plot(
+    config: Path = typer.Option(..., "--config", "-c", help="TrainingArguments/SFTConfig JSON or YAML, axolotl, "
+                                "LLaMA-Factory or torchtune YAML."),
+    num_rows: int | None = typer.Option(None, "--num-rows", help="Training rows (before packing)."),
+    dataset: str | None = typer.Option(None, "--dataset", help="Count the rows of this dataset file or folder."),
+    world_size: int = typer.Option(1, "--world-size", help="Data-parallel processes."),
+    framework: str | None = typer.Option(
+        None, "--framework", help="transformers, trl, axolotl, llama-factory or torchtune (default: detected)."
+    ),
+    trainer_state: Path | None = typer.Option(
+        None, "--trainer-state", help="Overlay a real run's logged LR (trainer_state.json)."
+    ),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="Write the chart to OUT.png or OUT.svg (needs matplotlib)."
+    ),
+    builtin: bool = typer.Option(False, "--builtin-engine", help="Use the built-in formulas even when torch is there."),
+    output_format: str = typer.Option("text", "--output-format", "-f", help="text, json or csv."),
+    output: Path | None = OutputOpt,
+    fail_on=FailOnOpt,
+    select: list[str] | None = SelectOpt,
+    ignore: list[str] | None = IgnoreOpt,
+    color=ColorOpt,
+) -> None:
+    """Simulate the LR schedule of a fine-tuning config and check it (LR001-LR015)."""
+    from mldebug_cli.pipelines.schedule import build_report
+
+    def build():
+        return build_report(
+            config=str(config),
+            num_rows=num_rows,
+            dataset=dataset,
+            world_size=world_size,
+            framework=framework,
+            trainer_state=None if trainer_state is None else str(trainer_state),
+            plot=None if plot is None else str(plot),
+            select=split_list(select),
+            ignore=split_list(ignore),
+            engine="builtin" if builtin else "auto",
+        )
+
+    run_report(build, OutputOptions(output_format, output, fail_on, color))

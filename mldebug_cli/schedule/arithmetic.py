@@ -1,0 +1,214 @@
+"""Step arithmetic, counted the way each framework counts it.
+
+HF Trainer (transformers, TRL, LLaMA-Factory, and axolotl's loop): the dataloader yields
+``ceil(rows / batch)`` micro-batches (``floor`` with ``dataloader_drop_last``), accelerate shards
+them over processes (``ceil``, or ``floor`` with drop_last), an epoch has
+``ceil(L / accumulation)`` optimizer steps (at least 1; the last window is shorter), and
+``T = ceil(epochs * n)`` unless ``max_steps`` is set. axolotl passes its own
+``ceil(rows * epochs / (micro_batch * accumulation * world_size))`` as ``max_steps``. torchtune
+drops the last partial batch and counts ``floor(L / accumulation)`` steps per epoch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.schedule.dataset_size import DatasetSize, PackedRows, packed_rows
+from mldebug_cli.schedule.model import RunSpec, StepPlan
+
+AXOLOTL_WARMUP_SHARE, AXOLOTL_WARMUP_CAP = 0.03, 100
+
+
+def plan_steps(spec: RunSpec, size: DatasetSize | None) -> StepPlan:
+    _require_positive(spec)
+    rows, packed = training_rows(spec, size)
+    plan = _plan_for_rows(spec, rows)
+    if packed is None:
+        return plan
+    low = None if packed.low is None else _plan_for_rows(spec, packed.low).total_steps
+    return replace(
+        plan,
+        total_steps_range=(low, _plan_for_rows(spec, packed.high).total_steps),
+        packed_rows_range=(packed.low, packed.high),
+        packing_basis=packed.basis,
+    )
+
+
+def _plan_for_rows(spec: RunSpec, rows: int | None) -> StepPlan:
+    if spec.framework == "torchtune":
+        return _torchtune_plan(spec, rows)
+    if spec.framework == "axolotl":
+        return _axolotl_plan(spec, rows)
+    return _hf_plan(spec, rows)
+
+
+def hf_dataloader_length(rows: int, batch_size: int, world_size: int, drop_last: bool) -> int:
+    """Micro-batches per process per epoch, as the Trainer's accelerate-prepared dataloader yields them."""
+    batches = rows // batch_size if drop_last else math.ceil(rows / batch_size)
+    return batches // world_size if drop_last else math.ceil(batches / world_size)
+
+
+def hf_warmup_steps(spec: RunSpec, total: int) -> int:
+    """TrainingArguments.get_warmup_steps: a count, or a ratio below 1 rounded up (warmup_ratio before 5.2)."""
+    steps = spec.warmup_steps or 0
+    if steps >= 1:
+        return int(steps)
+    if steps > 0:
+        return math.ceil(total * steps)
+    if spec.warmup_ratio:
+        return math.ceil(total * spec.warmup_ratio)
+    return 0
+
+
+def held_out_rows(rows: int, split: float | None) -> int:
+    """Rows `datasets.train_test_split` moves to the eval set: a count, or a share rounded up."""
+    if not split:
+        return 0
+    return min(rows, int(split) if split >= 1 else math.ceil(rows * split))
+
+
+def training_rows(spec: RunSpec, size: DatasetSize | None) -> tuple[int | None, PackedRows | None]:
+    """Rows the training dataloader iterates (packed sequences when packing is on)."""
+    if size is None:
+        return None, None
+    rows = size.rows if spec.max_samples is None else min(size.rows, spec.max_samples)
+    kept = rows - held_out_rows(rows, spec.validation_split)
+    if not spec.packing.enabled:
+        return kept, None
+    packed = packed_rows(size, spec.packing.sequence_len)
+    share = kept / size.rows if size.rows else 0.0  # the packer only sees the rows left for training
+    scaled = PackedRows(
+        estimate=math.ceil(packed.estimate * share),
+        low=None if packed.low is None else math.ceil(packed.low * share),
+        high=math.ceil(packed.high * share),
+        basis=packed.basis,
+    )
+    return scaled.estimate, scaled
+
+
+def _require_positive(spec: RunSpec) -> None:
+    for label, key, value in (
+        ("batch size", "batch_size", spec.batch_size),
+        ("gradient accumulation", "grad_accum", spec.grad_accum),
+    ):
+        if value is None or value < 1:
+            raise InputError(f"{spec.key(key) or label} must be at least 1, got {value}")
+
+
+def _missing_rows(spec: RunSpec) -> InputError:
+    return InputError(
+        "the step count needs the dataset size",
+        hint="pass --num-rows N or --dataset PATH" + ("" if spec.framework == "torchtune" else ", or set max_steps"),
+    )
+
+
+def _hf_plan(spec: RunSpec, rows: int | None, max_steps: int | None = None) -> StepPlan:
+    max_steps = spec.max_steps if max_steps is None else max_steps
+    if rows is None:
+        if max_steps <= 0:
+            raise _missing_rows(spec)
+        return StepPlan(
+            train_rows=None, micro_batches_per_epoch=None, optimizer_steps_per_epoch=None, total_steps=max_steps,
+            steps_run=max_steps, warmup_steps=hf_warmup_steps(spec, max_steps), epochs_requested=spec.num_epochs,
+            epochs_run=None, epoch_loops=None,
+        )
+    length = hf_dataloader_length(rows, spec.batch_size, spec.world_size, spec.drop_last)
+    per_epoch = max(length // spec.grad_accum + int(length % spec.grad_accum > 0), 1)
+    total = max_steps if max_steps > 0 else math.ceil(spec.num_epochs * per_epoch)
+    steps_run = total if length > 0 else 0  # an empty dataloader: the Trainer stops before step 1
+    loops = math.ceil(total / per_epoch) if max_steps > 0 else math.ceil(spec.num_epochs)
+    return StepPlan(
+        train_rows=rows,
+        micro_batches_per_epoch=length,
+        optimizer_steps_per_epoch=per_epoch,
+        total_steps=total if (length > 0 or max_steps > 0) else 0,
+        steps_run=steps_run,
+        warmup_steps=hf_warmup_steps(spec, total),
+        epochs_requested=spec.num_epochs,
+        epochs_run=hf_epoch_after(steps_run, length, per_epoch, spec.grad_accum) if steps_run else 0.0,
+        epoch_loops=loops,
+        leftover_micro_batches=length % spec.grad_accum if length else 0,
+    )
+
+
+def hf_epoch_after(step: int, length: int, per_epoch: int, grad_accum: int) -> float:
+    """The Trainer's ``state.epoch`` after optimizer step ``step``: epoch + micro-batches seen / L."""
+    epoch, in_epoch = divmod(step - 1, per_epoch)
+    return epoch + min((in_epoch + 1) * grad_accum, length) / length
+
+
+def axolotl_total_steps(spec: RunSpec, rows: int) -> int:
+    """calculate_total_num_steps: rows * epochs over the global batch, rounded up (down when packed)."""
+    global_batch = spec.batch_size * spec.grad_accum * spec.world_size
+    if spec.packing.enabled:
+        return math.floor(rows * spec.num_epochs / global_batch)
+    return math.ceil(rows * spec.num_epochs / global_batch)
+
+
+def axolotl_warmup_steps(spec: RunSpec, total_num_steps: int) -> float:
+    """The warmup_steps value axolotl hands to TrainingArguments."""
+    if spec.warmup_steps is not None:
+        warmup = spec.warmup_steps
+    elif spec.warmup_ratio is not None:
+        warmup = max(int(spec.warmup_ratio * total_num_steps), 0)
+    else:
+        warmup = min(int(AXOLOTL_WARMUP_SHARE * total_num_steps), AXOLOTL_WARMUP_CAP)
+    return 2 if warmup == 1 else warmup  # axolotl never warms up for a single step
+
+
+def axolotl_logging_steps(total_num_steps: int) -> int:
+    return max(min(int(0.005 * total_num_steps), 10), 1)
+
+
+def _axolotl_plan(spec: RunSpec, rows: int | None) -> StepPlan:
+    if rows is None:
+        if spec.max_steps <= 0:
+            raise _missing_rows(spec)
+        estimated = spec.max_steps
+    else:
+        estimated = axolotl_total_steps(spec, rows)
+    total_num_steps = min(estimated, spec.max_steps) if spec.max_steps > 0 else estimated
+    hf_spec = replace(spec, warmup_steps=axolotl_warmup_steps(spec, total_num_steps), warmup_ratio=None)
+    max_steps = spec.max_steps if spec.max_steps > 0 else total_num_steps
+    plan = _hf_plan(hf_spec, rows, max_steps=max_steps if max_steps > 0 else -1)
+    return replace(plan, epochs_requested=spec.num_epochs)
+
+
+def _torchtune_plan(spec: RunSpec, rows: int | None) -> StepPlan:
+    if rows is None:
+        raise _missing_rows(spec)
+    per_rank = rows if spec.world_size == 1 else math.ceil(rows / spec.world_size)  # DistributedSampler pads
+    length = per_rank // spec.batch_size  # drop_last=True
+    per_epoch = length // spec.grad_accum
+    if spec.max_steps_per_epoch is not None and spec.max_steps_per_epoch < per_epoch:
+        per_epoch = spec.max_steps_per_epoch
+    epochs = int(spec.num_epochs)
+    total = epochs * per_epoch
+    return StepPlan(
+        train_rows=rows,
+        micro_batches_per_epoch=length,
+        optimizer_steps_per_epoch=per_epoch,
+        total_steps=total,
+        steps_run=total,
+        warmup_steps=int(spec.warmup_steps),
+        epochs_requested=spec.num_epochs,
+        epochs_run=(epochs - 1) + per_epoch * spec.grad_accum / length if per_epoch else 0.0,
+        epoch_loops=epochs,
+        leftover_micro_batches=length - per_epoch * spec.grad_accum if per_epoch else length,
+    )
+
+
+def step_positions(spec: RunSpec, plan: StepPlan) -> list[tuple[float | None, int | None]]:
+    """(epoch, micro-batches consumed per process) after each optimizer step that runs."""
+    length, per_epoch = plan.micro_batches_per_epoch, plan.optimizer_steps_per_epoch
+    positions: list[tuple[float | None, int | None]] = []
+    for step in range(1, plan.steps_run + 1):
+        if not length or not per_epoch:
+            positions.append((None, step * spec.grad_accum))
+            continue
+        epoch, in_epoch = divmod(step - 1, per_epoch)
+        seen = min((in_epoch + 1) * spec.grad_accum, length)
+        positions.append((epoch + seen / length, epoch * length + seen))
+    return positions

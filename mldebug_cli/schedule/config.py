@@ -1,0 +1,98 @@
+"""A run's config file: its values, and the line of every key so findings can point at it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import InputError
+
+YAML_SUFFIXES = (".yaml", ".yml")
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """Parsed config data plus ``lines``: dotted key path -> 1-based line of the key."""
+
+    path: str
+    data: Mapping[str, Any]
+    lines: Mapping[str, int] = field(default_factory=dict)
+
+    def has(self, key: str) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value at a dotted key path (``lr_scheduler.num_warmup_steps``), or ``default``."""
+        node: Any = self.data
+        for part in key.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def line(self, key: str | None) -> int | None:
+        return None if key is None else self.lines.get(key)
+
+
+def load_config(path: str | Path) -> ConfigFile:
+    """Read a JSON or YAML config; raise InputError naming the file and what is wrong."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the config file ({exc})") from None
+    data = _parse(path, text)
+    if not isinstance(data, Mapping):
+        raise InputError(
+            f"{path}: the config must be a mapping of keys to values, found {type(data).__name__}",
+            hint="pass a TrainingArguments/SFTConfig JSON or YAML, or an axolotl, LLaMA-Factory or torchtune YAML",
+        )
+    return ConfigFile(path=str(path), data=data, lines=_key_lines(text))
+
+
+def _parse(path: Path, text: str) -> Any:
+    import yaml
+
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise InputError(f"{path}: {where}invalid YAML ({getattr(exc, 'problem', None) or exc})") from None
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """Dotted key path -> line, from the YAML node tree (JSON is read as YAML flow style)."""
+    import yaml
+
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:  # valid JSON that PyYAML cannot compose: findings just carry no line
+        return {}
+    lines: dict[str, int] = {}
+    _walk(root, "", lines)
+    return lines
+
+
+def _walk(node: Any, prefix: str, lines: dict[str, int]) -> None:
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            continue
+        path = f"{prefix}{key_node.value}"
+        lines.setdefault(path, key_node.start_mark.line + 1)
+        _walk(value_node, f"{path}.", lines)

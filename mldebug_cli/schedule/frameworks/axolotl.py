@@ -1,0 +1,117 @@
+"""axolotl YAML: its keys, its defaults, and which scheduler its trainer builds.
+
+axolotl computes the total steps itself (``calculate_total_num_steps``) and passes them to the HF
+Trainer as ``max_steps``; warmup defaults to ``min(int(0.03 * T), 100)``; the default scheduler is
+cosine; ``cosine_min_lr_ratio``, ``cosine_constant_lr_ratio`` and ``lr_quadratic_warmup`` select
+axolotl's own cosine variants, and ``lr_scheduler: one_cycle|rex`` its alternate schedulers.
+"""
+
+from __future__ import annotations
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.schedule.config import ConfigFile
+from mldebug_cli.schedule.frameworks.common import SpecReader
+from mldebug_cli.schedule.frameworks.hf import hf_scheduler_choice
+from mldebug_cli.schedule.model import AXOLOTL_FAMILY, Packing, RunSpec, SchedulerChoice
+
+DEFAULT_SEQUENCE_LEN = 2048
+
+
+def read_spec(config: ConfigFile, world_size: int, transformers_version: str | None) -> RunSpec:
+    r = SpecReader(config)
+    if not r.has("learning_rate"):
+        raise InputError(f"{config.path}: axolotl configs need learning_rate (it has no default)")
+    learning_rate = float(r.number("learning_rate", "learning_rate", None))
+    micro_batch = r.integer("batch_size", "micro_batch_size", 1)
+    grad_accum = _grad_accum(r, micro_batch)
+    warmup_steps, warmup_ratio = _warmup(r)
+    scheduler = _scheduler(r, learning_rate)
+    return RunSpec(
+        framework="axolotl",
+        learning_rate=learning_rate,
+        scheduler=scheduler,
+        warmup_steps=warmup_steps,
+        warmup_ratio=warmup_ratio,
+        num_epochs=float(r.number("epochs", "num_epochs", 1)),
+        max_steps=r.integer("max_steps", "max_steps", -1),
+        batch_size=micro_batch,
+        grad_accum=grad_accum,
+        world_size=world_size,
+        logging_steps=r.number("logging_steps", "logging_steps", None),
+        packing=Packing(
+            enabled=bool(r.flag("packing", "sample_packing", False)),
+            key="sample_packing",
+            sequence_len=r.integer(None, "sequence_len", DEFAULT_SEQUENCE_LEN),
+            efficiency_estimate=r.number(None, "sample_packing_eff_est", None),
+        ),
+        validation_split=r.number("validation_split", "val_set_size", None),
+        deepspeed=r.raw("deepspeed", "deepspeed"),
+        transformers_version=transformers_version,
+        keys=r.keys,
+        ignored=tuple(r.ignored),
+        notes=tuple(r.notes),
+    )
+
+
+def _grad_accum(r: SpecReader, micro_batch: int) -> int:
+    if r.has("gradient_accumulation_steps"):
+        return r.integer("grad_accum", "gradient_accumulation_steps", 1)
+    if r.has("batch_size"):  # axolotl derives accumulation from batch_size // micro_batch_size
+        return max(1, r.integer("grad_accum", "batch_size", micro_batch) // micro_batch)
+    return 1
+
+
+def _warmup(r: SpecReader) -> tuple[float | None, float | None]:
+    """(warmup_steps, warmup_ratio); both None means axolotl's default, resolved against T."""
+    steps = r.number("warmup", "warmup_steps", None)
+    ratio = r.number(None, "warmup_ratio", None)
+    if steps is not None and ratio is not None:
+        r.ignore("warmup_ratio", f"warmup_steps ({steps}) is set, so axolotl does not use warmup_ratio",
+                 "keep only one of them")
+        ratio = None
+    elif ratio is not None:
+        r.keys["warmup"] = "warmup_ratio"
+    return (None if steps is None else float(steps)), (None if ratio is None else float(ratio))
+
+
+def _scheduler(r: SpecReader, learning_rate: float) -> SchedulerChoice:
+    name = str(r.text("scheduler", "lr_scheduler", "cosine"))
+    kwargs = r.mapping("scheduler_kwargs", "lr_scheduler_kwargs")
+    min_ratio = r.number(None, "cosine_min_lr_ratio", None)
+    constant_ratio = r.number(None, "cosine_constant_lr_ratio", None)
+    quadratic = bool(r.flag(None, "lr_quadratic_warmup", False))
+    if name == "one_cycle":
+        _unused(r, "cosine_min_lr_ratio", min_ratio, "one_cycle")
+        return SchedulerChoice("one_cycle", AXOLOTL_FAMILY, kwargs)
+    if name == "rex":
+        _unused_kwargs(r, kwargs, "rex")
+        min_lr = learning_rate * min_ratio if min_ratio is not None else 0.0
+        return SchedulerChoice("rex", AXOLOTL_FAMILY, {"min_lr": min_lr})
+    if name == "cosine" and quadratic:
+        _unused(r, "cosine_min_lr_ratio", min_ratio, "cosine with lr_quadratic_warmup")
+        _unused_kwargs(r, kwargs, "cosine with lr_quadratic_warmup")
+        return SchedulerChoice("cosine_quadratic_warmup", AXOLOTL_FAMILY)
+    if name == "cosine" and min_ratio and constant_ratio:
+        _unused_kwargs(r, kwargs, "cosine with cosine_min_lr_ratio")
+        return SchedulerChoice(
+            "cosine_decay_constant", AXOLOTL_FAMILY, {"min_lr_ratio": min_ratio, "constant_lr_ratio": constant_ratio}
+        )
+    if name == "cosine" and min_ratio:
+        _unused_kwargs(r, kwargs, "cosine with cosine_min_lr_ratio")
+        return SchedulerChoice("cosine_min_lr", AXOLOTL_FAMILY, {"min_lr_ratio": min_ratio})
+    if name != "cosine":
+        _unused(r, "cosine_min_lr_ratio", min_ratio, name)
+        _unused(r, "lr_quadratic_warmup", quadratic or None, name)
+    _unused(r, "cosine_constant_lr_ratio", constant_ratio, "a cosine schedule without cosine_min_lr_ratio")
+    return hf_scheduler_choice(r, "lr_scheduler", "cosine", kwargs)
+
+
+def _unused(r: SpecReader, key: str, value, scheduler: str) -> None:
+    if value is not None:
+        r.ignore(key, f"{key} has no effect with {scheduler}", "remove it, or switch to lr_scheduler: cosine")
+
+
+def _unused_kwargs(r: SpecReader, kwargs: dict, scheduler: str) -> None:
+    if kwargs:
+        r.ignore("lr_scheduler_kwargs", f"axolotl builds {scheduler} without lr_scheduler_kwargs: "
+                 f"{', '.join(sorted(kwargs))} {'has' if len(kwargs) == 1 else 'have'} no effect")

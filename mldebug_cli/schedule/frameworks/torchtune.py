@@ -1,0 +1,68 @@
+"""torchtune recipe YAML: ``optimizer.lr``, the ``lr_scheduler`` component, epochs and batch keys.
+
+The recipes count ``len(dataloader) // gradient_accumulation_steps`` optimizer steps per epoch
+(floor: the leftover micro-batches never trigger a step), cap it with ``max_steps_per_epoch``,
+build the scheduler for ``epochs * steps_per_epoch`` steps, and log the LR after stepping the
+scheduler (the next step's LR). The dataloader always drops the last partial batch.
+"""
+
+from __future__ import annotations
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.schedule.config import ConfigFile
+from mldebug_cli.schedule.frameworks.common import SpecReader
+from mldebug_cli.schedule.model import TORCHTUNE_FAMILY, Packing, RunSpec, SchedulerChoice
+
+COSINE_COMPONENTS = (
+    "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup",
+    "torchtune.modules.get_cosine_schedule_with_warmup",  # before torchtune 0.3
+)
+
+
+def read_spec(config: ConfigFile, world_size: int) -> RunSpec:
+    r = SpecReader(config)
+    if not r.has("optimizer.lr"):
+        raise InputError(f"{config.path}: torchtune configs need optimizer.lr")
+    if not r.has("batch_size"):
+        raise InputError(f"{config.path}: torchtune configs need batch_size")
+    scheduler, warmup = _scheduler(r)
+    return RunSpec(
+        framework="torchtune",
+        learning_rate=float(r.number("learning_rate", "optimizer.lr", None)),
+        scheduler=scheduler,
+        warmup_steps=float(warmup),
+        warmup_ratio=None,
+        num_epochs=float(r.integer("epochs", "epochs", 1)),
+        max_steps=-1,
+        batch_size=r.integer("batch_size", "batch_size", None),
+        grad_accum=r.integer("grad_accum", "gradient_accumulation_steps", 1),
+        world_size=world_size,
+        drop_last=True,
+        max_steps_per_epoch=r.integer("max_steps", "max_steps_per_epoch", None),
+        logging_steps=r.number("logging_steps", "log_every_n_steps", 1),
+        log_offset=1,
+        packing=Packing(
+            enabled=bool(r.flag("packing", "dataset.packed", False)),
+            key="dataset.packed",
+            sequence_len=r.integer(None, "tokenizer.max_seq_len", None),
+        ),
+        keys=r.keys,
+        ignored=tuple(r.ignored),
+        notes=tuple(r.notes),
+    )
+
+
+def _scheduler(r: SpecReader) -> tuple[SchedulerChoice, float]:
+    component = r.text("scheduler", "lr_scheduler._component_", None)
+    if component is None:
+        return SchedulerChoice("constant", TORCHTUNE_FAMILY, ignores_warmup=True), 0.0
+    if component not in COSINE_COMPONENTS:
+        raise r.error(
+            "lr_scheduler._component_",
+            f"is {component!r}, which lr-plot does not simulate (it knows {', '.join(COSINE_COMPONENTS)})",
+        )
+    if not r.has("lr_scheduler.num_warmup_steps"):
+        raise r.error("lr_scheduler", "needs num_warmup_steps: the cosine scheduler has no default for it")
+    warmup = r.integer("warmup", "lr_scheduler.num_warmup_steps", 0)
+    kwargs = {"num_cycles": float(r.number(None, "lr_scheduler.num_cycles", 0.5))}
+    return SchedulerChoice("cosine", TORCHTUNE_FAMILY, kwargs), float(warmup)

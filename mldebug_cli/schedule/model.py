@@ -1,0 +1,129 @@
+"""The frozen data of one simulation: what the config says, how steps are counted, the LR per step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+FRAMEWORKS = ("transformers", "trl", "axolotl", "llama-factory", "torchtune")
+HF_FAMILY = "transformers"  # schedulers built by transformers' get_scheduler
+AXOLOTL_FAMILY = "axolotl"  # axolotl's own schedulers (cosine with min LR, REX, OneCycle, ...)
+TORCHTUNE_FAMILY = "torchtune"  # torchtune's cosine, or no scheduler at all
+
+
+@dataclass(frozen=True)
+class SchedulerChoice:
+    """Which scheduler the run builds, with the kwargs it receives."""
+
+    name: str
+    family: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    ignores_warmup: bool = False  # constant, reduce_lr_on_plateau, greedy
+    metric_driven: bool = False  # the LR changes only when eval metrics are reported
+
+
+@dataclass(frozen=True)
+class IgnoredKey:
+    """A config key that has no effect (or stops the run) in the framework version in use."""
+
+    key: str
+    reason: str
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class Packing:
+    enabled: bool = False
+    key: str | None = None
+    sequence_len: int | None = None
+    efficiency_estimate: float | None = None  # axolotl's sample_packing_eff_est
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run's settings after the framework's key mapping and defaults.
+
+    ``keys`` maps a setting name (``warmup``, ``scheduler``, ...) to the config key it was read
+    from, so findings can point at it; settings left at their default have no entry.
+    """
+
+    framework: str
+    learning_rate: float
+    scheduler: SchedulerChoice
+    warmup_steps: float  # as the framework receives it: a count, or a ratio below 1 (transformers >= 5)
+    warmup_ratio: float | None  # transformers < 5.2 and axolotl only
+    num_epochs: float
+    max_steps: int  # <= 0: not set
+    batch_size: int  # per device
+    grad_accum: int
+    world_size: int
+    drop_last: bool = False
+    max_steps_per_epoch: int | None = None  # torchtune
+    logging_strategy: str = "steps"
+    logging_steps: float | None = None
+    logging_first_step: bool = False
+    eval_strategy: str | None = None  # None: the framework decides (axolotl, torchtune)
+    log_offset: int = 0  # 1: the framework logs the LR of the next step (torchtune, transformers <= 4.50)
+    packing: Packing = field(default_factory=Packing)
+    validation_split: float | None = None  # held-out share or row count taken from the training rows
+    max_samples: int | None = None
+    deepspeed: Any = None
+    transformers_version: str | None = None
+    keys: Mapping[str, str] = field(default_factory=dict)
+    ignored: tuple[IgnoredKey, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def key(self, setting: str) -> str | None:
+        return self.keys.get(setting)
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """The step arithmetic of one run (per process)."""
+
+    train_rows: int | None
+    micro_batches_per_epoch: int | None  # L
+    optimizer_steps_per_epoch: int | None  # n
+    total_steps: int  # T: the number of optimizer steps the scheduler is built for
+    steps_run: int  # optimizer steps the loop actually takes (0 when the dataloader is empty)
+    warmup_steps: int  # W as the scheduler receives it
+    epochs_requested: float
+    epochs_run: float | None
+    epoch_loops: int | None  # how many epochs the loop starts
+    leftover_micro_batches: int = 0  # L mod gradient accumulation: the last window of each epoch
+    total_steps_range: tuple[int | None, int] | None = None  # packing: bounds of T (None: no lower bound)
+    packed_rows_range: tuple[int | None, int] | None = None
+    packing_basis: str | None = None  # what the packed-row estimate rests on
+
+
+@dataclass(frozen=True)
+class SchedulePoint:
+    step: int  # optimizer step, 1-based
+    lr: float  # the LR the optimizer uses on this step
+    epoch: float | None  # the trainer's epoch counter after this step
+    micro_batch: int | None  # micro-batches consumed (per process) when this step runs
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Everything the checks look at."""
+
+    config_path: str
+    config_lines: Mapping[str, int]
+    spec: RunSpec
+    plan: StepPlan
+    schedule: tuple[SchedulePoint, ...]
+    engine: str
+    framework_version: str | None
+    scheduler_error: str | None = None  # what the scheduler raises (the run stops there)
+    scheduler_fails_after: int | None = None  # optimizer steps done by then (0: while building it)
+    deepspeed_scheduler: Mapping[str, Any] | None = None
+    overlay: Any = None  # overlay.Overlay when --trainer-state was given
+
+    def line(self, key: str | None) -> int | None:
+        return None if key is None else self.config_lines.get(key)
+
+    @property
+    def lrs(self) -> list[float]:
+        return [p.lr for p in self.schedule]

@@ -1,0 +1,70 @@
+"""One simulation: config -> settings -> step arithmetic -> the LR at every optimizer step."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.schedule import versions
+from mldebug_cli.schedule.arithmetic import plan_steps, step_positions
+from mldebug_cli.schedule.config import ConfigFile
+from mldebug_cli.schedule.dataset_size import DatasetSize
+from mldebug_cli.schedule.engine import simulate_lrs
+from mldebug_cli.schedule.model import RunSpec, SchedulePoint, Simulation
+
+
+def simulate(config: ConfigFile, spec: RunSpec, size: DatasetSize | None, engine: str = "auto") -> Simulation:
+    """The schedule ``spec`` (read from ``config``) produces on a dataset of ``size``."""
+    plan = plan_steps(spec, size)
+    result = simulate_lrs(
+        spec.scheduler, spec.learning_rate, plan.warmup_steps, plan.total_steps, plan.steps_run, engine
+    )
+    schedule = tuple(
+        SchedulePoint(step=i + 1, lr=lr, epoch=epoch, micro_batch=micro_batch)
+        for i, (lr, (epoch, micro_batch)) in enumerate(zip(result.lrs, step_positions(spec, plan)))
+    )
+    deepspeed_block, deepspeed_note = deepspeed_scheduler(config, spec)
+    notes = spec.notes + ((deepspeed_note,) if deepspeed_note else ())
+    return Simulation(
+        config_path=config.path,
+        config_lines=config.lines,
+        spec=replace(spec, notes=notes),
+        plan=plan,
+        schedule=schedule,
+        engine=result.engine,
+        framework_version=versions.installed(spec.framework),
+        scheduler_error=result.error,
+        scheduler_fails_after=result.fails_after,
+        deepspeed_scheduler=deepspeed_block,
+    )
+
+
+def deepspeed_scheduler(config: ConfigFile, spec: RunSpec) -> tuple[Mapping[str, Any] | None, str | None]:
+    """The ``scheduler`` block of the DeepSpeed config the run names, and a note when it cannot be read."""
+    value = spec.deepspeed
+    if value is None:
+        return None, None
+    if isinstance(value, Mapping):
+        ds_config: Any = value
+    else:
+        path = _resolve(config, str(value))
+        if path is None:
+            return None, f"DeepSpeed config {value} not found: its scheduler block was not checked"
+        try:
+            ds_config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return None, f"DeepSpeed config {path} could not be read ({exc}): its scheduler block was not checked"
+    block = ds_config.get("scheduler") if isinstance(ds_config, Mapping) else None
+    return (block if isinstance(block, Mapping) else None), None
+
+
+def _resolve(config: ConfigFile, name: str) -> Path | None:
+    """A path as given (relative to the working directory), else relative to the config's folder."""
+    for candidate in (Path(name), Path(config.path).parent / name):
+        if candidate.is_file():
+            return candidate
+    return None
+
