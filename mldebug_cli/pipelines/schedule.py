@@ -27,7 +27,7 @@ def build_report(
 ) -> Report:
     from mldebug_cli.core import registry
     from mldebug_cli.schedule import dataset_size
-    from mldebug_cli.schedule.config import load_config
+    from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.schedule.engine import ENGINE_CHOICES
     from mldebug_cli.schedule.frameworks import read_spec
     from mldebug_cli.schedule.overlay import compare

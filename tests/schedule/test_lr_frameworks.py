@@ -9,7 +9,7 @@ from lr_helpers import FIXTURE_CONFIGS
 
 
 def simulate_fixture(name, rows, world_size=1, framework=None, engine="auto"):
-    from mldebug_cli.schedule.config import load_config
+    from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.schedule.dataset_size import from_num_rows
     from mldebug_cli.schedule.frameworks import read_spec
     from mldebug_cli.schedule.simulation import simulate
@@ -31,7 +31,7 @@ def simulate_fixture(name, rows, world_size=1, framework=None, engine="auto"):
     ],
 )
 def test_framework_is_detected(name, framework):
-    from mldebug_cli.schedule.config import load_config
+    from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.schedule.frameworks import detect_framework
 
     assert detect_framework(load_config(FIXTURE_CONFIGS / name)) == framework
@@ -159,7 +159,7 @@ def test_older_transformers_reads_warmup_ratio_and_logs_the_next_step(monkeypatc
 )
 def test_unreadable_configs_are_input_errors_with_a_line(tmp_path, text, words):
     from mldebug_cli.core.errors import InputError
-    from mldebug_cli.schedule.config import load_config
+    from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.schedule.frameworks import read_spec
 
     path = tmp_path / "bad.yaml"

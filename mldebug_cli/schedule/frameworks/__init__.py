@@ -7,7 +7,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.schedule import versions
-from mldebug_cli.schedule.config import ConfigFile
+from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.schedule.model import FRAMEWORKS, RunSpec
 
 _TRL_KEYS = frozenset(

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.schedule.config import ConfigFile
+from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.schedule.model import IgnoredKey
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")

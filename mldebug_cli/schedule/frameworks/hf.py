@@ -8,7 +8,7 @@ and ``logging_steps`` (10); LLaMA-Factory adds ``val_size``, ``max_samples``, ``
 from __future__ import annotations
 
 from mldebug_cli.schedule import versions
-from mldebug_cli.schedule.config import ConfigFile
+from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.schedule.formulas import (
     HF_IGNORES_WARMUP,
     HF_KWARGS_DROPPED,
