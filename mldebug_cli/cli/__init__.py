@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from mldebug_cli import __version__
-from mldebug_cli.cli import explain, inspect_data, lr_plot
+from mldebug_cli.cli import explain, inspect_data, lr_plot, preflight
 from mldebug_cli.cli.common import State
 
 app = typer.Typer(
@@ -38,6 +38,7 @@ def root(
 app.command("inspect-data")(inspect_data.inspect_data)
 app.command("explain")(explain.explain)
 app.command("lr-plot")(lr_plot.lr_plot)
+app.command("preflight")(preflight.preflight)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
 from mldebug_cli.render.masking import TRAIN_ON, ShapeCache, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
+from mldebug_cli.render.truncation import TRUNCATION_BY_FRAMEWORK, truncate
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.row_formats import (
     ROW_FORMATS,
@@ -34,6 +35,7 @@ FRAMEWORKS = ("trl", "transformers", "axolotl", "llama-factory")
 DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
 BATCH_SIZE = 256
+HISTOGRAM_BINS = 40
 
 # What each trainer trains by default when no masking option is given.
 _DEFAULT_TRAIN_ON = {"trl": "all", "transformers": "all", "axolotl": "assistant", "llama-factory": "assistant"}
@@ -418,27 +420,31 @@ def _label(row: Row, encoding, setup: Setup) -> None:
         for turn in layout.turns:
             start, end = token_range(encoding, turn.start, turn.end)
             row.turns.append(TurnTokens(turn.message_index, start, end, turn.trained, turn.located_by, turn.prefix_preserved))
-    _store(row, ids, labels, straddles, setup.max_length)
+    _store(row, ids, labels, straddles, setup)
 
 
 def _label_pretokenized(row: Row, setup: Setup) -> None:
     sample = row.sample
     labels = sample.labels if sample.labels is not None else list(sample.input_ids)
-    _store(row, list(sample.input_ids), list(labels), [], setup.max_length)
+    _store(row, list(sample.input_ids), list(labels), [], setup)
 
 
-def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], max_length: int | None) -> None:
+def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], setup: Setup) -> None:
     row.full_length = len(ids)
     row.trained_before_truncation = len(labels) - labels.count(IGNORE_INDEX)
     row.first_trained = _first_trained(labels) if row.trained_before_truncation else None
-    if max_length is not None and len(ids) > max_length:
-        row.cut_ids, row.cut_labels = ids[max_length:], labels[max_length:]
-        ids, labels = ids[:max_length], labels[:max_length]
-        straddles = [p for p in straddles if p < max_length]
-        row.trained = len(labels) - labels.count(IGNORE_INDEX)
-    else:
-        row.trained = row.trained_before_truncation
-    row.input_ids, row.labels, row.straddles = ids, labels, straddles
+    mode = TRUNCATION_BY_FRAMEWORK[setup.framework]
+    turns = [(t.start, t.end) for t in row.turns]
+    cut = truncate(ids, labels, setup.max_length, mode, turns)
+    row.dropped = cut.dropped
+    row.cut_ids, row.cut_labels = cut.cut_ids, cut.cut_labels
+    if cut.cut_ids:
+        kept = len(cut.ids)
+        straddles = [p for p in straddles if p < kept] if mode == "keep_start" else []
+        if mode != "keep_start":
+            row.turns = []  # positions moved: turn ranges no longer apply
+    row.input_ids, row.labels, row.straddles = cut.ids, cut.labels, straddles
+    row.trained = len(cut.labels) - cut.labels.count(IGNORE_INDEX)
 
 
 def _first_trained(labels: list[int]) -> int:
@@ -482,7 +488,7 @@ class _Stats:
             return
         self.tokens += len(row.input_ids)
         self.trainable += row.trained
-        self.truncated += row.truncated
+        self.truncated += row.truncated or row.dropped
         self.lengths[row.full_length] += 1
 
     def merge(self, other: _Stats) -> None:
@@ -505,8 +511,9 @@ class _Stats:
             "trainable_tokens": self.trainable,
             "trainable_fraction": round(self.trainable / self.tokens, 4) if self.tokens else 0.0,
             "length_percentiles": _percentiles(self.lengths),
+            "length_histogram": _histogram(self.lengths, self.max_length),
             "max_length": self.max_length,
-            "rows_truncated": self.truncated,
+            "rows_truncated": self.truncated,  # truncated, or dropped for being too long
             "by_check": dict(sorted(by_check.items())),
         }
 
@@ -525,6 +532,21 @@ def _percentiles(lengths: Counter[int]) -> dict[str, int]:
             out[wanted.pop(0)[0]] = length
     out["max"] = max(lengths)
     return out
+
+
+def _histogram(lengths: Counter[int], max_length: int | None) -> dict[str, Any]:
+    """Token lengths (before truncation) in equal bins from 0: bin i counts lengths in [i*width, (i+1)*width).
+
+    At most HISTOGRAM_BINS bins, wide enough to reach ``max_length`` too so it can be drawn against them.
+    """
+    if not lengths:
+        return {}
+    top = max(max(lengths), max_length or 0)
+    width = -(-(top + 1) // HISTOGRAM_BINS)
+    counts = [0] * (top // width + 1)
+    for length, n in lengths.items():
+        counts[length // width] += n
+    return {"bin_width": width, "counts": counts}
 
 
 def _context(setup: Setup, detection, loaded, train_on: str, options, checked: int, total: int, workers: int) -> dict[str, Any]:

@@ -85,6 +85,7 @@ class Row:
     turns: list[TurnTokens] = field(default_factory=list)
     straddles: list[int] = field(default_factory=list)
     appended_eos: bool = False
+    dropped: bool = False  # longer than the max length, and the trainer leaves such rows out
     cut_ids: list[int] = field(default_factory=list)  # what truncation removed
     cut_labels: list[int] = field(default_factory=list)
     _offsets: list[tuple[int, int]] | None = field(default=None, repr=False)

@@ -26,12 +26,15 @@ class ConfigFile:
         return self.get(key, _MISSING) is not _MISSING
 
     def get(self, key: str, default: Any = None) -> Any:
-        """The value at a dotted key path (``lr_scheduler.num_warmup_steps``), or ``default``."""
+        """The value at a dotted key path (``lr_scheduler.num_warmup_steps``, ``datasets.0.path``), or ``default``."""
         node: Any = self.data
         for part in key.split("."):
-            if not isinstance(node, Mapping) or part not in node:
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, Mapping) and part in node:
+                node = node[part]
+            else:
                 return default
-            node = node[part]
         return node
 
     def line(self, key: str | None) -> int | None:
@@ -88,6 +91,11 @@ def _key_lines(text: str) -> dict[str, int]:
 def _walk(node: Any, prefix: str, lines: dict[str, int]) -> None:
     import yaml
 
+    if isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines.setdefault(f"{prefix}{index}", item.start_mark.line + 1)
+            _walk(item, f"{prefix}{index}.", lines)
+        return
     if not isinstance(node, yaml.MappingNode):
         return
     for key_node, value_node in node.value:

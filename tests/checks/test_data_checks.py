@@ -34,10 +34,11 @@ def qwen_ids(text: str, special: bool = False) -> list[int]:
 
 def test_ds001_fires_when_truncation_cuts_every_trained_token(chats, alpaca_rows):
     path = chats([alpaca_as_messages(r) for r in alpaca_rows[:3]])
-    hits = fired(path, QWEN25, "DS001", train_on="assistant", framework="axolotl", max_length=20)
+    hits = fired(path, QWEN25, "DS001", train_on="assistant", max_length=20)
     assert set(hits) == {0, 1, 2}
     assert "truncation to 20 tokens removed all" in hits[0]
-    assert fired(path, QWEN25, "DS001", train_on="assistant", framework="axolotl") == {}
+    assert fired(path, QWEN25, "DS001", train_on="assistant") == {}
+    assert fired(path, QWEN25, "DS001", train_on="assistant", framework="axolotl", max_length=20) == {}  # dropped instead
 
 
 def test_ds001_fires_on_pretokenized_rows_whose_labels_are_all_masked(tmp_path):
@@ -104,15 +105,28 @@ def test_ds006_pad_equal_to_eos_with_a_collator_that_masks_pad_ids(chats, alpaca
     assert fired(path, QWEN25, "DS006", framework="transformers") == {}  # pad <|endoftext|>, eos <|im_end|>
 
 
-def test_ds007_and_ds008_truncation(chats, alpaca_rows):
-    rows = [alpaca_as_messages(r) for r in alpaca_rows[:1]]
-    path = chats(rows)
-    truncated = fired(path, QWEN25, "DS007", train_on="assistant", framework="axolotl", max_length=60)
+def test_ds007_and_ds008_truncation_keeping_the_start(chats, alpaca_rows):
+    path = chats([alpaca_as_messages(r) for r in alpaca_rows[:1]])
+    truncated = fired(path, QWEN25, "DS007", train_on="assistant", max_length=60)
     assert set(truncated) == {0} and "the end-of-turn token is lost" in truncated[0]
-    assert fired(path, QWEN25, "DS008", train_on="assistant", framework="axolotl", max_length=60) == {}
-    prompt_only = fired(path, QWEN25, "DS008", train_on="assistant", framework="axolotl", max_length=20)
+    assert fired(path, QWEN25, "DS008", train_on="assistant", max_length=60) == {}
+    prompt_only = fired(path, QWEN25, "DS008", train_on="assistant", max_length=20)
     assert set(prompt_only) == {0}
-    assert fired(path, QWEN25, "DS007", framework="axolotl", train_on="assistant", max_length=4096) == {}
+    assert fired(path, QWEN25, "DS007", train_on="assistant", max_length=4096) == {}
+
+
+def test_truncation_follows_the_framework(chats, alpaca_rows):
+    """axolotl drops rows that are too long; LLaMA-Factory cuts the prompt to leave room for the response."""
+    long_prompt = "Summarize:\n" + "\n".join(r["output"] for r in alpaca_rows[30:33])
+    path = chats([[{"role": "user", "content": long_prompt}, {"role": "assistant", "content": alpaca_rows[0]["output"]}]])
+    dropped = fired(path, QWEN25, "DS007", framework="axolotl", train_on="assistant", max_length=300)
+    assert "leaves it out of training" in dropped[0]
+    assert fired(path, QWEN25, "DS008", framework="axolotl", train_on="assistant", max_length=300) == {}
+    assert set(fired(path, QWEN25, "DS008", framework="trl", train_on="assistant", max_length=300)) == {0}
+    report = build_report(InspectOptions(dataset=str(path), tokenizer=str(QWEN25), framework="llama-factory",
+                                         train_on="assistant", max_length=300, all_rows=True))
+    assert {f.code for f in report.findings} >= {"DS007"} and "DS008" not in {f.code for f in report.findings}
+    assert report.summary["tokens"] == 300 and report.summary["trainable_tokens"] > 0
 
 
 def test_ds009_template_raises_on_non_alternating_roles(chats):

@@ -26,7 +26,7 @@ SUBJECT = "row"
 def run(row, setup) -> Iterator[Hit]:
     if not row.ok or setup.max_length is None or row.first_trained is None:
         return
-    if row.first_trained >= setup.max_length:
+    if row.truncated and not row.trained and row.trained_before_truncation:
         yield Hit(
             f"the prompt is {row.first_trained} tokens, max length {setup.max_length}: nothing of the response survives",
             "raise the max length or drop rows whose prompt fills it",

@@ -1,7 +1,9 @@
 """What it finds
 A row where truncation to the max length removes trained tokens while some remain: the answer is
 cut off. The message says how many trained tokens are lost and whether the end-of-turn token went
-with them.
+with them. Truncation follows the trainer: TRL and transformers keep the first tokens, LLaMA-Factory
+splits the length between each prompt and its response, axolotl drops rows that are too long (then
+the message says the row is left out).
 
 Why it matters for training
 The model is trained on answers that stop mid-sentence without an end-of-turn token, which teaches
@@ -26,6 +28,14 @@ SUBJECT = "row"
 
 
 def run(row, setup) -> Iterator[Hit]:
+    if row.ok and row.dropped:
+        yield Hit(
+            f"the row is {row.full_length} tokens, longer than the max length {setup.max_length}:"
+            f" {setup.framework} leaves it out of training (excess_length_strategy: drop)",
+            "raise the max length, or split long rows, to keep their training signal",
+            row.location(),
+        )
+        return
     if not row.ok or not row.truncated or not row.trained:
         return
     lost = sum(1 for label in row.cut_labels if label != IGNORE_INDEX)

@@ -1,0 +1,80 @@
+"""`mldebug preflight CONFIG`: every check a training config implies, as one CI step."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from mldebug_cli.cli.common import (
+    ColorOpt,
+    ExitZeroOpt,
+    FailOnOpt,
+    IgnoreOpt,
+    OutputFormatOpt,
+    OutputOpt,
+    OutputOptions,
+    SelectOpt,
+    split_list,
+)
+
+
+def preflight(
+    config: Path = typer.Argument(..., help="An axolotl YAML, a TRL/HF TrainingArguments JSON/YAML, or a LLaMA-Factory YAML."),
+    deploy: list[str] | None = typer.Option(None, "--deploy", help="A deploy artefact to compare templates with (GGUF, Modelfile, .jinja, tokenizer folder); repeatable."),
+    tokenizer: str | None = typer.Option(None, "--tokenizer", "-t", help="Use this tokenizer folder instead of the config's model."),
+    framework: str | None = typer.Option(None, "--framework", help="axolotl, llama-factory, trl or transformers (default: detected from the keys)."),
+    sample: int | None = typer.Option(None, "--sample", help="Check N rows of each dataset, evenly spaced (default 200)."),
+    all_rows: bool = typer.Option(False, "--all", help="Check every row of every dataset."),
+    world_size: int = typer.Option(1, "--world-size", help="Processes the run trains on (for the step count)."),
+    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside the working directory and its own folder."),
+    sarif: Path | None = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0 to FILE."),
+    junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML to FILE."),
+    output_format: str = OutputFormatOpt,
+    output: Path | None = OutputOpt,
+    fail_on=FailOnOpt,
+    select: list[str] | None = SelectOpt,
+    ignore: list[str] | None = IgnoreOpt,
+    color=ColorOpt,
+    exit_zero: bool = ExitZeroOpt,
+) -> None:
+    """Run the data, schedule and template checks a training config implies; exit 1 on findings."""
+    from mldebug_cli.cli.common import run_report
+    from mldebug_cli.pipelines.preflight import PreflightOptions, build_report
+
+    options = PreflightOptions(
+        config=str(config),
+        deploy=tuple(deploy or ()),
+        tokenizer=tokenizer,
+        framework=framework,
+        sample=sample,
+        all_rows=all_rows,
+        world_size=world_size,
+        select=tuple(split_list(select)),
+        ignore=tuple(split_list(ignore)),
+        allow_outside_paths=allow_outside_paths,
+    )
+    extra = [(fmt, path) for fmt, path in (("sarif", sarif), ("junit", junit)) if path is not None]
+
+    def build():
+        report = build_report(options, _progress())
+        for fmt, path in extra:
+            _write(report, fmt, path)
+        return report
+
+    run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
+
+
+def _write(report, fmt: str, path: Path) -> None:
+    from mldebug_cli.formats import render_report
+
+    with open(path, "w", encoding="utf-8") as stream:
+        render_report(report, fmt, stream, color=False)
+
+
+def _progress():
+    """One line per stage on stderr when it is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    return lambda stage: sys.stderr.write(f"mldebug preflight: {stage}\n")

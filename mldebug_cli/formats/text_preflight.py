@@ -1,0 +1,42 @@
+"""The preflight section of the text report: one summary line per part that ran."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+
+def render_details(report, console) -> None:
+    for section in report.summary.get("sections", []):
+        console.print(_line(section))
+    console.print()
+
+
+def _line(section: dict[str, Any]) -> Text:
+    command, target = section["command"], section["target"]
+    text = Text(f"{_LABELS.get(command, command):<9}", style="bold")
+    text.append(f"{target}: ")
+    text.append(_describe(command, section))
+    count = section.get("findings", 0)
+    text.append(f"  ({count} finding{'s' if count != 1 else ''})" if count else "  (clean)", style="yellow" if count else "green")
+    return text
+
+
+_LABELS = {"inspect-data": "data", "lr-plot": "schedule", "check-template": "template"}
+
+
+def _describe(command: str, s: dict[str, Any]) -> str:
+    if command == "inspect-data":
+        pct = s.get("length_percentiles") or {}
+        length = f", length p99 {pct.get('p99')} / max {pct.get('max')} against {s.get('max_length')}" if pct else ""
+        return (f"{s.get('rows_checked')} of {s.get('rows')} rows, {s.get('tokens', 0):,} tokens,"
+                f" {100 * s.get('trainable_fraction', 0):.0f}% trained{length}, {s.get('rows_truncated', 0)} truncated")
+    if command == "lr-plot":
+        return (f"{s.get('total_optimizer_steps')} optimizer steps, warmup {s.get('warmup_steps')},"
+                f" peak LR {s.get('peak_lr')}, final LR {s.get('final_lr')}")
+    if command == "check-template":
+        probes = s.get("probes")
+        differ = s.get("probes_differing")
+        return f"{probes} probe conversations, {differ} differ" if probes is not None else ""
+    return ""

@@ -1,0 +1,192 @@
+"""preflight: one training config -> the inspect-data, lr-plot and check-template pipelines -> one Report.
+
+It only composes the other pipelines; findings about setup (tokenizer, template, masking, length)
+are pointed back at the config key, with its line, that caused them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.findings import Finding, Location, Report
+from mldebug_cli.sources.config_file import ConfigFile
+from mldebug_cli.sources.training_plan import TrainingPlan
+
+COMMAND = "preflight"
+
+
+@dataclass(frozen=True)
+class PreflightOptions:
+    config: str
+    deploy: tuple[str, ...] = ()
+    tokenizer: str | None = None  # overrides the config's model / tokenizer
+    framework: str | None = None
+    sample: int | None = None
+    all_rows: bool = False
+    world_size: int = 1
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    allow_outside_paths: bool = False
+
+
+def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
+    from mldebug_cli.schedule.frameworks import detect_framework
+    from mldebug_cli.sources.config_file import load_config
+    from mldebug_cli.sources.training_plan import read_plan
+
+    config = load_config(options.config)
+    framework = options.framework or detect_framework(config)
+    plan = read_plan(config, framework, options.allow_outside_paths)
+    tokenizer = options.tokenizer or plan.tokenizer.value
+    if not tokenizer:
+        raise InputError(f"{config.path}: the config names no model or tokenizer ({plan.tokenizer.key})",
+                         hint="pass --tokenizer DIR")
+    _load_tokenizer(config, plan, tokenizer, from_config=options.tokenizer is None)
+    sections = [_data_section(options, config, plan, tokenizer, d, progress) for d in plan.datasets]
+    rows = sum(s["report"].summary.get("rows", 0) for s in sections)
+    sections.append(_schedule_section(options, framework, rows, progress))
+    sections += [_template_section(options, tokenizer, plan, d, progress) for d in options.deploy]
+    findings = tuple(f for s in sections for f in s["findings"])
+    return Report(
+        command=COMMAND,
+        findings=findings,
+        checks_run=tuple(dict.fromkeys(code for s in sections for code in s["report"].checks_run)),
+        targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
+        context=_context(config, plan, tokenizer, options),
+        summary={"sections": [_section_summary(s) for s in sections], "by_check": _by_check(findings)},
+        details={"sections": [_section_details(s) for s in sections]},
+    )
+
+
+def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: str, dataset, progress) -> dict[str, Any]:
+    from mldebug_cli.pipelines import inspect
+
+    if progress:
+        progress(f"checking {dataset.spec}")
+    inspect_options = inspect.InspectOptions(
+        dataset=dataset.spec,
+        tokenizer=tokenizer,
+        chat_template=plan.chat_template.value,
+        data_format=dataset.data_format,
+        framework=plan.framework,
+        train_on=plan.train_on.value,
+        max_length=plan.max_length.value,
+        sample=options.sample,
+        all_rows=options.all_rows,
+        show=1,
+        select=options.select,
+        ignore=options.ignore,
+        split=dataset.split,
+    )
+    try:
+        report = inspect.build_report(inspect_options)
+    except InputError as exc:
+        raise InputError(f"{_where(config, dataset.key)}: {dataset.key}: {exc.message}", exc.hint) from None
+    findings = tuple(_point_at_config(f, config, plan, dataset.key) for f in report.findings)
+    return {"command": "inspect-data", "target": dataset.spec, "report": report, "findings": findings}
+
+
+def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from_config: bool) -> None:
+    """Load the tokenizer once up front (it is cached) so an error names the config key behind it."""
+    from mldebug_cli.sources.tokenizer import load_tokenizer
+
+    try:
+        load_tokenizer(tokenizer, plan.chat_template.value)
+    except InputError as exc:
+        if not from_config:
+            raise
+        key = plan.chat_template.key if plan.chat_template.value and "template" in exc.message else plan.tokenizer.key
+        raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint or "pass --tokenizer DIR") from None
+
+
+def _schedule_section(options, framework: str, rows: int, progress) -> dict[str, Any]:
+    from mldebug_cli.pipelines import schedule
+
+    if progress:
+        progress("simulating the LR schedule")
+    report = schedule.build_report(
+        config=options.config, num_rows=rows or None, framework=framework, world_size=options.world_size,
+        select=options.select, ignore=options.ignore,
+    )
+    return {"command": "lr-plot", "target": options.config, "report": report, "findings": report.findings}
+
+
+def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, progress) -> dict[str, Any]:
+    from mldebug_cli.pipelines import template_check
+
+    if progress:
+        progress(f"comparing the template with {deploy}")
+    report = template_check.build_report(template_check.TemplateCheckOptions(
+        train=plan.chat_template.value or tokenizer,
+        train_tokenizer=tokenizer if plan.chat_template.value else None,
+        deploy=deploy,
+        select=options.select,
+        ignore=options.ignore,
+    ))
+    return {"command": "check-template", "target": deploy, "report": report, "findings": report.findings}
+
+
+# Which config key a data finding is about: the length limit for truncation, the model for its
+# tokenizer, the template or masking switch for masking findings.
+def _config_key(code: str, plan: TrainingPlan) -> str | None:
+    by_code = {
+        "DS001": plan.max_length.key,
+        "DS007": plan.max_length.key,
+        "DS008": plan.max_length.key,
+        "DS006": plan.tokenizer.key,
+        "DS015": plan.chat_template.key or plan.train_on.key,
+        "DS022": plan.chat_template.key or plan.tokenizer.key,
+        "DS023": plan.tokenizer.key,
+    }
+    return by_code.get(code)
+
+
+def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, dataset_key: str) -> Finding:
+    """Row findings keep their row and name the config key behind them; setup findings point at that key's line."""
+    key = _config_key(finding.code, plan)
+    if finding.code == "DS001" and "truncation" not in finding.message:
+        key = None
+    if finding.location.row is not None:
+        return replace(finding, location=replace(finding.location, key=key or dataset_key))
+    key = key or dataset_key
+    return replace(finding, location=Location(path=config.path, line=config.line(key), key=key))
+
+
+def _where(config: ConfigFile, key: str | None) -> str:
+    line = config.line(key)
+    return f"{config.path}:{line}" if line else config.path
+
+
+def _context(config: ConfigFile, plan: TrainingPlan, tokenizer: str, options: PreflightOptions) -> dict[str, Any]:
+    return {
+        "config": config.path,
+        "framework": plan.framework,
+        "tokenizer": tokenizer + (" (--tokenizer)" if options.tokenizer else f" ({plan.tokenizer.key})"),
+        "chat_template": plan.chat_template.value or "the tokenizer's",
+        "datasets": ", ".join(d.spec for d in plan.datasets) or None,
+        "train_on": plan.train_on.value or "the framework's default",
+        "max_length": plan.max_length.value,
+        "deploy": ", ".join(options.deploy) or None,
+        "notes": "; ".join(plan.notes) or None,
+    }
+
+
+def _section_summary(section: dict[str, Any]) -> dict[str, Any]:
+    return {"command": section["command"], "target": section["target"], "findings": len(section["findings"]),
+            **dict(section["report"].summary)}
+
+
+def _section_details(section: dict[str, Any]) -> dict[str, Any]:
+    report = section["report"]
+    return {"command": section["command"], "target": section["target"], "context": dict(report.context),
+            "summary": dict(report.summary), **dict(report.details)}
+
+
+def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.code] = counts.get(f.code, 0) + 1
+    return dict(sorted(counts.items()))

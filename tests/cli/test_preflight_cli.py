@@ -1,0 +1,110 @@
+"""preflight end to end: realistic configs with planted dataset defects fail, pointing at row and key; fixed, they pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from mldebug_cli.cli import app
+from support import FIXTURES, ROOT
+
+runner = CliRunner()
+PREFLIGHT = FIXTURES / "preflight"
+
+
+@pytest.fixture(autouse=True)
+def at_repo_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+def preflight(*args):
+    return runner.invoke(app, ["preflight", *map(str, args)], catch_exceptions=False)
+
+
+def findings(result) -> list[dict]:
+    return json.loads(result.stdout)["findings"]
+
+
+def config_line(path, key: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if line.lstrip("- ").startswith(key + ":"))
+
+
+def test_axolotl_config_with_a_planted_row_fails_and_points_at_row_and_key():
+    config = PREFLIGHT / "axolotl" / "config.yml"
+    result = preflight(config, "-f", "json")
+    assert result.exit_code == 1
+    errors = [f for f in findings(result) if f["severity"] == "error"]
+    assert [(f["code"], f["location"]["row"], f["location"]["line"], f["location"]["key"]) for f in errors] == [
+        ("DS010", 17, 18, "datasets.0.path")
+    ]
+    dropped = next(f for f in findings(result) if f["code"] == "DS007")
+    assert dropped["location"]["row"] == 11 and dropped["location"]["key"] == "sequence_len"
+    lr = [f for f in findings(result) if f["code"].startswith("LR")]
+    assert lr and all(f["location"]["path"] == str(config) for f in lr)
+    warmup = next(f for f in lr if f["location"].get("key") == "warmup_steps")
+    assert warmup["location"]["line"] == config_line(config, "warmup_steps")
+    assert preflight(PREFLIGHT / "axolotl" / "config_fixed.yml").exit_code == 0
+
+
+def test_trl_config_with_a_planted_row_fails_and_points_at_row_and_key():
+    result = preflight(PREFLIGHT / "trl" / "config.yaml", "-f", "json")
+    assert result.exit_code == 1
+    errors = [f for f in findings(result) if f["severity"] == "error"]
+    assert [(f["code"], f["location"]["row"], f["location"]["line"], f["location"]["key"]) for f in errors] == [
+        ("DS010", 7, 8, "dataset_name")
+    ]
+    fixed = preflight(PREFLIGHT / "trl" / "config_fixed.yaml", "-f", "json")
+    assert fixed.exit_code == 0
+    doc = json.loads(fixed.stdout)
+    assert doc["context"]["train_on"] == "assistant" and doc["context"]["max_length"] == 1024
+    data = doc["summary"]["sections"][0]
+    assert data["command"] == "inspect-data" and data["rows_checked"] == 24 and data["findings"] == 0
+
+
+def test_llama_factory_config_reads_dataset_info_and_splits_the_length_budget():
+    config = PREFLIGHT / "llama-factory" / "config.yaml"
+    result = preflight(config, "-f", "json")
+    assert result.exit_code == 1
+    found = findings(result)
+    ignored = next(f for f in found if f["code"] == "LR004")  # warmup_ratio was removed in transformers 5.2
+    assert ignored["location"]["key"] == "warmup_ratio" and ignored["location"]["line"] == config_line(config, "warmup_ratio")
+    long_row = next(f for f in found if f["code"] == "DS007")
+    assert long_row["location"]["row"] == 243 and long_row["location"]["key"] == "cutoff_len"
+    assert not any(f["code"] == "DS008" for f in found)  # LLaMA-Factory keeps part of the response
+    targets = [s["target"] for s in json.loads(result.stdout)["summary"]["sections"]]
+    assert [t.split("fixtures/")[-1] for t in targets[:2]] == [
+        "datasets/llama-factory/identity.json", "datasets/llama-factory/glaive_toolcall_en_demo.json"]
+
+
+def test_exit_zero_and_fail_on():
+    config = PREFLIGHT / "axolotl" / "config_fixed.yml"
+    assert preflight(config).exit_code == 0
+    assert preflight(config, "--fail-on", "info").exit_code == 1  # DS015, LR002, LR003 are infos
+    assert preflight(PREFLIGHT / "axolotl" / "config.yml", "--exit-zero").exit_code == 0
+
+
+def test_unreadable_configs_and_inputs_exit_2_with_one_line(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("base_model: [unclosed\n")
+    result = preflight(bad)
+    assert result.exit_code == 2 and result.stderr.startswith(f"Error: {bad}: line") and "Traceback" not in result.stderr
+    missing = tmp_path / "missing.yml"
+    missing.write_text((PREFLIGHT / "trl" / "config.yaml").read_text().replace("train.jsonl", "nope.jsonl")
+                       .replace("../../", str(PREFLIGHT.parent) + "/"))
+    result = preflight(missing, "--allow-outside-paths")
+    assert result.exit_code == 2 and result.stderr.startswith(f"Error: {missing}:5: dataset_name:")
+
+
+def test_paths_outside_the_working_directory_are_refused(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(f"model_name_or_path: {FIXTURES / 'tokenizers' / 'qwen2.5-instruct'}\n"
+                      f"dataset_name: {PREFLIGHT / 'trl' / 'train.jsonl'}\nassistant_only_loss: true\n")
+    inside = preflight(config)  # the repo is the working directory: allowed
+    assert inside.exit_code == 1
+    outside = tmp_path / "elsewhere.yaml"
+    (tmp_path / "secret.jsonl").write_text('{"text": "x"}\n')
+    outside.write_text(f"model_name_or_path: {FIXTURES / 'tokenizers' / 'qwen2.5-instruct'}\ndataset_name: /etc/hostname\n")
+    result = preflight(outside)
+    assert result.exit_code == 2 and "points outside the working directory" in result.stderr
