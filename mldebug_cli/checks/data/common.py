@@ -20,6 +20,15 @@ def trained_runs(labels: Sequence[int]) -> Iterator[tuple[int, int]]:
         yield start, len(labels)
 
 
+def tool_calls(messages) -> Iterator[tuple[int, dict]]:
+    """(message index, function) for every tool call; the function holds ``name`` and ``arguments``."""
+    for i, message in enumerate(messages):
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", call) if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                yield i, function
+
+
 def show(text: str, limit: int = 40) -> str:
     """A short, quoted, one-line rendering of text for messages."""
     text = text.replace("\n", "\\n")

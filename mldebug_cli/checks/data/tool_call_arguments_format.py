@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from mldebug_cli.checks.data.common import tool_calls
 from mldebug_cli.core.findings import Hit
 
 SEVERITY = "warning"
@@ -29,15 +30,13 @@ SUBJECT = "row"
 def run(row, setup) -> Iterator[Hit]:
     if not row.ok or not row.text:
         return
-    for i, message in enumerate(row.messages):
-        for call in message.get("tool_calls") or []:
-            arguments = (call.get("function") or call).get("arguments") if isinstance(call, dict) else None
-            problem = _problem(arguments, row.text)
-            if problem:
-                yield Hit(f"message {i}: tool-call arguments {problem}",
-                          "store arguments as the type the template expects (a mapping for templates using tojson)",
-                          row.location(i))
-                return
+    for i, function in tool_calls(row.messages):
+        problem = _problem(function.get("arguments"), row.text)
+        if problem:
+            yield Hit(f"message {i}: tool-call arguments {problem}",
+                      "store arguments as the type the template expects (a mapping for templates using tojson)",
+                      row.location(i))
+            return
 
 
 def _problem(arguments, text: str) -> str | None:

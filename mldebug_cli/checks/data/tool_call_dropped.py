@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mldebug_cli.checks.data.common import tool_calls
 from mldebug_cli.core.findings import Hit
 
 SEVERITY = "error"
@@ -28,14 +29,12 @@ SUBJECT = "row"
 def run(row, setup) -> Iterator[Hit]:
     if not row.ok or not row.text:
         return
-    for i, message in enumerate(row.messages):
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", call) if isinstance(call, dict) else None
-            name = function.get("name") if isinstance(function, dict) else None
-            if isinstance(name, str) and name and name not in row.text:
-                yield Hit(
-                    f"message {i}: the tool call to {name!r} does not appear in the rendered prompt: the template drops tool_calls",
-                    "use a chat template that renders tool_calls",
-                    row.location(i),
-                )
-                return
+    for i, function in tool_calls(row.messages):
+        name = function.get("name")
+        if isinstance(name, str) and name and name not in row.text:
+            yield Hit(
+                f"message {i}: the tool call to {name!r} does not appear in the rendered prompt: the template drops tool_calls",
+                "use a chat template that renders tool_calls",
+                row.location(i),
+            )
+            return
