@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from mldebug_cli import __version__
-from mldebug_cli.cli import explain, inspect_data, lr_plot, preflight
+from mldebug_cli.cli import check_template, explain, inspect_data, lr_plot, preflight, render
 from mldebug_cli.cli.common import State
 
 app = typer.Typer(
@@ -37,6 +37,8 @@ def root(
 
 app.command("inspect-data")(inspect_data.inspect_data)
 app.command("explain")(explain.explain)
+app.command("render")(render.render)
+app.command("check-template")(check_template.check_template)
 app.command("lr-plot")(lr_plot.lr_plot)
 app.command("preflight")(preflight.preflight)
 

@@ -68,6 +68,19 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("LR013", "constant-ignores-warmup", "schedule.constant_ignores_warmup"),
     CheckRef("LR014", "metric-driven-schedule", "schedule.metric_driven_schedule"),
     CheckRef("LR015", "scheduler-fails", "schedule.scheduler_fails"),
+    CheckRef("CT001", "prompt-mismatch", "template.prompt_mismatch"),
+    CheckRef("CT002", "token-mismatch", "template.token_mismatch"),
+    CheckRef("CT003", "deploy-double-bos", "template.deploy_double_bos"),
+    CheckRef("CT004", "deploy-missing-bos", "template.deploy_missing_bos"),
+    CheckRef("CT005", "stop-token-missing", "template.stop_token_missing"),
+    CheckRef("CT006", "default-system-prompt-differs", "template.default_system_prompt_differs"),
+    CheckRef("CT007", "generation-prompt-differs", "template.generation_prompt_differs"),
+    CheckRef("CT008", "whitespace-differs", "template.whitespace_differs"),
+    CheckRef("CT009", "template-fallback", "template.template_fallback"),
+    CheckRef("CT010", "engine-unsupported-construct", "template.engine_unsupported_construct"),
+    CheckRef("CT011", "vocab-mismatch", "template.vocab_mismatch"),
+    CheckRef("CT012", "date-dependent-template", "template.date_dependent_template"),
+    CheckRef("CT013", "deploy-render-fails", "template.deploy_render_fails"),
 )
 
 

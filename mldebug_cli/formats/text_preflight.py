@@ -36,7 +36,6 @@ def _describe(command: str, s: dict[str, Any]) -> str:
         return (f"{s.get('total_optimizer_steps')} optimizer steps, warmup {s.get('warmup_steps')},"
                 f" peak LR {s.get('peak_lr')}, final LR {s.get('final_lr')}")
     if command == "check-template":
-        probes = s.get("probes")
-        differ = s.get("probes_differing")
-        return f"{probes} probe conversations, {differ} differ" if probes is not None else ""
+        compared, identical = s.get("compared", 0), s.get("identical", 0)
+        return f"{compared} probe conversations compared, {compared - identical} differ"
     return ""

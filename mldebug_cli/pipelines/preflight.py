@@ -119,7 +119,7 @@ def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, 
 
     if progress:
         progress(f"comparing the template with {deploy}")
-    report = template_check.build_report(template_check.TemplateCheckOptions(
+    report = template_check.build_report(template_check.CheckTemplateOptions(
         train=plan.chat_template.value or tokenizer,
         train_tokenizer=tokenizer if plan.chat_template.value else None,
         deploy=deploy,

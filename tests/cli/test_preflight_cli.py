@@ -108,3 +108,14 @@ def test_paths_outside_the_working_directory_are_refused(tmp_path):
     outside.write_text(f"model_name_or_path: {FIXTURES / 'tokenizers' / 'qwen2.5-instruct'}\ndataset_name: /etc/hostname\n")
     result = preflight(outside)
     assert result.exit_code == 2 and "points outside the working directory" in result.stderr
+
+
+def test_deploy_artefacts_are_compared_with_the_training_template():
+    result = preflight(PREFLIGHT / "trl" / "config_fixed.yaml", "--deploy", FIXTURES / "deploy" / "qwen3-chatml-no-stop.Modelfile", "-f", "json")
+    assert result.exit_code == 1
+    codes = {f["code"] for f in findings(result)}
+    assert {"CT005", "CT006"} <= codes  # no <|im_end|> stop word; Qwen's default system prompt only in training
+    stop = next(f for f in findings(result) if f["code"] == "CT005")
+    assert "<|im_end|>" in stop["message"] and stop["location"]["side"] == "deploy"
+    sections = [s["command"] for s in json.loads(result.stdout)["summary"]["sections"]]
+    assert sections == ["inspect-data", "lr-plot", "check-template"]

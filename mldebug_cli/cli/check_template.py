@@ -1,0 +1,65 @@
+"""`mldebug check-template`: the chat template as trained versus as deployed, probe by probe."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+import typer
+
+from mldebug_cli.cli.common import (
+    ColorOpt,
+    ExitZeroOpt,
+    IgnoreOpt,
+    OutputFormatOpt,
+    OutputOpt,
+    OutputOptions,
+    SelectOpt,
+    split_list,
+)
+
+
+class _FailOn(str, enum.Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+def check_template(
+    train: str = typer.Option(..., "--train", help="Tokenizer folder (its template), or a .jinja with --train-tokenizer."),
+    deploy: str = typer.Option(..., "--deploy", help="A .gguf, an Ollama Modelfile, a .jinja (--chat-template) or a "
+                               "tokenizer folder."),
+    train_tokenizer: str | None = typer.Option(None, "--train-tokenizer", help="Tokenizer folder for a .jinja TRAIN."),
+    deploy_engine: str | None = typer.Option(None, "--deploy-engine", help="vllm, transformers, tgi, llamacpp or ollama "
+                                             "(default: llamacpp for a GGUF, ollama for a Modelfile, else vllm)."),
+    messages: Path | None = typer.Option(None, "--messages", "-m", help="Also compare this conversation (JSON)."),
+    date: str | None = typer.Option(None, "--date", help="The date templates see, YYYY-MM-DD (default 2025-01-15)."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from tokenizer folders."),
+    output_format: str = OutputFormatOpt,
+    output: Path | None = OutputOpt,
+    fail_on: _FailOn = typer.Option(_FailOn.warning, "--fail-on", help="Exit 1 when a finding is at or above this "
+                                    "severity (default warning: any prompt difference)."),
+    select: list[str] | None = SelectOpt,
+    ignore: list[str] | None = IgnoreOpt,
+    color=ColorOpt,
+    exit_zero: bool = ExitZeroOpt,
+) -> None:
+    """Render probe conversations through the training and the deployment template and diff text and tokens."""
+    from mldebug_cli.cli.common import FailOn, errors_exit, run_report
+    from mldebug_cli.cli.render import parse_date
+    from mldebug_cli.pipelines.template_check import CheckTemplateOptions, build_report
+
+    with errors_exit():
+        options = CheckTemplateOptions(
+            train=train,
+            deploy=deploy,
+            train_tokenizer=train_tokenizer,
+            deploy_engine=deploy_engine,
+            messages=str(messages) if messages else None,
+            select=tuple(split_list(select)),
+            ignore=tuple(split_list(ignore)),
+            now=parse_date(date),
+            trust_remote_code=trust_remote_code,
+        )
+    opts = OutputOptions(output_format, output, FailOn(fail_on.value), color, exit_zero)
+    run_report(lambda: build_report(options), opts)
