@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from mldebug_cli import __version__
@@ -30,7 +28,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
-    version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool | None = typer.Option(None, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     State.debug = debug
 

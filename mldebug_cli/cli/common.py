@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import enum
+import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from mldebug_cli.core.errors import MldebugError
 from mldebug_cli.core.exit import ExitCode, exit_code_for
 from mldebug_cli.core.findings import Report, Severity
+from mldebug_cli.formats import FORMATS
+
+if TYPE_CHECKING:
+    from mldebug_cli.core.config import Settings
 
 
 class FailOn(str, enum.Enum):
@@ -35,11 +41,51 @@ class State:
     debug: bool = False
 
 
-OutputFormatOpt = typer.Option("text", "--output-format", "-f", help="text or json.")
+def _given(ctx: typer.Context, param: typer.CallbackParam) -> bool:
+    """Whether the user passed the flag (the configuration decides the ones left at their default)."""
+    source = ctx.get_parameter_source(param.name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    """The configuration (file < environment), read once per command run."""
+    from mldebug_cli.core import config
+
+    if "mldebug.settings" not in ctx.meta:
+        with errors_exit():
+            ctx.meta["mldebug.settings"] = config.load()
+    return ctx.meta["mldebug.settings"]
+
+
+def _configured_select(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+    return value if _given(ctx, param) else list(_settings(ctx).select)
+
+
+def _configured_ignore(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+    return value if _given(ctx, param) else list(_settings(ctx).ignore)
+
+
+def _configured_fail_on(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+    return value if _given(ctx, param) else FailOn(_settings(ctx).fail_on.value)
+
+
+OutputFormatOpt = typer.Option(
+    "auto", "--output-format", "-f",
+    help=f"auto (github under GitHub Actions, else text), {', '.join(FORMATS)}.",
+)
 OutputOpt = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout.")
-FailOnOpt = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this severity.")
-SelectOpt = typer.Option(None, "--select", help="Only these checks (codes, prefixes or names; repeatable or comma-separated).")
-IgnoreOpt = typer.Option(None, "--ignore", help="Skip these checks (codes, prefixes or names; repeatable or comma-separated).")
+FailOnOpt = typer.Option(
+    FailOn.error, "--fail-on", callback=_configured_fail_on, show_default=False,
+    help="Exit 1 when a finding is at or above this severity (default: fail-on from the config file, else error).",
+)
+SelectOpt = typer.Option(
+    None, "--select", callback=_configured_select,
+    help="Only these checks (codes, prefixes or names; repeatable or comma-separated; replaces the config's select).",
+)
+IgnoreOpt = typer.Option(
+    None, "--ignore", callback=_configured_ignore,
+    help="Skip these checks (codes, prefixes or names; repeatable or comma-separated; replaces the config's ignore).",
+)
 ColorOpt = typer.Option(Color.auto, "--color", help="Colour in the text report; NO_COLOR is honoured.")
 ExitZeroOpt = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings (errors reading input still exit 2).")
 
@@ -87,19 +133,28 @@ def errors_exit() -> Iterator[None]:
         raise typer.Exit(ExitCode.CANNOT_RUN) from None
 
 
+def resolve_output_format(name: str) -> str:
+    """``auto`` is ``github`` under GitHub Actions and ``text`` elsewhere; other names stay."""
+    if name != "auto":
+        return name
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+
+
 def run_report(build: Callable[[], Report], opts: OutputOptions) -> None:
-    """Build the report, write it in the chosen format, exit with the code it implies."""
+    """Build the report, apply the configured severities, write it, exit with the code it implies."""
+    from mldebug_cli.core import config
     from mldebug_cli.core.console import use_color
     from mldebug_cli.formats import render_report
 
     with errors_exit():
-        report = build()
+        output_format = resolve_output_format(opts.output_format)
+        report = config.load().apply(build())
         if opts.output is not None:
             with open(opts.output, "w", encoding="utf-8") as stream:
-                render_report(report, opts.output_format, stream, color=False)
+                render_report(report, output_format, stream, color=False)
         else:
-            color = opts.output_format == "text" and use_color(opts.color.value, sys.stdout)
-            render_report(report, opts.output_format, sys.stdout, color=color)
+            color = output_format == "text" and use_color(opts.color.value, sys.stdout)
+            render_report(report, output_format, sys.stdout, color=color)
             sys.stdout.flush()
     if opts.exit_zero:
         raise typer.Exit(ExitCode.CLEAN)

@@ -8,8 +8,10 @@ import typer
 
 from mldebug_cli.cli.common import (
     ColorOpt,
+    ExitZeroOpt,
     FailOnOpt,
     IgnoreOpt,
+    OutputFormatOpt,
     OutputOpt,
     OutputOptions,
     SelectOpt,
@@ -34,12 +36,13 @@ def lr_plot(
         None, "--plot", help="Write the chart to OUT.png or OUT.svg (needs matplotlib)."
     ),
     builtin: bool = typer.Option(False, "--builtin-engine", help="Use the built-in formulas even when torch is there."),
-    output_format: str = typer.Option("text", "--output-format", "-f", help="text, json or csv."),
+    output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
     fail_on=FailOnOpt,
     select: list[str] | None = SelectOpt,
     ignore: list[str] | None = IgnoreOpt,
     color=ColorOpt,
+    exit_zero: bool = ExitZeroOpt,
 ) -> None:
     """Simulate the LR schedule of a fine-tuning config and check it (LR001-LR015)."""
     from mldebug_cli.pipelines.schedule import build_report
@@ -58,4 +61,4 @@ def lr_plot(
             engine="builtin" if builtin else "auto",
         )
 
-    run_report(build, OutputOptions(output_format, output, fail_on, color))
+    run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))

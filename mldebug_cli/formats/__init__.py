@@ -16,6 +16,11 @@ FORMATS: dict[str, str] = {
     "text": "text",
     "json": "json_format",
     "csv": "csv_format",
+    "sarif": "sarif",
+    "junit": "junit",
+    "github": "github",
+    "markdown": "markdown",
+    "html": "html",
 }
 
 

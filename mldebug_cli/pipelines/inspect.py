@@ -277,6 +277,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         dataset_path=source.display,
         tokenizer_source=loaded.source,
         template_source=loaded.template_source,
+        template_file=options.chat_template,
         row_format=row_format,
         framework=options.framework,
         train_on=train_on,
@@ -561,9 +562,15 @@ def _context(setup: Setup, detection, loaded, train_on: str, options, checked: i
         "framework": _framework_line(setup),
         "train_on": train_on + (f" via {method}" if method else ""),
         "max_length": setup.max_length,
-        "rows_checked": f"{checked} of {total}" + ("" if checked == total else " (evenly spaced sample; --all checks every row)"),
+        "rows_checked": f"{checked} of {total}" + _which_rows(options, checked, total),
         "workers": workers if workers > 1 else None,
     }
+
+
+def _which_rows(options: InspectOptions, checked: int, total: int) -> str:
+    if checked == total:
+        return ""
+    return " (--rows)" if options.rows else " (evenly spaced sample; --all checks every row)"
 
 
 def _framework_line(setup: Setup) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.findings import Location
@@ -19,6 +20,7 @@ class Setup:
     dataset_path: str
     tokenizer_source: str
     template_source: str | None
+    template_file: str | None  # the --chat-template file, when one overrides the tokenizer's template
     row_format: str
     framework: str
     train_on: str
@@ -49,7 +51,11 @@ class Setup:
         )
 
     def location(self) -> Location:
-        return Location(path=self.template_source or self.tokenizer_source)
+        """A real file: the --chat-template file, else the tokenizer folder's tokenizer_config.json when it has one."""
+        if self.template_file:
+            return Location(path=self.template_file)
+        config = Path(self.tokenizer_source) / "tokenizer_config.json"
+        return Location(path=str(config) if config.exists() else self.tokenizer_source)
 
 
 @dataclass

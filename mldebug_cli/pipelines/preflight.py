@@ -182,7 +182,8 @@ def _section_summary(section: dict[str, Any]) -> dict[str, Any]:
 def _section_details(section: dict[str, Any]) -> dict[str, Any]:
     report = section["report"]
     return {"command": section["command"], "target": section["target"], "context": dict(report.context),
-            "summary": dict(report.summary), **dict(report.details)}
+            "summary": dict(report.summary), "findings": [f.as_dict() for f in section["findings"]],
+            **dict(report.details)}
 
 
 def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:

@@ -27,11 +27,11 @@ def build_report(
 ) -> Report:
     from mldebug_cli.core import registry
     from mldebug_cli.schedule import dataset_size
-    from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.schedule.engine import ENGINE_CHOICES
     from mldebug_cli.schedule.frameworks import read_spec
     from mldebug_cli.schedule.overlay import compare
     from mldebug_cli.schedule.simulation import simulate
+    from mldebug_cli.sources.config_file import load_config
 
     if num_rows is not None and dataset is not None:
         raise UsageError("give either --num-rows or --dataset, not both")
@@ -57,6 +57,8 @@ def build_report(
     return Report(
         command=COMMAND,
         findings=findings,
+        checks_run=tuple(check.code for check in checks),
+        targets=(config,),
         context=_context(sim, size),
         summary=_summary(sim, findings),
         details=details(sim, plot_path),

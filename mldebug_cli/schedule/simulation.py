@@ -10,10 +10,10 @@ from typing import Any
 
 from mldebug_cli.schedule import versions
 from mldebug_cli.schedule.arithmetic import plan_steps, step_positions
-from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.schedule.dataset_size import DatasetSize
 from mldebug_cli.schedule.engine import simulate_lrs
 from mldebug_cli.schedule.model import RunSpec, SchedulePoint, Simulation
+from mldebug_cli.sources.config_file import ConfigFile
 
 
 def simulate(config: ConfigFile, spec: RunSpec, size: DatasetSize | None, engine: str = "auto") -> Simulation:

@@ -9,10 +9,10 @@ from lr_helpers import FIXTURE_CONFIGS
 
 
 def simulate_fixture(name, rows, world_size=1, framework=None, engine="auto"):
-    from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.schedule.dataset_size import from_num_rows
     from mldebug_cli.schedule.frameworks import read_spec
     from mldebug_cli.schedule.simulation import simulate
+    from mldebug_cli.sources.config_file import load_config
 
     config = load_config(FIXTURE_CONFIGS / name)
     return simulate(config, read_spec(config, framework, world_size), from_num_rows(rows), engine)
@@ -31,8 +31,8 @@ def simulate_fixture(name, rows, world_size=1, framework=None, engine="auto"):
     ],
 )
 def test_framework_is_detected(name, framework):
-    from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.schedule.frameworks import detect_framework
+    from mldebug_cli.sources.config_file import load_config
 
     assert detect_framework(load_config(FIXTURE_CONFIGS / name)) == framework
 
@@ -159,8 +159,8 @@ def test_older_transformers_reads_warmup_ratio_and_logs_the_next_step(monkeypatc
 )
 def test_unreadable_configs_are_input_errors_with_a_line(tmp_path, text, words):
     from mldebug_cli.core.errors import InputError
-    from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.schedule.frameworks import read_spec
+    from mldebug_cli.sources.config_file import load_config
 
     path = tmp_path / "bad.yaml"
     path.write_text(text)

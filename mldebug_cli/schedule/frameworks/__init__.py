@@ -7,8 +7,8 @@ from typing import Any
 
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.schedule import versions
-from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.schedule.model import FRAMEWORKS, RunSpec
+from mldebug_cli.sources.config_file import ConfigFile
 
 _TRL_KEYS = frozenset(
     {"packing", "packing_strategy", "padding_free", "max_seq_length", "dataset_text_field", "completion_only_loss",

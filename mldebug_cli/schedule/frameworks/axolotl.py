@@ -9,10 +9,10 @@ axolotl's own cosine variants, and ``lr_scheduler: one_cycle|rex`` its alternate
 from __future__ import annotations
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.schedule.frameworks.common import SpecReader
 from mldebug_cli.schedule.frameworks.hf import hf_scheduler_choice
 from mldebug_cli.schedule.model import AXOLOTL_FAMILY, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.sources.config_file import ConfigFile
 
 DEFAULT_SEQUENCE_LEN = 2048
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.schedule.model import IgnoredKey
+from mldebug_cli.sources.config_file import ConfigFile
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 

@@ -8,7 +8,6 @@ and ``logging_steps`` (10); LLaMA-Factory adds ``val_size``, ``max_samples``, ``
 from __future__ import annotations
 
 from mldebug_cli.schedule import versions
-from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.schedule.formulas import (
     HF_IGNORES_WARMUP,
     HF_KWARGS_DROPPED,
@@ -17,6 +16,7 @@ from mldebug_cli.schedule.formulas import (
 )
 from mldebug_cli.schedule.frameworks.common import SpecReader
 from mldebug_cli.schedule.model import HF_FAMILY, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.sources.config_file import ConfigFile
 
 TRL_DEFAULT_LR = 2e-5
 TRL_DEFAULT_LOGGING_STEPS = 10

@@ -9,9 +9,9 @@ scheduler (the next step's LR). The dataloader always drops the last partial bat
 from __future__ import annotations
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.schedule.frameworks.common import SpecReader
 from mldebug_cli.schedule.model import TORCHTUNE_FAMILY, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.sources.config_file import ConfigFile
 
 COSINE_COMPONENTS = (
     "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup",

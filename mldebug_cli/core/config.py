@@ -1,0 +1,184 @@
+"""Tool configuration: ``mldebug.toml`` or ``[tool.mldebug]`` in ``pyproject.toml``, validated strictly.
+
+Layers, lowest first: built-in defaults < the file < ``MLDEBUG_*`` environment variables < flags. A
+key set in a higher layer replaces the lower one (lists are not merged). The file is the first of
+``mldebug.toml`` / ``pyproject.toml`` with a ``[tool.mldebug]`` table found from the working
+directory upward, or the file ``MLDEBUG_CONFIG`` names::
+
+    [tool.mldebug]
+    select = ["DS", "LR0"]            # codes, prefixes or names; default: every check
+    ignore = ["no-generation-markers"]
+    fail-on = "warning"               # error | warning | info
+
+    [tool.mldebug.checks.response-truncated]   # a check by code or name
+    severity = "error"
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core import registry
+from mldebug_cli.core.errors import MldebugError, UsageError
+from mldebug_cli.core.findings import Report, Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+CONFIG_FILE = "mldebug.toml"
+PYPROJECT = "pyproject.toml"
+ENV_CONFIG = "MLDEBUG_CONFIG"
+ENV_SELECT = "MLDEBUG_SELECT"
+ENV_IGNORE = "MLDEBUG_IGNORE"
+ENV_FAIL_ON = "MLDEBUG_FAIL_ON"
+TOP_KEYS = ("select", "ignore", "fail-on", "checks")
+CHECK_KEYS = ("severity",)
+SEVERITIES = tuple(s.value for s in Severity)
+
+
+class ConfigError(MldebugError):
+    """The configuration file or an ``MLDEBUG_*`` variable cannot be read or is not valid."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the configuration decides: which checks run, what fails the run, per-check severities."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: Severity = Severity.ERROR
+    severities: Mapping[str, Severity] = field(default_factory=dict)  # check code -> severity
+
+    def apply(self, report: Report) -> Report:
+        """The report with the configured per-check severities."""
+        if not self.severities:
+            return report
+        return report.with_findings(tuple(
+            replace(f, severity=self.severities.get(f.code, f.severity)) for f in report.findings
+        ))
+
+
+def load(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Defaults, then the configuration file, then the environment."""
+    env = os.environ if env is None else env
+    path = _explicit_file(env) if env.get(ENV_CONFIG) else find_file(cwd or Path.cwd())
+    settings = read_file(path) if path is not None else Settings()
+    return _with_env(settings, env)
+
+
+def find_file(start: Path) -> Path | None:
+    """The nearest ``mldebug.toml``, or ``pyproject.toml`` with ``[tool.mldebug]``, from ``start`` upward."""
+    for folder in (start.resolve(), *start.resolve().parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder / CONFIG_FILE
+        pyproject = folder / PYPROJECT
+        if pyproject.is_file() and "mldebug" in _parse(pyproject).get("tool", {}):
+            return pyproject
+    return None
+
+
+def read_file(path: Path) -> Settings:
+    document = _parse(path)
+    if path.name == PYPROJECT:
+        table, where = document.get("tool", {}).get("mldebug", {}), "[tool.mldebug]"
+    else:
+        table, where = document, "the top level"
+    return _settings(table, source=str(path), where=where)
+
+
+def _explicit_file(env: Mapping[str, str]) -> Path:
+    path = Path(env[ENV_CONFIG])
+    if not path.is_file():
+        raise ConfigError(f"{ENV_CONFIG}={path}: no such file", hint="point it at a mldebug.toml or pyproject.toml")
+    return path
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as stream:
+            return tomllib.load(stream)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the configuration: {exc}") from None
+
+
+def _settings(table: Mapping[str, Any], source: str, where: str) -> Settings:
+    _known_keys(table, TOP_KEYS, f"{source}: {where}")
+    fail_on = table.get("fail-on", Severity.ERROR.value)
+    return Settings(
+        select=_selectors(table.get("select", []), f"{source}: select"),
+        ignore=_selectors(table.get("ignore", []), f"{source}: ignore"),
+        fail_on=_severity(fail_on, f"{source}: fail-on"),
+        severities=_check_severities(table.get("checks", {}), source),
+    )
+
+
+def _known_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            raise ConfigError(
+                f"{where}: unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+                hint=f"the keys are {', '.join(allowed)}",
+            )
+
+
+def _selectors(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: expected a list of check codes, prefixes or names, got {value!r}")
+    for selector in value:
+        try:
+            registry.selected([selector])
+        except UsageError:
+            raise ConfigError(f"{where}: {selector!r} matches no check code, prefix or name",
+                              hint="`mldebug explain --all` lists every check") from None
+    return tuple(value)
+
+
+def _severity(value: Any, where: str) -> Severity:
+    if value not in SEVERITIES:
+        raise ConfigError(f"{where}: expected one of {', '.join(SEVERITIES)}, got {value!r}")
+    return Severity(value)
+
+
+def _check_severities(table: Any, source: str) -> dict[str, Severity]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: checks: expected a table keyed by check code or name, got {table!r}")
+    out: dict[str, Severity] = {}
+    for handle, options in table.items():
+        where = f"{source}: checks.{handle}"
+        try:
+            code = registry.lookup(handle).code
+        except UsageError:
+            raise ConfigError(f"{where}: unknown check {handle!r}", hint="`mldebug explain --all` lists every check") from None
+        if code in out:
+            raise ConfigError(f"{where}: {code} is configured twice (by code and by name)")
+        if not isinstance(options, dict):
+            raise ConfigError(f"{where}: expected a table of options, got {options!r}")
+        _known_keys(options, CHECK_KEYS, where)
+        if "severity" in options:
+            out[code] = _severity(options["severity"], f"{where}.severity")
+    return out
+
+
+def _with_env(settings: Settings, env: Mapping[str, str]) -> Settings:
+    if env.get(ENV_SELECT) is not None:
+        settings = replace(settings, select=_selectors(_split(env[ENV_SELECT]), ENV_SELECT))
+    if env.get(ENV_IGNORE) is not None:
+        settings = replace(settings, ignore=_selectors(_split(env[ENV_IGNORE]), ENV_IGNORE))
+    if env.get(ENV_FAIL_ON):
+        settings = replace(settings, fail_on=_severity(env[ENV_FAIL_ON], ENV_FAIL_ON))
+    return settings
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]

@@ -1,0 +1,176 @@
+"""inspect-data: the summary with a length histogram, then each shown row as its prompt and token chips."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mldebug_cli.formats.html_parts import svg
+from mldebug_cli.formats.html_parts.findings import SEVERITY_ORDER, Anchors, badges
+from mldebug_cli.formats.html_parts.markup import Html, clip, el, facts_list, join, void
+from mldebug_cli.formats.html_parts.text_view import cut_note, highlighted, visible
+
+NAV = (("summary", "Summary"), ("rows", "Rows"))
+IGNORE_INDEX = -100
+MAX_ROWS = 50
+MAX_PROMPT_CHARS = 20_000  # per row
+MAX_PROMPT_CHARS_TOTAL = 80_000  # over all the rows of one report
+MAX_TOKENS_PER_ROW = 4_000
+MAX_TOKENS = 20_000  # chips over all the rows of one report
+# A token whose piece looks like a control token (<|im_end|>, <s>, <start_of_turn>, [INST]); byte tokens excluded.
+_SPECIAL_PIECE = re.compile(r"<(?!0x[0-9A-Fa-f]{2}>)[^<>\s]{1,64}>|\[/?[A-Z_]{2,32}\]")
+
+
+def row_anchor(prefix: str, row: int) -> str:
+    return f"{prefix}-row-{row}"
+
+
+def anchors(doc: dict[str, Any], prefix: str) -> Anchors:
+    return Anchors(rows={r["row"]: row_anchor(prefix, r["row"]) for r in (doc.get("rows") or [])[:MAX_ROWS]})
+
+
+def render(doc: dict[str, Any], prefix: str, findings: list[dict[str, Any]]) -> Html:
+    return join([_summary(doc.get("summary") or {}, prefix), _rows(doc.get("rows") or [], prefix, findings)])
+
+
+def _summary(summary: dict[str, Any], prefix: str) -> Html | None:
+    if not summary:
+        return None
+    tokens, trained = summary.get("tokens", 0), summary.get("trainable_tokens", 0)
+    pct = summary.get("length_percentiles") or {}
+    facts = [
+        ("rows checked", f"{summary.get('rows_checked', 0):,} of {summary.get('rows', 0):,}"),
+        ("rows not rendered", summary.get("rows_failed") or None),
+        ("tokens", f"{tokens:,}, {trained:,} trained ({100 * summary.get('trainable_fraction', 0):.1f}%)"),
+        ("length p50 / p90 / p99 / max", " / ".join(str(pct[k]) for k in ("p50", "p90", "p99", "max")) if pct else None),
+        ("max length", summary.get("max_length")),
+        ("rows truncated", summary.get("rows_truncated") if summary.get("max_length") else None),
+    ]
+    return el("section", el("h2", "Summary"), facts_list(facts),
+              _histogram(summary.get("length_histogram") or {}, summary.get("max_length")),
+              class_="summary", id=f"{prefix}-summary")
+
+
+def _histogram(histogram: dict[str, Any], max_length: int | None) -> Html:
+    counts, width = histogram.get("counts") or [], histogram.get("bin_width")
+    if not counts or not width:
+        return el("p", "No length histogram in this report.", class_="cut")
+    top = len(counts) * width
+    frame = svg.Frame(680, 190, 0, top, 0, max(counts))
+    bars = [_bar(frame, i * width, width, n) for i, n in enumerate(counts) if n]
+    limit = svg.vertical_marker(frame, max_length, f"max length {max_length}", "limit") if max_length else None
+    axes = svg.axes(frame, svg.nice_ticks(0, top), svg.nice_ticks(0, max(counts), 4), _int, _int,
+                    "tokens per row (before truncation)", "rows")
+    return el("figure", svg.chart(frame, axes, el("g", bars, class_="bars"), limit,
+                                  label="Row lengths in tokens", class_="chart histogram"),
+              el("figcaption", "Row lengths in tokens" + (f", against max length {max_length}" if max_length else "")))
+
+
+def _bar(frame: svg.Frame, start: int, width: int, count: int) -> Html:
+    x0, x1, y = frame.x(start), frame.x(start + width), frame.y(count)
+    title = f"{start}–{start + width - 1} tokens: {count} rows"
+    return el("rect", el("title", title), x=svg.num(x0), y=svg.num(y), width=svg.num(max(x1 - x0 - 1, 1)),
+              height=svg.num(frame.floor - y), class_="bar", data_count=count)
+
+
+def _int(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _rows(rows: list[dict[str, Any]], prefix: str, findings: list[dict[str, Any]]) -> Html:
+    by_row: dict[int, list[dict[str, Any]]] = {}
+    for finding in findings:
+        row = (finding.get("location") or {}).get("row")
+        if row is not None:
+            by_row.setdefault(row, []).append(finding)
+    tokens_left, chars_left = MAX_TOKENS, MAX_PROMPT_CHARS_TOTAL
+    articles = []
+    for row in rows[:MAX_ROWS]:
+        tokens, chars = min(MAX_TOKENS_PER_ROW, tokens_left), min(MAX_PROMPT_CHARS, chars_left)
+        articles.append(_row(row, prefix, by_row.get(row["row"], []), tokens, chars))
+        tokens_left -= min(tokens, len(row.get("input_ids") or []))
+        chars_left -= min(chars, len(row.get("prompt") or ""))
+    intro = ("Flagged rows first, then clean ones (--show N sets how many, --rows picks them). "
+             "Tokens are coloured trained or masked; hover a token for its id and label.")
+    return el("section", el("h2", f"Rows ({len(rows)} shown)"), el("p", intro, class_="meta"), articles,
+              cut_note("rows", len(rows) - MAX_ROWS, " (the page shows at most 50; --output-format json has them all)"),
+              class_="rows", id=f"{prefix}-rows")
+
+
+def _row(row: dict[str, Any], prefix: str, findings: list[dict[str, Any]], tokens: int, chars: int) -> Html:
+    """One row; ``tokens`` and ``chars`` are how many chips and prompt characters it may still show."""
+    flagged = any(SEVERITY_ORDER.get(f["severity"], 3) <= 1 for f in findings)
+    body = [el("p", "Not rendered: ", row["error"], class_="error-text")] if row.get("error") else [
+        el("h4", "Rendered prompt"), _prompt(row, chars),
+        el("h4", "Tokens"), _legend(), _chips(row, tokens),
+    ]
+    return el("article", el("h3", f"row {row['row']} ", _row_meta(row), badges(findings, prefix)), body,
+              class_="row flagged" if flagged else "row", id=row_anchor(prefix, row["row"]), data_row=row["row"])
+
+
+def _row_meta(row: dict[str, Any]) -> Html:
+    ids, labels = row.get("input_ids") or [], row.get("labels") or []
+    trained = sum(1 for label in labels if label != IGNORE_INDEX)
+    parts = [f"line {row['line']}" if row.get("line") is not None else None, f"{len(ids)} tokens", f"{trained} trained",
+             f"masking: {row['masking']}" if row.get("masking") else None,
+             f"truncated from {row['truncated_from']} tokens" if row.get("truncated_from") else None]
+    return el("span", " · ".join(p for p in parts if p), class_="meta")
+
+
+def _prompt(row: dict[str, Any], limit: int) -> Html:
+    text, cut = clip(row.get("prompt") or "", limit)
+    spans = [(s, e) for s, e in special_spans(row) if e <= len(text)]
+    return join([el("pre", highlighted(text, spans, "special"), class_="prompt"),
+                 cut_note("characters of the prompt", cut)])
+
+
+def special_spans(row: dict[str, Any]) -> list[tuple[int, int]]:
+    """Where the prompt holds a control token, found from the tokens (text typed inside content splits into many)."""
+    prompt, pieces, offsets = row.get("prompt") or "", row.get("pieces") or [], row.get("offsets") or []
+    if len(offsets) != len(pieces):
+        return []
+    spans = []
+    for piece, (start, _end) in zip(pieces, offsets):
+        if _SPECIAL_PIECE.fullmatch(piece) and prompt.startswith(piece, start):
+            spans.append((start, start + len(piece)))
+    return spans
+
+
+def _legend() -> Html:
+    return el("p", el("span", "trained", class_="tok t"), el("span", "masked (label -100)", class_="tok m"),
+              el("span", "<|control|>", class_="tok m sp"), el("label", "show token ids", for_="show-ids"),
+              class_="legend")
+
+
+def _chips(row: dict[str, Any], allowance: int) -> Html:
+    ids, labels = row.get("input_ids") or [], row.get("labels") or []
+    texts, pieces = covered_texts(row), _pieces(row)
+    shown = min(len(ids), allowance)
+    chips = [_chip(pos, ids[pos], labels[pos] if pos < len(labels) else IGNORE_INDEX, texts[pos], pieces[pos])
+             for pos in range(shown)]
+    note = cut_note("tokens of this row", len(ids) - shown, " (the page keeps its size bounded; see --output-format json)")
+    return join([el("div", chips, class_="chips"), note])
+
+
+def _chip(pos: int, token_id: int, label: int, text: str, piece: str) -> Html:
+    trained = label != IGNORE_INDEX
+    classes = "tok t" if trained else "tok m"
+    if _SPECIAL_PIECE.fullmatch(piece):
+        classes += " sp"
+    title = f"#{pos} id {token_id} label {label} {text!r}"
+    chip = el("span", visible(text, ends_line=False, newline=""), class_=classes, title=title, data_id=token_id)
+    return join([chip, void("br")]) if text.endswith("\n") else chip
+
+
+def _pieces(row: dict[str, Any]) -> list[str]:
+    """The token pieces, or the ids as text when the row has no pieces for them (pre-tokenized rows)."""
+    pieces, ids = row.get("pieces") or [], row.get("input_ids") or []
+    return list(pieces) if len(pieces) == len(ids) else [str(i) for i in ids]
+
+
+def covered_texts(row: dict[str, Any]) -> list[str]:
+    """The prompt text each token covers (by offsets), or its piece when offsets are missing or empty."""
+    pieces, offsets, prompt = _pieces(row), row.get("offsets") or [], row.get("prompt") or ""
+    if len(offsets) != len(pieces):
+        return list(pieces)
+    return [prompt[s:e] if e > s else piece for piece, (s, e) in zip(pieces, offsets)]

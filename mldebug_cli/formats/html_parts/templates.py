@@ -1,0 +1,165 @@
+"""check-template: each probe's train and deploy prompts side by side, the differences highlighted.
+
+The differences are the pipeline's own hunks (``probes[].hunks``: class, train_at/deploy_at, train/deploy
+text), the same ones the findings count; a probe without hunks that still differs is diffed here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from mldebug_cli.formats.html_parts.findings import Anchors, badges
+from mldebug_cli.formats.html_parts.markup import Html, clip, el, join, shorten
+from mldebug_cli.formats.html_parts.text_view import cut_note, visible
+
+NAV = (("probes", "Probes"),)
+MAX_PROBES = 40
+MAX_PROBE_CHARS = 20_000  # per side of a probe
+MAX_PROBE_CHARS_TOTAL = 80_000  # over all the probes of one report
+MAX_FINE_DIFF_CHARS = 4_000  # a changed block larger than this is marked whole, not diffed word by word
+MAX_TOKEN_DIFFERENCES = 20
+# Diff units: control-token-like tags whole, words, single newlines, runs of spaces, any other character.
+_LEXEME = re.compile(r"<[^<>\s]{1,64}>|\[[A-Za-z_/]{1,32}\]|\w+|\n|[^\S\n]+|.", re.DOTALL)
+
+
+def probe_anchor(prefix: str, index: int) -> str:
+    return f"{prefix}-probe-{index}"
+
+
+def anchors(doc: dict[str, Any], prefix: str) -> Anchors:
+    probes = (doc.get("probes") or [])[:MAX_PROBES]
+    return Anchors(probes={p.get("name"): probe_anchor(prefix, i) for i, p in enumerate(probes)})
+
+
+def render(doc: dict[str, Any], prefix: str, findings: list[dict[str, Any]]) -> Html:
+    probes = doc.get("probes") or []
+    articles, chars_left = [], MAX_PROBE_CHARS_TOTAL
+    for i, probe in enumerate(probes[:MAX_PROBES]):
+        limit = min(MAX_PROBE_CHARS, chars_left // 2)
+        articles.append(_probe(probe, i, prefix, findings, limit))
+        chars_left -= sum(min(limit, len(probe.get(side) or "")) for side in ("train", "deploy"))
+    differing = sum(1 for p in probes if not p.get("identical") and not p.get("skipped"))
+    return el("section", el("h2", f"Probes ({differing} of {len(probes)} differ)"),
+              el("p", "Each probe conversation rendered by the training template (left) and the deployment "
+                      "template (right); text only on one side is highlighted.", class_="meta"),
+              articles, cut_note("probes", len(probes) - MAX_PROBES, " (see --output-format json)"),
+              class_="probes", id=f"{prefix}-probes")
+
+
+def _probe(probe: dict[str, Any], index: int, prefix: str, findings: list[dict[str, Any]], limit: int) -> Html:
+    name = str(probe.get("name", index))
+    mine = [f for f in findings if (f.get("location") or {}).get("probe") == name]
+    return el("article",
+              el("h3", "probe ", el("code", name), " ", _status(probe), badges(mine, prefix)),
+              _body(probe, limit),
+              class_="probe", id=probe_anchor(prefix, index), data_identical=str(bool(probe.get("identical"))).lower())
+
+
+def _status(probe: dict[str, Any]) -> Html:
+    if probe.get("skipped"):
+        return el("span", "skipped", class_="meta")
+    if probe.get("identical"):
+        return el("span", "identical", class_="same")
+    return el("span", "differs", class_="differs")
+
+
+def _body(probe: dict[str, Any], limit: int) -> Html:
+    train, deploy = probe.get("train"), probe.get("deploy")
+    notes = [el("p", "Skipped: ", probe["skipped"], class_="meta") if probe.get("skipped") else None,
+             el("p", "Deploy side failed: ", probe["deploy_error"], class_="error-text") if probe.get("deploy_error") else None]
+    if train is None or deploy is None:
+        columns = [_column("train", _plain(train, limit)), _column("deploy", _plain(deploy, limit))]
+    else:
+        left, right = _sides(str(train), str(deploy), probe.get("hunks"), probe.get("identical"), limit)
+        columns = [_column("train", left), _column("deploy", right)]
+    return join([notes, el("div", columns, class_="columns"), _token_differences(probe.get("token_differences"))])
+
+
+def _column(side: str, body: Html) -> Html:
+    return el("div", el("h4", side), el("pre", body, class_=f"side {side}"))
+
+
+def _plain(text: str | None, limit: int) -> Html:
+    if text is None:
+        return el("span", "(not rendered)", class_="meta")
+    shown, cut = clip(text, limit)
+    return join([visible(shown), cut_note("characters", cut)])
+
+
+def _sides(train: str, deploy: str, hunks: list[dict[str, Any]] | None, identical: bool | None,
+           limit: int) -> tuple[Html, Html]:
+    """Both prompts made visible; text only in train is marked deleted, text only in deploy inserted."""
+    train, train_cut = clip(train, limit)
+    deploy, deploy_cut = clip(deploy, limit)
+    if hunks:
+        left = _marked_at(train, [(h.get("train_at", 0), len(h.get("train") or ""), h.get("class")) for h in hunks], "del")
+        right = _marked_at(deploy, [(h.get("deploy_at", 0), len(h.get("deploy") or ""), h.get("class")) for h in hunks], "ins")
+    elif identical:
+        left, right = visible(train), visible(deploy)
+    else:
+        left, right = _diffed(train, deploy)
+    return (join([left, cut_note("characters", train_cut)]), join([right, cut_note("characters", deploy_cut)]))
+
+
+def _marked_at(text: str, spans: list[tuple[int, int, str | None]], css_class: str) -> Html:
+    """``text`` with each (start, length, class) span marked; spans past the shown text are dropped."""
+    parts: list[Html | None] = []
+    pos = 0
+    for start, length, kind in sorted(spans, key=lambda s: s[0]):
+        if start < pos or start > len(text):
+            continue
+        end = min(start + length, len(text))
+        parts.append(visible(text[pos:start], ends_line=False))
+        parts.append(_marked(text[start:end], css_class, kind) if end > start else el("mark", "", class_=f"{css_class} gap", title=kind))
+        pos = end
+    parts.append(visible(text[pos:]))
+    return join(parts)
+
+
+def _diffed(train: str, deploy: str) -> tuple[Html, Html]:
+    """A diff made here: lines matched first, then the lexemes of changed lines (bounded time on any input)."""
+    left: list[Html | None] = []
+    right: list[Html | None] = []
+    for op, old, new in _diff(train.splitlines(keepends=True), deploy.splitlines(keepends=True)):
+        if op == "equal":
+            left.append(visible(old, ends_line=False))
+            right.append(visible(new, ends_line=False))
+        elif len(old) + len(new) > MAX_FINE_DIFF_CHARS:
+            left.append(_marked(old, "del"))
+            right.append(_marked(new, "ins"))
+        else:
+            for fine_op, a, b in _diff(_LEXEME.findall(old), _LEXEME.findall(new)):
+                left.append(visible(a, ends_line=False) if fine_op == "equal" else _marked(a, "del"))
+                right.append(visible(b, ends_line=False) if fine_op == "equal" else _marked(b, "ins"))
+    return join(left), join(right)
+
+
+def _diff(a: list[str], b: list[str]) -> list[tuple[str, str, str]]:
+    """(op, text of a, text of b) for each run of the two sequences: equal, or changed on either side."""
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return [("equal" if op == "equal" else "change", "".join(a[i1:i2]), "".join(b[j1:j2]))
+            for op, i1, i2, j1, j2 in matcher.get_opcodes()]
+
+
+def _marked(text: str, css_class: str, kind: str | None = None) -> Html | None:
+    if not text:
+        return None
+    return el("mark", visible(text, all_spaces=True), class_=css_class, title=kind, data_class=kind)
+
+
+def _token_differences(differences: list[dict[str, Any]] | None) -> Html | None:
+    """Where the token ids differ even when the text does not show it (a BOS id added by the runtime)."""
+    if not differences:
+        return None
+    items = [el("li", f"train token {d.get('train_at')}: ", el("code", _tokens(d.get("train"))),
+                f" → deploy token {d.get('deploy_at')}: ", el("code", _tokens(d.get("deploy"))))
+             for d in differences[:MAX_TOKEN_DIFFERENCES]]
+    return el("details", el("summary", f"Token ids that differ ({len(differences)} places; id:piece)"),
+              el("ul", items, class_="where"),
+              cut_note("places", len(differences) - MAX_TOKEN_DIFFERENCES))
+
+
+def _tokens(tokens: list[str] | None) -> str:
+    return shorten(" ".join(tokens), 400) if tokens else "(none)"

@@ -1,0 +1,78 @@
+"""Reports the format tests render, built from real runs, and the stored expected files they must match."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from mldebug_cli.core.findings import Finding, Location, Report, Severity
+from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+from support import ALPACA, GLAIVE, PHI3, QWEN25, ROOT
+
+EXPECTED = Path(__file__).resolve().parent / "expected"
+REGENERATE = "MLDEBUG_REGENERATE"  # MLDEBUG_REGENERATE=1 pytest tests/formats rewrites the expected files
+VERSION = "0.0.0-test"
+# The data checks the expected files were made with: a check added to the registry later changes no file.
+DATA_CHECKS = tuple(f"DS{i:03d}" for i in range(1, 26))
+
+
+def _relative_context(report: Report) -> Report:
+    """Absolute fixture paths in the context made repo-relative, so expected files hold no checkout path."""
+    prefix = f"{ROOT}{os.sep}"
+    context = {k: v.replace(prefix, "") if isinstance(v, str) else v for k, v in report.context.items()}
+    return replace(report, context=context)
+
+
+@cache
+def glaive_report() -> Report:
+    """Four rows of LLaMA-Factory's tool-calling demo under Phi-3: errors, warnings, a setup finding."""
+    options = InspectOptions(dataset=str(GLAIVE), tokenizer=str(PHI3), rows=(0, 1, 2, 3), select=DATA_CHECKS)
+    return _relative_context(build_report(options))
+
+
+@cache
+def alpaca_report(ignore: tuple[str, ...] = ()) -> Report:
+    """One alpaca row under Qwen2.5, trained the axolotl way: only an info finding (DS015), or none."""
+    options = InspectOptions(dataset=str(ALPACA), tokenizer=str(QWEN25), rows=(0,), framework="axolotl",
+                             train_on="assistant", select=DATA_CHECKS, ignore=ignore)
+    return _relative_context(build_report(options))
+
+
+def finding(code: str = "DS011", name: str = "unmapped-role", severity: Severity = Severity.ERROR,
+            message: str = "a message", hint: str | None = None, **location) -> Finding:
+    return Finding(code, name, severity, message, hint, Location(**location))
+
+
+def synthetic(*findings: Finding, targets: tuple[str, ...] = ("data/train.jsonl",)) -> Report:
+    return Report(command="inspect-data", findings=findings, checks_run=("DS011", "DS023"), targets=targets)
+
+
+def assert_matches_expected(name: str, text: str) -> None:
+    path = EXPECTED / name
+    if os.environ.get(REGENERATE):
+        path.write_text(text, encoding="utf-8")
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `{REGENERATE}=1 pytest tests/formats` and review the diff")
+    assert text == path.read_text(encoding="utf-8"), f"{name} changed: if intended, regenerate with {REGENERATE}=1"
+
+
+def in_repo(monkeypatch) -> None:
+    """Render as in the repository root, outside GitHub Actions, with a fixed version."""
+    monkeypatch.chdir(ROOT)
+    for var in ("GITHUB_ACTIONS", "GITHUB_WORKSPACE", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr("mldebug_cli.formats.sarif.__version__", VERSION)
+
+
+def rendered(fmt: str, report: Report, monkeypatch) -> str:
+    """``report`` in format ``fmt`` (a module of mldebug_cli.formats), rendered from the repository root."""
+    in_repo(monkeypatch)
+    stream = io.StringIO()
+    importlib.import_module(f"mldebug_cli.formats.{fmt}").render(report, stream, False)
+    return stream.getvalue()
