@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -74,13 +73,13 @@ def in_child(kind: str, path: Path, tokenizer_dir: str) -> dict:
     """Run floor/naive in a fresh interpreter; time includes imports, like (c)."""
     start = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(path), tokenizer_dir],
+        ["/usr/bin/time", "-f", "%M", sys.executable, __file__, "--child", kind, str(path), tokenizer_dir],
         capture_output=True, text=True, check=True,
     )
     wall = time.perf_counter() - start
     result = json.loads(out.stdout)
     result["wall"] = wall
-    result["rss_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    result["rss_mib"] = int(out.stderr.strip().splitlines()[-1]) / 1024
     return result
 
 

@@ -416,7 +416,7 @@ def _label(row: Row, encoding, setup: Setup) -> None:
     if trains_everything:
         labels, straddles = list(ids), []
     else:
-        labels, straddles = labels_from_encoding(encoding, layout.trained_spans)
+        labels, straddles = labels_from_encoding(encoding, layout.trained_spans, ids)
     if layout is not None:
         for turn in layout.turns:
             start, end = token_range(encoding, turn.start, turn.end)

@@ -12,9 +12,14 @@ from collections.abc import Sequence
 IGNORE_INDEX = -100
 
 
-def labels_from_encoding(encoding, spans: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]:
-    """Labels (the input id where trained, -100 elsewhere) and the positions of tokens straddling a span edge."""
-    ids = encoding.ids
+def labels_from_encoding(
+    encoding, spans: Sequence[tuple[int, int]], ids: list[int] | None = None
+) -> tuple[list[int], list[int]]:
+    """Labels (the input id where trained, -100 elsewhere) and the positions of tokens straddling a span edge.
+
+    ``ids`` saves reading ``encoding.ids`` again (each read copies the whole sequence out of Rust).
+    """
+    ids = encoding.ids if ids is None else ids
     labels = [IGNORE_INDEX] * len(ids)
     straddles: set[int] = set()
     for start, end in spans:
@@ -22,10 +27,9 @@ def labels_from_encoding(encoding, spans: Sequence[tuple[int, int]]) -> tuple[li
         if stop <= first:
             continue
         labels[first:stop] = ids[first:stop]
-        offsets = encoding.offsets
-        if offsets[first][0] < start:
+        if encoding.token_to_chars(first)[0] < start:
             straddles.add(first)
-        if offsets[stop - 1][1] > end:
+        if encoding.token_to_chars(stop - 1)[1] > end:
             straddles.add(stop - 1)
     return labels, sorted(straddles)
 

@@ -40,7 +40,8 @@ def run(row, setup) -> Iterator[Hit]:
     for turn in row.turns:
         if not turn.trained or turn.end <= turn.start or turn.end > len(row.input_ids):
             continue  # untrained, empty, or cut by truncation (response-truncated reports that)
-        trained = {row.labels[p] for p in range(turn.start, turn.end) if row.labels[p] != IGNORE_INDEX}
+        trained = set(row.labels[turn.start:turn.end])
+        trained.discard(IGNORE_INDEX)
         if trained and not trained & setup.stop_ids:
             missing.append(turn.message_index)
     if missing:
