@@ -3,6 +3,10 @@
 JSON and JSON Lines are read here (streaming, so one bad line becomes a finding for that line and
 the rest is still checked); Parquet, CSV, Arrow folders written by ``save_to_disk`` and cached hub
 datasets are read with ``datasets``. Files are only ever opened for reading.
+
+A row larger than ``MAX_ROW_BYTES`` or nested deeper than ``MAX_DEPTH`` is a record error, not data: no
+trainer takes a row of millions of tokens, and rendering and tokenizing one costs gigabytes (a JSON Lines
+row that large is skipped without ever being held in memory).
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from typing import Any
 from mldebug_cli.core.errors import InputError
 
 BINARY_SNIFF_BYTES = 8192
+MIB = 2**20
+MAX_ROW_BYTES = 8 * MIB  # ~2M tokens, twice the longest context windows
+MAX_DEPTH = 100  # real rows (tool schemas included) nest a few dozen levels; Python recursion gives out near 500
 _DATASETS_BUILDERS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv", ".arrow": "arrow"}
 
 
@@ -66,7 +73,7 @@ class DatasetSource:
             chosen = range(len(rows)) if wanted is None else [i for i in wanted if i < len(rows)]
             for i in chosen:
                 line, data = rows[i]
-                yield Record(i, line, data)
+                yield Record(i, line, error=data.reason) if isinstance(data, _Unreadable) else Record(i, line, data)
         else:
             yield from self._hf_records(wanted)
 
@@ -75,17 +82,20 @@ class DatasetSource:
         _refuse_binary(self.path)
         return open(self.path, "rb")
 
-    def _jsonl_lines(self) -> Iterator[tuple[int, bytes]]:
-        """(line number, raw line) for every non-blank line."""
+    def _jsonl_lines(self) -> Iterator[tuple[int, bytes | int]]:
+        """(line number, raw line) for every non-blank line; the size instead of the line when it is over the limit."""
         with self._open_text() as fh:
-            for number, raw in enumerate(fh, start=1):
-                if raw.strip():
+            for number, raw in enumerate(_bounded_lines(fh), start=1):
+                if isinstance(raw, int) or raw.strip():
                     yield number, raw
 
     def _jsonl_records(self) -> Iterator[Record]:
         index = -1
         for index, (number, raw) in enumerate(self._jsonl_lines()):
-            yield _parse_line(index, number, raw)
+            if isinstance(raw, int):
+                yield Record(index, number, error=_too_large(raw))
+            else:
+                yield _parse_line(index, number, raw)
         if index < 0:
             raise InputError(f"{self.spec}: the file has no rows")
 
@@ -132,7 +142,55 @@ def _pick(records: Iterator[Record], wanted: list[int] | None) -> Iterator[Recor
 def _rows_of_batch(batch: dict[str, list], indices) -> Iterator[Record]:
     columns = list(batch)
     for offset, index in enumerate(indices):
-        yield Record(index, None, {c: batch[c][offset] for c in columns})
+        row = {c: batch[c][offset] for c in columns}
+        problem = _shape_problem(row, count_text=True)
+        yield Record(index, None, error=problem) if problem else Record(index, None, row)
+
+
+def _bounded_lines(fh) -> Iterator[bytes | int]:
+    """Lines of a binary file; a line longer than MAX_ROW_BYTES is read in chunks and given as its size."""
+    while line := fh.readline(MAX_ROW_BYTES + 1):
+        if len(line) <= MAX_ROW_BYTES or line.endswith(b"\n"):
+            yield line
+            continue
+        size = len(line)
+        for chunk in iter(lambda: fh.readline(MIB), b""):
+            size += len(chunk)
+            if chunk.endswith(b"\n"):
+                size -= 1
+                break
+        yield size
+
+
+class _Unreadable:
+    """Stands in for a JSON array element too large or too deep to inspect."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _too_large(size: int, unit: str = "bytes") -> str:
+    return f"row is {size:,} {unit} long, over the {MAX_ROW_BYTES // MIB} MiB mldebug inspects per row"
+
+
+def _shape_problem(value: Any, count_text: bool = False) -> str | None:
+    """Why a parsed row is nested too deeply (or, with ``count_text``, holds too much text), else None.
+
+    Iterative, since the row may be nested deeper than Python's recursion limit.
+    """
+    stack = [(value, 1)]
+    text = 0
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            text += len(item) if count_text else 0
+            if text > MAX_ROW_BYTES:
+                return f"row holds over {MAX_ROW_BYTES // MIB} MiB of text, more than mldebug inspects per row"
+        elif isinstance(item, (list, tuple, dict)):
+            if depth > MAX_DEPTH:
+                return f"row is nested more than {MAX_DEPTH} levels deep"
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return None
 
 
 def _kind_of(path: Path, spec: str) -> str:
@@ -184,7 +242,9 @@ def _first_char(path: Path) -> str:
 
 def _first_line_is_json(path: Path) -> bool:
     with open(path, "rb") as fh:
-        first = fh.readline()
+        first = fh.readline(MAX_ROW_BYTES + 1)
+    if len(first) > MAX_ROW_BYTES:  # too long to be one pretty-printed object's first line: JSON Lines
+        return True
     try:
         json.loads(first)
     except (ValueError, RecursionError):
@@ -198,11 +258,13 @@ def _parse_line(index: int, number: int, raw: bytes) -> Record:
     except UnicodeDecodeError as exc:
         return Record(index, number, error=f"line is not valid UTF-8 (byte {exc.start})")
     try:
-        return Record(index, number, json.loads(text))
+        data = json.loads(text)
     except RecursionError:
         return Record(index, number, error="JSON nested too deeply")
     except json.JSONDecodeError as exc:
         return Record(index, number, error=f"invalid JSON at column {exc.colno}: {exc.msg}")
+    problem = _shape_problem(data)
+    return Record(index, number, error=problem) if problem else Record(index, number, data)
 
 
 def _read_json_array(path: Path) -> list[tuple[int, Any]]:
@@ -234,7 +296,7 @@ def _read_json_array(path: Path) -> list[tuple[int, Any]]:
             raise InputError(f"{path}:{line}: row {len(rows)} is nested too deeply") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{exc.lineno}:{exc.colno}: row {len(rows)}: invalid JSON: {exc.msg}") from None
-        rows.append((line, value))
+        rows.append((line, _checked(value, end - pos)))
         line += text.count("\n", pos, end)
         pos = end
     if not rows:
@@ -254,7 +316,15 @@ def _single_object_or_lines(path: Path, text: str, decoder: json.JSONDecoder) ->
     if text[end:].strip():
         line = 1 + text.count("\n", 0, end)
         raise InputError(f"{path}:{line}: unexpected text after the JSON object")
-    return [(1 + text.count("\n", 0, start), value)]
+    return [(1 + text.count("\n", 0, start), _checked(value, end - start))]
+
+
+def _checked(value: Any, size: int) -> Any:
+    """A JSON array element, or an _Unreadable when it is over the row limits."""
+    if size > MAX_ROW_BYTES:
+        return _Unreadable(_too_large(size, "characters"))
+    problem = _shape_problem(value)
+    return _Unreadable(problem) if problem else value
 
 
 def _skip_space(text: str, pos: int, line: int) -> tuple[int, int]:
