@@ -7,13 +7,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.pipelines.inspect_subjects import Row, Setup, TurnTokens
-from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
+from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
 from mldebug_cli.render.masking import TRAIN_ON, ShapeCache, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
@@ -266,6 +267,11 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
             f"{loaded.source}: the tokenizer has no chat template, and {row_format} rows need one",
             hint="pass --chat-template FILE",
         )
+    if template:
+        problem = template_syntax_error(template)
+        if problem:
+            where = options.chat_template or str(Path(loaded.source) / "tokenizer_config.json")
+            raise InputError(f"{where}: the chat template does not compile: {problem}")
     added = [t for t in tok.get_added_vocab()]
     specials = _special_texts(tok)
     facts = None
@@ -348,6 +354,9 @@ def _prepare(record: Record, detection, setup: Setup, renderer, shapes, path: st
         row.sample = to_sample(record.data, detection)
     except RowProblem as problem:
         row.problem = problem
+        return row
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a row shape no converter foresaw: one finding, not a crash
+        row.problem = RowProblem("DS010", f"the row does not fit the {detection.row_format} format ({type(exc).__name__}: {exc})")
         return row
     try:
         _lay_out(row, setup, renderer, shapes)

@@ -134,6 +134,18 @@ class ChatRenderer:
             raise TemplateRenderError(_describe(exc)) from None
 
 
+def template_syntax_error(template: str) -> str | None:
+    """Why the template does not compile (with its line), or None when it does."""
+    import jinja2
+
+    try:
+        with _bounded_transformers():
+            compile_bounded(template)
+    except jinja2.TemplateSyntaxError as exc:  # unknown filters and tests (TemplateAssertionError) too
+        return f"line {exc.lineno}: {' '.join(str(exc.message or exc).split())}"
+    return None
+
+
 def _describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())[:300]
     if getattr(exc, "lineno", None) and type(exc).__name__ == "TemplateSyntaxError":

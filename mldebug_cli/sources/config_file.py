@@ -50,13 +50,17 @@ def load_config(path: str | Path) -> ConfigFile:
         raise InputError(f"{path}: config file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the config file ({exc})") from None
-    data = _parse(path, text)
+    try:
+        data = _parse(path, text)
+        lines = _key_lines(text)
+    except RecursionError:
+        raise InputError(f"{path}: the config is nested too deeply to read") from None
     if not isinstance(data, Mapping):
         raise InputError(
             f"{path}: the config must be a mapping of keys to values, found {type(data).__name__}",
             hint="pass a TrainingArguments/SFTConfig JSON or YAML, or an axolotl, LLaMA-Factory or torchtune YAML",
         )
-    return ConfigFile(path=str(path), data=data, lines=_key_lines(text))
+    return ConfigFile(path=str(path), data=data, lines=lines)
 
 
 def _parse(path: Path, text: str) -> Any:
@@ -84,17 +88,21 @@ def _key_lines(text: str) -> dict[str, int]:
     except yaml.YAMLError:  # valid JSON that PyYAML cannot compose: findings just carry no line
         return {}
     lines: dict[str, int] = {}
-    _walk(root, "", lines)
+    _walk(root, "", lines, set())
     return lines
 
 
-def _walk(node: Any, prefix: str, lines: dict[str, int]) -> None:
+def _walk(node: Any, prefix: str, lines: dict[str, int], seen: set[int]) -> None:
+    """Each node once: a YAML alias repeats a node, and aliases of aliases multiply paths exponentially."""
     import yaml
 
+    if id(node) in seen:
+        return
+    seen.add(id(node))
     if isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             lines.setdefault(f"{prefix}{index}", item.start_mark.line + 1)
-            _walk(item, f"{prefix}{index}.", lines)
+            _walk(item, f"{prefix}{index}.", lines, seen)
         return
     if not isinstance(node, yaml.MappingNode):
         return
@@ -103,4 +111,4 @@ def _walk(node: Any, prefix: str, lines: dict[str, int]) -> None:
             continue
         path = f"{prefix}{key_node.value}"
         lines.setdefault(path, key_node.start_mark.line + 1)
-        _walk(value_node, f"{path}.", lines)
+        _walk(value_node, f"{path}.", lines, seen)

@@ -258,7 +258,11 @@ def _build(commands: list[_Command], path: Path) -> Modelfile:
 def _from_path(model: _Command, folder: Path, path: Path) -> Path | None:
     """Like Ollama: an existing local path is a path, anything else a model name, but a missing path is an error."""
     target = _expand(model.value, folder)
-    if target.exists():
+    try:
+        exists = target.exists()
+    except OSError:  # a name no file system accepts (too long, ...) cannot be a path
+        exists = False
+    if exists:
         return target
     if _looks_like_path(model.value):
         raise InputError(

@@ -217,7 +217,10 @@ def _alpaca(row: dict[str, Any], detection: Detection) -> Chat:
     messages: list[dict[str, Any]] = []
     if isinstance(row.get("system"), str) and row["system"]:
         messages.append({"role": "system", "content": row["system"]})
-    for pair in row.get("history") or []:
+    history = row.get("history") or []
+    if not isinstance(history, list):
+        raise RowProblem("DS010", f"history is {_kind(history)}, expected a list of [instruction, response] pairs")
+    for pair in history:
         if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise RowProblem("DS010", "history must be a list of [instruction, response] pairs of text")
         messages += [{"role": "user", "content": pair[0]}, {"role": "assistant", "content": pair[1]}]

@@ -112,12 +112,16 @@ def test_bad_tokenizer_and_template_and_flags(tmp_path):
     assert rows.exit_code == 2 and "past the end" in rows.stderr
 
 
-def test_broken_template_is_a_finding_per_row(tmp_path):
-    (tmp_path / "raise.jinja").write_text("{% for m in messages %}{{ m.content | nosuchfilter }}{% endfor %}")
+def test_a_template_that_does_not_compile_is_one_error_and_one_that_raises_is_a_finding_per_row(tmp_path):
+    (tmp_path / "filter.jinja").write_text("{% for m in messages %}{{ m.content | nosuchfilter }}{% endfor %}")
+    result = run("inspect-data", ALPACA, "-t", QWEN25, "--rows", "0-1", "--chat-template", tmp_path / "filter.jinja")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        f"Error: {tmp_path / 'filter.jinja'}: the chat template does not compile: line 1: No filter named 'nosuchfilter'.")
+    (tmp_path / "raise.jinja").write_text("{% for m in messages %}{{ raise_exception('no ' + m.role) }}{% endfor %}")
     result = run("inspect-data", ALPACA, "-t", QWEN25, "--rows", "0-1", "--chat-template", tmp_path / "raise.jinja", "-f", "json")
-    assert result.exit_code == 2 or result.exit_code == 1
-    if result.exit_code == 1:
-        assert {f["code"] for f in json.loads(result.stdout)["findings"]} >= {"DS009"}
+    assert result.exit_code == 1
+    assert [(f["code"], f["location"]["row"]) for f in json.loads(result.stdout)["findings"]] == [("DS009", 0), ("DS009", 1)]
 
 
 def test_double_bos_end_to_end_on_pre_rendered_mistral_text(tmp_path, alpaca_rows):

@@ -78,8 +78,6 @@ def test_any_rows_get_a_format_or_a_one_line_input_error_and_any_row_converts_or
         assert isinstance(sample, (Chat, PromptCompletion, Text, Tokens))
 
 
-@pytest.mark.xfail(strict=True, reason="row_formats._alpaca iterates history without checking it is a list: see the "
-                   "issue 7 report")
 def test_an_alpaca_history_that_is_a_number_is_a_row_problem():
     """Found by the property above: a TypeError here stops the whole inspect-data run with an internal error."""
     row = {"instruction": "", "output": "", "history": 1}

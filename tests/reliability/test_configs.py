@@ -7,6 +7,7 @@ import os
 import sys
 
 import pytest
+
 from outcomes import HOSTILE, assert_one_line_error, run_cli, run_cli_process, unchanged
 
 CONFIGS = HOSTILE / "configs"
@@ -16,8 +17,6 @@ MEMORY_GUARD = "import resource; resource.setrlimit(resource.RLIMIT_DATA, (2**30
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child's memory guard needs RLIMIT_DATA")
-@pytest.mark.xfail(strict=True, reason="sources/config_file.py _walk follows YAML aliases (9**10 paths): see the "
-                   "issue 7 report")
 @pytest.mark.parametrize("name", ["billion_laughs.yaml", "mapping_bomb.yaml"])
 def test_yaml_alias_bombs_are_read_once(name):
     """Ten lines that expand to 9**10 entries: the schedule is the plain config's, found in seconds, in bounded memory."""
@@ -82,8 +81,6 @@ def test_a_torchtune_component_naming_arbitrary_code_is_never_imported(tmp_path,
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="sources/config_file.py lets RecursionError out as an internal error: see "
-                   "the issue 7 report")
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_a_deeply_nested_config_is_a_one_line_input_error(tmp_path, suffix):
     path = tmp_path / f"deep{suffix}"

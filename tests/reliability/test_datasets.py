@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from outcomes import HOSTILE, assert_one_line_error, findings, run_cli, run_cli_process, unchanged
 
 from mldebug_cli.sources.dataset import MAX_DEPTH, MAX_ROW_BYTES
+from outcomes import HOSTILE, assert_one_line_error, findings, run_cli, run_cli_process, unchanged
 from support import QWEN3, QWEN25
 
 DATASETS = HOSTILE / "datasets"

@@ -19,15 +19,7 @@ def _load_targets():
 
 
 TARGETS = _load_targets()
-MODELFILE_BUG = pytest.mark.xfail(strict=True, reason="fixtures/hostile/ollama/long_from.Modelfile: sources/modelfile.py "
-                                  "lets OSError out (see the issue 7 report)")
-
-
-def target_params():
-    return [pytest.param(name, marks=MODELFILE_BUG if name == "modelfile" else ()) for name in TARGETS]
-
-
-@pytest.mark.parametrize("name", target_params())
+@pytest.mark.parametrize("name", list(TARGETS))
 def test_every_seed_passes_through_its_target(name):
     target, seed_dirs = TARGETS[name]
     seeds = [p for folder in seed_dirs for p in sorted(folder.rglob("*")) if p.is_file() and p.stat().st_size < 2**16]

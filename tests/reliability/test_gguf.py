@@ -7,8 +7,8 @@ these are the same failures seen from the command line.
 from __future__ import annotations
 
 import pytest
-from outcomes import HOSTILE, assert_one_line_error, run_cli, unchanged
 
+from outcomes import HOSTILE, assert_one_line_error, run_cli, unchanged
 from support import QWEN25
 
 GGUF = HOSTILE / "gguf"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from outcomes import HOSTILE, assert_one_line_error, run_cli, unchanged
 
 OLLAMA = HOSTILE / "ollama"
@@ -41,8 +42,6 @@ def test_runaway_templates_stop_at_the_interpreters_limits(name, message):
     assert_one_line_error(result.exit_code, result.stderr, f"{path} (TEMPLATE): ollama cannot render {MESSAGES}: {message}")
 
 
-@pytest.mark.xfail(strict=True, reason="sources/modelfile.py _from_path lets OSError (name too long) out: see the "
-                   "issue 7 report; found by fuzz/run.py modelfile")
 def test_a_from_name_too_long_for_the_file_system_is_a_model_name_not_an_internal_error():
     path = OLLAMA / "long_from.Modelfile"
     with unchanged(path):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from outcomes import HOSTILE, assert_one_line_error, findings, run_cli, run_cli_process, unchanged
 
 from mldebug_cli.render.chat import MAX_BUILT_LENGTH
+from outcomes import HOSTILE, assert_one_line_error, findings, run_cli, run_cli_process, unchanged
 from support import ALPACA, QWEN25
 
 TEMPLATES = HOSTILE / "templates"
@@ -32,8 +32,6 @@ def ds009_on_both_rows(message: str) -> list[tuple]:
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("syntax_error.jinja", "TemplateSyntaxError: line 1: Unexpected end of template. Jinja was looking for the "
-         "following tags: 'endfor' or 'else'. The innermost block that needs to be closed is 'for'."),
         ("huge_string.jinja", f"'*' would build 10,000,000,000 characters (limit {MAX_BUILT_LENGTH:,})"),
         ("huge_integer.jinja", "the integer result of '**' would have about 1,549,681,956 bits (limit 1,048,576)"),
         ("doubling_string.jinja", f"'~' built 67,108,864 characters (limit {MAX_BUILT_LENGTH:,})"),
@@ -44,6 +42,15 @@ def test_broken_and_oversized_templates_are_findings_on_every_row(name, message)
     result = inspect_two_rows(TEMPLATES / name)
     assert result.exit_code == 1
     assert findings(result.stdout) == ds009_on_both_rows(message)
+
+
+def test_a_template_with_a_syntax_error_is_one_error_line():
+    template = TEMPLATES / "syntax_error.jinja"
+    result = inspect_two_rows(template)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"Error: {template}: the chat template does not compile: line 1: Unexpected end of template. Jinja was looking"
+        " for the following tags: 'endfor' or 'else'. The innermost block that needs to be closed is 'for'.")
 
 
 @LINUX

@@ -10,8 +10,8 @@ import json
 import shutil
 
 import pytest
-from outcomes import HOSTILE, assert_one_line_error, run_cli, run_cli_process, unchanged
 
+from outcomes import HOSTILE, assert_one_line_error, run_cli, run_cli_process, unchanged
 from support import ALPACA, QWEN25
 
 TOKENIZERS = HOSTILE / "tokenizers"
