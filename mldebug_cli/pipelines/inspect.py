@@ -75,7 +75,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
         setup = replace(setup, render=lambda messages, tools: renderer.render(messages, tools).text)
-    shapes = ShapeCache(renderer, _end_texts(setup)) if renderer is not None else None
+    shapes = ShapeCache(renderer, _end_texts(setup), _turn_end(setup)) if renderer is not None else None
 
     findings: list[Finding] = []
     for check in checks:
@@ -368,7 +368,8 @@ def _prepare(record: Record, detection, setup: Setup, renderer, shapes, path: st
 def _lay_out(row: Row, setup: Setup, renderer, shapes) -> None:
     sample = row.sample
     if isinstance(sample, Chat):
-        row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, _end_texts(setup), shapes)
+        row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, _end_texts(setup), shapes,
+                                 _turn_end(setup))
     elif isinstance(sample, PromptCompletion):
         eos = setup.eos_text if _appends_eos(setup) else None
         if sample.conversational and renderer is None:
@@ -389,6 +390,10 @@ def _lay_out(row: Row, setup: Setup, renderer, shapes) -> None:
 
 def _end_texts(setup: Setup) -> tuple[str, ...]:
     return tuple(t for t in (setup.eos_text,) if t)
+
+
+def _turn_end(setup: Setup) -> str | None:
+    return setup.template_facts.end_of_turn if setup.template_facts else None
 
 
 def _appends_eos(setup: Setup) -> bool:

@@ -11,7 +11,7 @@ Methods, chosen per row:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mldebug_cli.render.chat import ChatRenderer
@@ -27,7 +27,9 @@ class Turn:
     start: int
     end: int
     trained: bool
-    located_by: str = "turn-diff"  # or "generation-markers", "content-search", "unlocated"
+    # how the span was found ("turn-diff", "aligned", "generation-markers", "content-search", "unlocated"):
+    # diagnostic only, so two layouts with the same spans compare equal
+    located_by: str = field(default="turn-diff", compare=False)
     prefix_preserved: bool = True
 
 
@@ -56,6 +58,7 @@ def layout_chat(
     train_on: str,
     end_texts: tuple[str, ...] = (),
     shapes: ShapeCache | None = None,
+    turn_end: str | None = None,
 ) -> ChatLayout:
     """Render a conversation and decide its trained character spans (raises TemplateRenderError).
 
@@ -74,7 +77,7 @@ def layout_chat(
         text = renderer.render(messages, tools).text
         turns = shapes.turns(messages, tools, text) if shapes is not None else None
         if turns is None:
-            turns = _turns_by_diff(renderer, messages, tools, text, end_texts)
+            turns = _turns_by_diff(renderer, messages, tools, text, end_texts, turn_end)
         method = "turn-diff"
     if train_on == "last" and turns:
         last = max(t.message_index for t in turns)
@@ -118,35 +121,43 @@ def _turns_from_markers(spans, messages, text: str) -> tuple[Turn, ...]:
     return tuple(turns)
 
 
-def _turns_by_diff(renderer, messages, tools, full: str, end_texts: tuple[str, ...]) -> tuple[Turn, ...]:
+def _turns_by_diff(
+    renderer, messages, tools, full: str, end_texts: tuple[str, ...], turn_end: str | None = None
+) -> tuple[Turn, ...]:
+    assistant = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    befores = {i: renderer.render(messages[:i], tools, add_generation_prompt=True).text if i else "" for i in assistant}
     turns = []
     cursor = 0
-    for i, message in enumerate(messages):
-        if message.get("role") != "assistant":
-            continue
-        turn = _locate_turn(renderer, messages, tools, i, full, cursor, end_texts)
+    for n, i in enumerate(assistant):
+        following = befores[assistant[n + 1]] if n + 1 < len(assistant) else None
+        # a turn ends before the next turn's prompt, where that prompt is still a prefix of the full render
+        limit = len(following) if following is not None and full.startswith(following) else len(full)
+        turn = _locate_turn(renderer, messages, tools, i, befores[i], full, cursor, limit, end_texts, turn_end)
         turns.append(turn)
         if turn.end > turn.start:
             cursor = turn.end
     return tuple(turns)
 
 
-def _locate_turn(renderer, messages, tools, i: int, full: str, cursor: int, end_texts: tuple[str, ...]) -> Turn:
+def _locate_turn(
+    renderer, messages, tools, i: int, before: str, full: str, cursor: int, limit: int,
+    end_texts: tuple[str, ...], turn_end: str | None,
+) -> Turn:
     """Turn i's generated span in ``full``: exact by prefix renders, else aligned, else found by content."""
-    before = renderer.render(messages[:i], tools, add_generation_prompt=True).text if i else ""
     through = full if i == len(messages) - 1 else renderer.render(messages[: i + 1], tools).text
     generated = through[len(before):] if through.startswith(before) else None
     if generated is not None and full.startswith(before) and full.startswith(generated, len(before)):
         return Turn(i, len(before), len(before) + len(generated), True)
-    if generated and full.startswith(before) and len(before) >= cursor:
-        content = content_text(messages[i].get("content")).strip()
+    start = len(before) if full.startswith(before) and len(before) >= cursor else None
+    content = content_text(messages[i].get("content")).strip()
+    if generated and start is not None:
         core = _without_end_markers(generated, end_texts)
-        skipped, matched = _align(core, full, len(before), content)
-        if matched and content in core[skipped:skipped + matched]:
+        skipped, matched = _align(core, full, start, content)
+        if matched and content in core[skipped:skipped + matched] and start + matched <= limit:
             preserved = skipped == 0 and matched == len(core)
             located_by = "turn-diff" if preserved else "aligned"
-            return Turn(i, len(before), len(before) + matched, True, located_by, preserved)
-    return _by_content(i, messages[i], full, cursor, generated)
+            return Turn(i, start, start + matched, True, located_by, preserved)
+    return _by_content(i, content, full, start if start is not None else cursor, limit, generated, turn_end)
 
 
 def _without_end_markers(generated: str, end_texts: tuple[str, ...]) -> str:
@@ -183,17 +194,23 @@ def _align(generated: str, full: str, start: int, content: str) -> tuple[int, in
     return best
 
 
-def _by_content(message_index: int, message: dict[str, Any], full: str, cursor: int, generated: str | None) -> Turn:
-    """Last resort: the turn's content in the full render, extended by the footer the template writes after it."""
-    content = content_text(message.get("content")).strip()
-    at = full.find(content, cursor) if content else -1
-    if at < 0:
-        return Turn(message_index, cursor, cursor, False, "unlocated", False)
-    end = at + len(content)
-    if generated and content in generated:
-        footer = generated[generated.find(content) + len(content):]
-        end += _common_prefix(footer, full[end:end + len(footer)])
-    return Turn(message_index, at, end, True, "content-search", False)
+def _by_content(
+    index: int, content: str, full: str, start: int, limit: int, generated: str | None, turn_end: str | None
+) -> Turn:
+    """Last resort, within [start, limit): the turn's content, else its end-of-turn token, then the footer after it."""
+    at = full.find(content, start, limit) if content else -1
+    if at >= 0:
+        end = at + len(content)
+        tail = generated[generated.find(content) + len(content):] if generated and content in generated else ""
+    else:
+        # the template dropped or rewrote the content: the turn runs to its end-of-turn token
+        closing = full.find(turn_end, start, limit) if turn_end else -1
+        if closing < 0:
+            return Turn(index, start, start, False, "unlocated", False)
+        at, end = start, closing + len(turn_end)
+        tail = generated[generated.find(turn_end) + len(turn_end):] if generated and turn_end in generated else ""
+    end += _common_prefix(tail, full[end:min(limit, end + len(tail))])
+    return Turn(index, at, end, True, "content-search", False)
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -217,9 +234,10 @@ class ShapeCache:
     per-turn renders instead.
     """
 
-    def __init__(self, renderer: ChatRenderer, end_texts: tuple[str, ...]) -> None:
+    def __init__(self, renderer: ChatRenderer, end_texts: tuple[str, ...], turn_end: str | None = None) -> None:
         self.renderer = renderer
         self.end_texts = end_texts
+        self.turn_end = turn_end
         self._learned: dict[tuple[str, ...], _Skeleton | None] = {}
 
     def turns(self, messages: list[dict[str, Any]], tools: list[Any] | None, full: str) -> tuple[Turn, ...] | None:
@@ -239,7 +257,7 @@ class ShapeCache:
         messages = [{"role": role, "content": PLACEHOLDER.format(k)} for k, role in enumerate(shape)]
         try:
             text = self.renderer.render(messages).text
-            turns = _turns_by_diff(self.renderer, messages, None, text, self.end_texts)
+            turns = _turns_by_diff(self.renderer, messages, None, text, self.end_texts, self.turn_end)
         except TemplateRenderError:
             return None
         positions = []
