@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -94,7 +94,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     for result in _run_batches(engine, _batches(source.records(indices), BATCH_SIZE), workers):
         findings.extend(result.findings)
         stats.merge(result.stats)
-        views.extend(result.views)
+        views = _keep_shown(views + result.views, options)
         if progress is not None:
             progress(stats.rows, checked_total)
     return Report(
@@ -179,7 +179,14 @@ def _run_batches(engine: _RowEngine, batches: Iterator[list[Record]], workers: i
     _ENGINE = engine
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_quiet_worker) as pool:
-            yield from pool.imap(_work, batches)
+            # at most a few batches in flight: Pool.imap would read the whole dataset into its queue
+            pending: deque = deque()
+            for batch in batches:
+                pending.append(pool.apply_async(_work, (batch,)))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().get()
+            while pending:
+                yield pending.popleft().get()
     finally:
         _ENGINE = None
 
@@ -191,6 +198,14 @@ def _workers(requested: int | None, rows: int) -> int:
     if rows < 4 * BATCH_SIZE or not hasattr(os, "fork"):
         return 1
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _keep_shown(views: list[_View], options: InspectOptions) -> list[_View]:
+    """The candidates that can still be shown (so memory does not grow with the dataset)."""
+    if options.rows:
+        return views
+    limit = max(options.show, 1) if options.show else 0
+    return [v for v in views if v.flagged][:limit] + [v for v in views if v.ok and not v.flagged][:limit]
 
 
 def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
