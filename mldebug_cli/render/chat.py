@@ -116,7 +116,7 @@ class ChatRenderer:
         alarm = _Alarm(self.limits.seconds)
         try:
             # The alarm is innermost so that the clean-up around it cannot be interrupted by it.
-            with _bounded_transformers() as render_jinja_template, _memory_cap(self.limits.memory_bytes), alarm:
+            with _bounded_transformers() as render_jinja_template, memory_cap(self.limits.memory_bytes), alarm:
                 return render_jinja_template(**kwargs)
         except _Timeout:
             alarm.disarm()
@@ -181,24 +181,33 @@ def compile_bounded(template: str):
 
 
 @functools.cache
-def bounded_sandbox_class() -> type:
-    """Defined on first use so that importing this module does not import jinja2."""
+def concat_checking_code_generator() -> type:
+    """A Jinja code generator compiling ``a ~ b`` to ``environment.checked_length('~', a ~ b)``.
+
+    Jinja routes ``~`` through no sandbox hook, so an environment using this generator must define
+    ``checked_length(operator, value)``.
+    """
     from jinja2.compiler import CodeGenerator
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class BoundedCodeGenerator(CodeGenerator):
-        """Compiles ``a ~ b`` to a checked concatenation (Jinja routes ``~`` through no sandbox hook)."""
-
         def visit_Concat(self, node: Any, frame: Any) -> None:
             self.write("environment.checked_length('~', ")
             super().visit_Concat(node, frame)
             self.write(")")
 
+    return BoundedCodeGenerator
+
+
+@functools.cache
+def bounded_sandbox_class() -> type:
+    """Defined on first use so that importing this module does not import jinja2."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
     class BoundedSandbox(ImmutableSandboxedEnvironment):
         """transformers' sandbox, refusing ``*``, ``**``, ``+`` and ``~`` results too large to build."""
 
         intercepted_binops = frozenset({"*", "**", "+"})
-        code_generator_class = BoundedCodeGenerator
+        code_generator_class = concat_checking_code_generator()
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             problem = _oversized_binop(operator, left, right)
@@ -298,7 +307,7 @@ def _raise_timeout(signum: int, frame: Any) -> None:
 
 
 @contextmanager
-def _memory_cap(budget: int) -> Iterator[None]:
+def memory_cap(budget: int) -> Iterator[None]:
     """Lower RLIMIT_DATA to the current data size plus ``budget`` for the block (Linux, main thread)."""
     current = _data_bytes()
     if current is None or not _in_main_thread():

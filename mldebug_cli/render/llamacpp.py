@@ -32,8 +32,10 @@ from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.render.chat import concat_checking_code_generator, memory_cap
 
 MAX_OUTPUT_CHARS = 8_000_000
+RENDER_MEMORY_BYTES = 1024 * 2**20  # growth of the process during one render (Linux, main thread)
 RENDER_TIMEOUT_SECONDS = 10.0
 _MAX_EXPONENT = 4096
 
@@ -456,6 +458,13 @@ class _LimitedSandbox(ImmutableSandboxedEnvironment):
     """Immutable sandbox that also stops runaway templates (time and size)."""
 
     intercepted_binops = frozenset({"*", "**", "+"})
+    code_generator_class = concat_checking_code_generator()
+
+    @staticmethod
+    def checked_length(operator: str, value: Any) -> Any:
+        if isinstance(value, (str, list)) and len(value) > MAX_OUTPUT_CHARS:
+            raise SecurityError(f"'{operator}' result is too large")
+        return value
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -573,7 +582,7 @@ def _render(compiled: jinja2.Template, context: dict[str, Any], name: str, now: 
     chunks: list[str] = []
     size = 0
     try:
-        with _time_limit(env):
+        with memory_cap(RENDER_MEMORY_BYTES), _time_limit(env):
             for chunk in compiled.generate(context):
                 size += len(chunk)
                 if size > MAX_OUTPUT_CHARS:
@@ -584,6 +593,8 @@ def _render(compiled: jinja2.Template, context: dict[str, Any], name: str, now: 
         raise InputError(f"{name}: the template raised an error: {exc}") from None
     except _RenderTimeout:
         raise _TooSlow(f"{name}: rendering took longer than {RENDER_TIMEOUT_SECONDS:g}s") from None
+    except MemoryError:
+        raise InputError(f"{name}: the template used more than the {RENDER_MEMORY_BYTES // 2**20} MiB render memory limit") from None
     except SecurityError as exc:
         raise InputError(f"{name}: the template tried an operation the sandbox forbids ({exc})") from None
     except (
