@@ -11,6 +11,8 @@ IGNORE_INDEX = -100
 TRAINED_STYLE = "bold green"
 MASKED_STYLE = "dim"
 TOKEN_TABLE_LIMIT = 400
+COMPACT_LIMIT = 4000  # tokens in the coloured text view; the JSON report has every token
+PROMPT_LIMIT = 20_000  # characters of the rendered prompt shown
 
 
 def render_details(report, console) -> None:
@@ -42,7 +44,11 @@ def _render_row(row: dict[str, Any], console) -> None:
         console.print(Text(f"  not rendered: {row['error']}", style="red"))
         return
     console.print(Text("Rendered prompt", style="underline"))
-    console.print(Text(visible(row["prompt"])))
+    prompt = row["prompt"]
+    shown = Text(visible(prompt[:PROMPT_LIMIT]))
+    if len(prompt) > PROMPT_LIMIT:
+        shown.append(f" … {len(prompt) - PROMPT_LIMIT:,} more characters", style="dim")
+    console.print(shown)
     console.print()
     console.print(Text("Tokens (trained in green, masked dim)" if console.color_system else
                        "Tokens (trained text between ⟦ ⟧)", style="underline"))
@@ -54,7 +60,8 @@ def _render_row(row: dict[str, Any], console) -> None:
 def _compact(row: dict[str, Any], color: bool) -> Text:
     text = Text()
     trained_open = False
-    for piece_text, label in zip(_piece_texts(row), row["labels"]):
+    pieces = _piece_texts(row)
+    for piece_text, label in zip(pieces[:COMPACT_LIMIT], row["labels"]):
         is_trained = label != IGNORE_INDEX
         if not color and is_trained != trained_open:
             text.append("⟦" if is_trained else "⟧")
@@ -62,6 +69,8 @@ def _compact(row: dict[str, Any], color: bool) -> Text:
         text.append(visible(piece_text), style=TRAINED_STYLE if is_trained else MASKED_STYLE)
     if not color and trained_open:
         text.append("⟧")
+    if len(pieces) > COMPACT_LIMIT:
+        text.append(f" … {len(pieces) - COMPACT_LIMIT:,} more tokens (see --output-format json)", style="dim")
     return text
 
 
