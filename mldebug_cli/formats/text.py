@@ -15,6 +15,7 @@ from rich.text import Text
 
 from mldebug_cli.core.console import make_console
 from mldebug_cli.core.findings import Finding, Report, Severity
+from mldebug_cli.formats.locations import place
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 MAX_LOCATIONS_SHOWN = 8
@@ -55,24 +56,6 @@ def _group(findings: tuple[Finding, ...]) -> dict[str, list[Finding]]:
     return dict(sorted(groups.items(), key=lambda kv: (-kv[1][0].severity.rank, kv[0])))
 
 
-def _where(f: Finding) -> str:
-    loc = f.location
-    parts = []
-    if loc.row is not None:
-        parts.append(f"row {loc.row}" + (f" (line {loc.line})" if loc.line is not None else ""))
-    elif loc.line is not None:
-        parts.append(f"line {loc.line}")
-    if loc.message_index is not None:
-        parts.append(f"message {loc.message_index}")
-    if loc.key:
-        parts.append(f"key {loc.key}")
-    if loc.probe:
-        parts.append(f"probe {loc.probe}")
-    if loc.side:
-        parts.append(loc.side)
-    return ", ".join(parts)
-
-
 def _render_findings(findings: tuple[Finding, ...], console) -> None:
     if not findings:
         return
@@ -85,14 +68,14 @@ def _render_findings(findings: tuple[Finding, ...], console) -> None:
             head.append(f"  ({len(group)} {'place' if len(group) == 1 else 'places'})", style="dim")
         console.print(head)
         for f in group[:MAX_LOCATIONS_SHOWN]:
-            where = _where(f)
+            where = place(f.location)
             line = Text("  ")
             if where:
                 line.append(f"{where}: ", style="dim")
             line.append(f.message)
             console.print(line)
         if len(group) > MAX_LOCATIONS_SHOWN:
-            rest = [_where(f) for f in group[MAX_LOCATIONS_SHOWN:]]
+            rest = [place(f.location) for f in group[MAX_LOCATIONS_SHOWN:]]
             console.print(Text(f"  … and {len(rest)} more: {'; '.join(rest[:20])}{' …' if len(rest) > 20 else ''}", style="dim"))
         if first.hint:
             console.print(Text(f"  hint: {first.hint}", style="green"))
