@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from mldebug_cli import __version__
@@ -41,5 +43,18 @@ app.command("lr-plot")(lr_plot.lr_plot)
 app.command("preflight")(preflight.preflight)
 
 
+# Commands that only read, render and tokenize: their processes never need torch.
+TORCH_FREE = frozenset({"inspect-data", "render", "check-template", "explain"})
+
+
 def main() -> None:
+    if _command(sys.argv[1:]) in TORCH_FREE:
+        from mldebug_cli.sources.tokenizer import keep_torch_out
+
+        keep_torch_out()
     app()
+
+
+def _command(args: list[str]) -> str | None:
+    """The subcommand's name: the first argument that is not a root option (those take no value)."""
+    return next((a for a in args if not a.startswith("-")), None)

@@ -6,6 +6,7 @@ import functools
 import json
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,20 @@ def _refuse_remote_code(path: Path) -> None:
             f"{path}: tokenizer_config.json asks for remote code (auto_map) and there is no tokenizer.json",
             hint="mldebug never runs code from a model folder unless you pass --trust-remote-code",
         )
+
+
+def keep_torch_out() -> None:
+    """At the start of a process that only tokenizes: stop transformers from importing torch (1.5-2 s).
+
+    Tokenizers never use torch, but transformers' AutoTokenizer imports it through its config classes. transformers
+    asks once per process whether torch exists (``importlib.util.find_spec``); a ``None`` entry in ``sys.modules``
+    makes the answer no. That answer then holds for the whole process, so only a process that will never need torch
+    (no LR schedule) may call this, and only before anything imported transformers.
+    """
+    if "torch" in sys.modules or "transformers" in sys.modules:
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # its "PyTorch was not found" advice
 
 
 @functools.lru_cache(maxsize=8)

@@ -150,6 +150,32 @@ def test_help_imports_no_heavy_library():
     assert "HEAVY []" in result.stdout, result.stdout[-500:]
 
 
+def test_an_inspect_data_process_keeps_torch_out_and_reports_the_same(tmp_path):
+    """`mldebug inspect-data` never imports torch (1.5-2 s of start-up); the tokens and findings stay the same."""
+    out = tmp_path / "report.json"
+    args = ["inspect-data", str(GLAIVE), "-t", str(PHI3), "--framework", "axolotl", "--all", "-f", "json", "-o", str(out)]
+    code = (
+        "import sys\n"
+        "from mldebug_cli.cli import main\n"
+        f"sys.argv = ['mldebug', '--debug', *{args!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('TORCH', type(sys.modules.get('torch')).__name__)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert "TORCH NoneType" in result.stdout, result.stdout[-500:] + result.stderr[-2000:]
+    assert "PyTorch was not found" not in result.stderr
+    in_process = run(*args[:-2])  # this pytest process has torch: the same report, token for token
+    assert json.loads(out.read_text()) == json.loads(in_process.stdout)
+
+
+def test_only_commands_that_never_need_torch_keep_it_out():
+    from mldebug_cli.cli import TORCH_FREE, _command
+
+    assert _command(["--debug", "inspect-data", "x.jsonl", "-t", "tok"]) == "inspect-data"
+    assert _command(["--version"]) is None
+    assert "lr-plot" not in TORCH_FREE and "preflight" not in TORCH_FREE  # the LR engine runs torch's schedulers
+
+
 def test_explain_prints_the_checks_documentation():
     result = run("explain", "no-trainable-tokens")
     assert result.exit_code == 0
