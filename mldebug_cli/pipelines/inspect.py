@@ -91,7 +91,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     views: list[_View] = []
     checked_total = total if indices is None else len(indices)
     workers = _workers(options.workers, checked_total)
-    for result in _run_batches(engine, _batches(source.records(indices), BATCH_SIZE), workers):
+    for result in _run_batches(engine, _batches(source.records(indices, parse=False), BATCH_SIZE), workers):
         findings.extend(result.findings)
         stats.merge(result.stats)
         views = _keep_shown(views + result.views, options)
@@ -104,7 +104,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         targets=(source.display,),
         context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers),
         summary=stats.summary(total, findings),
-        details={"rows": _shown(views, options)},
+        details={"rows": [_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)]},
     )
 
 
@@ -153,7 +153,7 @@ class _RowEngine:
             if keep:
                 shown_flagged += flagged
                 shown_ok += row.ok
-                result.views.append(_View(row.index, flagged, row.ok, _row_view(row, self.tokenizer)))
+                result.views.append(_View(row.index, flagged, row.ok, _row_view(row)))
         return result
 
 
@@ -174,9 +174,11 @@ def _run_batches(engine: _RowEngine, batches: Iterator[list[Record]], workers: i
     if workers <= 1:
         yield from map(engine.process, batches)
         return
+    import gc
     import multiprocessing
 
     _ENGINE = engine
+    gc.freeze()  # what the workers inherit is never collected there: no scans of it, no copy-on-write from the collector
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_quiet_worker) as pool:
             # at most a few batches in flight: Pool.imap would read the whole dataset into its queue
@@ -189,6 +191,7 @@ def _run_batches(engine: _RowEngine, batches: Iterator[list[Record]], workers: i
                 yield pending.popleft().get()
     finally:
         _ENGINE = None
+        gc.unfreeze()
 
 
 def _workers(requested: int | None, rows: int) -> int:
@@ -361,6 +364,7 @@ def _process(batch: list[Record], detection, setup: Setup, renderer, shapes, tok
 
 
 def _prepare(record: Record, detection, setup: Setup, renderer, shapes, path: str) -> Row:
+    record = record.parsed()  # JSON Lines rows reach the batch as raw lines: parsing happens in the workers
     row = Row(index=record.index, line=record.line, path=path, raw=record.data)
     if record.error is not None:
         row.problem = RowProblem("DS010", record.error)
@@ -484,7 +488,7 @@ def _first_trained(labels: list[int]) -> int:
     return -1
 
 
-def _row_view(row: Row, tokenizer) -> dict[str, Any]:
+def _row_view(row: Row) -> dict[str, Any]:
     view: dict[str, Any] = {"row": row.index}
     if row.line is not None:
         view["line"] = row.line
@@ -492,7 +496,7 @@ def _row_view(row: Row, tokenizer) -> dict[str, Any]:
         prompt=row.text,
         input_ids=row.input_ids,
         labels=row.labels,
-        pieces=tokenizer.convert_ids_to_tokens(row.input_ids) if row.input_ids else [],
+        pieces=None,  # filled in for the rows finally shown (_with_pieces)
         offsets=[list(o) for o in row.offsets],
         truncated_from=row.full_length if row.truncated else None,
     )
@@ -500,6 +504,11 @@ def _row_view(row: Row, tokenizer) -> dict[str, Any]:
         view["masking"] = row.layout.method
     if not row.ok:
         view["error"] = row.problem.message if row.problem else row.render_error
+    return view
+
+
+def _with_pieces(view: dict[str, Any], tokenizer) -> dict[str, Any]:
+    view["pieces"] = tokenizer.convert_ids_to_tokens(view["input_ids"]) if view["input_ids"] else []
     return view
 
 

@@ -35,6 +35,11 @@ class Record:
     line: int | None  # 1-based line in the file (JSON and JSON Lines)
     data: Any = None
     error: str | None = None
+    raw: bytes | None = None  # a JSON Lines row not parsed yet: ``records(parse=False)``
+
+    def parsed(self) -> Record:
+        """This record with its raw line parsed (so worker processes can parse what the reader only split)."""
+        return self if self.raw is None else _parse_line(self.index, self.line, self.raw)
 
 
 class DatasetSource:
@@ -63,11 +68,14 @@ class DatasetSource:
                 self._num_rows = len(self._hf_dataset())
         return self._num_rows
 
-    def records(self, indices: Iterator[int] | list[int] | None = None) -> Iterator[Record]:
-        """Rows in order; only ``indices`` (sorted, 0-based) when given."""
+    def records(self, indices: Iterator[int] | list[int] | None = None, parse: bool = True) -> Iterator[Record]:
+        """Rows in order; only ``indices`` (sorted, 0-based) when given.
+
+        ``parse=False`` leaves JSON Lines rows as raw lines for ``Record.parsed`` (other kinds come parsed).
+        """
         wanted = None if indices is None else sorted(set(indices))
         if self.kind == "jsonl":
-            yield from _pick(self._jsonl_records(), wanted)
+            yield from _pick(self._jsonl_records(parse), wanted)
         elif self.kind == "json":
             rows = self._json_array()
             chosen = range(len(rows)) if wanted is None else [i for i in wanted if i < len(rows)]
@@ -89,13 +97,13 @@ class DatasetSource:
                 if isinstance(raw, int) or raw.strip():
                     yield number, raw
 
-    def _jsonl_records(self) -> Iterator[Record]:
+    def _jsonl_records(self, parse: bool) -> Iterator[Record]:
         index = -1
         for index, (number, raw) in enumerate(self._jsonl_lines()):
             if isinstance(raw, int):
                 yield Record(index, number, error=_too_large(raw))
             else:
-                yield _parse_line(index, number, raw)
+                yield _parse_line(index, number, raw) if parse else Record(index, number, raw=raw)
         if index < 0:
             raise InputError(f"{self.spec}: the file has no rows")
 
@@ -263,6 +271,8 @@ def _parse_line(index: int, number: int, raw: bytes) -> Record:
         return Record(index, number, error="JSON nested too deeply")
     except json.JSONDecodeError as exc:
         return Record(index, number, error=f"invalid JSON at column {exc.colno}: {exc.msg}")
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:  # fewer containers than the limit: no need to walk them
+        return Record(index, number, data)
     problem = _shape_problem(data)
     return Record(index, number, error=problem) if problem else Record(index, number, data)
 

@@ -41,6 +41,19 @@ def test_jsonl_bad_lines_become_records_with_their_line(tmp_path):
     assert records[3].data == {"text": "c"}
 
 
+def test_raw_records_parse_to_the_same_records(tmp_path):
+    """records(parse=False) hands out raw lines (parsed in worker processes); parsed() must give what records() gives."""
+    path = tmp_path / "d.jsonl"
+    deep = json.dumps({"meta": json.loads("[" * 120 + "]" * 120)})
+    path.write_bytes(b'{"text": "a"}\n\n{"text": \n\xff\xfe{"text": "b"}\n' + deep.encode() + b"\n" + b'{"text": "[[{{"}\n')
+    source = DatasetSource(str(path))
+    raw = list(source.records(parse=False))
+    assert all(r.raw is not None and r.data is None for r in raw)
+    assert [r.parsed() for r in raw] == list(source.records())
+    assert [r.parsed() for r in source.records([1, 4], parse=False)] == list(source.records([1, 4]))
+    assert "nested more than 100 levels" in raw[3].parsed().error
+
+
 def test_deeply_nested_line_is_a_record_error_not_a_crash(tmp_path):
     path = tmp_path / "deep.jsonl"
     path.write_text("[" * 100_000 + "]" * 100_000 + "\n" + '{"text": "ok"}\n')
