@@ -210,6 +210,8 @@ def bounded_sandbox_class() -> type:
         code_generator_class = concat_checking_code_generator()
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "+" and type(left) is str and type(right) is str:  # the common case, kept cheap
+                return self.checked_length(operator, left + right)
             problem = _oversized_binop(operator, left, right)
             if problem:
                 raise RenderLimitError(problem)
