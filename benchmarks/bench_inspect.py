@@ -1,6 +1,6 @@
 """Benchmark: mldebug inspect-data --all against the physical floor and the naive per-row loop.
 
-    python benchmarks/bench_inspect.py [--rows 20000] [--tokenizer fixtures/tokenizers/qwen2.5-instruct]
+    python benchmarks/bench_inspect.py [--rows 20000] [--repeat 3] [--tokenizer fixtures/tokenizers/qwen2.5-instruct]
 
 Generates a deterministic synthetic dataset of multi-turn conversations from the alpaca demo rows
 (1-4 turns each), then measures, each in its own process so peak RSS is its own:
@@ -8,7 +8,8 @@ Generates a deterministic synthetic dataset of multi-turn conversations from the
   (b) naive: per-row apply_chat_template(tokenize=True, return_dict=True)
   (c) mldebug inspect-data --all --output-format json, end to end as a user runs it (process start included)
 and reports conversations/s, tokens/s, peak RSS and the ratios (c)/(a), (c)/(b).
-Not part of the test run.
+With --repeat N the four runs are interleaved N times and the median wall time is reported with its range
+(timings on a shared 2-core machine vary by 10-30% from run to run). Not part of the test run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +47,7 @@ def _conversations(path: Path) -> list[list[dict]]:
 
 
 def floor(path: str, tokenizer_dir: str) -> dict:
+    sys.modules["torch"] = None  # a floor imports nothing it does not use (mldebug keeps torch out the same way)
     from transformers import AutoTokenizer
     from transformers.utils.chat_template_utils import _compile_jinja_template
 
@@ -98,6 +101,7 @@ def mldebug(path: Path, tokenizer_dir: str, extra: list[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds; the median is reported")
     parser.add_argument("--tokenizer", default=str(ROOT / "fixtures/tokenizers/qwen2.5-instruct"))
     parser.add_argument("--child", nargs=3)
     parser.add_argument("--skip-naive", action="store_true")
@@ -107,25 +111,33 @@ def main() -> None:
         print(json.dumps({"floor": floor, "naive": naive}[kind](path, tok)))
         return
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    runs: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "conversations.jsonl"
         make_dataset(data, args.rows)
-        a = in_child("floor", data, args.tokenizer)
-        tokens = a["tokens"]
-        results = {"(a) floor": a}
-        if not args.skip_naive:
-            results["(b) naive"] = in_child("naive", data, args.tokenizer)
-        results["(c) mldebug, default masking"] = mldebug(data, args.tokenizer, [])
-        results["(c') mldebug, --train-on assistant"] = mldebug(data, args.tokenizer, ["--train-on", "assistant", "--framework", "axolotl"])
-    print(f"{args.rows} conversations, {tokens:,} tokens ({tokens / args.rows:.0f} per conversation), {os.cpu_count()} cores")
-    print(f"{'':40} {'wall s':>8} {'conv/s':>9} {'tokens/s':>11} {'peak RSS MiB':>13}")
-    for name, r in results.items():
-        print(f"{name:40} {r['wall']:8.2f} {args.rows / r['wall']:9.0f} {tokens / r['wall']:11.0f} {r['rss_mib']:13.0f}")
-    for name, r in results.items():
+        for _ in range(max(1, args.repeat)):
+            a = in_child("floor", data, args.tokenizer)
+            tokens = a["tokens"]
+            runs.setdefault("(a) floor", []).append(a)
+            if not args.skip_naive:
+                runs.setdefault("(b) naive", []).append(in_child("naive", data, args.tokenizer))
+            runs.setdefault("(c) mldebug, default masking", []).append(mldebug(data, args.tokenizer, []))
+            runs.setdefault("(c') mldebug, --train-on assistant", []).append(
+                mldebug(data, args.tokenizer, ["--train-on", "assistant", "--framework", "axolotl"]))
+    wall = {name: statistics.median(r["wall"] for r in rs) for name, rs in runs.items()}
+    print(f"{args.rows} conversations, {tokens:,} tokens ({tokens / args.rows:.0f} per conversation), "
+          f"{os.cpu_count()} cores, median of {max(1, args.repeat)} interleaved runs")
+    print(f"{'':40} {'wall s':>8} {'range s':>13} {'conv/s':>9} {'tokens/s':>11} {'peak RSS MiB':>13}")
+    for name, rs in runs.items():
+        spread = f"{min(r['wall'] for r in rs):.2f}-{max(r['wall'] for r in rs):.2f}"
+        rss = max(r["rss_mib"] for r in rs)
+        print(f"{name:40} {wall[name]:8.2f} {spread:>13} {args.rows / wall[name]:9.0f} "
+              f"{tokens / wall[name]:11.0f} {rss:13.0f}")
+    for name in runs:
         if name.startswith("(c"):
-            line = f"{name}: {r['wall'] / a['wall']:.2f}x the floor"
-            if "(b) naive" in results:
-                line += f", {results['(b) naive']['wall'] / r['wall']:.2f}x faster than naive"
+            line = f"{name}: {wall[name] / wall['(a) floor']:.2f}x the floor"
+            if "(b) naive" in runs:
+                line += f", {wall['(b) naive'] / wall[name]:.2f}x faster than naive"
             print(line)
 
 
