@@ -35,13 +35,15 @@ GO_LIMITS = Limits(max_output_chars=1_000_000, max_steps=200_000, max_depth=16)
 
 
 def dataset_reader(data: bytes) -> None:
-    """The file as .jsonl and as .json: row count, every record, format detection and row conversion."""
+    """The file as .jsonl and as .json: row count, every record (parsed here and as workers parse), detection, conversion."""
     for suffix in (".jsonl", ".json"):
         path = _scratch_file(suffix, data)
         try:
             source = DatasetSource(str(path))
             len(source)
             records = list(source.records())
+            raw = [r.parsed() for r in source.records(parse=False)]  # what the workers parse
+            assert repr(raw) == repr(records), "records(parse=False) parsed differs from records()"  # repr: NaN != NaN
             detection = detect([r.data for r in records if r.error is None], str(path))
         except InputError:
             continue

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.json_array import json_array_elements
 
 BINARY_SNIFF_BYTES = 8192
 MIB = 2**20
@@ -35,7 +36,7 @@ class Record:
     line: int | None  # 1-based line in the file (JSON and JSON Lines)
     data: Any = None
     error: str | None = None
-    raw: bytes | None = None  # a JSON Lines row not parsed yet: ``records(parse=False)``
+    raw: bytes | str | None = None  # a row's JSON text not parsed yet: ``records(parse=False)``
 
     def parsed(self) -> Record:
         """This record with its raw line parsed (so worker processes can parse what the reader only split)."""
@@ -51,7 +52,6 @@ class DatasetSource:
         self.path = Path(spec)
         self.kind = _kind_of(self.path, spec)
         self._hf = None
-        self._json_rows: list[tuple[int, Any]] | None = None
         self._num_rows: int | None = None
 
     @property
@@ -63,7 +63,7 @@ class DatasetSource:
             if self.kind == "jsonl":
                 self._num_rows = sum(1 for _ in self._jsonl_lines())
             elif self.kind == "json":
-                self._num_rows = len(self._json_array())
+                self._num_rows = sum(1 for _ in self._json_records(parse=False))
             else:
                 self._num_rows = len(self._hf_dataset())
         return self._num_rows
@@ -71,17 +71,13 @@ class DatasetSource:
     def records(self, indices: Iterator[int] | list[int] | None = None, parse: bool = True) -> Iterator[Record]:
         """Rows in order; only ``indices`` (sorted, 0-based) when given.
 
-        ``parse=False`` leaves JSON Lines rows as raw lines for ``Record.parsed`` (other kinds come parsed).
+        ``parse=False`` leaves JSON and JSON Lines rows as text for ``Record.parsed`` (other kinds come parsed).
         """
         wanted = None if indices is None else sorted(set(indices))
         if self.kind == "jsonl":
             yield from _pick(self._jsonl_records(parse), wanted)
         elif self.kind == "json":
-            rows = self._json_array()
-            chosen = range(len(rows)) if wanted is None else [i for i in wanted if i < len(rows)]
-            for i in chosen:
-                line, data = rows[i]
-                yield Record(i, line, error=data.reason) if isinstance(data, _Unreadable) else Record(i, line, data)
+            yield from _pick(self._json_records(parse), wanted)
         else:
             yield from self._hf_records(wanted)
 
@@ -107,11 +103,19 @@ class DatasetSource:
         if index < 0:
             raise InputError(f"{self.spec}: the file has no rows")
 
-    # JSON array -------------------------------------------------------------------------------
-    def _json_array(self) -> list[tuple[int, Any]]:
-        if self._json_rows is None:
-            self._json_rows = _read_json_array(self.path)
-        return self._json_rows
+    # JSON array (or one object) -----------------------------------------------------------------
+    def _json_records(self, parse: bool) -> Iterator[Record]:
+        if _first_char(self.path) == "{":
+            line, data = _read_single_object(self.path)
+            yield Record(0, line, error=data.reason) if isinstance(data, _Unreadable) else Record(0, line, data)
+            return
+        for element in json_array_elements(self.path, MAX_ROW_BYTES):
+            if element.text is None:
+                yield Record(element.index, element.line, error=_too_large(element.size, "characters"))
+            elif not parse:
+                yield Record(element.index, element.line, raw=element.text)
+            else:
+                yield _shaped(element.index, element.line, element.value, element.text)
 
     # datasets ---------------------------------------------------------------------------------
     def _hf_dataset(self):
@@ -260,9 +264,9 @@ def _first_line_is_json(path: Path) -> bool:
     return True
 
 
-def _parse_line(index: int, number: int, raw: bytes) -> Record:
+def _parse_line(index: int, number: int, raw: bytes | str) -> Record:
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
         return Record(index, number, error=f"line is not valid UTF-8 (byte {exc.start})")
     try:
@@ -271,54 +275,27 @@ def _parse_line(index: int, number: int, raw: bytes) -> Record:
         return Record(index, number, error="JSON nested too deeply")
     except json.JSONDecodeError as exc:
         return Record(index, number, error=f"invalid JSON at column {exc.colno}: {exc.msg}")
-    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:  # fewer containers than the limit: no need to walk them
-        return Record(index, number, data)
-    problem = _shape_problem(data)
-    return Record(index, number, error=problem) if problem else Record(index, number, data)
+    return _shaped(index, number, data, text)
 
 
-def _read_json_array(path: Path) -> list[tuple[int, Any]]:
-    """Elements of a top-level JSON array with the line each starts on (a lone object is one row)."""
+def _shaped(index: int, line: int, data: Any, text: str) -> Record:
+    """The parsed row, or its shape problem (``text`` is its JSON: fewer brackets than the limit need no walk)."""
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        problem = _shape_problem(data)
+        if problem:
+            return Record(index, line, error=problem)
+    return Record(index, line, data)
+
+
+def _read_single_object(path: Path) -> tuple[int, Any]:
+    """A .json file holding one pretty-printed object: one row (its line, and the object or why it is unreadable)."""
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
-    decoder = json.JSONDecoder()
-    if text.lstrip().startswith("{"):
-        return _single_object_or_lines(path, text, decoder)
-    rows: list[tuple[int, Any]] = []
-    pos, line = text.index("[") + 1, 1 + text.count("\n", 0, text.index("["))
-    while True:
-        pos, line = _skip_space(text, pos, line)
-        if pos >= len(text):
-            raise InputError(f"{path}:{line}: the JSON array is not closed (file truncated?)")
-        if text[pos] == "]":
-            break
-        if rows:
-            if text[pos] != ",":
-                raise InputError(f"{path}:{line}: expected ',' or ']' between rows, found {text[pos]!r}")
-            pos, line = _skip_space(text, pos + 1, line)
-            if pos >= len(text):
-                raise InputError(f"{path}:{line}: the JSON array is not closed (file truncated?)")
-        try:
-            value, end = decoder.raw_decode(text, pos)
-        except RecursionError:
-            raise InputError(f"{path}:{line}: row {len(rows)} is nested too deeply") from None
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{exc.lineno}:{exc.colno}: row {len(rows)}: invalid JSON: {exc.msg}") from None
-        rows.append((line, _checked(value, end - pos)))
-        line += text.count("\n", pos, end)
-        pos = end
-    if not rows:
-        raise InputError(f"{path}: the JSON array is empty")
-    return rows
-
-
-def _single_object_or_lines(path: Path, text: str, decoder: json.JSONDecoder) -> list[tuple[int, Any]]:
-    """A .json file holding one pretty-printed object: one row."""
     start = len(text) - len(text.lstrip())
     try:
-        value, end = decoder.raw_decode(text, start)
+        value, end = json.JSONDecoder().raw_decode(text, start)
     except RecursionError:
         raise InputError(f"{path}:1: the object is nested too deeply") from None
     except json.JSONDecodeError as exc:
@@ -326,24 +303,11 @@ def _single_object_or_lines(path: Path, text: str, decoder: json.JSONDecoder) ->
     if text[end:].strip():
         line = 1 + text.count("\n", 0, end)
         raise InputError(f"{path}:{line}: unexpected text after the JSON object")
-    return [(1 + text.count("\n", 0, start), _checked(value, end - start))]
-
-
-def _checked(value: Any, size: int) -> Any:
-    """A JSON array element, or an _Unreadable when it is over the row limits."""
-    if size > MAX_ROW_BYTES:
-        return _Unreadable(_too_large(size, "characters"))
+    line = 1 + text.count("\n", 0, start)
+    if end - start > MAX_ROW_BYTES:
+        return line, _Unreadable(_too_large(end - start, "characters"))
     problem = _shape_problem(value)
-    return _Unreadable(problem) if problem else value
-
-
-def _skip_space(text: str, pos: int, line: int) -> tuple[int, int]:
-    n = len(text)
-    while pos < n and text[pos] in " \t\r\n":
-        if text[pos] == "\n":
-            line += 1
-        pos += 1
-    return pos, line
+    return line, (_Unreadable(problem) if problem else value)
 
 
 def _load_with_datasets(path: Path, spec: str, kind: str, split: str | None):
