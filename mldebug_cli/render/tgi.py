@@ -7,6 +7,9 @@ undefined), minijinja-contrib's Python-compatible methods (``.strip()``, ``.item
 reduced to ``{role, content}`` text, tools appended to the last message, and a final assistant
 message continued instead of closed. minijinja's own ``tojson`` is kept: it escapes ``<``, ``>``,
 ``&`` and ``'`` as ``\\u003c``... where transformers writes them as-is.
+
+The render itself runs in a child process (``render/tgi_process.py``) within chat.py's time and memory
+limits, since minijinja aborts its process when an allocation fails.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.render import tgi_process
+from mldebug_cli.render.chat import RenderLimitError
 
 # TGI's default_tool_prompt() (router/src/lib.rs).
 DEFAULT_TOOL_PROMPT = (
@@ -55,8 +60,8 @@ class TGIRenderResult:
     rules_applied: tuple[str, ...]
 
 
-class _TemplateRaised(Exception):
-    """``raise_exception()`` called by the template."""
+class TGIRenderLimitError(InputError, RenderLimitError):
+    """The render stopped at a render limit: an input error to the render pipeline, a RenderLimitError to others."""
 
 
 def render_tgi(
@@ -73,16 +78,11 @@ def render_tgi(
 ) -> TGIRenderResult:
     """Render ``messages`` as TGI's ``/v1/chat/completions`` would before tokenizing."""
     minijinja = _import_minijinja()
-    env = minijinja.Environment(fuel=FUEL, pycompat=True)
-    clock = now or datetime.now()
-    env.add_function("raise_exception", _raise_exception)
-    env.add_function("strftime_now", lambda fmt: clock.strftime(str(fmt)))
-
     rules: list[str] = []
     source = _rewrite(template, rules)
     text_messages = [_as_text_message(m, rules) for m in messages]
     if tools:
-        _append_tools(text_messages, tools, tool_prompt, _uses_tools(env, source, template_name, minijinja), rules)
+        _append_tools(text_messages, tools, tool_prompt, _uses_tools(source, template_name, minijinja), rules)
     # Serde turns TGI's absent Option fields into none, not undefined.
     context: dict[str, Any] = {
         "messages": text_messages,
@@ -93,7 +93,7 @@ def render_tgi(
     }
     if guideline is not None:
         context["guideline"] = guideline
-    rendered = _render(env, source, context, template_name, minijinja)
+    rendered = _render(source, context, template_name, now or datetime.now())
     return TGIRenderResult(prompt=_continue_final_assistant(rendered, text_messages, rules), rules_applied=tuple(rules))
 
 
@@ -105,10 +105,6 @@ def _import_minijinja() -> Any:
             "rendering as TGI needs the minijinja package, which is not installed", hint="pip install 'mldebug[tgi]'"
         ) from None
     return minijinja
-
-
-def _raise_exception(message: Any = "") -> None:
-    raise _TemplateRaised(str(message))
 
 
 def _rewrite(template: str, rules: list[str]) -> str:
@@ -147,9 +143,9 @@ def _chunk_text(part: Any) -> str:
     return str(part)
 
 
-def _uses_tools(env: Any, source: str, name: str, minijinja: Any) -> bool:
-    try:
-        return "tools" in env.undeclared_variables_in_str(source)
+def _uses_tools(source: str, name: str, minijinja: Any) -> bool:
+    try:  # parsing only: the memory it takes is bounded by the template's size
+        return "tools" in minijinja.Environment().undeclared_variables_in_str(source)
     except minijinja.TemplateError as exc:
         raise InputError(f"{name}: minijinja cannot parse the template ({_one_line(exc)})") from None
 
@@ -179,13 +175,17 @@ def _continue_final_assistant(rendered: str, messages: list[dict[str, str]], rul
     return rendered[: index + len(content)].rstrip()
 
 
-def _render(env: Any, source: str, context: dict[str, Any], name: str, minijinja: Any) -> str:
+def _render(source: str, context: dict[str, Any], name: str, now: datetime) -> str:
     try:
-        return env.render_str(source, **context)
-    except _TemplateRaised as exc:
+        return tgi_process.render(source, context, now=now, fuel=FUEL)
+    except tgi_process.TemplateRaised as exc:
         raise InputError(f"{name}: the template raised an error: {exc}") from None
-    except minijinja.TemplateError as exc:
+    except tgi_process.MinijinjaError as exc:
         raise InputError(f"{name}: minijinja failed to render the template ({_one_line(exc)})") from None
+    except RenderLimitError as exc:
+        raise TGIRenderLimitError(f"{name}: {exc}") from None
+    except tgi_process.RenderProcessError as exc:
+        raise InputError(f"{name}: {exc}") from None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -13,11 +17,15 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from transformers.utils.chat_template_utils import render_jinja_template
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.render.tgi import DEFAULT_TOOL_PROMPT, render_tgi
+from mldebug_cli.render import chat, tgi_process
+from mldebug_cli.render.chat import RenderLimitError
+from mldebug_cli.render.tgi import DEFAULT_TOOL_PROMPT, TGIRenderLimitError, render_tgi
 
 pytest.importorskip("minijinja")
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "fixtures" / "llamacpp" / "templates"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+TEMPLATES = FIXTURES / "llamacpp" / "templates"
+HOSTILE = FIXTURES / "hostile" / "templates"
 STANDARD = [
     {"role": "system", "content": "You are a helpful assistant"},
     {"role": "user", "content": "Hello"},
@@ -173,3 +181,78 @@ def test_missing_minijinja_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(InputError) as caught:
         render_tgi("{{ messages }}", STANDARD, bos_token=None, eos_token=None)
     assert caught.value.hint == "pip install 'mldebug[tgi]'"
+
+
+def test_a_real_template_renders_the_same_text_in_one_reused_child_process() -> None:
+    source = (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+    expected = (
+        "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+        "<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nHow are you?<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert tgi_render(source) == expected
+    child = tgi_process._current.process.pid
+    assert tgi_render(source) == expected
+    assert tgi_process._current.process.pid == child != os.getpid()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the render memory limit is enforced on Linux")
+def test_a_template_over_the_memory_limit_is_a_render_limit_error_and_rendering_goes_on() -> None:
+    """minijinja aborts the process when an allocation fails: the child, not mldebug."""
+    with pytest.raises(TGIRenderLimitError) as caught:
+        render_tgi((HOSTILE / "doubling_string.jinja").read_text(), STANDARD, bos_token=None, eos_token=None,
+                   template_name="doubling.jinja")  # fmt: skip
+    assert str(caught.value) == "doubling.jinja: the template used more than the 1024 MiB render memory limit"
+    assert isinstance(caught.value, RenderLimitError) and isinstance(caught.value, InputError)
+    assert tgi_render("{{ messages[1].content }}") == "Hello"
+
+
+def test_a_render_over_the_time_limit_is_a_render_limit_error_and_its_child_is_killed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(chat, "DEFAULT_LIMITS", chat.RenderLimits(seconds=0.3))
+    loop = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    tgi_render("")
+    child = tgi_process._current.process
+    with pytest.raises(TGIRenderLimitError, match=r"^chat template: the template exceeded the 0.3 s render limit$"):
+        tgi_render(loop)
+    assert child.returncode == -signal.SIGKILL
+    assert tgi_render("{{ messages[1].content }}") == "Hello"
+
+
+def test_a_child_that_dies_mid_render_is_a_one_line_error() -> None:
+    loop = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    tgi_render("")
+    killer = threading.Timer(0.2, os.kill, (tgi_process._current.process.pid, signal.SIGKILL))
+    killer.start()
+    with pytest.raises(InputError, match=r"^chat template: the TGI render process died \(signal SIGKILL\)$"):
+        tgi_render(loop)
+    killer.join()
+    assert tgi_render("{{ messages[1].content }}") == "Hello"
+
+
+def test_the_render_process_imports_only_minijinja_besides_the_standard_library() -> None:
+    """Nothing heavy, and nothing that holds threads (a Rust tokenizer), is loaded in the child."""
+    listing = tgi_process._CHILD_MAIN.replace("serve()", "import minijinja; print(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run(
+        [sys.executable, "-c", listing, json.dumps(sys.path)], capture_output=True, text=True, check=True
+    )
+    loaded = {name.split(".")[0] for name in json.loads(done.stdout)}
+    assert "minijinja" in loaded and not loaded & {"transformers", "tokenizers", "torch", "jinja2", "typer", "datasets"}
+    assert {n for n in json.loads(done.stdout) if n.startswith("mldebug_cli")} == {
+        "mldebug_cli",
+        "mldebug_cli.render",
+        "mldebug_cli.render.chat",
+        "mldebug_cli.render.tgi_process",
+    }
+
+
+def test_a_render_process_that_cannot_start_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    tgi_render("")
+    tgi_process._current.stop()
+    monkeypatch.setattr(tgi_process, "_CHILD_MAIN", "import sys; sys.exit('no minijinja here')")
+    with pytest.raises(
+        InputError, match=r"^chat template: the TGI render process died \(exit status 1: no minijinja here\)$"
+    ):
+        tgi_render("")
+    monkeypatch.undo()
+    assert tgi_render("{{ messages[1].content }}") == "Hello"
