@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 
 import typer
@@ -10,19 +9,15 @@ import typer
 from mldebug_cli.cli.common import (
     ColorOpt,
     ExitZeroOpt,
+    FailOn,
     IgnoreOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
     SelectOpt,
+    fail_on_option,
     split_list,
 )
-
-
-class _FailOn(str, enum.Enum):
-    error = "error"
-    warning = "warning"
-    info = "info"
 
 
 def check_template(
@@ -37,15 +32,14 @@ def check_template(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from tokenizer folders."),
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
-    fail_on: _FailOn = typer.Option(_FailOn.warning, "--fail-on", help="Exit 1 when a finding is at or above this "
-                                    "severity (default warning: any prompt difference)."),
+    fail_on: FailOn = fail_on_option(FailOn.warning, ": any prompt difference"),
     select: list[str] | None = SelectOpt,
     ignore: list[str] | None = IgnoreOpt,
     color=ColorOpt,
     exit_zero: bool = ExitZeroOpt,
 ) -> None:
     """Render probe conversations through the training and the deployment template and diff text and tokens."""
-    from mldebug_cli.cli.common import FailOn, errors_exit, run_report
+    from mldebug_cli.cli.common import errors_exit, run_report
     from mldebug_cli.cli.render import parse_date
     from mldebug_cli.pipelines.template_check import CheckTemplateOptions, build_report
 
@@ -61,5 +55,5 @@ def check_template(
             now=parse_date(date),
             trust_remote_code=trust_remote_code,
         )
-    opts = OutputOptions(output_format, output, FailOn(fail_on.value), color, exit_zero)
+    opts = OutputOptions(output_format, output, fail_on, color, exit_zero)
     run_report(lambda: build_report(options), opts)

@@ -66,7 +66,11 @@ def _configured_ignore(ctx: typer.Context, param: typer.CallbackParam, value: An
 
 
 def _configured_fail_on(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
-    return value if _given(ctx, param) else FailOn(_settings(ctx).fail_on.value)
+    """The flag, else the configuration's fail-on, else the command's own default (the option's default)."""
+    if _given(ctx, param):
+        return value
+    configured = _settings(ctx).fail_on
+    return value if configured is None else FailOn(configured.value)
 
 
 OutputFormatOpt = typer.Option(
@@ -74,10 +78,18 @@ OutputFormatOpt = typer.Option(
     help=f"auto (github under GitHub Actions, else text), {', '.join(FORMATS)}.",
 )
 OutputOpt = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout.")
-FailOnOpt = typer.Option(
-    FailOn.error, "--fail-on", callback=_configured_fail_on, show_default=False,
-    help="Exit 1 when a finding is at or above this severity (default: fail-on from the config file, else error).",
-)
+
+
+def fail_on_option(default: FailOn, why: str = "") -> Any:
+    """``--fail-on``: the flag, else fail-on from the configuration, else ``default`` (the command's own)."""
+    return typer.Option(
+        default, "--fail-on", callback=_configured_fail_on, show_default=False,
+        help=f"Exit 1 when a finding is at or above this severity (default: fail-on from the config file, else "
+        f"{default.value}{why}).",
+    )
+
+
+FailOnOpt = fail_on_option(FailOn.error)
 SelectOpt = typer.Option(
     None, "--select", callback=_configured_select,
     help="Only these checks (codes, prefixes or names; repeatable or comma-separated; replaces the config's select).",

@@ -54,7 +54,7 @@ class Settings:
 
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
-    fail_on: Severity = Severity.ERROR
+    fail_on: Severity | None = None  # None: not set (each command has its own default)
     severities: Mapping[str, Severity] = field(default_factory=dict)  # check code -> severity
 
     def apply(self, report: Report) -> Report:
@@ -113,11 +113,11 @@ def _parse(path: Path) -> dict[str, Any]:
 
 def _settings(table: Mapping[str, Any], source: str, where: str) -> Settings:
     _known_keys(table, TOP_KEYS, f"{source}: {where}")
-    fail_on = table.get("fail-on", Severity.ERROR.value)
+    fail_on = table.get("fail-on")
     return Settings(
         select=_selectors(table.get("select", []), f"{source}: select"),
         ignore=_selectors(table.get("ignore", []), f"{source}: ignore"),
-        fail_on=_severity(fail_on, f"{source}: fail-on"),
+        fail_on=None if fail_on is None else _severity(fail_on, f"{source}: fail-on"),
         severities=_check_severities(table.get("checks", {}), source),
     )
 

@@ -162,6 +162,22 @@ def test_fail_on_and_exit_zero():
                "--select", "CT006", "--fail-on", "error").exit_code == 0  # fmt: skip
 
 
+def test_fail_on_from_the_config_file_replaces_the_command_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The flag, else the config's fail-on, else check-template's own default (warning), as for every command."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("MLDEBUG_CONFIG", "MLDEBUG_FAIL_ON", "MLDEBUG_SELECT", "MLDEBUG_IGNORE"):
+        monkeypatch.delenv(var, raising=False)
+    warning_only = ("check-template", "--train", QWEN3, "--deploy", DEPLOY / "qwen3-chatml-system.Modelfile",
+                    "--select", "CT006", "-f", "json")  # fmt: skip
+    (tmp_path / "pyproject.toml").write_text('[tool.mldebug]\nignore = ["DS024"]\n', encoding="utf-8")
+    assert run(*warning_only).exit_code == 1  # a config without fail-on keeps the command's default
+    (tmp_path / "pyproject.toml").write_text('[tool.mldebug]\nfail-on = "error"\n', encoding="utf-8")
+    assert run(*warning_only).exit_code == 0
+    assert run(*warning_only, "--fail-on", "warning").exit_code == 1  # a flag beats the file
+    monkeypatch.setenv("MLDEBUG_FAIL_ON", "warning")  # the environment beats the file
+    assert run(*warning_only).exit_code == 1
+
+
 def test_bad_inputs_are_one_line_errors_with_exit_2(tmp_path: Path):
     broken = tmp_path / "broken.jinja"
     broken.write_text("{% for message in messages %}\n{{ message.content }}\n{% endfor")
