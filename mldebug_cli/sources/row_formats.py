@@ -28,6 +28,7 @@ SHAREGPT_ROLES = {
     "observation": "tool",
     "tool": "tool",
 }
+PREFERENCE_COLUMNS = (("chosen", "rejected"), ("chosen_messages", "rejected_messages"))
 CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "ipython", "function"})
 
 
@@ -92,17 +93,19 @@ def _detect_row(row: dict[str, Any], source: str) -> Detection:
     keys = set(row)
     if "input_ids" in keys:
         return Detection("tokenized", "column input_ids")
+    preference = next((pair for pair in PREFERENCE_COLUMNS if set(pair) <= keys), None)
+    if preference:  # LLaMA-Factory's ranking rows also carry the prompt as conversations: check this first
+        raise InputError(
+            f"{source}: a preference dataset (columns {'/'.join(preference)}, for DPO/ORPO/KTO); inspect-data "
+            "checks supervised fine-tuning rows",
+            hint="to check one side, write its conversations out as messages rows and inspect those",
+        )
     for key in ("messages", "conversations", "conversation"):
         value = row.get(key)
         if isinstance(value, list) and value and isinstance(value[0], dict):
             if "from" in value[0] or "value" in value[0]:
                 return Detection("sharegpt", f"column {key} of from/value turns", key)
             return Detection("messages", f"column {key} of role/content messages", key)
-    if {"chosen", "rejected"} <= keys:
-        raise InputError(
-            f"{source}: a preference dataset (chosen/rejected); inspect-data checks supervised fine-tuning rows",
-            hint="inspect the chosen side by converting it to messages, or pass --data-format",
-        )
     if {"instruction", "output"} <= keys:
         return Detection("alpaca", "columns instruction/output")
     if {"prompt", "completion"} <= keys:

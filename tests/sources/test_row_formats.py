@@ -47,6 +47,14 @@ def test_other_formats():
     assert to_sample(tok, detect([tok], "x")) == Tokens([1, 2], [-100, 2])
     with pytest.raises(InputError, match="preference dataset"):
         detect([{"chosen": "a", "rejected": "b", "prompt": "p"}], "x")
+    # LLaMA-Factory's ranking rows (dpo_en_demo.json): the prompt as conversations, then chosen/rejected
+    ranking = {"conversations": [{"from": "human", "value": "Q?"}], "chosen": {"from": "gpt", "value": "A"},
+               "rejected": {"from": "gpt", "value": "B"}}
+    with pytest.raises(InputError, match=r"x: a preference dataset \(columns chosen/rejected, for DPO"):
+        detect([ranking], "x")
+    v1 = {"chosen_messages": [{"role": "user", "content": "Q?"}], "rejected_messages": []}  # v1_dpo_demo.jsonl
+    with pytest.raises(InputError, match="columns chosen_messages/rejected_messages"):
+        detect([v1], "x")
     with pytest.raises(InputError, match="cannot tell the row format"):
         detect([{"foo": 1}], "x")
 
