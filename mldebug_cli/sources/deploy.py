@@ -54,7 +54,6 @@ OLLAMA_ENGINE_ARCHITECTURES = frozenset({
     "qwen3", "qwen3moe", "qwen35", "qwen35moe", "qwen3next", "qwen3vl", "qwen3vlmoe", "glm4moelite", "glmocr",
     "lfm2", "lfm2moe",
 })  # fmt: skip
-_EOS_IDS_KEY = "tokenizer.ggml.eos_token_ids"
 
 
 @dataclass(frozen=True)
@@ -420,7 +419,7 @@ class _VocabFacts:
 def _ollama_vocab_facts(vocab: GGUFVocab | None, loaded: LoadedTokenizer | None, assumed: LoadedTokenizer | None) -> _VocabFacts:
     if vocab is not None:
         if (vocab.architecture or "") in OLLAMA_ENGINE_ARCHITECTURES:
-            ids = (vocab.eos_id, *_gguf_eos_token_ids(vocab))
+            ids = (vocab.eos_id, *vocab.eos_token_ids)
             stops = tuple(dict.fromkeys(vocab.tokens[i] for i in ids if i is not None and 0 <= i < len(vocab.tokens)))
             note = f"architecture {vocab.architecture} runs on Ollama's engine: it stops on eos_token_id(s) only"
         else:
@@ -440,16 +439,6 @@ def _imported_template(vocab: GGUFVocab | None, loaded: LoadedTokenizer | None) 
     if vocab is not None:
         return vocab.chat_template
     return loaded.chat_template if loaded is not None else None
-
-
-def _gguf_eos_token_ids(vocab: GGUFVocab) -> tuple[int, ...]:
-    """``tokenizer.ggml.eos_token_ids``, which Ollama's engine adds to its EOS set (GGUFVocab does not read it)."""
-    if _EOS_IDS_KEY not in vocab.metadata_keys:
-        return ()
-    from gguf import GGUFReader
-
-    found = GGUFReader(vocab.path, "r").fields[_EOS_IDS_KEY]
-    return tuple(int(found.parts[i][0]) for i in found.data)
 
 
 # ------------------------------------------------------------------------------------------ shared
@@ -497,7 +486,7 @@ def _hf_stop_texts(loaded: LoadedTokenizer) -> tuple[str, ...]:
 
 
 def _read_gguf(path: str | Path) -> GGUFVocab:
-    """read_gguf_vocab, once per file version in this process (gguf's reader takes seconds on a 150k vocab)."""
+    """read_gguf_vocab, once per file version in this process (a GGUF and a Modelfile FROM it read once)."""
     stat = Path(path).stat()
     key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _GGUF_CACHE:

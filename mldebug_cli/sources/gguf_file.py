@@ -1,20 +1,25 @@
 """Read the tokenizer and chat-template metadata of a GGUF file the way llama.cpp resolves it.
 
-The header is walked first with bounds checks against the file size, so a corrupt, truncated or
-hostile file fails with one ``InputError`` instead of a traceback, a hang or a huge allocation;
-only then is ``gguf.GGUFReader`` (memory-mapped) used to extract the values.
+One bounded pass over the header over a read-only memory map: every length is checked against the file
+size, so a corrupt, truncated or hostile file fails with one ``InputError`` instead of a traceback, a hang
+or a huge allocation. The values mldebug uses (tokens, token types, special ids, add_bos/add_eos, chat
+templates) are decoded on the way; every other value (merges, scores) is stepped over by its length, and
+tensor data is never touched. ``gguf.GGUFReader`` builds numpy views of every field and tensor (seconds on
+a 150k-token vocabulary); it stays as the reference the walker is tested and benchmarked against
+(``_vocab_from_reader``).
 """
 
 from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFValueType, TokenType
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFValueType, Keys, TokenType
+from gguf.gguf_reader import ReaderField
 
 from mldebug_cli.core.errors import InputError
 
@@ -27,31 +32,50 @@ _DEFAULT_ALIGNMENT = 32
 _MIN_KV_BYTES = 8 + 4 + 1  # key length, value type, smallest value
 _MIN_TENSOR_INFO_BYTES = 8 + 1 + 4 + 4 + 8  # name length, 1-byte name, n_dims, type, offset
 
-_SCALAR_SIZES = {
-    GGUFValueType.UINT8: 1,
-    GGUFValueType.INT8: 1,
-    GGUFValueType.BOOL: 1,
-    GGUFValueType.UINT16: 2,
-    GGUFValueType.INT16: 2,
-    GGUFValueType.UINT32: 4,
-    GGUFValueType.INT32: 4,
-    GGUFValueType.FLOAT32: 4,
-    GGUFValueType.UINT64: 8,
-    GGUFValueType.INT64: 8,
-    GGUFValueType.FLOAT64: 8,
+_SCALAR_FORMATS = {
+    GGUFValueType.UINT8: "B",
+    GGUFValueType.INT8: "b",
+    GGUFValueType.BOOL: "?",
+    GGUFValueType.UINT16: "H",
+    GGUFValueType.INT16: "h",
+    GGUFValueType.UINT32: "I",
+    GGUFValueType.INT32: "i",
+    GGUFValueType.FLOAT32: "f",
+    GGUFValueType.UINT64: "Q",
+    GGUFValueType.INT64: "q",
+    GGUFValueType.FLOAT64: "d",
 }
+_SCALAR_SIZES = {kind: struct.calcsize("<" + fmt) for kind, fmt in _SCALAR_FORMATS.items()}
 _INTEGER_TYPES = frozenset(_SCALAR_SIZES) - {GGUFValueType.FLOAT32, GGUFValueType.FLOAT64, GGUFValueType.BOOL}
+_LENGTH = struct.Struct("<Q")
 
-TEMPLATE_KEY = "tokenizer.chat_template"
-_NAMED_TEMPLATE_PREFIX = TEMPLATE_KEY + "."
+TEMPLATE_KEY = Keys.Tokenizer.CHAT_TEMPLATE
+_NAMED_TEMPLATE_PREFIX = Keys.Tokenizer.CHAT_TEMPLATE_N.format(name="")
+_EOS_IDS_KEY = "tokenizer.ggml.eos_token_ids"  # written by Ollama's converter; gguf-py has no name for it
 _SPECIAL_ID_KEYS = {
-    "bos": "tokenizer.ggml.bos_token_id",
-    "eos": "tokenizer.ggml.eos_token_id",
-    "eot": "tokenizer.ggml.eot_token_id",
-    "eom": "tokenizer.ggml.eom_token_id",
-    "pad": "tokenizer.ggml.padding_token_id",
-    "unk": "tokenizer.ggml.unknown_token_id",
+    "bos": Keys.Tokenizer.BOS_ID,
+    "eos": Keys.Tokenizer.EOS_ID,
+    "eot": Keys.Tokenizer.EOT_ID,
+    "eom": Keys.Tokenizer.EOM_ID,
+    "pad": Keys.Tokenizer.PAD_ID,
+    "unk": Keys.Tokenizer.UNK_ID,
 }
+# The keys whose values are decoded (plus every tokenizer.chat_template.<name>); all others are skipped.
+_DECODED_KEYS = frozenset(
+    {
+        Keys.General.ARCHITECTURE,
+        Keys.General.NAME,
+        Keys.Tokenizer.MODEL,
+        Keys.Tokenizer.PRE,
+        Keys.Tokenizer.LIST,
+        Keys.Tokenizer.TOKEN_TYPE,
+        Keys.Tokenizer.ADD_BOS,
+        Keys.Tokenizer.ADD_EOS,
+        TEMPLATE_KEY,
+        _EOS_IDS_KEY,
+        *_SPECIAL_ID_KEYS.values(),
+    }
+)
 
 # llama.cpp's defaults per tokenizer model (src/llama-vocab.cpp, llama_vocab::impl::load), used when a key is absent.
 _DEFAULT_SPECIAL_IDS: dict[str, dict[str, int]] = {
@@ -128,6 +152,7 @@ class GGUFVocab:
     unk_id: int | None
     add_bos_token: bool | None  # the metadata value, None when the key is absent
     add_eos_token: bool | None
+    eos_token_ids: tuple[int, ...] = ()  # tokenizer.ggml.eos_token_ids as written; Ollama's engine stops on them
     tensor_count: int = 0
     metadata_keys: tuple[str, ...] = field(default=(), repr=False)
 
@@ -182,14 +207,8 @@ class GGUFVocab:
 def read_gguf_vocab(path: str | Path) -> GGUFVocab:
     """Read a GGUF's tokenizer metadata; every malformed input raises ``InputError`` naming the file."""
     path = Path(path)
-    _validate_layout(path)
-    try:
-        reader = GGUFReader(path, "r")
-        return _vocab_from_reader(path, reader)
-    except InputError:
-        raise
-    except (ValueError, KeyError, IndexError, TypeError, OverflowError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: unreadable GGUF metadata ({_one_line(exc)})") from exc
+    metadata = _read_metadata(path)
+    return _vocab_from_fields(path, metadata.fields, metadata.keys, metadata.tensor_count)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -202,7 +221,21 @@ def _default_add_bos_eos(tokenizer_model: str | None, tokenizer_pre: str | None)
     return _DEFAULT_ADD_BOS_EOS.get(tokenizer_model or "", (False, False))
 
 
-# --- layout validation: a bounded walk of the header over a read-only memory map ---
+# --- the walk: one bounded pass over the header of a read-only memory map ---
+
+
+class _Field(NamedTuple):
+    """One decoded metadata value: its type (``(ARRAY, item type)`` for a non-empty array) and value."""
+
+    types: tuple[GGUFValueType, ...]
+    value: Any  # str, int, float, bool, or a tuple of them for an array
+
+
+@dataclass(frozen=True)
+class _Metadata:
+    fields: Mapping[str, _Field]  # the decoded keys only
+    keys: tuple[str, ...]  # every key, in file order
+    tensor_count: int
 
 
 class _Cursor:
@@ -254,20 +287,59 @@ class _Cursor:
             raise self.fail(f"{what} claims {value} entries, more than the {self.remaining} bytes left can hold")
         return value
 
+    def string_spans(self, count: int, what: str) -> Iterator[tuple[int, int]]:
+        """Where each of ``count`` length-prefixed strings (an array's elements) starts and ends, in one tight loop."""
+        buffer, offset, end = self.buffer, self.offset, len(self.buffer)
+        unpack = _LENGTH.unpack_from
+        for _ in range(count):
+            if offset + 8 > end:
+                self.offset = offset
+                raise self.fail("file ends inside the metadata (truncated)")
+            (length,) = unpack(buffer, offset)
+            start, offset = offset + 8, offset + 8 + length
+            if offset > end:
+                self.offset = start
+                raise self.fail(f"{what} of {length} bytes runs past the end of the file (truncated or corrupt length)")
+            yield start, offset
+        self.offset = offset
 
-def _validate_layout(path: Path) -> None:
+
+def _read_metadata(path: Path) -> _Metadata:
     try:
         with path.open("rb") as handle:
             size = path.stat().st_size
             if size < _HEADER_SIZE:
                 raise InputError(f"{path}: not a GGUF file ({size} bytes, too short for a GGUF header)")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buffer:
-                _walk(_Cursor(path, buffer))
+                return _walk(_Cursor(path, buffer))
     except OSError as exc:
         raise InputError(f"{path}: cannot read file ({exc.strerror or _one_line(exc)})") from exc
 
 
-def _walk(cursor: _Cursor) -> None:
+def _walk(cursor: _Cursor) -> _Metadata:
+    tensor_count, kv_count = _header(cursor)
+    fields: dict[str, _Field] = {}
+    keys: dict[bytes, None] = {}
+    alignment = _DEFAULT_ALIGNMENT
+    for _ in range(kv_count):
+        raw_key = cursor.short_string("a metadata key")
+        key = raw_key.decode("utf-8", "replace")
+        if raw_key in keys:
+            raise cursor.fail(f"metadata key {key} appears twice")
+        keys[raw_key] = None
+        value_type = _value_type(cursor, cursor.take("<I"))
+        if key == Keys.General.ALIGNMENT:
+            alignment = _alignment(cursor, value_type)
+        elif key in _DECODED_KEYS or key.startswith(_NAMED_TEMPLATE_PREFIX):
+            fields[key] = _read_value(cursor, value_type, key)
+        else:
+            _skip_value(cursor, value_type, key)
+    _check_tensors(cursor, tensor_count, alignment)
+    return _Metadata(fields, tuple(k.decode("utf-8", "replace") for k in keys), tensor_count)
+
+
+def _header(cursor: _Cursor) -> tuple[int, int]:
+    """Check magic and version; return the tensor count and the (plausible) metadata key count."""
     magic = bytes(cursor.buffer[:4])
     if magic != _MAGIC:
         raise InputError(f"{cursor.path}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
@@ -278,24 +350,7 @@ def _walk(cursor: _Cursor) -> None:
     if version not in _SUPPORTED_VERSIONS:
         raise InputError(f"{cursor.path}: unsupported GGUF version {version} (supported: 2, 3)")
     tensor_count = cursor.take("<Q")
-    kv_count = cursor.count("the metadata table", _MIN_KV_BYTES)
-    alignment = _DEFAULT_ALIGNMENT
-    for _ in range(kv_count):
-        key = cursor.short_string("a metadata key")
-        value_type = _value_type(cursor, cursor.take("<I"))
-        if key == b"general.alignment" and value_type == GGUFValueType.UINT32:
-            alignment = cursor.take("<I")
-            if alignment == 0 or alignment & (alignment - 1):
-                raise cursor.fail(f"general.alignment {alignment} is not a power of two")
-        else:
-            _skip_value(cursor, value_type, key.decode("utf-8", "replace"))
-    if tensor_count * _MIN_TENSOR_INFO_BYTES > cursor.remaining:
-        raise cursor.fail(f"the tensor table claims {tensor_count} tensors, more than the file can hold")
-    tensors = [_tensor_info(cursor) for _ in range(tensor_count)]
-    data_start = -(-cursor.offset // alignment) * alignment
-    for name, end in tensors:
-        if data_start + end > len(cursor.buffer):
-            raise cursor.fail(f"tensor {name!r} data runs past the end of the file (truncated)")
+    return tensor_count, cursor.count("the metadata table", _MIN_KV_BYTES)
 
 
 def _value_type(cursor: _Cursor, raw: int) -> GGUFValueType:
@@ -305,21 +360,74 @@ def _value_type(cursor: _Cursor, raw: int) -> GGUFValueType:
         raise cursor.fail(f"unknown metadata value type {raw}") from None
 
 
+def _item_type(cursor: _Cursor, key: str) -> GGUFValueType:
+    item_type = _value_type(cursor, cursor.take("<I"))
+    if item_type == GGUFValueType.ARRAY:
+        raise cursor.fail(f"{key} is an array of arrays, which llama.cpp does not support")
+    return item_type
+
+
+def _alignment(cursor: _Cursor, value_type: GGUFValueType) -> int:
+    if value_type != GGUFValueType.UINT32:
+        raise cursor.fail(f"{Keys.General.ALIGNMENT} is a {value_type.name.lower()}, expected a uint32")
+    alignment = cursor.take("<I")
+    if alignment == 0 or alignment & (alignment - 1):
+        raise cursor.fail(f"{Keys.General.ALIGNMENT} {alignment} is not a power of two")
+    return alignment
+
+
+def _read_value(cursor: _Cursor, value_type: GGUFValueType, key: str) -> _Field:
+    buffer = cursor.buffer
+    if value_type in _SCALAR_FORMATS:
+        start = cursor.offset
+        cursor.skip(_SCALAR_SIZES[value_type], f"value of {key}")
+        return _Field((value_type,), struct.unpack_from("<" + _SCALAR_FORMATS[value_type], buffer, start)[0])
+    if value_type == GGUFValueType.STRING:
+        start = cursor.skip_string(f"string value of {key}")
+        return _Field((value_type,), _decode(buffer[start : cursor.offset]))
+    item_type = _item_type(cursor, key)
+    if item_type == GGUFValueType.STRING:
+        spans = cursor.string_spans(cursor.count(f"array {key}", 8), f"an element of {key}")
+        items: tuple[Any, ...] = tuple([buffer[start:end].decode("utf-8", "replace") for start, end in spans])
+    else:
+        item_size = _SCALAR_SIZES[item_type]
+        count = cursor.count(f"array {key}", item_size)
+        start = cursor.offset
+        cursor.skip(count * item_size, f"array {key}")
+        items = struct.unpack_from(f"<{count}{_SCALAR_FORMATS[item_type]}", buffer, start)
+    # An empty array has no element to give its item type (as GGUFReader reports it).
+    return _Field((value_type, item_type) if items else (value_type,), items)
+
+
 def _skip_value(cursor: _Cursor, value_type: GGUFValueType, key: str) -> None:
     if value_type in _SCALAR_SIZES:
         cursor.skip(_SCALAR_SIZES[value_type], f"value of {key}")
     elif value_type == GGUFValueType.STRING:
         cursor.skip_string(f"string value of {key}")
     else:
-        item_type = _value_type(cursor, cursor.take("<I"))
-        if item_type == GGUFValueType.ARRAY:
-            raise cursor.fail(f"{key} is an array of arrays, which llama.cpp does not support")
+        item_type = _item_type(cursor, key)
         if item_type == GGUFValueType.STRING:
-            for _ in range(cursor.count(f"array {key}", 8)):
-                cursor.skip_string(f"an element of {key}")
+            for _ in cursor.string_spans(cursor.count(f"array {key}", 8), f"an element of {key}"):
+                pass  # merges: stepped over by their lengths, nothing copied
         else:
             item_size = _SCALAR_SIZES[item_type]
             cursor.skip(cursor.count(f"array {key}", item_size) * item_size, f"array {key}")
+
+
+def _check_tensors(cursor: _Cursor, tensor_count: int, alignment: int) -> None:
+    """Walk the tensor table (not the data) and check every tensor's data lies inside the file."""
+    if tensor_count * _MIN_TENSOR_INFO_BYTES > cursor.remaining:
+        raise cursor.fail(f"the tensor table claims {tensor_count} tensors, more than the file can hold")
+    ends: dict[str, int] = {}
+    for _ in range(tensor_count):
+        name, end = _tensor_info(cursor)
+        if name in ends:
+            raise cursor.fail(f"tensor {name!r} appears twice")
+        ends[name] = end
+    data_start = -(-cursor.offset // alignment) * alignment
+    for name, end in ends.items():
+        if data_start + end > len(cursor.buffer):
+            raise cursor.fail(f"tensor {name!r} data runs past the end of the file (truncated)")
 
 
 def _tensor_info(cursor: _Cursor) -> tuple[str, int]:
@@ -328,52 +436,56 @@ def _tensor_info(cursor: _Cursor) -> tuple[str, int]:
     n_dims = cursor.take("<I")
     if n_dims > _MAX_TENSOR_DIMS:
         raise cursor.fail(f"tensor {name!r} has {n_dims} dimensions (at most {_MAX_TENSOR_DIMS})")
-    n_elements = 1
-    for _ in range(n_dims):
-        n_elements *= cursor.take("<Q")
+    dims = [cursor.take("<Q") for _ in range(n_dims)]
     raw_type = cursor.take("<I")
     try:
         block_size, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(raw_type)]
     except (ValueError, KeyError):
         raise cursor.fail(f"tensor {name!r} has unknown type {raw_type}") from None
+    if dims and dims[0] % block_size:
+        raise cursor.fail(
+            f"tensor {name!r} has rows of {dims[0]} elements, not a multiple of its block size {block_size}"
+        )
+    n_elements = 1
+    for dim in dims:
+        n_elements *= dim
     offset = cursor.take("<Q")
     return name, offset + n_elements * type_size // block_size
 
 
-# --- extraction with GGUFReader, after the layout was validated ---
+# --- from decoded values to a GGUFVocab (the same rules for the walker's values and GGUFReader's) ---
 
 
-def _vocab_from_reader(path: Path, reader: GGUFReader) -> GGUFVocab:
-    fields = reader.fields
-    tokens = _string_array(path, fields, "tokenizer.ggml.tokens")
-    token_types = tuple(_int_array(path, fields, "tokenizer.ggml.token_type"))
-    tokenizer_model = _string(path, fields, "tokenizer.ggml.model")
+def _vocab_from_fields(path: Path, fields: Mapping[str, _Field], keys: tuple[str, ...], tensor_count: int) -> GGUFVocab:
+    tokens = _string_array(path, fields, Keys.Tokenizer.LIST)
+    tokenizer_model = _string(path, fields, Keys.Tokenizer.MODEL)
     special = _special_ids(path, fields, tokenizer_model, len(tokens))
     return GGUFVocab(
         path=str(path),
-        name=_string(path, fields, "general.name"),
-        architecture=_string(path, fields, "general.architecture"),
+        name=_string(path, fields, Keys.General.NAME),
+        architecture=_string(path, fields, Keys.General.ARCHITECTURE),
         tokenizer_model=tokenizer_model,
-        tokenizer_pre=_string(path, fields, "tokenizer.ggml.pre"),
+        tokenizer_pre=_string(path, fields, Keys.Tokenizer.PRE),
         chat_template=_string(path, fields, TEMPLATE_KEY),
         named_chat_templates=_named_templates(path, fields),
         tokens=tokens,
-        token_types=token_types,
+        token_types=_int_array(path, fields, Keys.Tokenizer.TOKEN_TYPE),
         bos_id=special["bos"],
         eos_id=special["eos"],
         eot_id=special["eot"],
         eom_id=special["eom"],
         pad_id=special["pad"],
         unk_id=special["unk"],
-        add_bos_token=_bool(path, fields, "tokenizer.ggml.add_bos_token"),
-        add_eos_token=_bool(path, fields, "tokenizer.ggml.add_eos_token"),
-        tensor_count=len(reader.tensors),
-        metadata_keys=tuple(k for k in fields if not k.startswith("GGUF.")),
+        add_bos_token=_bool(path, fields, Keys.Tokenizer.ADD_BOS),
+        add_eos_token=_bool(path, fields, Keys.Tokenizer.ADD_EOS),
+        eos_token_ids=_int_array(path, fields, _EOS_IDS_KEY),
+        tensor_count=tensor_count,
+        metadata_keys=keys,
     )
 
 
-def _wrong_type(path: Path, key: str, expected: str, field_types: list[GGUFValueType]) -> InputError:
-    found = "/".join(t.name.lower() for t in field_types) or "nothing"
+def _wrong_type(path: Path, key: str, expected: str, types: tuple[GGUFValueType, ...]) -> InputError:
+    found = "/".join(t.name.lower() for t in types) or "nothing"
     return InputError(f"{path}: metadata key {key} should be {expected}, found {found}")
 
 
@@ -381,58 +493,58 @@ def _decode(raw: Any) -> str:
     return bytes(raw).decode("utf-8", errors="replace")
 
 
-def _string(path: Path, fields: Mapping[str, Any], key: str) -> str | None:
+def _string(path: Path, fields: Mapping[str, _Field], key: str) -> str | None:
     found = fields.get(key)
     if found is None:
         return None
-    if found.types != [GGUFValueType.STRING]:
+    if found.types != (GGUFValueType.STRING,):
         raise _wrong_type(path, key, "a string", found.types)
-    return _decode(found.parts[-1])
+    return found.value
 
 
-def _bool(path: Path, fields: Mapping[str, Any], key: str) -> bool | None:
+def _bool(path: Path, fields: Mapping[str, _Field], key: str) -> bool | None:
     found = fields.get(key)
     if found is None:
         return None
-    if found.types != [GGUFValueType.BOOL]:
+    if found.types != (GGUFValueType.BOOL,):
         raise _wrong_type(path, key, "a bool", found.types)
-    return bool(found.parts[-1][0])
+    return bool(found.value)
 
 
-def _int(path: Path, fields: Mapping[str, Any], key: str) -> int | None:
+def _int(path: Path, fields: Mapping[str, _Field], key: str) -> int | None:
     found = fields.get(key)
     if found is None:
         return None
     if len(found.types) != 1 or found.types[0] not in _INTEGER_TYPES:
         raise _wrong_type(path, key, "an integer", found.types)
-    return int(found.parts[-1][0])
+    return int(found.value)
 
 
-def _string_array(path: Path, fields: Mapping[str, Any], key: str) -> tuple[str, ...]:
+def _string_array(path: Path, fields: Mapping[str, _Field], key: str) -> tuple[str, ...]:
     found = fields.get(key)
     if found is None:
         return ()
     if found.types[0] != GGUFValueType.ARRAY or (len(found.types) > 1 and found.types[-1] != GGUFValueType.STRING):
         raise _wrong_type(path, key, "an array of strings", found.types)
-    return tuple(_decode(found.parts[i]) for i in found.data)
+    return found.value
 
 
-def _int_array(path: Path, fields: Mapping[str, Any], key: str) -> list[int]:
+def _int_array(path: Path, fields: Mapping[str, _Field], key: str) -> tuple[int, ...]:
     found = fields.get(key)
     if found is None:
-        return []
+        return ()
     if found.types[0] != GGUFValueType.ARRAY or (len(found.types) > 1 and found.types[-1] not in _INTEGER_TYPES):
         raise _wrong_type(path, key, "an array of integers", found.types)
-    return [int(found.parts[i][0]) for i in found.data]
+    return found.value
 
 
-def _named_templates(path: Path, fields: Mapping[str, Any]) -> dict[str, str]:
+def _named_templates(path: Path, fields: Mapping[str, _Field]) -> dict[str, str]:
     names = (k for k in fields if k.startswith(_NAMED_TEMPLATE_PREFIX))
     return {k[len(_NAMED_TEMPLATE_PREFIX) :]: _string(path, fields, k) or "" for k in names}
 
 
 def _special_ids(
-    path: Path, fields: Mapping[str, Any], tokenizer_model: str | None, n_tokens: int
+    path: Path, fields: Mapping[str, _Field], tokenizer_model: str | None, n_tokens: int
 ) -> dict[str, int | None]:
     """Metadata ids, else llama.cpp's per-model defaults; ids outside the vocabulary count as absent."""
     defaults = _DEFAULT_SPECIAL_IDS.get(tokenizer_model or "", {})
@@ -443,3 +555,28 @@ def _special_ids(
         default = default if default is not None and default < n_tokens else None
         resolved[kind] = declared if declared is not None and 0 <= declared < n_tokens else default
     return resolved
+
+
+# --- the reference: the same vocab through gguf.GGUFReader (tests/sources/test_gguf_file.py, benchmarks/) ---
+
+
+def _vocab_from_reader(path: Path, reader: GGUFReader) -> GGUFVocab:
+    """The GGUFVocab of an already opened ``GGUFReader``, decoded by gguf-py instead of the walker."""
+    fields = {
+        key: _field_from_reader(found)
+        for key, found in reader.fields.items()
+        if key in _DECODED_KEYS or key.startswith(_NAMED_TEMPLATE_PREFIX)
+    }
+    keys = tuple(k for k in reader.fields if not k.startswith("GGUF."))  # GGUF.* are the reader's header pseudo-keys
+    return _vocab_from_fields(path, fields, keys, len(reader.tensors))
+
+
+def _field_from_reader(found: ReaderField) -> _Field:
+    types = tuple(found.types)
+    if types[0] == GGUFValueType.STRING:
+        return _Field(types, _decode(found.parts[-1]))
+    if types[0] != GGUFValueType.ARRAY:
+        return _Field(types, found.parts[-1][0].item())
+    if types[-1] == GGUFValueType.STRING:
+        return _Field(types, tuple(_decode(found.parts[i]) for i in found.data))
+    return _Field(types, tuple(found.parts[i][0].item() for i in found.data))
