@@ -98,6 +98,27 @@ def mldebug(path: Path, tokenizer_dir: str, extra: list[str]) -> dict:
     return {"wall": wall, "rss_mib": rss_kib / 1024}
 
 
+def startup(tokenizer_dir: str, repeat: int = 5) -> dict[str, float]:
+    """Median wall time of commands whose cost is start-up: help, explain, and inspect-data on one row."""
+    with tempfile.TemporaryDirectory() as tmp:
+        one = Path(tmp) / "one.jsonl"
+        make_dataset(one, 1)
+        commands = {
+            "mldebug --help": ["--help"],
+            "mldebug explain no-trainable-tokens": ["explain", "no-trainable-tokens"],
+            "mldebug inspect-data (1 row)": ["inspect-data", str(one), "--tokenizer", tokenizer_dir, "-o", os.devnull],
+        }
+        out = {}
+        for name, args in commands.items():
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "mldebug_cli", *args], capture_output=True, check=False)
+                times.append(time.perf_counter() - start)
+            out[name] = statistics.median(times)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=20_000)
@@ -133,6 +154,7 @@ def main() -> None:
         rss = max(r["rss_mib"] for r in rs)
         print(f"{name:40} {wall[name]:8.2f} {spread:>13} {args.rows / wall[name]:9.0f} "
               f"{tokens / wall[name]:11.0f} {rss:13.0f}")
+    print("start-up (median of 5):", ", ".join(f"{k} {v:.2f} s" for k, v in startup(args.tokenizer).items()))
     for name in runs:
         if name.startswith("(c"):
             line = f"{name}: {wall[name] / wall['(a) floor']:.2f}x the floor"
