@@ -44,7 +44,7 @@ app.command("preflight")(preflight.preflight)
 
 
 # Commands that only read, render and tokenize: their processes never need torch.
-TORCH_FREE = frozenset({"inspect-data", "render", "check-template", "explain"})
+TORCH_FREE = frozenset({"inspect-data", "render", "check-template"})
 
 
 def main() -> None:

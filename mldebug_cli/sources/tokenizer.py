@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,31 +64,47 @@ def _refuse_remote_code(path: Path) -> None:
         )
 
 
-def keep_torch_out() -> None:
-    """At the start of a process that only tokenizes: stop transformers from importing torch (1.5-2 s).
+_TORCH_FREE = False  # set once at process start by keep_torch_out()
 
-    Tokenizers never use torch, but transformers' AutoTokenizer imports it through its config classes. transformers
-    asks once per process whether torch exists (``importlib.util.find_spec``); a ``None`` entry in ``sys.modules``
-    makes the answer no. That answer then holds for the whole process, so only a process that will never need torch
-    (no LR schedule) may call this, and only before anything imported transformers.
+
+def keep_torch_out() -> None:
+    """Declare, at the start of a process that never needs torch (no LR schedule), that tokenizers load without it.
+
+    Tokenizers never use torch, but AutoTokenizer imports it (1.5-2 s) through transformers' config classes.
     """
-    if "torch" in sys.modules or "transformers" in sys.modules:
+    global _TORCH_FREE
+    _TORCH_FREE = True
+
+
+@contextmanager
+def _torch_hidden_from_transformers() -> Iterator[None]:
+    """Around transformers' first import: it asks once per process whether torch exists (``find_spec``), and a
+    ``None`` entry in ``sys.modules`` makes the answer no. The entry goes again afterwards, so code that tests
+    ``"torch" in sys.modules`` (datasets does) sees no torch rather than a blocked one."""
+    if not _TORCH_FREE or "torch" in sys.modules or "transformers" in sys.modules:
+        yield
         return
-    sys.modules["torch"] = None  # type: ignore[assignment]
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # its "PyTorch was not found" advice
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if "torch" in sys.modules and sys.modules["torch"] is None:
+            del sys.modules["torch"]
 
 
 @functools.lru_cache(maxsize=8)
 def _auto_tokenizer(spec: str, trust_remote_code: bool):
     """Load once per run; callers must not mutate the tokenizer (the template is kept beside it)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
-    from transformers import AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    logging.getLogger("transformers").setLevel(logging.ERROR)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(spec, trust_remote_code=trust_remote_code)
+        with _torch_hidden_from_transformers():
+            from transformers import AutoTokenizer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.set_verbosity_error()
+            logging.getLogger("transformers").setLevel(logging.ERROR)
+            tokenizer = AutoTokenizer.from_pretrained(spec, trust_remote_code=trust_remote_code)
     except OSError as exc:
         raise InputError(f"{spec}: cannot load a tokenizer: {_one_line(exc)}",
                          hint="pass a local folder, or a hub id that is in the local cache") from None

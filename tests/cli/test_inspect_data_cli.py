@@ -150,22 +150,38 @@ def test_help_imports_no_heavy_library():
     assert "HEAVY []" in result.stdout, result.stdout[-500:]
 
 
-def test_an_inspect_data_process_keeps_torch_out_and_reports_the_same(tmp_path):
-    """`mldebug inspect-data` never imports torch (1.5-2 s of start-up); the tokens and findings stay the same."""
-    out = tmp_path / "report.json"
-    args = ["inspect-data", str(GLAIVE), "-t", str(PHI3), "--framework", "axolotl", "--all", "-f", "json", "-o", str(out)]
+def _run_main_in_child(args: list[str]) -> subprocess.CompletedProcess:
+    """``mldebug ARGS`` in a fresh interpreter, printing afterwards whether torch was imported."""
     code = (
         "import sys\n"
         "from mldebug_cli.cli import main\n"
         f"sys.argv = ['mldebug', '--debug', *{args!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('TORCH', type(sys.modules.get('torch')).__name__)\n"
+        "print('TORCH', 'torch' in sys.modules)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert "TORCH NoneType" in result.stdout, result.stdout[-500:] + result.stderr[-2000:]
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_an_inspect_data_process_keeps_torch_out_and_reports_the_same(tmp_path):
+    """`mldebug inspect-data` never imports torch (1.5-2 s of start-up); the tokens and findings stay the same."""
+    out = tmp_path / "report.json"
+    args = ["inspect-data", str(GLAIVE), "-t", str(PHI3), "--framework", "axolotl", "--all", "-f", "json", "-o", str(out)]
+    result = _run_main_in_child(args)
+    assert "TORCH False" in result.stdout, result.stdout[-500:] + result.stderr[-2000:]
     assert "PyTorch was not found" not in result.stderr
     in_process = run(*args[:-2])  # this pytest process has torch: the same report, token for token
     assert json.loads(out.read_text()) == json.loads(in_process.stdout)
+
+
+def test_a_parquet_dataset_reads_in_a_process_that_keeps_torch_out(tmp_path):
+    """datasets imports torch when it sees it in sys.modules: the tokenizer load must leave no trace there."""
+    import datasets
+
+    path = tmp_path / "alpaca.parquet"
+    datasets.Dataset.from_list(json.loads(ALPACA.read_text())[:20]).to_parquet(str(path))
+    result = _run_main_in_child(["inspect-data", str(path), "-t", str(QWEN25), "--all", "-f", "json", "-o", str(tmp_path / "r.json")])
+    assert "TORCH False" in result.stdout, result.stdout[-500:] + result.stderr[-2000:]
+    assert json.loads((tmp_path / "r.json").read_text())["summary"]["rows_checked"] == 20
 
 
 def test_only_commands_that_never_need_torch_keep_it_out():
