@@ -14,6 +14,7 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.pipelines.inspect_subjects import Row, Setup, TurnTokens
+from mldebug_cli.render import axolotl
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
 from mldebug_cli.render.masking import TRAIN_ON, ShapeCache, layout_chat, layout_completion
@@ -60,6 +61,7 @@ class InspectOptions:
     split: str | None = None
     trust_remote_code: bool = False
     workers: int | None = None  # None: one per available core for large runs
+    axolotl: axolotl.AxolotlOptions | None = None  # None: axolotl's defaults, with --train-on
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -75,14 +77,14 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
         setup = replace(setup, render=lambda messages, tools: renderer.render(messages, tools).text)
-    shapes = ShapeCache(renderer, _end_texts(setup), _turn_end(setup)) if renderer is not None else None
+    locator = _locator(setup, renderer)
 
     findings: list[Finding] = []
     for check in checks:
         if check.subject == "setup":
             findings.extend(check.findings(setup, setup))
     engine = _RowEngine(
-        detection, setup, renderer, shapes, loaded.tokenizer, source.display,
+        detection, setup, renderer, locator, loaded.tokenizer, source.display,
         row_checks=[c for c in checks if c.subject == "row"],
         wanted=frozenset(options.rows) if options.rows else None,
         show=options.show,
@@ -130,7 +132,7 @@ class _RowEngine:
     detection: Any
     setup: Setup
     renderer: ChatRenderer | None
-    shapes: ShapeCache | None
+    locator: ShapeCache | axolotl.AxolotlLocator | None  # where chat turns are (per-shape caches)
     tokenizer: Any
     path: str
     row_checks: list
@@ -138,7 +140,7 @@ class _RowEngine:
     show: int
 
     def process(self, batch: list[Record]) -> _BatchResult:
-        rows = _process(batch, self.detection, self.setup, self.renderer, self.shapes, self.tokenizer, self.path)
+        rows = _process(batch, self.detection, self.setup, self.renderer, self.locator, self.tokenizer, self.path)
         result = _BatchResult([], _Stats(self.setup.max_length), [])
         shown_ok = shown_flagged = 0
         for row in rows:
@@ -269,11 +271,38 @@ def _first_records(source: DatasetSource, n: int) -> list[Record]:
 
 
 def _train_on(options: InspectOptions, row_format: str) -> str:
+    if row_format == "prompt-completion" and options.train_on is None:
+        return "completion"
+    if options.framework == "axolotl" and options.axolotl is not None:
+        return "all" if options.axolotl.trains_beyond_assistant else "assistant"
     if options.train_on is not None:
         return options.train_on
-    if row_format == "prompt-completion":
-        return "completion"
     return _DEFAULT_TRAIN_ON[options.framework]
+
+
+def _axolotl_options(options: InspectOptions, train_on: str) -> axolotl.AxolotlOptions:
+    """The config's settings, else axolotl's defaults with --train-on all (train_on_inputs) or last."""
+    if options.axolotl is not None:
+        return options.axolotl
+    return axolotl.AxolotlOptions(train_on_inputs=train_on == "all", last_turn_only=train_on == "last")
+
+
+def _axolotl_masking(options: InspectOptions, loaded: LoadedTokenizer, row_format: str, train_on: str):
+    """axolotl's chat_template masking for chat rows (None for other frameworks and row formats)."""
+    if options.framework != "axolotl" or row_format not in ("messages", "sharegpt", "alpaca"):
+        return None
+    try:
+        return axolotl.AxolotlMasking.resolve(_axolotl_options(options, train_on), loaded.tokenizer, loaded.chat_template)
+    except axolotl.AxolotlConfigError as exc:
+        raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot") from None
+
+
+def _locator(setup: Setup, renderer: ChatRenderer | None):
+    if renderer is None:
+        return None
+    if setup.axolotl is not None:
+        return axolotl.AxolotlLocator(renderer, setup.axolotl)
+    return ShapeCache(renderer, _end_texts(setup), _turn_end(setup))
 
 
 def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokenizer, row_format: str, train_on: str) -> Setup:
@@ -323,6 +352,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         special_pattern=re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) if specials else None,
         id_to_piece=tok.convert_ids_to_tokens,
         encode=lambda text: tok.encode(text, add_special_tokens=False),
+        axolotl=_axolotl_masking(options, loaded, row_format, train_on),
     )
 
 
@@ -356,14 +386,14 @@ def _batches(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
         yield batch
 
 
-def _process(batch: list[Record], detection, setup: Setup, renderer, shapes, tokenizer, path: str) -> list[Row]:
+def _process(batch: list[Record], detection, setup: Setup, renderer, locator, tokenizer, path: str) -> list[Row]:
     """Convert, render and lay out every row of a batch, then tokenize the batch in one call."""
-    rows = [_prepare(record, detection, setup, renderer, shapes, path) for record in batch]
+    rows = [_prepare(record, detection, setup, renderer, locator, path) for record in batch]
     _tokenize(rows, setup, tokenizer)
     return rows
 
 
-def _prepare(record: Record, detection, setup: Setup, renderer, shapes, path: str) -> Row:
+def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: str) -> Row:
     record = record.parsed()  # JSON Lines rows reach the batch as raw lines: parsing happens in the workers
     row = Row(index=record.index, line=record.line, path=path, raw=record.data)
     if record.error is not None:
@@ -378,16 +408,18 @@ def _prepare(record: Record, detection, setup: Setup, renderer, shapes, path: st
         row.problem = RowProblem("DS010", f"the row does not fit the {detection.row_format} format ({type(exc).__name__}: {exc})")
         return row
     try:
-        _lay_out(row, setup, renderer, shapes)
+        _lay_out(row, setup, renderer, locator)
     except TemplateRenderError as exc:
         row.render_error = str(exc)
     return row
 
 
-def _lay_out(row: Row, setup: Setup, renderer, shapes) -> None:
+def _lay_out(row: Row, setup: Setup, renderer, locator) -> None:
     sample = row.sample
-    if isinstance(sample, Chat):
-        row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, _end_texts(setup), shapes,
+    if isinstance(sample, Chat) and setup.axolotl is not None:
+        row.layout = locator.layout(sample.messages, sample.tools)
+    elif isinstance(sample, Chat):
+        row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, _end_texts(setup), locator,
                                  _turn_end(setup))
     elif isinstance(sample, PromptCompletion):
         eos = setup.eos_text if _appends_eos(setup) else None
@@ -445,6 +477,12 @@ def _label(row: Row, encoding, setup: Setup) -> None:
     ids = encoding.ids
     row.encoding = encoding
     layout = row.layout
+    if layout is not None and layout.method == axolotl.METHOD:
+        labels, straddles, ranges = axolotl.label_tokens(encoding, ids, layout, setup.axolotl)
+        row.turns = [TurnTokens(t.message_index, start, end, t.trained, t.located_by, True)
+                     for t, (start, end) in zip(layout.turns, ranges)]
+        _store(row, ids, labels, straddles, setup)
+        return
     trains_everything = layout is None or layout.method == "all" or (layout.method == "completion" and setup.train_on == "all")
     if trains_everything:
         labels, straddles = list(ids), []
@@ -590,7 +628,9 @@ def _histogram(lengths: Counter[int], max_length: int | None) -> dict[str, Any]:
 
 def _context(setup: Setup, detection, loaded, train_on: str, options, checked: int, total: int, workers: int) -> dict[str, Any]:
     method = None
-    if setup.chat and train_on in ("assistant", "last"):
+    if setup.axolotl is not None:
+        method = f"axolotl chat_template masking ({setup.axolotl.describe()})"
+    elif setup.chat and train_on in ("assistant", "last"):
         method = "generation-markers" if setup.has_generation_markers else "turn-diff (per-turn prefix renders)"
     return {
         "dataset": setup.dataset_path,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.findings import Location
+from mldebug_cli.render.axolotl import AxolotlMasking
 from mldebug_cli.render.masking import ChatLayout
 from mldebug_cli.render.probe import TemplateFacts
 from mldebug_cli.sources.row_formats import RowProblem, Sample
@@ -43,6 +44,7 @@ class Setup:
     id_to_piece: Any  # callable id -> token text
     encode: Any  # callable text -> ids without special tokens
     render: Any = None  # callable (messages, tools) -> rendered text, for checks that compare renders
+    axolotl: AxolotlMasking | None = None  # chat rows masked as axolotl's chat_template masks them
 
     @property
     def chat(self) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.sources.config_file import ConfigFile
-from mldebug_cli.sources.training_plan import TrainingPlan
+from mldebug_cli.sources.training_plan import DatasetPlan, TrainingPlan
 
 COMMAND = "preflight"
 
@@ -80,13 +80,22 @@ def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: st
         select=options.select,
         ignore=options.ignore,
         split=dataset.split,
+        axolotl=_axolotl_options(dataset) if plan.framework == "axolotl" else None,
     )
     try:
         report = inspect.build_report(inspect_options)
     except InputError as exc:
-        raise InputError(f"{_where(config, dataset.key)}: {dataset.key}: {exc.message}", exc.hint) from None
-    findings = tuple(_point_at_config(f, config, plan, dataset.key) for f in report.findings)
+        key = (_terminator_key(dataset) or dataset.key) if exc.message.startswith("axolotl refuses") else dataset.key
+        raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint) from None
+    findings = tuple(_point_at_config(f, config, plan, dataset) for f in report.findings)
     return {"command": "inspect-data", "target": dataset.spec, "report": report, "findings": findings}
+
+
+def _axolotl_options(dataset: DatasetPlan):
+    """The dataset's chat_template masking settings over axolotl's defaults."""
+    from mldebug_cli.render.axolotl import AxolotlOptions
+
+    return AxolotlOptions(**{name: setting.value for name, setting in dataset.masking})
 
 
 def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from_config: bool) -> None:
@@ -131,8 +140,9 @@ def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, 
 
 # Which config key a data finding is about: the length limit for truncation, the model for its
 # tokenizer, the template or masking switch for masking findings.
-def _config_key(code: str, plan: TrainingPlan) -> str | None:
+def _config_key(code: str, plan: TrainingPlan, dataset: DatasetPlan) -> str | None:
     by_code = {
+        "DS004": _terminator_key(dataset),
         "DS001": plan.max_length.key,
         "DS007": plan.max_length.key,
         "DS008": plan.max_length.key,
@@ -144,9 +154,16 @@ def _config_key(code: str, plan: TrainingPlan) -> str | None:
     return by_code.get(code)
 
 
-def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, dataset_key: str) -> Finding:
+def _terminator_key(dataset: DatasetPlan) -> str | None:
+    """The axolotl key that decides which end-of-turn tokens are trained, when the config sets one."""
+    masking = dict(dataset.masking)
+    return next((masking[k].key for k in ("eot_tokens", "train_on_eot", "train_on_eos") if k in masking), None)
+
+
+def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan) -> Finding:
     """Row findings keep their row and name the config key behind them; setup findings point at that key's line."""
-    key = _config_key(finding.code, plan)
+    dataset_key = dataset.key
+    key = _config_key(finding.code, plan, dataset)
     if finding.code == "DS001" and "truncation" not in finding.message:
         key = None
     if finding.location.row is not None:

@@ -31,6 +31,8 @@ class DatasetPlan:
     key: str  # the config key naming it
     data_format: str | None = None  # mldebug's row format, when the config says it
     split: str | None = None
+    # axolotl chat_template masking settings the config sets, by option name (AxolotlOptions fields)
+    masking: tuple[tuple[str, Setting], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class TrainingPlan:
 
 
 _AXOLOTL_TYPES = {"alpaca": "alpaca", "sharegpt": "sharegpt", "chat_template": None, "completion": "text"}
+_AXOLOTL_TERMINATORS = ("all", "turn", "last", "none")
 _LLAMA_FACTORY_FORMATS = {"alpaca": "alpaca", "sharegpt": "sharegpt"}
 
 
@@ -72,7 +75,8 @@ def _axolotl(config: ConfigFile) -> TrainingPlan:
         if kind == "alpaca":
             notes.append(f"datasets[{i}] type alpaca: axolotl formats it with its own Alpaca prompter; mldebug renders it with the chat template")
         path = _local(config, str(entry["path"]), entry.get("data_files"))
-        datasets.append(DatasetPlan(path, f"datasets.{i}.path", fmt, entry.get("split")))
+        masking = _axolotl_masking(config, f"datasets.{i}")
+        datasets.append(DatasetPlan(path, f"datasets.{i}.path", fmt, entry.get("split"), masking))
     template = config.get("chat_template")
     chat_template = Setting(None)
     if template == "jinja":
@@ -84,6 +88,29 @@ def _axolotl(config: ConfigFile) -> TrainingPlan:
     if config.get("excess_length_strategy", "drop") == "drop":
         notes.append("axolotl drops rows longer than sequence_len (excess_length_strategy: drop): rows flagged as truncated are dropped from training")
     return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length, tuple(notes))
+
+
+def _axolotl_masking(config: ConfigFile, at: str) -> tuple[tuple[str, Setting], ...]:
+    """The chat_template masking keys set for one dataset entry (and the top-level ones), checked as axolotl checks them."""
+    found = []
+    keyed = [(name, f"{at}.{name}") for name in ("roles_to_train", "train_on_eos", "train_on_eot", "message_field_training")]
+    keyed += [(name, name) for name in ("train_on_inputs", "eot_tokens")]
+    for name, key in keyed:
+        value = config.get(key)
+        if value is None:  # axolotl drops unset (null) keys and applies its defaults
+            continue
+        if name in ("roles_to_train", "eot_tokens"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InputError(f"{_at(config, key)}: {name} must be a list of strings")
+            value = tuple(value)
+        elif name in ("train_on_eos", "train_on_eot") and value not in _AXOLOTL_TERMINATORS:
+            raise InputError(f"{_at(config, key)}: {name} must be one of {', '.join(_AXOLOTL_TERMINATORS)}, not {value!r}")
+        elif name == "train_on_inputs" and not isinstance(value, bool):
+            raise InputError(f"{_at(config, key)}: train_on_inputs must be true or false")
+        elif name == "message_field_training" and not isinstance(value, str):
+            raise InputError(f"{_at(config, key)}: message_field_training must name a message key")
+        found.append((name, Setting(value, key)))
+    return tuple(found)
 
 
 def _llama_factory(config: ConfigFile) -> TrainingPlan:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+from mldebug_cli.render.axolotl import AxolotlOptions
 from support import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages, write_jsonl
 
 
@@ -86,10 +87,31 @@ def test_ds004_generation_block_that_leaves_out_the_end_of_turn(tmp_path, chats,
     assert broken.count("<|im_end|>") == template.count("<|im_end|>")
     (tmp_path / "broken.jinja").write_text(broken)
     path = chats([alpaca_as_messages(r) for r in alpaca_rows[:2]])
-    hits = fired(path, QWEN25, "DS004", train_on="assistant", framework="axolotl", chat_template=str(tmp_path / "broken.jinja"))
+    hits = fired(path, QWEN25, "DS004", train_on="assistant", framework="trl", chat_template=str(tmp_path / "broken.jinja"))
     assert set(hits) == {0, 1} and "'<|im_end|>'" in hits[0]
-    clean = fired(path, QWEN25, "DS004", train_on="assistant", framework="axolotl", chat_template=str(TRL_TEMPLATES / "qwen2_5_training.jinja"))
+    clean = fired(path, QWEN25, "DS004", train_on="assistant", framework="trl", chat_template=str(TRL_TEMPLATES / "qwen2_5_training.jinja"))
     assert clean == {}
+    # axolotl 0.19 ignores generation markers: it trains the reply and <|im_end|> (checked against axolotl itself)
+    assert fired(path, QWEN25, "DS004", framework="axolotl", chat_template=str(tmp_path / "broken.jinja")) == {}
+
+
+def test_ds004_under_axolotl_defaults_phi3_never_trains_its_end_token(chats, alpaca_rows):
+    """axolotl's default eot_tokens is the EOS (<|endoftext|>), written once at the end: <|end|> is never trained."""
+    two_turns = alpaca_as_messages(alpaca_rows[0]) + alpaca_as_messages(alpaca_rows[1])
+    path = chats([two_turns, alpaca_as_messages(alpaca_rows[2])])
+    hits = fired(path, PHI3, "DS004", framework="axolotl")
+    assert set(hits) == {0} and "'<|end|>' is present but masked" in hits[0] and "message 1" in hits[0]
+    report = build_report(InspectOptions(dataset=str(path), tokenizer=str(PHI3), framework="axolotl", select=("DS004",), all_rows=True))
+    assert "eot_tokens" in report.findings[0].hint
+    fixed = build_report(InspectOptions(dataset=str(path), tokenizer=str(PHI3), framework="axolotl", select=("DS004",),
+                                        all_rows=True, axolotl=AxolotlOptions(eot_tokens=("<|end|>",))))
+    assert fixed.findings == ()
+
+
+def test_ds004_mistral_nemo_with_a_system_message_trains_its_end_token_under_axolotl(chats, alpaca_rows):
+    """The template moves the system message into the last user turn; axolotl still finds each reply and trains </s>."""
+    with_system = [{"role": "system", "content": "Be brief."}, *alpaca_as_messages(alpaca_rows[0]), *alpaca_as_messages(alpaca_rows[1])]
+    assert fired(chats([with_system]), NEMO, "DS004", framework="axolotl") == {}
 
 
 def test_ds005_text_without_eos_under_a_bare_trainer(tmp_path):
@@ -187,10 +209,12 @@ def test_ds014_qwen3_rewrites_history_and_qwen25_does_not(chats):
     two_turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
                  {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]
     path = chats([two_turns, two_turns[:2]])
-    hits = fired(path, QWEN3, "DS014", train_on="assistant", framework="axolotl")
+    hits = fired(path, QWEN3, "DS014", train_on="assistant", framework="llama-factory")
     assert set(hits) == {0} and "message 1" in hits[0]
-    assert fired(path, QWEN25, "DS014", train_on="assistant", framework="axolotl") == {}
-    assert fired(path, PHI3, "DS014", train_on="assistant", framework="axolotl") == {}  # its trailing EOS is not a rewrite
+    assert fired(path, QWEN25, "DS014", train_on="assistant", framework="llama-factory") == {}
+    assert fired(path, PHI3, "DS014", train_on="assistant", framework="llama-factory") == {}  # its trailing EOS is not a rewrite
+    # axolotl 0.19 diffs whole-conversation renders, so a rewritten history does not move its masks
+    assert fired(path, QWEN3, "DS014", framework="axolotl") == {}
 
 
 def test_ds015_no_generation_markers(chats, alpaca_rows):

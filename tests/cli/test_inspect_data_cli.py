@@ -35,7 +35,7 @@ def test_json_contract_on_the_alpaca_demo():
     from transformers import AutoTokenizer
 
     decoded = AutoTokenizer.from_pretrained(str(QWEN25)).decode(trained)
-    assert decoded == json.loads(ALPACA.read_text())[0]["output"] + "<|im_end|>\n"
+    assert decoded == json.loads(ALPACA.read_text())[0]["output"] + "<|im_end|>"  # axolotl never trains the "\n" after it
     assert [f["code"] for f in doc["findings"]] == ["DS015"]
     assert doc["findings"][0]["name"] == "no-generation-markers" and doc["findings"][0]["severity"] == "info"
 
@@ -66,8 +66,10 @@ def test_text_view_shows_prompt_tokens_and_summary(tmp_path):
     result = run("inspect-data", AXOLOTL_MISSING_TURNS, "-t", QWEN3, "--train-on", "assistant", "--framework", "axolotl", "--color", "never")
     out = result.stdout
     assert "Rendered prompt" in out and "<|im_start|>assistant↵" in out
-    assert "⟦<|im_end|>↵\n⟧" in out  # the empty turn trains only its end-of-turn token
-    assert "DS012 empty-turn" in out and "DS014 prefix-not-preserved" in out
+    # as axolotl 0.19 trains it: the empty turn not at all, a reply with its <|im_end|> but not the newline after
+    assert "<|im_start|>assistant↵\n<|im_end|>↵\n<|im_start|>user↵" in out
+    assert "simple answer.<|im_end|>⟧↵\n" in out
+    assert "DS012 empty-turn" in out and "DS014" not in out and "masking: axolotl-chat-template" in out
     assert "Summary" in out and "trained" in out
     assert "\x1b[" not in out
 

@@ -119,3 +119,26 @@ def test_deploy_artefacts_are_compared_with_the_training_template():
     assert "<|im_end|>" in stop["message"] and stop["location"]["side"] == "deploy"
     sections = [s["command"] for s in json.loads(result.stdout)["summary"]["sections"]]
     assert sections == ["inspect-data", "lr-plot", "check-template"]
+
+
+def test_axolotl_masking_keys_decide_what_is_trained(tmp_path):
+    """Phi-3 under axolotl's defaults never trains <|end|> (DS004, pointing at train_on_eos); eot_tokens fixes it."""
+    rows = [{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+                          {"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = (f"base_model: {FIXTURES / 'tokenizers' / 'phi-3-mini-instruct'}\nsequence_len: 512\nmicro_batch_size: 1\n"
+            "num_epochs: 1\nlearning_rate: 0.0001\ndatasets:\n  - path: train.jsonl\n    type: chat_template\n")
+    config = tmp_path / "config.yml"
+    config.write_text(base + "    train_on_eos: turn\n")
+    [stop] = [f for f in findings(preflight(config, "-f", "json")) if f["code"] == "DS004"]
+    assert stop["location"]["key"] == "datasets.0.train_on_eos" and "eot_tokens" in stop["hint"]
+    config.write_text(base + "eot_tokens: ['<|end|>']\n")
+    result = preflight(config, "-f", "json")
+    assert not [f for f in findings(result) if f["code"] == "DS004"]
+    context = json.loads(result.stdout)["sections"][0]["context"]
+    assert "eot_tokens ['<|end|>']" in context["train_on"]
+    config.write_text(base + "eot_tokens: ['add_generation_prompt']\n")
+    refused = preflight(config)
+    assert refused.exit_code == 2 and f"{config}:9: eot_tokens: axolotl refuses" in refused.stderr
+    config.write_text(base + "    train_on_eot: sometimes\n")
+    assert "train_on_eot must be one of" in preflight(config).stderr

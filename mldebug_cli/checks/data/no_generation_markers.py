@@ -37,6 +37,14 @@ def run(setup, ctx) -> Iterator[Hit]:
             Severity.ERROR,
         )
         return
+    if setup.axolotl is not None:
+        yield Hit(
+            "the chat template has no {% generation %} markers (axolotl does not use them either); assistant turns"
+            " were masked as axolotl's chat_template masks them: each turn's content, then its EOS/EOT token",
+            "axolotl's eot_tokens, roles_to_train and train_on_eos decide the mask",
+            setup.location(),
+        )
+        return
     yield Hit(
         "the chat template has no {% generation %} markers; assistant turns were masked by per-turn prefix renders",
         "a template with {% generation %} markers makes the mask explicit",

@@ -4,9 +4,10 @@ prefix of rendering the conversation through it: the template rewrites history, 
 reasoning, adds an empty `<think>` block only to the last turn, or stamps the current date.
 
 Why it matters for training
-Turn-by-turn masking (axolotl's turn finder, TRL's prompt/completion split) assumes the prefix
+Turn-by-turn masking (per-turn prefix renders, TRL's prompt/completion split) assumes the prefix
 property; where it fails, masks land on the wrong tokens, and the model is trained on a context
-shape it never sees at inference.
+shape it never sees at inference. (axolotl's chat_template diffs whole-conversation renders instead,
+so its masks do not depend on it.)
 
 Example
 Qwen3's template writes `<think>\n\n</think>` into the last assistant turn only: in a two-turn

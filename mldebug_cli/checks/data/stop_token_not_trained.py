@@ -9,11 +9,12 @@ length limit, or starts writing the next user turn itself.
 
 Example
 A pre-tokenized dataset whose labels mask everything outside the answer text, `<|im_end|>` included;
-a `{% generation %}` block that closes before the end-of-turn token; axolotl `train_on_eos: none`.
+a `{% generation %}` block that closes before the end-of-turn token; axolotl `train_on_eos: none`;
+Phi-3 under axolotl's defaults, which train only the EOS `<|endoftext|>` (after the last turn), never `<|end|>`.
 
 Fix
-Train the end-of-turn token with the answer (axolotl `train_on_eos: turn`, generation blocks that
-include it), and keep it in pre-tokenized labels.
+Train the end-of-turn token with the answer (axolotl: list it in `eot_tokens`, with `train_on_eos` /
+`train_on_eot: turn`; generation blocks that include it), and keep it in pre-tokenized labels.
 """
 
 from __future__ import annotations
@@ -49,9 +50,15 @@ def run(row, setup) -> Iterator[Hit]:
         why = "is present but masked" if present else "is not in the turn at all"
         yield Hit(
             f"the end-of-turn token {stop_name} {why} in trained assistant turn(s) at message {', '.join(map(str, missing))}",
-            "train the end-of-turn token with each answer (include it in the generation block / train_on_eos)",
+            _hint(setup, stop_name),
             row.location(missing[0]),
         )
+
+
+def _hint(setup, stop_name: str) -> str:
+    if setup.axolotl is not None:  # axolotl trains only eot_tokens / EOS ids found within 3 tokens of a turn's content
+        return f"list {stop_name} in axolotl's eot_tokens and keep train_on_eot (or train_on_eos) at turn"
+    return "train the end-of-turn token with each answer (include it in the generation block / train_on_eos)"
 
 
 def _pretokenized(row, setup, stop_name: str) -> Iterator[Hit]:

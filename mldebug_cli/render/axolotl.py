@@ -1,0 +1,378 @@
+"""axolotl's ``chat_template`` masking (axolotl 0.19.0 ``ChatTemplateStrategy``), without axolotl.
+
+What axolotl trains in a conversation, turn by turn:
+
+- a turn is trainable when its own training field says so (``message_field_training``), else when
+  ``train_on_inputs`` is set or its role is in ``roles_to_train`` (default ``["assistant"]``);
+- a trainable turn's span is its content, plus whatever else the turn renders that a bare
+  ``{role, content}`` turn does not (tool calls, reasoning), never the role header: axolotl renders
+  the conversation again with that turn reduced to ``{role, content}`` and a sentinel as content,
+  once per sentinel (two), and takes the characters where each render differs from the real one
+  (the union of both). No difference means the turn was not found: nothing of it is trained.
+  Characters map to tokens by overlap. With a tokenizer named like ``*mistral*`` a leading system
+  turn is never found;
+- after a turn's last token, the first end-of-turn id (``eot_tokens``, default the EOS token) and,
+  separately, the first EOS id are trained when they lie within 3 tokens, per ``train_on_eot`` /
+  ``train_on_eos``: ``turn`` after trainable turns, ``all`` after every turn, ``last`` only the last
+  one found, ``none`` never. So the newline after ``<|im_end|>`` is never trained.
+
+axolotl renders twice per turn, quadratic in the turns of a row. Here the spans come from one
+placeholder render per conversation shape (or per row, for rows with tools or extra keys): where the
+real render is that skeleton with each placeholder replaced by the turn's own rendering, axolotl's
+diff is computed on the strings alone. Rows where that does not hold take axolotl's own renders, and
+their turns say so (``located_by``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
+from mldebug_cli.render.labels import IGNORE_INDEX, token_range
+from mldebug_cli.render.masking import PLACEHOLDER, ChatLayout, Turn
+
+METHOD = "axolotl-chat-template"
+TERMINATOR_OPTIONS = ("all", "turn", "last", "none")
+SENTINELS = ("[[dummy_message]]", "zzdummymessagezz")  # axolotl's own, with disjoint first and last characters
+TERMINATOR_REACH = 3  # tokens after a turn's span within which its end-of-turn / EOS token is looked for
+ROLE_NAMES = {"human": "user", "gpt": "assistant"}  # axolotl's default role mapping, for roles_to_train
+SKELETON_CACHE_SIZE = 4096
+
+
+class AxolotlConfigError(ValueError):
+    """A setting axolotl refuses when it loads the dataset (its own message, reworded)."""
+
+
+@dataclass(frozen=True)
+class AxolotlOptions:
+    """The chat_template settings that decide what is trained (axolotl's defaults)."""
+
+    roles_to_train: tuple[str, ...] = ("assistant",)
+    train_on_inputs: bool = False
+    train_on_eos: str = "turn"
+    train_on_eot: str | None = None  # None: as train_on_eos
+    eot_tokens: tuple[str, ...] | None = None  # None: the tokenizer's EOS token
+    message_field_training: str | None = None  # a message key whose value overrides the role rule
+    last_turn_only: bool = False  # mldebug's --train-on last: as if earlier turns were marked untrained
+
+    @property
+    def eot_option(self) -> str:
+        return self.train_on_eot if self.train_on_eot is not None else self.train_on_eos
+
+    @property
+    def trains_beyond_assistant(self) -> bool:
+        return self.train_on_inputs or any(ROLE_NAMES.get(r, r) != "assistant" for r in self.roles_to_train)
+
+
+@dataclass(frozen=True)
+class AxolotlMasking:
+    """The options resolved against one tokenizer and template, as axolotl resolves them at load."""
+
+    options: AxolotlOptions
+    eot_tokens: tuple[str, ...]  # after axolotl drops those the template never writes
+    eot_ids: frozenset[int]
+    eos_ids: frozenset[int]
+    skips_leading_system: bool  # the tokenizer's name contains "mistral"
+
+    @classmethod
+    def resolve(cls, options: AxolotlOptions, tokenizer: Any, template: str | None) -> AxolotlMasking:
+        """Raises AxolotlConfigError where axolotl refuses the settings."""
+        for name, value in (("train_on_eos", options.train_on_eos), ("train_on_eot", options.eot_option)):
+            if value not in TERMINATOR_OPTIONS:
+                raise AxolotlConfigError(f"{name} must be one of {', '.join(TERMINATOR_OPTIONS)}, not {value!r}")
+        eos = tokenizer.eos_token
+        tokens = list(options.eot_tokens) if options.eot_tokens is not None else [eos] if eos is not None else []
+        encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
+        if template and tokens != [eos]:  # axolotl checks only tokens other than the default
+            tokens = [t for t in tokens if t in template]
+            for token in tokens:
+                if len(encode(token)) != 1:
+                    raise AxolotlConfigError(f"{token!r} is encoded as {len(encode(token))} tokens (eot_tokens must be single tokens)")
+            if eos in tokens and options.train_on_eos != options.eot_option:
+                raise AxolotlConfigError(
+                    f"eot_tokens holds the EOS token {eos!r} while train_on_eos ({options.train_on_eos}) differs from "
+                    f"train_on_eot ({options.eot_option})")
+        eot_ids = frozenset(ids[0] for ids in map(encode, tokens) if len(ids) == 1)
+        eos_ids = frozenset(() if tokenizer.eos_token_id is None else (tokenizer.eos_token_id,))
+        mistral = "mistral" in str(getattr(tokenizer, "name_or_path", "") or "").lower()
+        return cls(options, tuple(tokens), eot_ids, eos_ids, mistral)
+
+    def describe(self) -> str:
+        o = self.options
+        parts = [
+            "train_on_inputs" if o.train_on_inputs else f"roles_to_train {list(o.roles_to_train)}",
+            f"train_on_eos {o.train_on_eos}",
+            f"train_on_eot {o.eot_option}",
+            f"eot_tokens {list(self.eot_tokens)}",
+        ]
+        if o.message_field_training:
+            parts.append(f"message_field_training {o.message_field_training!r}")
+        if o.last_turn_only:
+            parts.append("last trainable turn only")
+        return ", ".join(parts)
+
+
+def trainable_turns(messages: list[dict[str, Any]], options: AxolotlOptions) -> list[bool]:
+    """Which messages axolotl trains (before locating them)."""
+    roles = {ROLE_NAMES.get(r, r) for r in options.roles_to_train}
+    field = options.message_field_training
+    flags = []
+    for message in messages:
+        own = message.get(field) if field else None
+        flags.append(bool(own) if own is not None else options.train_on_inputs or message.get("role") in roles)
+    if options.last_turn_only and any(flags):
+        last = len(flags) - 1 - flags[::-1].index(True)
+        flags = [k == last for k in range(len(flags))]
+    return flags
+
+
+class AxolotlLocator:
+    """Lays out chat rows the way axolotl masks them; skeleton renders are kept per conversation shape."""
+
+    def __init__(self, renderer: ChatRenderer, masking: AxolotlMasking) -> None:
+        self.renderer = renderer
+        self.masking = masking
+        self._skeletons: dict[tuple, _Skeleton | None] = {}
+
+    def layout(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> ChatLayout:
+        """The render, the turns axolotl looks at (content spans; empty = not found) and the trained spans."""
+        text = self.renderer.render(messages, tools).text
+        trainable = trainable_turns(messages, self.masking.options)
+        options = self.masking.options
+        every_turn = "all" in (options.train_on_eos, options.eot_option)
+        looked_at = [k for k, trained in enumerate(trainable) if trained or every_turn]
+        skipped = 0 if self.masking.skips_leading_system and messages and messages[0].get("role") == "system" else None
+        wanted = [k for k in looked_at if k != skipped]
+        spans = self._spans(messages, tools, text, wanted)
+        turns = []
+        for k in looked_at:
+            start, end, located_by = spans.get(k, (0, 0, "skipped-system"))
+            turns.append(Turn(k, start, end, trainable[k], located_by))
+        trained = tuple((t.start, t.end) for t in turns if t.trained and t.end > t.start)
+        return ChatLayout(text, tuple(turns), trained, METHOD)
+
+    def _spans(self, messages, tools, text: str, wanted: list[int]) -> dict[int, tuple[int, int, str]]:
+        """{message index: (start, end, located_by)} for the turns in ``wanted``."""
+        if not wanted:
+            return {}
+        blocks = self._blocks_by_shape(messages, tools, text, wanted)
+        if blocks is None:
+            blocks = self._blocks_by_skeleton(messages, tools, text, wanted)
+        spans = {}
+        for k in wanted:
+            span = _sentinel_span(text, *blocks[k]) if blocks is not None else None
+            if span is None:
+                spans[k] = (*_rendered_sentinel_span(self.renderer, messages, tools, text, k), "sentinel-renders")
+            else:
+                spans[k] = (*span, "placeholders")
+        return spans
+
+    def _blocks_by_shape(self, messages, tools, text: str, wanted: list[int]) -> dict[int, tuple[int, int]] | None:
+        """Plain rows: one skeleton per sequence of roles, every content a placeholder, checked by substitution."""
+        if tools or not all(_plain(m) for m in messages):
+            return None
+        shape = (tuple(m["role"] for m in messages), tuple(wanted))
+        if shape not in self._skeletons:
+            if len(self._skeletons) >= SKELETON_CACHE_SIZE:
+                self._skeletons.clear()
+            reduced = [{"role": role, "content": PLACEHOLDER.format(k)} for k, role in enumerate(shape[0])]
+            self._skeletons[shape] = _Skeleton.render(self.renderer, reduced, None, range(len(messages)), wanted)
+        skeleton = self._skeletons[shape]
+        return skeleton.substituted([m["content"] for m in messages], text, wanted) if skeleton else None
+
+    def _blocks_by_skeleton(self, messages, tools, text: str, wanted: list[int]) -> dict[int, tuple[int, int]] | None:
+        """Any row: the wanted turns reduced to placeholders, the rest as they are; blocks found between anchors."""
+        reduced = list(messages)
+        for k in wanted:
+            reduced[k] = {"role": messages[k].get("role"), "content": PLACEHOLDER.format(k)}
+        skeleton = _Skeleton.render(self.renderer, reduced, tools, wanted, wanted)
+        return skeleton.anchored(text) if skeleton else None
+
+
+@dataclass(frozen=True)
+class _Skeleton:
+    """A render whose placeholders each occur once: the fixed pieces between them, in text order."""
+
+    pieces: tuple[str, ...]  # len(order) + 1 fixed texts around the placeholders
+    order: tuple[int, ...]  # message index of each placeholder, in text order
+
+    @classmethod
+    def render(cls, renderer: ChatRenderer, messages, tools, placeholders, required) -> _Skeleton | None:
+        """The skeleton, if each placeholder occurs at most once and each of ``required`` exactly once."""
+        try:
+            text = renderer.render(messages, tools).text
+        except TemplateRenderError:
+            return None
+        found = []
+        for k in placeholders:
+            placeholder = PLACEHOLDER.format(k)
+            at = text.find(placeholder)
+            if at < 0 and k not in required:
+                continue  # the template does not write this content: substitution checks that
+            if at < 0 or text.find(placeholder, at + 1) >= 0:
+                return None
+            found.append((at, k, len(placeholder)))
+        found.sort()
+        pieces, previous = [], 0
+        for at, _, width in found:
+            pieces.append(text[previous:at])
+            previous = at + width
+        pieces.append(text[previous:])
+        return cls(tuple(pieces), tuple(k for _, k, _ in found))
+
+    def substituted(self, contents: list[str], text: str, wanted: list[int]) -> dict[int, tuple[int, int]] | None:
+        """Each wanted turn's block, if ``text`` is the skeleton with every placeholder replaced by its content."""
+        blocks, parts, at = {}, [self.pieces[0]], len(self.pieces[0])
+        for k, piece in zip(self.order, self.pieces[1:]):
+            blocks[k] = (at, at + len(contents[k]))
+            parts += [contents[k], piece]
+            at += len(contents[k]) + len(piece)
+        if "".join(parts) != text:
+            return None
+        return {k: blocks[k] for k in wanted}
+
+    def anchored(self, text: str) -> dict[int, tuple[int, int]] | None:
+        """Each placeholder's block in ``text``, where the fixed pieces split it one way only.
+
+        Placing each piece at its earliest occurrence gives every piece its lowest possible position,
+        placing them from the end at their latest the highest: the split is unique when the two agree.
+        """
+        head, tail, middle = self.pieces[0], self.pieces[-1], self.pieces[1:-1]
+        if not text.startswith(head) or len(text) < len(head) + len(tail) or not text.endswith(tail):
+            return None
+        end = len(text) - len(tail)
+        earliest, at = [], len(head)
+        for piece in middle:
+            found = text.find(piece, at, end)
+            if found < 0:
+                return None
+            earliest.append(found)
+            at = found + len(piece)
+        latest, limit = [], end
+        for piece in reversed(middle):
+            limit = text.rfind(piece, len(head), limit)
+            latest.append(limit)
+        if earliest != latest[::-1]:
+            return None
+        starts = [len(head)] + [p + len(piece) for p, piece in zip(earliest, middle)]
+        ends = earliest + [end]
+        return {k: (start, stop) for k, start, stop in zip(self.order, starts, ends)}
+
+
+def _plain(message: dict[str, Any]) -> bool:
+    return isinstance(message.get("content"), str) and all(k in ("role", "content") for k in message)
+
+
+def _sentinel_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """axolotl's diff span for a turn rendered as ``text[start:end]`` where a sentinel would render in its place.
+
+    The other render is ``text[:start] + sentinel + text[end:]``. The sentinels' first characters
+    differ, and so do their last: one of the two diffs starts at ``start`` and one ends at ``end``,
+    so the union is the block itself, unless the block is a prefix or suffix of a sentinel or the
+    reverse (then the diff runs into the surrounding text: None, only the renders tell). An empty
+    block is a pure insertion: each diff is empty, at ``start`` plus the characters after it that
+    match the sentinel's head, and their union is not always empty.
+    """
+    if start == end:
+        heads = [_common_prefix(text[start:start + len(s)], s) for s in SENTINELS]
+        if any(k == len(s) for k, s in zip(heads, SENTINELS)):
+            return None
+        return (start, start + max(heads))
+    for sentinel in SENTINELS:
+        n = min(end - start, len(sentinel))
+        if text.startswith(sentinel[:n], start, end) or text.endswith(sentinel[-n:], start, end):
+            return None
+    return (start, end)
+
+
+def _rendered_sentinel_span(renderer: ChatRenderer, messages, tools, text: str, k: int) -> tuple[int, int]:
+    """axolotl's own way: render with turn k reduced to each sentinel, union of the differing spans."""
+    starts, ends = [], []
+    for sentinel in SENTINELS:
+        dummy = [*messages[:k], {"role": messages[k].get("role"), "content": sentinel}, *messages[k + 1:]]
+        other = renderer.render(dummy, tools).text
+        limit = min(len(text), len(other))
+        first = _common_prefix(text, other, limit)
+        starts.append(first)
+        ends.append(len(text) - _common_prefix(text[::-1], other[::-1], limit - first))
+    first, last = min(starts), max(ends)
+    return (first, last) if last > first else (0, 0)
+
+
+def _common_prefix(a: str, b: str, limit: int | None = None) -> int:
+    """Length of the common prefix of a and b, at most ``limit``; slices compared in C, halving on a mismatch."""
+    n = min(len(a), len(b)) if limit is None else limit
+    at, step = 0, 4096
+    while at < n:
+        step = min(step, n - at)
+        if a[at:at + step] == b[at:at + step]:
+            at += step
+        elif step == 1:
+            return at
+        else:
+            step //= 2
+    return n
+
+
+def label_tokens(encoding, ids: list[int], layout: ChatLayout, masking: AxolotlMasking):
+    """Labels, straddling positions and per-turn token ranges [start, end) for an axolotl layout.
+
+    A turn's range runs from its first content token through the end-of-turn/EOS token axolotl found
+    for it (trained or not); turns not found get (0, 0).
+    """
+    labels = [IGNORE_INDEX] * len(ids)
+    straddles: set[int] = set()
+    ranges: list[tuple[int, int]] = []
+    options = masking.options
+    checks = ((masking.eot_ids, options.eot_option), (masking.eos_ids, options.train_on_eos))
+    last_found = [-1, -1]
+    for turn in layout.turns:
+        first, stop = _token_span(encoding, turn.start, turn.end, len(ids))
+        found = stop > first
+        if turn.trained and found:
+            labels[first:stop] = ids[first:stop]
+            if encoding.token_to_chars(first)[0] < turn.start:
+                straddles.add(first)
+            if encoding.token_to_chars(stop - 1)[1] > turn.end:
+                straddles.add(stop - 1)
+        reach = stop
+        for n, (wanted, option) in enumerate(checks):
+            at = _terminator(ids, stop if found else -1, wanted)
+            if at is None:
+                continue
+            last_found[n] = at
+            if option == "all" or (option == "turn" and turn.trained):
+                labels[at] = ids[at]
+            reach = max(reach, at + 1)
+        ranges.append((first, reach) if found else (0, 0))
+    for at, (_, option) in zip(last_found, checks):
+        if option == "last" and at >= 0:
+            labels[at] = ids[at]
+    return labels, sorted(straddles), ranges
+
+
+def _token_span(encoding, start: int, end: int, n: int) -> tuple[int, int]:
+    """Tokens overlapping characters [start, end), with every piece of a character split over several tokens."""
+    first, stop = token_range(encoding, start, end)
+    if stop > first:
+        while stop < n and encoding.token_to_chars(stop)[0] < end:
+            stop += 1
+    return first, stop
+
+
+def _terminator(ids: list[int], turn_end: int, wanted: frozenset[int]) -> int | None:
+    """axolotl's search: the first wanted id from ``turn_end`` on, if within reach (-1: a turn not found)."""
+    if not wanted:
+        return None
+    if turn_end < 0:  # axolotl scans from index -1: the last id first, which it then takes for "not found"
+        if ids and ids[-1] in wanted:
+            return None
+        turn_end = 0
+        reach = TERMINATOR_REACH - 1
+    else:
+        reach = TERMINATOR_REACH
+    for at in range(turn_end, min(turn_end + reach + 1, len(ids))):
+        if ids[at] in wanted:
+            return at
+    return None
