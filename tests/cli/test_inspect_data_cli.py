@@ -186,6 +186,19 @@ def test_a_parquet_dataset_reads_in_a_process_that_keeps_torch_out(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["summary"]["rows_checked"] == 20
 
 
+def test_data_format_overrides_a_detection_that_refuses(tmp_path):
+    """The hint says "pass --data-format": it must work where detection gives up (here LLaMA-Factory ranking rows)."""
+    rows = [{"conversations": [{"from": "human", "value": r["instruction"]}, {"from": "gpt", "value": r["output"]}],
+             "chosen": {"from": "gpt", "value": r["output"]}, "rejected": {"from": "gpt", "value": "no"}}
+            for r in json.loads(ALPACA.read_text())[:3]]
+    path = write_jsonl(tmp_path / "ranking.jsonl", rows)
+    refused = run("inspect-data", path, "-t", QWEN25)
+    assert refused.exit_code == 2 and "a preference dataset" in refused.stderr
+    forced = run("inspect-data", path, "-t", QWEN25, "--data-format", "sharegpt", "--all", "-f", "json")
+    doc = json.loads(forced.stdout)
+    assert forced.exit_code == 0 and doc["summary"]["rows_checked"] == 3 and doc["summary"]["trainable_tokens"] > 0
+
+
 def test_only_commands_that_never_need_torch_keep_it_out():
     from mldebug_cli.cli import TORCH_FREE, _command
 
