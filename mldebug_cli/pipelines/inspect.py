@@ -76,7 +76,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     setup = _setup(options, source, loaded, detection.row_format, train_on)
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
-        setup = replace(setup, render=lambda messages, tools: renderer.render(messages, tools).text)
+        setup = replace(setup, render=lambda messages, tools, add_generation_prompt=False:
+                        renderer.render(messages, tools, add_generation_prompt).text)
     locator = _locator(setup, renderer)
 
     findings: list[Finding] = []

@@ -43,7 +43,7 @@ class Setup:
     special_pattern: re.Pattern | None
     id_to_piece: Any  # callable id -> token text
     encode: Any  # callable text -> ids without special tokens
-    render: Any = None  # callable (messages, tools) -> rendered text, for checks that compare renders
+    render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
     axolotl: AxolotlMasking | None = None  # chat rows masked as axolotl's chat_template masks them
 
     @property

@@ -188,6 +188,18 @@ def test_ds011_unmapped_sharegpt_tag_and_a_role_the_template_drops(tmp_path, gla
     assert fired(GLAIVE, QWEN25, "DS011") == {}
 
 
+def test_ds011_a_system_message_rendered_only_at_inference(chats, alpaca_rows):
+    """Mistral-Nemo puts the system message into the last message only when that is a user turn (a served prompt)."""
+    system = {"role": "system", "content": "Answer in one sentence."}
+    turns = [{"role": "user", "content": alpaca_rows[0]["instruction"]}, {"role": "assistant", "content": alpaca_rows[0]["output"]}]
+    path = chats([[system, *turns], turns])
+    hits = fired(path, NEMO, "DS011")
+    assert set(hits) == {0}
+    assert "does not appear in the training render, but the template renders it in the prompt at inference" in hits[0]
+    dropped = fired(GLAIVE, PHI3, "DS011")  # a role the template never renders, training or inference
+    assert all("the template drops it" in message for message in dropped.values())
+
+
 def test_ds012_empty_assistant_turn(chats):
     path = chats([
         [{"role": "user", "content": "a"}, {"role": "assistant", "content": "  "}],

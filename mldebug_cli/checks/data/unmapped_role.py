@@ -10,7 +10,10 @@ turns untrained.
 
 Example
 Phi-3's template renders no `tool` role: the tool result disappears and the answer after it is
-trained without its evidence.
+trained without its evidence. Mistral-Nemo's template renders the system message only inside the last
+message when that is a user turn, i.e. in prompts at inference: training rows, which end with the
+assistant's reply, lose it, and the model is served a system prompt it never saw in training (the
+finding says so when the inference prompt has the message).
 
 Fix
 Map the role to one the template renders (ShareGPT role mapping, axolotl `roles`), or use a template
@@ -45,6 +48,28 @@ def run(row, setup) -> Iterator[Hit]:
             return
         content = content_text(message.get("content")).strip()
         if role != "assistant" and content and content not in row.text:
+            if _rendered_at_inference(row, setup, i, content):
+                yield Hit(f"message {i} ({role}) {show(content)} does not appear in the training render, but the "
+                          "template renders it in the prompt at inference (when the conversation ends with a user "
+                          "turn): the model is trained without what it will be served with",
+                          "move it where the template keeps it in training rows (e.g. into the first user message), "
+                          "or use a template that always renders it", row.location(i))
+                return
             yield Hit(f"message {i} ({role}) {show(content)} does not appear in the rendered prompt: the template drops it",
                       "map the role to one the template renders, or use a template that supports it", row.location(i))
             return
+
+
+def _rendered_at_inference(row, setup, index: int, content: str) -> bool:
+    """Whether the message shows up when the conversation is cut after its last user turn, as a served prompt is."""
+    from mldebug_cli.render.chat import TemplateRenderError
+
+    messages = row.messages
+    last_user = max((j for j, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    if setup.render is None or last_user < index:
+        return False
+    try:
+        prompt = setup.render(messages[: last_user + 1], row.sample.tools, True)
+    except TemplateRenderError:
+        return False
+    return content in prompt
