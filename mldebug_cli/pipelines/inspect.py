@@ -413,6 +413,12 @@ def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: s
     except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a row shape no converter foresaw: one finding, not a crash
         row.problem = RowProblem("DS010", f"the row does not fit the {detection.row_format} format ({type(exc).__name__}: {exc})")
         return row
+    if setup.axolotl is not None and isinstance(row.sample, Chat):
+        try:
+            row.sample = replace(row.sample, messages=axolotl.as_axolotl_reads(row.sample.messages))
+        except ValueError as exc:
+            row.problem = RowProblem("DS010", str(exc))
+            return row
     try:
         _lay_out(row, setup, renderer, locator)
     except TemplateRenderError as exc:

@@ -25,6 +25,7 @@ their turns say so (``located_by``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +112,33 @@ class AxolotlMasking:
         if o.last_turn_only:
             parts.append("last trainable turn only")
         return ", ".join(parts)
+
+
+def as_axolotl_reads(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as axolotl hands them to the template: tool-call ``arguments`` given as a JSON string are
+    parsed into a mapping (axolotl stops with an error when one does not parse: ValueError here)."""
+    out = []
+    for i, message in enumerate(messages):
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and any(_string_arguments(c) for c in calls):
+            message = {**message, "tool_calls": [_parsed_arguments(c, i) if _string_arguments(c) else c for c in calls]}
+        out.append(message)
+    return out
+
+
+def _string_arguments(call: Any) -> bool:
+    function = call.get("function") if isinstance(call, dict) else None
+    return isinstance(function, dict) and isinstance(function.get("arguments"), str)
+
+
+def _parsed_arguments(call: dict[str, Any], index: int) -> dict[str, Any]:
+    function = call["function"]
+    try:
+        arguments = json.loads(function["arguments"])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"message {index}: tool-call arguments are a string that is not valid JSON ({exc.msg}); "
+                         "axolotl stops on this row") from None
+    return {**call, "function": {**function, "arguments": arguments}}
 
 
 def trainable_turns(messages: list[dict[str, Any]], options: AxolotlOptions) -> list[bool]:

@@ -282,9 +282,16 @@ def test_ds020_tool_call_arguments_as_a_json_string(chats):
         return [{"role": "user", "content": "weather?"},
                 {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},
                 {"role": "tool", "content": "sunny"}, {"role": "assistant", "content": "It is sunny."}]
-    path = chats([row('{"city": "Paris"}'), row({"city": "Paris"})])
+    path = chats([row('{"city": "Paris"}'), row({"city": "Paris"}), row('{"city": ')])
     hits = fired(path, QWEN25, "DS020")
-    assert set(hits) == {0} and "double-escaped" in hits[0]
+    assert set(hits) == {0, 2} and "double-escaped" in hits[0]
+    # axolotl json.loads string arguments before rendering (and stops on one that does not parse)
+    assert fired(path, QWEN25, "DS020", framework="axolotl") == {}
+    report = build_report(InspectOptions(dataset=str(path), tokenizer=str(QWEN25), rows=(0, 1, 2), framework="axolotl"))
+    prompts = {v["row"]: v.get("prompt") for v in report.details["rows"]}
+    assert prompts[0] == prompts[1] and '"arguments": {"city": "Paris"}' in prompts[0]
+    errors = [f.message for f in report.findings if f.code == "DS010"]
+    assert errors == ["message 1: tool-call arguments are a string that is not valid JSON (Expecting value); axolotl stops on this row"]
 
 
 def test_ds021_repeated_stop_tokens(tmp_path):
