@@ -44,7 +44,22 @@ def conversations() -> list[dict]:
         {"messages": [*_alpaca(alpaca[554]), *_alpaca(alpaca[661])]},  # user content with an input block
         _tool_row(glaive[119]),  # a tool call and its result
         {"messages": [*_thinking(alpaca[398]), *_thinking(alpaca[362])]},  # <think> blocks the Qwen3 template rewrites
+        {"system": SYSTEM, "messages": _alpaca(alpaca[91])},  # a row-level system field: axolotl prepends it
+        {"system": "", "messages": _alpaca(alpaca[554])},  # an empty one (Qwen2.5 then drops its default system prompt)
+        {"messages": _parts(_alpaca(alpaca[661]))},  # content as a list of text parts: axolotl joins them
+        _tool_row(glaive[119], string_arguments=True),  # tool-call arguments as a JSON string: axolotl parses them
     ]
+
+
+def _parts(messages: list[dict]) -> list[dict]:
+    """Each content as two text parts, split before a space near its middle."""
+    out = []
+    for m in messages:
+        text = m["content"]
+        cut = text.find(" ", len(text) // 2)
+        cut = cut if cut > 0 else len(text)
+        out.append({**m, "content": [{"type": "text", "text": text[:cut]}, {"type": "text", "text": text[cut:]}]})
+    return out
 
 
 def _alpaca(row: dict) -> list[dict]:
@@ -62,14 +77,15 @@ def _sharegpt(turns: list[dict]) -> list[dict]:
     return [{"role": roles[t["from"]], "content": t["value"]} for t in turns]
 
 
-def _tool_row(row: dict) -> dict:
+def _tool_row(row: dict, string_arguments: bool = False) -> dict:
     """LLaMA-Factory's function_call/observation turns as OpenAI tool_calls and tool messages."""
     messages = []
     for turn in row["conversations"]:
         if turn["from"] == "function_call":
             call = json.loads(turn["value"])
+            arguments = json.dumps(call["arguments"]) if string_arguments else call["arguments"]
             messages.append({"role": "assistant", "content": "", "tool_calls": [
-                {"type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]})
+                {"type": "function", "function": {"name": call["name"], "arguments": arguments}}]})
         else:
             messages += _sharegpt([turn])
     return {"messages": messages, "tools": [{"type": "function", "function": f} for f in json.loads(row["tools"])]}

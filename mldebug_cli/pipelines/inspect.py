@@ -415,7 +415,7 @@ def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: s
         return row
     if setup.axolotl is not None and isinstance(row.sample, Chat):
         try:
-            row.sample = replace(row.sample, messages=axolotl.as_axolotl_reads(row.sample.messages))
+            row.sample = replace(row.sample, messages=axolotl.as_axolotl_reads(row.sample.messages, record.data))
         except ValueError as exc:
             row.problem = RowProblem("DS010", str(exc))
             return row

@@ -114,16 +114,33 @@ class AxolotlMasking:
         return ", ".join(parts)
 
 
-def as_axolotl_reads(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages as axolotl hands them to the template: tool-call ``arguments`` given as a JSON string are
-    parsed into a mapping (axolotl stops with an error when one does not parse: ValueError here)."""
+def as_axolotl_reads(messages: list[dict[str, Any]], row: Any = None) -> list[dict[str, Any]]:
+    """The messages as axolotl hands them to the template.
+
+    - a row-level ``system`` text becomes the first message when the conversation has no system message;
+    - content given as a list of parts is joined into one text (the parts' ``text``, ``content`` or ``value``),
+      unless parts carry their own ``train``/``weight`` (axolotl's per-part training, not emulated: left as is);
+    - tool-call ``arguments`` given as a JSON string are parsed into a mapping (axolotl stops with an error
+      when one does not parse: ValueError here).
+    """
     out = []
+    system = row.get("system") if isinstance(row, dict) else None
+    if isinstance(system, str) and messages and messages[0].get("role") != "system":
+        out.append({"role": "system", "content": system})
     for i, message in enumerate(messages):
+        content = message.get("content")
+        if isinstance(content, list) and not any("train" in p or "weight" in p for p in content if isinstance(p, dict)):
+            message = {**message, "content": "".join(_part_text(p) for p in content if isinstance(p, dict))}
         calls = message.get("tool_calls")
         if isinstance(calls, list) and any(_string_arguments(c) for c in calls):
             message = {**message, "tool_calls": [_parsed_arguments(c, i) if _string_arguments(c) else c for c in calls]}
         out.append(message)
     return out
+
+
+def _part_text(part: dict[str, Any]) -> str:
+    text = part.get("text") or part.get("content") or part.get("value") or ""
+    return text if isinstance(text, str) else ""
 
 
 def _string_arguments(call: Any) -> bool:
