@@ -49,13 +49,22 @@ TEMPLATE_FUNC_NAMES = ("json", "currentDate", "yesterdayDate", "toTypeScriptType
 # --------------------------------------------------------------------- the api types templates see
 
 
+def marshalled(value: Any) -> str:
+    """``bts, _ := json.Marshal(v); return string(bts)``: Ollama's String() methods and its json func drop
+    Marshal's error (NaN, infinities), so the text is empty then."""
+    try:
+        return go_json(value)
+    except TemplateFuncError:
+        return ""
+
+
 class Arguments(dict):
     """api.ToolCallFunctionArguments: a map whose String() is its JSON (keys sorted, as Go maps marshal)."""
 
     go_type = "api.ToolCallFunctionArguments"
 
     def go_string(self) -> str:
-        return go_json(dict(self))
+        return marshalled(dict(self))
 
 
 class PropertyType(tuple):
@@ -78,7 +87,7 @@ class Tools(tuple):
     go_type = "api.Tools"
 
     def go_string(self) -> str:
-        return go_json(self)
+        return marshalled(self)
 
     def go_marshal_json(self) -> Any:
         return list(self) if self else None
@@ -128,7 +137,7 @@ class ToolFunctionParameters(GoStruct):
     Properties: Mapping[str, ToolProperty] | None = field(default=None, metadata=json_tag("properties"))
 
     def go_string(self) -> str:
-        return go_json(self)
+        return marshalled(self)
 
 
 @dataclass(frozen=True)
@@ -140,7 +149,7 @@ class ToolFunction(GoStruct):
     Parameters: ToolFunctionParameters = field(default=ToolFunctionParameters(), metadata=json_tag("parameters"))
 
     def go_string(self) -> str:
-        return go_json(self)
+        return marshalled(self)
 
 
 @dataclass(frozen=True)
@@ -152,7 +161,7 @@ class Tool(GoStruct):
     Function: ToolFunction = field(default=ToolFunction(), metadata=json_tag("function"))
 
     def go_string(self) -> str:
-        return go_json(self)
+        return marshalled(self)
 
 
 @dataclass(frozen=True)
@@ -324,10 +333,7 @@ def tool_from_dict(data: Mapping[str, Any], where: str) -> Tool:
 
 
 def _json_func(value: Any) -> str:
-    try:
-        return go_json(value)
-    except TemplateFuncError:
-        return ""  # Ollama ignores json.Marshal's error and returns the empty result
+    return marshalled(value)
 
 
 def template_funcs(today: date) -> dict[str, TemplateFunc]:

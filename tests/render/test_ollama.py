@@ -345,6 +345,14 @@ def test_family_stop_words_are_the_only_parameters_applied() -> None:
         ollama.load_family("nope")
 
 
+def test_arguments_json_cannot_hold_render_empty_as_in_go():
+    """Go's ToolCallFunctionArguments.String() is `bts, _ := json.Marshal(t)`: an infinity (json.loads reads
+    `Infinity`) makes Marshal fail, and the text is empty rather than the render an error."""
+    calls = [{"function": {"name": "f", "arguments": {"x": float("inf")}}}]
+    out = ollama.render(ollama.load_family("command-r").template, [{"role": "assistant", "content": "", "tool_calls": calls}])
+    assert '"parameters": \n' in out
+
+
 # ------------------------------------------------------------------------------------------- properties
 
 ROLES = st.sampled_from(["system", "user", "assistant", "tool"])
