@@ -29,9 +29,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
+from mldebug_cli.render.chat import ChatRenderer
 from mldebug_cli.render.labels import IGNORE_INDEX, token_range
-from mldebug_cli.render.masking import PLACEHOLDER, ChatLayout, Turn
+from mldebug_cli.render.masking import PLACEHOLDER, ChatLayout, Skeleton, Turn, common_prefix, plain_message
 
 METHOD = "axolotl-chat-template"
 TERMINATOR_OPTIONS = ("all", "turn", "last", "none")
@@ -178,7 +178,7 @@ class AxolotlLocator:
     def __init__(self, renderer: ChatRenderer, masking: AxolotlMasking) -> None:
         self.renderer = renderer
         self.masking = masking
-        self._skeletons: dict[tuple, _Skeleton | None] = {}
+        self._skeletons: dict[tuple, Skeleton | None] = {}
 
     def layout(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> ChatLayout:
         """The render, the turns axolotl looks at (content spans; empty = not found) and the trained spans."""
@@ -215,14 +215,14 @@ class AxolotlLocator:
 
     def _blocks_by_shape(self, messages, tools, text: str, wanted: list[int]) -> dict[int, tuple[int, int]] | None:
         """Plain rows: one skeleton per sequence of roles, every content a placeholder, checked by substitution."""
-        if tools or not all(_plain(m) for m in messages):
+        if tools or not all(plain_message(m) for m in messages):
             return None
         shape = (tuple(m["role"] for m in messages), tuple(wanted))
         if shape not in self._skeletons:
             if len(self._skeletons) >= SKELETON_CACHE_SIZE:
                 self._skeletons.clear()
             reduced = [{"role": role, "content": PLACEHOLDER.format(k)} for k, role in enumerate(shape[0])]
-            self._skeletons[shape] = _Skeleton.render(self.renderer, reduced, None, range(len(messages)), wanted)
+            self._skeletons[shape] = Skeleton.render(self.renderer, reduced, None, range(len(messages)), wanted)
         skeleton = self._skeletons[shape]
         return skeleton.substituted([m["content"] for m in messages], text, wanted) if skeleton else None
 
@@ -231,82 +231,8 @@ class AxolotlLocator:
         reduced = list(messages)
         for k in wanted:
             reduced[k] = {"role": messages[k].get("role"), "content": PLACEHOLDER.format(k)}
-        skeleton = _Skeleton.render(self.renderer, reduced, tools, wanted, wanted)
+        skeleton = Skeleton.render(self.renderer, reduced, tools, wanted, wanted)
         return skeleton.anchored(text) if skeleton else None
-
-
-@dataclass(frozen=True)
-class _Skeleton:
-    """A render whose placeholders each occur once: the fixed pieces between them, in text order."""
-
-    pieces: tuple[str, ...]  # len(order) + 1 fixed texts around the placeholders
-    order: tuple[int, ...]  # message index of each placeholder, in text order
-
-    @classmethod
-    def render(cls, renderer: ChatRenderer, messages, tools, placeholders, required) -> _Skeleton | None:
-        """The skeleton, if each placeholder occurs at most once and each of ``required`` exactly once."""
-        try:
-            text = renderer.render(messages, tools).text
-        except TemplateRenderError:
-            return None
-        found = []
-        for k in placeholders:
-            placeholder = PLACEHOLDER.format(k)
-            at = text.find(placeholder)
-            if at < 0 and k not in required:
-                continue  # the template does not write this content: substitution checks that
-            if at < 0 or text.find(placeholder, at + 1) >= 0:
-                return None
-            found.append((at, k, len(placeholder)))
-        found.sort()
-        pieces, previous = [], 0
-        for at, _, width in found:
-            pieces.append(text[previous:at])
-            previous = at + width
-        pieces.append(text[previous:])
-        return cls(tuple(pieces), tuple(k for _, k, _ in found))
-
-    def substituted(self, contents: list[str], text: str, wanted: list[int]) -> dict[int, tuple[int, int]] | None:
-        """Each wanted turn's block, if ``text`` is the skeleton with every placeholder replaced by its content."""
-        blocks, parts, at = {}, [self.pieces[0]], len(self.pieces[0])
-        for k, piece in zip(self.order, self.pieces[1:]):
-            blocks[k] = (at, at + len(contents[k]))
-            parts += [contents[k], piece]
-            at += len(contents[k]) + len(piece)
-        if "".join(parts) != text:
-            return None
-        return {k: blocks[k] for k in wanted}
-
-    def anchored(self, text: str) -> dict[int, tuple[int, int]] | None:
-        """Each placeholder's block in ``text``, where the fixed pieces split it one way only.
-
-        Placing each piece at its earliest occurrence gives every piece its lowest possible position,
-        placing them from the end at their latest the highest: the split is unique when the two agree.
-        """
-        head, tail, middle = self.pieces[0], self.pieces[-1], self.pieces[1:-1]
-        if not text.startswith(head) or len(text) < len(head) + len(tail) or not text.endswith(tail):
-            return None
-        end = len(text) - len(tail)
-        earliest, at = [], len(head)
-        for piece in middle:
-            found = text.find(piece, at, end)
-            if found < 0:
-                return None
-            earliest.append(found)
-            at = found + len(piece)
-        latest, limit = [], end
-        for piece in reversed(middle):
-            limit = text.rfind(piece, len(head), limit)
-            latest.append(limit)
-        if earliest != latest[::-1]:
-            return None
-        starts = [len(head)] + [p + len(piece) for p, piece in zip(earliest, middle)]
-        ends = earliest + [end]
-        return {k: (start, stop) for k, start, stop in zip(self.order, starts, ends)}
-
-
-def _plain(message: dict[str, Any]) -> bool:
-    return isinstance(message.get("content"), str) and all(k in ("role", "content") for k in message)
 
 
 def _sentinel_span(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -320,7 +246,7 @@ def _sentinel_span(text: str, start: int, end: int) -> tuple[int, int] | None:
     match the sentinel's head, and their union is not always empty.
     """
     if start == end:
-        heads = [_common_prefix(text[start:start + len(s)], s) for s in SENTINELS]
+        heads = [common_prefix(text[start:start + len(s)], s) for s in SENTINELS]
         if any(k == len(s) for k, s in zip(heads, SENTINELS)):
             return None
         return (start, start + max(heads))
@@ -338,26 +264,11 @@ def _rendered_sentinel_span(renderer: ChatRenderer, messages, tools, text: str, 
         dummy = [*messages[:k], {"role": messages[k].get("role"), "content": sentinel}, *messages[k + 1:]]
         other = renderer.render(dummy, tools).text
         limit = min(len(text), len(other))
-        first = _common_prefix(text, other, limit)
+        first = common_prefix(text, other, limit)
         starts.append(first)
-        ends.append(len(text) - _common_prefix(text[::-1], other[::-1], limit - first))
+        ends.append(len(text) - common_prefix(text[::-1], other[::-1], limit - first))
     first, last = min(starts), max(ends)
     return (first, last) if last > first else (0, 0)
-
-
-def _common_prefix(a: str, b: str, limit: int | None = None) -> int:
-    """Length of the common prefix of a and b, at most ``limit``; slices compared in C, halving on a mismatch."""
-    n = min(len(a), len(b)) if limit is None else limit
-    at, step = 0, 4096
-    while at < n:
-        step = min(step, n - at)
-        if a[at:at + step] == b[at:at + step]:
-            at += step
-        elif step == 1:
-            return at
-        else:
-            step //= 2
-    return n
 
 
 def label_tokens(encoding, ids: list[int], layout: ChatLayout, masking: AxolotlMasking):

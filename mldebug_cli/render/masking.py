@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mldebug_cli.render.chat import ChatRenderer
+from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
 
 TRAIN_ON = ("assistant", "all", "last", "completion")
 
@@ -102,7 +102,7 @@ def layout_completion(
     assert renderer is not None
     prompt_text = renderer.render(prompt, tools, add_generation_prompt=True).text
     full = renderer.render(prompt + completion, tools).text
-    start = len(prompt_text) if full.startswith(prompt_text) else _common_prefix(prompt_text, full)
+    start = len(prompt_text) if full.startswith(prompt_text) else common_prefix(prompt_text, full)
     turn = Turn(len(prompt), start, len(full), True, "completion", full.startswith(prompt_text))
     return ChatLayout(full, (turn,), ((start, len(full)),), "completion", prompt_end=start)
 
@@ -180,14 +180,14 @@ def _align(generated: str, full: str, start: int, content: str) -> tuple[int, in
     anchoring the turn's content (or the first characters at ``start``) in both texts.
     """
     window = full[start:start + len(generated)]
-    best = (0, _common_prefix(generated, window))
+    best = (0, common_prefix(generated, window))
     for anchor in (content[:32], window[:8]):
         at_full = window.find(anchor) if anchor else -1
         at = generated.find(anchor) if at_full >= 0 else -1
         while at >= 0:
             skip = at - at_full
             if skip > 0:
-                matched = _common_prefix(generated[skip:], window)
+                matched = common_prefix(generated[skip:], window)
                 if matched > best[1]:
                     best = (skip, matched)
             at = generated.find(anchor, at + 1)
@@ -209,16 +209,23 @@ def _by_content(
             return Turn(index, start, start, False, "unlocated", False)
         at, end = start, closing + len(turn_end)
         tail = generated[generated.find(turn_end) + len(turn_end):] if generated and turn_end in generated else ""
-    end += _common_prefix(tail, full[end:min(limit, end + len(tail))])
+    end += common_prefix(tail, full[end:min(limit, end + len(tail))])
     return Turn(index, at, end, True, "content-search", False)
 
 
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+def common_prefix(a: str, b: str, limit: int | None = None) -> int:
+    """Length of the common prefix of a and b, at most ``limit``; slices compared in C, halving on a mismatch."""
+    n = min(len(a), len(b)) if limit is None else limit
+    at, step = 0, 4096
+    while at < n:
+        step = min(step, n - at)
+        if a[at:at + step] == b[at:at + step]:
+            at += step
+        elif step == 1:
+            return at
+        else:
+            step //= 2
+    return n
 
 
 PLACEHOLDER = "MLDEBUG{}PLACEHOLDER"
@@ -238,10 +245,10 @@ class ShapeCache:
         self.renderer = renderer
         self.end_texts = end_texts
         self.turn_end = turn_end
-        self._learned: dict[tuple[str, ...], _Skeleton | None] = {}
+        self._learned: dict[tuple[str, ...], _ShapeTurns | None] = {}
 
     def turns(self, messages: list[dict[str, Any]], tools: list[Any] | None, full: str) -> tuple[Turn, ...] | None:
-        if tools or not all(_plain(m) for m in messages):
+        if tools or not all(plain_message(m) for m in messages):
             return None
         shape = tuple(m["role"] for m in messages)
         if shape not in self._learned:
@@ -251,48 +258,117 @@ class ShapeCache:
             return None
         return skeleton.turns_for([m["content"] for m in messages], full)
 
-    def _learn(self, shape: tuple[str, ...]) -> _Skeleton | None:
-        from mldebug_cli.render.chat import TemplateRenderError
-
+    def _learn(self, shape: tuple[str, ...]) -> _ShapeTurns | None:
         messages = [{"role": role, "content": PLACEHOLDER.format(k)} for k, role in enumerate(shape)]
+        every = range(len(shape))
+        skeleton = Skeleton.render(self.renderer, messages, None, every, every)
+        if skeleton is None or skeleton.order != tuple(every):  # each content once, in message order
+            return None
         try:
-            text = self.renderer.render(messages).text
-            turns = _turns_by_diff(self.renderer, messages, None, text, self.end_texts, self.turn_end)
+            turns = _turns_by_diff(self.renderer, messages, None, skeleton.text, self.end_texts, self.turn_end)
         except TemplateRenderError:
             return None
-        positions = []
-        for k in range(len(shape)):
-            placeholder = PLACEHOLDER.format(k)
-            if text.count(placeholder) != 1:
-                return None
-            positions.append((text.index(placeholder), placeholder))
-        if [p for p, _ in positions] != sorted(p for p, _ in positions):
-            return None
-        return _Skeleton(text, tuple(positions), turns)
+        return _ShapeTurns(skeleton, turns)
 
 
-def _plain(message: dict[str, Any]) -> bool:
+def plain_message(message: dict[str, Any]) -> bool:
+    """Only a role and text content: a message whose render a placeholder content can stand for."""
     return isinstance(message.get("content"), str) and all(k in ("role", "content") for k in message)
 
 
 @dataclass(frozen=True)
-class _Skeleton:
-    text: str
-    positions: tuple[tuple[int, str], ...]  # where each message's placeholder sits, in message order
+class _ShapeTurns:
+    """A conversation shape's skeleton and the turn boundaries found on it."""
+
+    skeleton: Skeleton
     turns: tuple[Turn, ...]
 
     def turns_for(self, contents: list[str], full: str) -> tuple[Turn, ...] | None:
-        pieces, previous = [], 0
-        for (at, placeholder), content in zip(self.positions, contents):
-            pieces += [self.text[previous:at], content]
-            previous = at + len(placeholder)
-        pieces.append(self.text[previous:])
-        if "".join(pieces) != full:
+        """The row's turns, if ``full`` is the skeleton with each placeholder replaced by the row's content."""
+        if self.skeleton.substituted(contents, full, []) is None:
             return None
-        shifts = [(at + len(placeholder), len(content) - len(placeholder))
-                  for (at, placeholder), content in zip(self.positions, contents)]
+        shifts, at = [], len(self.skeleton.pieces[0])  # (placeholder end in the skeleton, growth from its content)
+        for k, piece in zip(self.skeleton.order, self.skeleton.pieces[1:]):
+            width = len(PLACEHOLDER.format(k))
+            shifts.append((at + width, len(contents[k]) - width))
+            at += width + len(piece)
         moved = lambda x: x + sum(delta for end, delta in shifts if end <= x)  # noqa: E731
         return tuple(
             Turn(t.message_index, moved(t.start), moved(t.end), t.trained, t.located_by, t.prefix_preserved)
             for t in self.turns
         )
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """A render whose placeholders each occur once: the fixed pieces between them, in text order."""
+
+    pieces: tuple[str, ...]  # len(order) + 1 fixed texts around the placeholders
+    order: tuple[int, ...]  # message index of each placeholder, in text order
+
+    @property
+    def text(self) -> str:
+        placeholders = [PLACEHOLDER.format(k) for k in self.order]
+        return self.pieces[0] + "".join(p + piece for p, piece in zip(placeholders, self.pieces[1:]))
+
+    @classmethod
+    def render(cls, renderer: ChatRenderer, messages, tools, placeholders, required) -> Skeleton | None:
+        """The skeleton, if each placeholder occurs at most once and each of ``required`` exactly once."""
+        try:
+            text = renderer.render(messages, tools).text
+        except TemplateRenderError:
+            return None
+        found = []
+        for k in placeholders:
+            placeholder = PLACEHOLDER.format(k)
+            at = text.find(placeholder)
+            if at < 0 and k not in required:
+                continue  # the template does not write this content: substitution checks that
+            if at < 0 or text.find(placeholder, at + 1) >= 0:
+                return None
+            found.append((at, k, len(placeholder)))
+        found.sort()
+        pieces, previous = [], 0
+        for at, _, width in found:
+            pieces.append(text[previous:at])
+            previous = at + width
+        pieces.append(text[previous:])
+        return cls(tuple(pieces), tuple(k for _, k, _ in found))
+
+    def substituted(self, contents: list[str], text: str, wanted: list[int]) -> dict[int, tuple[int, int]] | None:
+        """Each wanted turn's block, if ``text`` is the skeleton with every placeholder replaced by its content."""
+        blocks, parts, at = {}, [self.pieces[0]], len(self.pieces[0])
+        for k, piece in zip(self.order, self.pieces[1:]):
+            blocks[k] = (at, at + len(contents[k]))
+            parts += [contents[k], piece]
+            at += len(contents[k]) + len(piece)
+        if "".join(parts) != text:
+            return None
+        return {k: blocks[k] for k in wanted}
+
+    def anchored(self, text: str) -> dict[int, tuple[int, int]] | None:
+        """Each placeholder's block in ``text``, where the fixed pieces split it one way only.
+
+        Placing each piece at its earliest occurrence gives every piece its lowest possible position,
+        placing them from the end at their latest the highest: the split is unique when the two agree.
+        """
+        head, tail, middle = self.pieces[0], self.pieces[-1], self.pieces[1:-1]
+        if not text.startswith(head) or len(text) < len(head) + len(tail) or not text.endswith(tail):
+            return None
+        end = len(text) - len(tail)
+        earliest, at = [], len(head)
+        for piece in middle:
+            found = text.find(piece, at, end)
+            if found < 0:
+                return None
+            earliest.append(found)
+            at = found + len(piece)
+        latest, limit = [], end
+        for piece in reversed(middle):
+            limit = text.rfind(piece, len(head), limit)
+            latest.append(limit)
+        if earliest != latest[::-1]:
+            return None
+        starts = [len(head)] + [p + len(piece) for p, piece in zip(earliest, middle)]
+        ends = earliest + [end]
+        return {k: (start, stop) for k, start, stop in zip(self.order, starts, ends)}

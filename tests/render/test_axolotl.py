@@ -165,7 +165,7 @@ def test_rows_cost_one_render_per_shape_plus_one_each_not_two_per_turn():
 
 
 def test_a_split_the_anchors_allow_two_ways_is_not_guessed():
-    skeleton = axolotl._Skeleton(("<a>", "|", "</a>"), (1, 3))
+    skeleton = axolotl.Skeleton(("<a>", "|", "</a>"), (1, 3))
     assert skeleton.anchored("<a>x|y</a>") == {1: (3, 4), 3: (5, 6)}
     assert skeleton.anchored("<a>x|y|z</a>") is None  # "x" + "y|z" or "x|y" + "z"
     assert skeleton.anchored("<b>x|y</a>") is None
