@@ -255,15 +255,15 @@ def _detection(source: DatasetSource, options: InspectOptions):
     from mldebug_cli.sources.row_formats import Detection
 
     head = [r.data for r in _first_records(source, 50) if r.error is None]
-    if options.data_format is None:
-        return detect(head, source.display)
     try:
         detected = detect(head, source.display)
-    except InputError:  # columns no format claims (or a preference dataset): --data-format decides
-        detected = None
-    if detected is not None and options.data_format == detected.row_format:
+    except InputError:  # columns no format claims (or a preference dataset): only --data-format can decide
+        if options.data_format is None:
+            raise
+        detected = Detection("", "no format detected")
+    if options.data_format is None or options.data_format == detected.row_format:
         return detected
-    key = detected.messages_key if detected is not None and options.data_format in ("messages", "sharegpt") else "messages"
+    key = detected.messages_key if options.data_format in ("messages", "sharegpt") else "messages"
     if options.data_format in ("messages", "sharegpt") and head and isinstance(head[0], dict):
         key = next((k for k in ("messages", "conversations", "conversation") if k in head[0]), key)
     return Detection(options.data_format, "--data-format", key)

@@ -103,16 +103,19 @@ def _fail(path: Path, line: int, message: str) -> None:
 def _element(buf: _Buffer, index: int, max_chars: int) -> Element:
     """Decode the element at ``buf.pos``, reading on while the end of the chunk cuts it off."""
     decoder = json.JSONDecoder()
+    extent, scanned = None, 0  # its string/bracket scan, kept across chunks: how far it got from the element's start
     while True:
         try:
             value, end = decoder.raw_decode(buf.text, buf.pos)
         except RecursionError:
             raise InputError(f"{buf.path}:{buf.line}: row {index} is nested too deeply") from None
-        except json.JSONDecodeError as exc:
-            complete = _Extent(buf.text[buf.pos]).end_in(buf.text, buf.pos)[0] is not None
-            if not complete and len(buf.text) - buf.pos > max_chars:
-                return _skip_long(buf, index)
-            if not complete and buf.more():
+        except json.JSONDecodeError as exc:  # cut off by the chunk's end, or broken: the scan tells which
+            extent = extent or _Extent(buf.text[buf.pos])
+            found, resume = extent.end_in(buf.text, buf.pos + scanned)
+            scanned = resume - buf.pos
+            if found is None and scanned > max_chars:
+                return _skip_long(buf, index, extent, scanned)
+            if found is None and buf.more():
                 continue
             line = buf.line + buf.text.count("\n", buf.pos, exc.pos)
             column = exc.pos - buf.text.rfind("\n", 0, exc.pos)
@@ -127,17 +130,19 @@ def _element(buf: _Buffer, index: int, max_chars: int) -> Element:
         return element
 
 
-def _skip_long(buf: _Buffer, index: int) -> Element:
-    """Skip an element too long to inspect, keeping only its size."""
-    line, size, extent = buf.line, 0, _Extent(buf.text[buf.pos])
+def _skip_long(buf: _Buffer, index: int, extent: _Extent, scanned: int) -> Element:
+    """Skip an element too long to inspect, keeping only its size (``extent`` has scanned ``scanned`` characters)."""
+    line, size, resume = buf.line, 0, buf.pos + scanned
     while True:
-        end, resume = extent.end_in(buf.text, buf.pos)
-        size += (end if end is not None else resume) - buf.pos
-        buf.advance(end if end is not None else resume)
+        end, resume = extent.end_in(buf.text, resume)
+        stop = end if end is not None else resume
+        size += stop - buf.pos
+        buf.advance(stop)
         if end is not None:
             return Element(index, line, None, size=size)
         if not buf.more():
             raise InputError(f"{buf.path}:{line}: row {index}: the JSON array is not closed (file truncated?)")
+        resume = buf.pos
 
 
 class _Extent:
