@@ -12,14 +12,20 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.pop("GITHUB_ACTIONS", None)
 
-from support import ALPACA, GLAIVE  # noqa: E402  (after the environment is set)
+from support import ALPACA, GLAIVE, HAVE_CORPUS, needs_corpus  # noqa: E402  (after the environment is set)
+
+
+def _corpus_json(path):
+    if not HAVE_CORPUS:
+        pytest.skip(needs_corpus.kwargs["reason"])
+    return json.loads(path.read_text())
 
 
 @pytest.fixture(scope="session")
 def alpaca_rows() -> list[dict]:
-    return json.loads(ALPACA.read_text())
+    return _corpus_json(ALPACA)
 
 
 @pytest.fixture(scope="session")
 def glaive_rows() -> list[dict]:
-    return json.loads(GLAIVE.read_text())
+    return _corpus_json(GLAIVE)

@@ -3,22 +3,40 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 TOKENIZERS = FIXTURES / "tokenizers"
 DATASETS = FIXTURES / "datasets"
+
+# Tokenizers from the npm registry (fixtures/README.md): always present.
 QWEN25 = TOKENIZERS / "qwen2.5-instruct"
 QWEN3 = TOKENIZERS / "qwen3"
-PHI3 = TOKENIZERS / "phi-3-mini-instruct"
 NEMO = TOKENIZERS / "mistral-nemo-instruct"
-TRL_TEMPLATES = FIXTURES / "templates" / "trl"
-ALPACA = DATASETS / "llama-factory" / "alpaca_en_demo.json"
-GLAIVE = DATASETS / "llama-factory" / "glaive_toolcall_en_demo.json"
-IDENTITY = DATASETS / "llama-factory" / "identity.json"
-AXOLOTL_CONVERSATION = DATASETS / "axolotl" / "conversation.json"
-AXOLOTL_MISSING_TURNS = DATASETS / "axolotl" / "conversation.missingturns.json"
+LLAMA3 = TOKENIZERS / "llama3-instruct"
+
+# Third-party files from public source repositories are read in place from the shared corpus
+# (../shared/corpus beside the repository, or $MLDEBUG_CORPUS), never copied into the project.
+# Tests that use them carry @needs_corpus (or pytestmark) and are skipped, with the reason, when it is absent.
+CORPUS = Path(os.environ.get("MLDEBUG_CORPUS") or ROOT.parent / "shared" / "corpus")
+HAVE_CORPUS = (CORPUS / "README.md").is_file()
+needs_corpus = pytest.mark.skipif(
+    not HAVE_CORPUS, reason=f"needs the shared corpus of third-party files at {CORPUS} (or set MLDEBUG_CORPUS)"
+)
+PHI3 = CORPUS / "tokenizers" / "phi-3-mini-instruct"
+TRL_TEMPLATES = CORPUS / "tokenizers" / "_trl-training-templates"
+ALPACA = CORPUS / "datasets" / "llama-factory" / "alpaca_en_demo.json"
+GLAIVE = CORPUS / "datasets" / "llama-factory" / "glaive_toolcall_en_demo.json"
+IDENTITY = CORPUS / "datasets" / "llama-factory" / "identity.json"
+AXOLOTL_CONVERSATION = CORPUS / "datasets" / "axolotl" / "conversation.json"
+AXOLOTL_MISSING_TURNS = CORPUS / "datasets" / "axolotl" / "conversation.missingturns.json"
+LLAMACPP_TEMPLATES = CORPUS / "templates" / "llamacpp"
+OLLAMA_CORPUS = CORPUS / "templates" / "ollama"
+CORPUS_GGUF = CORPUS / "gguf"
 
 
 def write_jsonl(path: Path, rows: list) -> Path:

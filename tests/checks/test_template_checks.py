@@ -9,10 +9,10 @@ import pytest
 
 from mldebug_cli.core import registry
 from mldebug_cli.pipelines.template_check import CheckTemplateOptions, build_report
-from support import FIXTURES, NEMO, PHI3, QWEN3, QWEN25
+from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, NEMO, PHI3, QWEN3, QWEN25
 
 DEPLOY = FIXTURES / "deploy"
-TEMPLATES = FIXTURES / "llamacpp" / "templates"
+TEMPLATES = LLAMACPP_TEMPLATES
 
 
 def findings(**options) -> dict[str, list]:
@@ -69,7 +69,7 @@ def test_token_identical_probes_report_nothing_even_when_the_text_differs():
 
 
 def test_ct001_llamacpp_merges_the_system_message_the_template_cannot_render():
-    found = findings(train=PHI3, deploy=FIXTURES / "gguf" / "ggml-vocab-phi-3.gguf")
+    found = findings(train=PHI3, deploy=CORPUS_GGUF / "ggml-vocab-phi-3.gguf")
     merged = {f.location.probe: f for f in found["CT001"]}
     assert merged["system+user"].message.startswith("2 differences (system-block)")
     assert "deploy \"⟨<|user|>⟩↵Answer·in·one·short" in merged["system+user"].message

@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import FIXTURES, PHI3, QWEN3, QWEN25
+from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, PHI3, QWEN3, QWEN25
 
 runner = CliRunner()
 DEPLOY = FIXTURES / "deploy"
-TEMPLATES = FIXTURES / "llamacpp" / "templates"
+TEMPLATES = LLAMACPP_TEMPLATES
 
 
 def run(*args: object):
@@ -101,7 +101,7 @@ def test_gguf_without_a_template_falls_back_to_chatml():
 
 
 def test_a_different_generation_prompt():
-    old = FIXTURES / "llamacpp" / "templates" / "older_c392e50" / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"
+    old = LLAMACPP_TEMPLATES / "older_c392e50" / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"
     new = TEMPLATES / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"
     code, doc = check("--train", old, "--train-tokenizer", QWEN25, "--deploy", new)
     assert code == 1
@@ -133,7 +133,7 @@ def test_nothing_reported_when_deploy_matches_training(train: Path, deploy: Path
 def test_json_contract_and_messages_probe(tmp_path: Path):
     messages = tmp_path / "conversation.json"
     messages.write_text(json.dumps({"messages": [{"role": "user", "content": "Bonjour"}, {"role": "assistant", "content": "Salut"}]}))
-    code, doc = check("--train", PHI3, "--deploy", FIXTURES / "gguf" / "ggml-vocab-phi-3.gguf", "--messages", messages)
+    code, doc = check("--train", PHI3, "--deploy", CORPUS_GGUF / "ggml-vocab-phi-3.gguf", "--messages", messages)
     assert code == 1 and doc["command"] == "check-template"
     assert set(doc) >= {"tool", "context", "findings", "summary", "probes"}
     assert [p["name"] for p in doc["probes"]][-1] == "messages"

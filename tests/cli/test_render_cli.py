@@ -16,7 +16,7 @@ from transformers import AutoTokenizer
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import FIXTURES, PHI3, QWEN25, ROOT
+from support import CORPUS, CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, PHI3, QWEN25, ROOT
 
 runner = CliRunner()
 STANDARD = [
@@ -26,8 +26,8 @@ STANDARD = [
     {"role": "user", "content": "How are you?"},
 ]
 LLAMACPP_CASES = {c["name"]: c for c in json.loads(
-    (FIXTURES / "llamacpp" / "llamacpp_test_chat_template_2025-02-20.json").read_text())["cases"]}  # fmt: skip
-OLLAMA = FIXTURES / "ollama"
+    (CORPUS / "templates" / "llamacpp_test_chat_template_2025-02-20.json").read_text())["cases"]}  # fmt: skip
+OLLAMA = CORPUS / "templates" / "ollama"
 # TGI router/src/infer/chat_template.rs, test_many_chat_templates, item "llama" (template, inputs and target).
 TGI_LLAMA_TEMPLATE = (
     r"{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
@@ -92,7 +92,7 @@ def test_llamacpp_engine_matches_llamacpp_test_expectations(tmp_path: Path, name
 def test_gguf_defaults_to_llamacpp_which_merges_the_system_message(tmp_path: Path):
     """llama.cpp's Phi-3 vocab carries the template of llama.cpp's "Phi-3-mini" test case (no system turn)."""
     case = LLAMACPP_CASES["Phi-3-mini"]
-    result = run("render", "--gguf", FIXTURES / "gguf" / "ggml-vocab-phi-3.gguf", "-m", write_json(tmp_path / "m.json", case["messages"]))
+    result = run("render", "--gguf", CORPUS_GGUF / "ggml-vocab-phi-3.gguf", "-m", write_json(tmp_path / "m.json", case["messages"]))
     assert result.exit_code == 0, result.stderr
     assert result.stdout == case["expected_output"]  # the template's <s> is stripped: the vocab adds BOS as an id
 
@@ -130,10 +130,10 @@ def test_tgi_engine_matches_tgi_router_test(tmp_path: Path):
 
 def test_vars_reach_the_template_and_the_date_is_fixed(tmp_path: Path):
     messages = write_json(tmp_path / "m.json", [{"role": "user", "content": "Hi"}])
-    qwen3 = FIXTURES / "llamacpp" / "templates" / "Qwen-Qwen3-0.6B.jinja"
+    qwen3 = LLAMACPP_TEMPLATES / "Qwen-Qwen3-0.6B.jinja"
     off = run("render", "--template", qwen3, "-m", messages, "--add-generation-prompt", "--var", "enable_thinking=false")
     assert off.stdout.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
-    llama32 = FIXTURES / "llamacpp" / "templates" / "meta-llama-Llama-3.2-3B-Instruct.jinja"
+    llama32 = LLAMACPP_TEMPLATES / "meta-llama-Llama-3.2-3B-Instruct.jinja"
     first = run("render", "--template", llama32, "-m", messages).stdout
     assert "Today Date: 15 Jan 2025" in first and run("render", "--template", llama32, "-m", messages).stdout == first
     assert "Today Date: 02 Mar 2024" in run("render", "--template", llama32, "-m", messages, "--date", "2024-03-02").stdout
@@ -145,7 +145,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
     broken.write_text("{% for m in messages %}\n{{ m.content }\n{% endfor %}")
     result = run("render", "--template", broken, "-m", messages)
     assert result.exit_code == 2 and result.stderr.startswith(f"Error: {broken}:2: the chat template does not parse")
-    both = run("render", "--gguf", FIXTURES / "gguf" / "ggml-vocab-phi-3.gguf", "--modelfile", tmp_path / "x", "-m", messages)
+    both = run("render", "--gguf", CORPUS_GGUF / "ggml-vocab-phi-3.gguf", "--modelfile", tmp_path / "x", "-m", messages)
     assert both.exit_code == 2 and "give one of --tokenizer DIR" in both.stderr
     wrong = run("render", "--tokenizer", PHI3, "-m", messages, "--engine", "ollama")
     assert wrong.exit_code == 2 and "--engine ollama cannot serve a tokenizer" in wrong.stderr

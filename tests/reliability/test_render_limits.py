@@ -15,16 +15,16 @@ from transformers.utils import chat_template_utils
 
 from mldebug_cli.render import chat
 from mldebug_cli.render.chat import ChatRenderer, RenderLimitError, RenderLimits, TemplateRenderError
-from support import FIXTURES, TOKENIZERS, TRL_TEMPLATES
+from support import CORPUS, FIXTURES, LLAMACPP_TEMPLATES, TOKENIZERS, TRL_TEMPLATES
 
 LOOP = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
-CONTEXTS = sorted((FIXTURES / "llamacpp" / "minja_contexts").glob("*.json"))
+CONTEXTS = sorted((CORPUS / "templates" / "minja" / "tests" / "contexts").glob("*.json"))
 
 
 def fixture_templates() -> list[tuple[str, str]]:
     """(name, source) of every real template in fixtures/: llama.cpp's 63, TRL's 3 and the 4 tokenizers'."""
-    files = sorted((FIXTURES / "llamacpp" / "templates").rglob("*.jinja")) + sorted(TRL_TEMPLATES.glob("*.jinja"))
-    named = [(str(f.relative_to(FIXTURES)), f.read_text(encoding="utf-8")) for f in files]
+    files = sorted((LLAMACPP_TEMPLATES).rglob("*.jinja")) + sorted(TRL_TEMPLATES.glob("*.jinja"))
+    named = [(str(f.relative_to(CORPUS)), f.read_text(encoding="utf-8")) for f in files]
     for folder in sorted(TOKENIZERS.iterdir()):
         template = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("chat_template")
         if template:

@@ -12,11 +12,12 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.render import llamacpp
 from mldebug_cli.render.llamacpp import CHATML_TEMPLATE, probe_caps, render_llamacpp
 from mldebug_cli.sources.gguf_file import read_gguf_vocab
+from support import CORPUS, CORPUS_GGUF, LLAMACPP_TEMPLATES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-TEMPLATES = FIXTURES / "llamacpp" / "templates"
-CASES = json.loads((FIXTURES / "llamacpp" / "llamacpp_test_chat_template_2025-02-20.json").read_text())["cases"]
-CONTEXTS = {p.stem: json.loads(p.read_text()) for p in (FIXTURES / "llamacpp" / "minja_contexts").glob("*.json")}
+TEMPLATES = LLAMACPP_TEMPLATES
+CASES = json.loads((CORPUS / "templates" / "llamacpp_test_chat_template_2025-02-20.json").read_text())["cases"]
+CONTEXTS = {p.stem: json.loads(p.read_text()) for p in (CORPUS / "templates" / "minja" / "tests" / "contexts").glob("*.json")}
 NOW = datetime(2025, 1, 1)
 STANDARD = [
     {"role": "system", "content": "You are a helpful assistant"},
@@ -208,7 +209,7 @@ def test_content_parts_are_joined_for_string_templates() -> None:
 
 
 def test_gguf_template_with_its_vocab() -> None:
-    vocab = read_gguf_vocab(FIXTURES / "gguf" / "ggml-vocab-phi-3.gguf")
+    vocab = read_gguf_vocab(CORPUS_GGUF / "ggml-vocab-phi-3.gguf")
     result = render_llamacpp(
         vocab.chat_template,
         STANDARD,

@@ -1,7 +1,6 @@
 """Ollama's prompt construction, checked against Ollama's own expected renderings.
 
-fixtures/ollama/testdata: Ollama's template/testdata (via the corpus); fixtures/ollama/upstream: the same
-kind of files for the families the corpus has no testdata for. Inline cases without a fixture come from
+The corpus's templates/ollama/testdata and testdata-more: Ollama's template/testdata, read in place. Inline cases without a fixture come from
 ollama/ollama template/template_test.go (TestExecuteWithMessages, TestExecuteWithSuffix, TestCollate).
 """
 
@@ -18,8 +17,9 @@ from hypothesis import strategies as st
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.render import ollama
 from mldebug_cli.render.gotemplate import TemplateExecError, TemplateSyntaxError
+from support import OLLAMA_CORPUS
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "ollama"
+FIXTURES = OLLAMA_CORPUS
 CONVERSATIONS = json.loads((FIXTURES / "testdata_conversations.json").read_text(encoding="utf-8"))["conversations"]
 # template_test.go strips one trailing space from these families' output before comparing.
 TRAILING_SPACE_STRIPPED = {"chatqa", "llama2-chat", "mistral-instruct", "openchat", "vicuna"}
@@ -41,10 +41,10 @@ def test_family_renders_ollama_testdata_byte_for_byte(family: str, case: str) ->
 
 
 @pytest.mark.parametrize(
-    ("family", "case"), [c for c in _expected_cases(FIXTURES / "upstream") if not c[1].startswith("tools")]
+    ("family", "case"), [c for c in _expected_cases(FIXTURES / "testdata-more") if not c[1].startswith("tools")]
 )
 def test_family_without_corpus_testdata_renders_upstream_expectation(family: str, case: str) -> None:
-    expected = (FIXTURES / "upstream" / f"{family}.gotmpl" / case).read_bytes().decode("utf-8")
+    expected = (FIXTURES / "testdata-more" / f"{family}.gotmpl" / case).read_bytes().decode("utf-8")
     assert _render_family(family, CONVERSATIONS[case]) == expected
 
 
@@ -85,13 +85,13 @@ TOOL_CASES = {
 @pytest.mark.parametrize("case", sorted(TOOL_CASES))
 def test_command_r_tool_definitions_calls_and_results(case: str) -> None:
     messages, tools = TOOL_CASES[case]
-    expected = (FIXTURES / "upstream" / "command-r.gotmpl" / case).read_bytes().decode("utf-8")
+    expected = (FIXTURES / "testdata-more" / "command-r.gotmpl" / case).read_bytes().decode("utf-8")
     assert ollama.render(ollama.load_family("command-r").template, messages, tools=tools) == expected
 
 
 def test_tool_call_arguments_given_as_json_text_render_the_same() -> None:
     call = {"function": {"name": "get_weather", "arguments": '{"location": "San Francisco, CA"}'}}
-    expected = (FIXTURES / "upstream" / "command-r.gotmpl" / "tools-single-call").read_text(encoding="utf-8")
+    expected = (FIXTURES / "testdata-more" / "command-r.gotmpl" / "tools-single-call").read_text(encoding="utf-8")
     template = ollama.load_family("command-r").template
     assert ollama.render(template, [{"role": "assistant", "tool_calls": [call]}]) == expected
 

@@ -20,11 +20,12 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.render import chat, tgi_process
 from mldebug_cli.render.chat import RenderLimitError
 from mldebug_cli.render.tgi import DEFAULT_TOOL_PROMPT, TGIRenderLimitError, render_tgi
+from support import LLAMACPP_TEMPLATES
 
 pytest.importorskip("minijinja")
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-TEMPLATES = FIXTURES / "llamacpp" / "templates"
+TEMPLATES = LLAMACPP_TEMPLATES
 HOSTILE = FIXTURES / "hostile" / "templates"
 STANDARD = [
     {"role": "system", "content": "You are a helpful assistant"},

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.deploy import render_source_side
 from mldebug_cli.sources.gguf_file import _vocab_from_reader, read_gguf_vocab
+from support import CORPUS_GGUF
 
 ROOT = Path(__file__).resolve().parents[2]
-PHI3 = ROOT / "fixtures" / "gguf" / "ggml-vocab-phi-3.gguf"
-CORPUS_GGUF = ROOT.parent / "shared" / "corpus" / "gguf"
+PHI3 = CORPUS_GGUF / "ggml-vocab-phi-3.gguf"
 FIXTURE_GGUFS = [p for p in sorted((ROOT / "fixtures").rglob("*.gguf")) if "hostile" not in p.parts]
 CORPUS_GGUFS = sorted(CORPUS_GGUF.glob("*.gguf")) or [
     pytest.param(CORPUS_GGUF, marks=pytest.mark.skip(reason=f"{CORPUS_GGUF} is absent (as in CI)"))
