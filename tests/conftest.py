@@ -12,7 +12,19 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.pop("GITHUB_ACTIONS", None)
 
-from support import ALPACA, GLAIVE, HAVE_CORPUS, needs_corpus  # noqa: E402  (after the environment is set)
+from support import ALPACA, CORPUS, GLAIVE, HAVE_CORPUS, PHI3_DEPLOY, ROOT, needs_corpus  # noqa: E402  (after the environment is set)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def phi3_deploy_files() -> None:
+    """The Phi-3 deploy GGUFs and Modelfile, derived from corpus files the repository must not copy."""
+    if HAVE_CORPUS:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("make_ggufs", ROOT / "fixtures" / "deploy" / "make_ggufs.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.phi3_files(CORPUS, PHI3_DEPLOY)
 
 
 def _corpus_json(path):

@@ -37,6 +37,7 @@ AXOLOTL_MISSING_TURNS = CORPUS / "datasets" / "axolotl" / "conversation.missingt
 LLAMACPP_TEMPLATES = CORPUS / "templates" / "llamacpp"
 OLLAMA_CORPUS = CORPUS / "templates" / "ollama"
 CORPUS_GGUF = CORPUS / "gguf"
+PHI3_DEPLOY = ROOT / "build" / "deploy"  # built from the corpus by conftest (fixtures/deploy/make_ggufs.py)
 
 
 def write_jsonl(path: Path, rows: list) -> Path:
@@ -47,3 +48,11 @@ def write_jsonl(path: Path, rows: list) -> Path:
 def alpaca_as_messages(row: dict) -> list[dict]:
     user = row["instruction"] + ("\n" + row["input"] if row["input"] else "")
     return [{"role": "user", "content": user}, {"role": "assistant", "content": row["output"]}]
+
+
+def corpus_cases(cases, arity: int = 1) -> list:
+    """Parametrize cases read from the corpus (a callable, evaluated only when it is there), or one case
+    skipped with the reason when it is absent."""
+    if HAVE_CORPUS:
+        return list(cases())
+    return [pytest.param(*([None] * arity), marks=needs_corpus)]

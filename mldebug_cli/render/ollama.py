@@ -3,17 +3,19 @@
 Reproduces ollama/ollama server/routes.go (Modelfile SYSTEM and MESSAGE handling), server/prompt.go
 (image tags), template/template.go (Parse, Execute with its .Messages and legacy .Prompt/.Response paths,
 collate, the template funcs, Named for import-time family detection) and the api types templates see.
-The family templates shipped in ollama_templates/ are Ollama's own (MIT, see LICENSE.ollama there).
+Ollama's family templates are not shipped with mldebug: import-time detection reads them from a folder the
+user points at (``MLDEBUG_OLLAMA_TEMPLATES``: the ``template/`` folder of an Ollama source tree).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
-from importlib import resources
+from pathlib import Path
 from typing import Any, ClassVar
 
 from mldebug_cli.core.errors import InputError
@@ -566,28 +568,41 @@ class OllamaFamily:
     stop: tuple[str, ...]
 
 
-def _data_dir() -> Any:
-    return resources.files("mldebug_cli.render") / "ollama_templates"
+FAMILIES_ENV = "MLDEBUG_OLLAMA_TEMPLATES"
+
+
+def families_dir() -> Path | None:
+    """The folder of Ollama's family templates (index.json, NAME.gotmpl, NAME.json), if the user named one."""
+    folder = os.environ.get(FAMILIES_ENV)
+    if not folder:
+        return None
+    path = Path(folder)
+    if not (path / "index.json").is_file():
+        raise InputError(
+            f"{FAMILIES_ENV}={folder}: no index.json there",
+            hint="point it at the template/ folder of an Ollama source tree (index.json and the *.gotmpl files)",
+        )
+    return path
 
 
 @functools.cache
-def _index() -> tuple[tuple[str, str], ...]:
-    entries = json.loads((_data_dir() / "index.json").read_text(encoding="utf-8"))
+def _index(folder: Path) -> tuple[tuple[str, str], ...]:
+    entries = json.loads((folder / "index.json").read_text(encoding="utf-8"))
     return tuple((entry["name"], entry["template"]) for entry in entries)
 
 
-def family_names() -> tuple[str, ...]:
-    """Every shipped family template, sorted (some, like vicuna, are not in the detection index)."""
-    return tuple(sorted(p.name[: -len(".gotmpl")] for p in _data_dir().iterdir() if p.name.endswith(".gotmpl")))
+def family_names(folder: Path) -> tuple[str, ...]:
+    """Every family template in the folder, sorted (some, like vicuna, are not in the detection index)."""
+    return tuple(sorted(p.name[: -len(".gotmpl")] for p in folder.iterdir() if p.name.endswith(".gotmpl")))
 
 
 @functools.cache
-def load_family(name: str) -> OllamaFamily:
-    """A shipped family's template (line endings normalised as Ollama does) and stop words."""
-    if name not in family_names():
-        raise InputError(f"unknown Ollama template family {name!r}", hint=f"known: {', '.join(family_names())}")
-    template = (_data_dir() / f"{name}.gotmpl").read_bytes().decode("utf-8").replace("\r\n", "\n")
-    params_file = _data_dir() / f"{name}.json"
+def load_family(name: str, folder: Path) -> OllamaFamily:
+    """A family's template (line endings normalised as Ollama does) and stop words."""
+    if name not in family_names(folder):
+        raise InputError(f"unknown Ollama template family {name!r}", hint=f"known: {', '.join(family_names(folder))}")
+    template = (folder / f"{name}.gotmpl").read_bytes().decode("utf-8").replace("\r\n", "\n")
+    params_file = folder / f"{name}.json"
     stop: tuple[str, ...] = ()
     if params_file.is_file():
         stop = tuple(json.loads(params_file.read_text(encoding="utf-8")).get("stop") or ())
@@ -621,13 +636,13 @@ def levenshtein(a: str, b: str) -> int:
     return score
 
 
-def detect_family(hf_template: str) -> str | None:
+def detect_family(hf_template: str, folder: Path) -> str | None:
     """The family Ollama picks when importing a GGUF without TEMPLATE (template.Named), or None.
 
     The first index entry with the smallest edit distance to the HF chat template wins, if below 100.
     """
     best_name, best = None, DETECTION_THRESHOLD
-    for name, template in _index():
+    for name, template in _index(folder):
         if abs(len(template) - len(hf_template)) >= best:
             continue  # the length difference is a lower bound on the distance
         distance = levenshtein(hf_template, template)

@@ -371,14 +371,22 @@ def _ollama_side(
                 f"{spec}: FROM {modelfile.from_} names a model in Ollama's store and there is no TEMPLATE",
                 hint="mldebug cannot read Ollama's store: add the TEMPLATE, or point FROM at the GGUF",
             )
-        family = ollama.detect_family(hf_template) if hf_template else None
+        families = ollama.families_dir() if hf_template else None
+        if hf_template and families is None:
+            raise InputError(
+                f"{spec}: no TEMPLATE, so Ollama would pick one of its built-in templates by matching the model's "
+                "chat template, and mldebug does not ship Ollama's templates",
+                hint="pass the Modelfile `ollama show --modelfile NAME` prints after `ollama create` (it carries the "
+                f"TEMPLATE Ollama chose), or set {ollama.FAMILIES_ENV} to the template/ folder of an Ollama source tree",
+            )
+        family = ollama.detect_family(hf_template, families) if families is not None else None
         if family is None:
             template = ollama.DEFAULT_TEMPLATE
             source = "Ollama's raw-prompt default ({{ .Prompt }})"
             fallback = ("the model's chat template matches none of Ollama's template families"
                         if hf_template else "the model has no chat template") + ", so Ollama sends the raw prompt"
         else:
-            loaded_family = ollama.load_family(family)
+            loaded_family = ollama.load_family(family, families)
             template, source = loaded_family.template, f"Ollama's {family} template (detected on import)"
             stop_strings = stop_strings or loaded_family.stop  # a Modelfile PARAMETER stop replaces the family's
     facts = _ollama_vocab_facts(vocab, loaded, assumed)

@@ -10,7 +10,7 @@ from pathlib import Path
 from browser_support import SCREENSHOTS, WIDTH, full_page_screenshot
 from typer.testing import CliRunner
 
-from support import FIXTURES, GLAIVE, PHI3, QWEN25, ROOT, write_jsonl
+from support import FIXTURES, GLAIVE, PHI3, QWEN25, ROOT, write_jsonl, needs_corpus, PHI3_DEPLOY
 
 STATES = FIXTURES / "trainer_state"
 TRAINED_BG = "rgb(211, 243, 218)"  # --trained in the stylesheet
@@ -53,6 +53,7 @@ def chip_states(browser, row_id: str) -> list[dict]:
     """, row_id)
 
 
+@needs_corpus
 def test_inspect_data_report(browser, tmp_path):
     page = write_report(tmp_path, "inspect-data", "inspect-data", GLAIVE, "-t", PHI3, "--framework", "axolotl",
                         "--rows", "0-3")
@@ -116,9 +117,10 @@ def test_lr_plot_report(browser, tmp_path):
     full_page_screenshot(browser, "lr-plot")
 
 
+@needs_corpus
 def test_check_template_report(browser, tmp_path):
     open_page(browser, write_report(tmp_path, "check-template", "check-template", "--train", PHI3,
-                                    "--deploy", FIXTURES / "deploy" / "phi-3-literal-bos.Modelfile"))
+                                    "--deploy", PHI3_DEPLOY / "phi-3-literal-bos.Modelfile"))
     probe = browser.execute_script("""
         const article = document.querySelector('article.probe'), [train, deploy] = article.querySelectorAll('pre.side');
         const a = train.getBoundingClientRect(), b = deploy.getBoundingClientRect();
@@ -139,6 +141,7 @@ def test_preflight_report_has_a_section_per_part(browser, tmp_path):
     full_page_screenshot(browser, "preflight")
 
 
+@needs_corpus
 def test_readme_screenshot(browser, tmp_path, monkeypatch):
     """The README's picture, cut from a full-page screenshot of a real report: the header and the first two
     findings, then the row they point at with its coloured tokens; 128 colours to stay small.

@@ -10,7 +10,7 @@ import pytest
 
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 from mldebug_cli.render.axolotl import AxolotlOptions
-from support import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages, write_jsonl
+from support import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages, write_jsonl, needs_corpus
 
 
 def fired(dataset: Path, tokenizer: Path, code: str, **options) -> dict[int | None, str]:
@@ -33,6 +33,7 @@ def qwen_ids(text: str, special: bool = False) -> list[int]:
     return AutoTokenizer.from_pretrained(str(QWEN25))(text, add_special_tokens=special).input_ids
 
 
+@needs_corpus
 def test_ds001_fires_when_truncation_cuts_every_trained_token(chats, alpaca_rows):
     path = chats([alpaca_as_messages(r) for r in alpaca_rows[:3]])
     hits = fired(path, QWEN25, "DS001", train_on="assistant", max_length=20)
@@ -79,6 +80,7 @@ def test_ds004_end_of_turn_masked_in_pretokenized_labels(tmp_path):
     assert set(hits) == {1} and "masked" in hits[1]
 
 
+@needs_corpus
 def test_ds004_generation_block_that_leaves_out_the_end_of_turn(tmp_path, chats, alpaca_rows):
     template = (TRL_TEMPLATES / "qwen2_5_training.jinja").read_text()
     # close the generation block before the end-of-turn token of plain assistant replies
@@ -95,6 +97,7 @@ def test_ds004_generation_block_that_leaves_out_the_end_of_turn(tmp_path, chats,
     assert fired(path, QWEN25, "DS004", framework="axolotl", chat_template=str(tmp_path / "broken.jinja")) == {}
 
 
+@needs_corpus
 def test_ds004_under_axolotl_defaults_phi3_never_trains_its_end_token(chats, alpaca_rows):
     """axolotl's default eot_tokens is the EOS (<|endoftext|>), written once at the end: <|end|> is never trained."""
     two_turns = alpaca_as_messages(alpaca_rows[0]) + alpaca_as_messages(alpaca_rows[1])
@@ -108,6 +111,7 @@ def test_ds004_under_axolotl_defaults_phi3_never_trains_its_end_token(chats, alp
     assert fixed.findings == ()
 
 
+@needs_corpus
 def test_ds004_mistral_nemo_with_a_system_message_trains_its_end_token_under_axolotl(chats, alpaca_rows):
     """The template moves the system message into the last user turn; axolotl still finds each reply and trains </s>."""
     with_system = [{"role": "system", "content": "Be brief."}, *alpaca_as_messages(alpaca_rows[0]), *alpaca_as_messages(alpaca_rows[1])]
@@ -120,6 +124,7 @@ def test_ds005_text_without_eos_under_a_bare_trainer(tmp_path):
     assert fired(path, QWEN25, "DS005", framework="trl") == {}  # TRL appends EOS itself
 
 
+@needs_corpus
 def test_ds006_pad_equal_to_eos_with_a_collator_that_masks_pad_ids(chats, alpaca_rows):
     path = chats([alpaca_as_messages(alpaca_rows[0])])
     assert list(fired(path, PHI3, "DS006", framework="transformers")) == [None]  # Phi-3: pad == eos
@@ -127,6 +132,7 @@ def test_ds006_pad_equal_to_eos_with_a_collator_that_masks_pad_ids(chats, alpaca
     assert fired(path, QWEN25, "DS006", framework="transformers") == {}  # pad <|endoftext|>, eos <|im_end|>
 
 
+@needs_corpus
 def test_ds007_and_ds008_truncation_keeping_the_start(chats, alpaca_rows):
     path = chats([alpaca_as_messages(r) for r in alpaca_rows[:1]])
     truncated = fired(path, QWEN25, "DS007", train_on="assistant", max_length=60)
@@ -137,6 +143,7 @@ def test_ds007_and_ds008_truncation_keeping_the_start(chats, alpaca_rows):
     assert fired(path, QWEN25, "DS007", train_on="assistant", max_length=4096) == {}
 
 
+@needs_corpus
 def test_truncation_follows_the_framework(chats, alpaca_rows):
     """axolotl drops rows that are too long; LLaMA-Factory cuts the prompt to leave room for the response."""
     long_prompt = "Summarize:\n" + "\n".join(r["output"] for r in alpaca_rows[30:33])
@@ -151,6 +158,7 @@ def test_truncation_follows_the_framework(chats, alpaca_rows):
     assert report.summary["tokens"] == 300 and report.summary["trainable_tokens"] > 0
 
 
+@needs_corpus
 def test_ds009_template_raises_on_non_alternating_roles(chats):
     path = chats([
         [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, {"role": "assistant", "content": "c"}],
@@ -176,6 +184,7 @@ def test_ds010_bad_lines_and_bad_messages_are_findings_and_the_rest_is_checked(t
     assert report.summary["rows_checked"] == 4 and report.summary["tokens"] > 0
 
 
+@needs_corpus
 def test_ds011_unmapped_sharegpt_tag_and_a_role_the_template_drops(tmp_path, glaive_rows):
     row = json.loads(json.dumps(glaive_rows[0]))
     row["conversations"][1]["from"] = "bot"
@@ -188,6 +197,7 @@ def test_ds011_unmapped_sharegpt_tag_and_a_role_the_template_drops(tmp_path, gla
     assert fired(GLAIVE, QWEN25, "DS011") == {}
 
 
+@needs_corpus
 def test_ds011_a_system_message_rendered_only_at_inference(chats, alpaca_rows):
     """Mistral-Nemo puts the system message into the last message only when that is a user turn (a served prompt)."""
     system = {"role": "system", "content": "Answer in one sentence."}
@@ -200,6 +210,7 @@ def test_ds011_a_system_message_rendered_only_at_inference(chats, alpaca_rows):
     assert all("the template drops it" in message for message in dropped.values())
 
 
+@needs_corpus
 def test_ds012_empty_assistant_turn(chats):
     path = chats([
         [{"role": "user", "content": "a"}, {"role": "assistant", "content": "  "}],
@@ -208,6 +219,7 @@ def test_ds012_empty_assistant_turn(chats):
     assert set(fired(path, QWEN25, "DS012")) == {0}
 
 
+@needs_corpus
 def test_ds013_special_token_text_in_content(chats):
     path = chats([
         [{"role": "user", "content": "what does <|im_end|> mean?"}, {"role": "assistant", "content": "b"}],
@@ -217,6 +229,7 @@ def test_ds013_special_token_text_in_content(chats):
     assert set(hits) == {0} and "'<|im_end|>'" in hits[0]
 
 
+@needs_corpus
 def test_ds014_qwen3_rewrites_history_and_qwen25_does_not(chats):
     two_turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
                  {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]
@@ -229,6 +242,7 @@ def test_ds014_qwen3_rewrites_history_and_qwen25_does_not(chats):
     assert fired(path, QWEN3, "DS014", framework="axolotl") == {}
 
 
+@needs_corpus
 def test_ds015_no_generation_markers(chats, alpaca_rows):
     path = chats([alpaca_as_messages(alpaca_rows[0])])
     assert list(fired(path, QWEN25, "DS015", train_on="assistant", framework="axolotl")) == [None]
@@ -239,6 +253,7 @@ def test_ds015_no_generation_markers(chats, alpaca_rows):
     assert fired(path, QWEN25, "DS015", train_on="all") == {}
 
 
+@needs_corpus
 def test_ds016_reasoning_dropped(chats):
     with_reasoning = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4", "reasoning_content": "two plus two is four"}]
     path = chats([with_reasoning])
@@ -260,6 +275,7 @@ def test_ds017_pre_shifted_and_mismatched_labels(tmp_path):
     assert set(hits) == {1, 2} and "pre-shifted" in hits[1] and "labels has" in hits[2]
 
 
+@needs_corpus
 def test_ds018_generation_block_around_the_whole_conversation(tmp_path, chats, alpaca_rows):
     template = "{% generation %}" + (TRL_TEMPLATES / "qwen2_5_training.jinja").read_text().replace("{%- generation %}", "").replace("{%- endgeneration %}", "") + "{% endgeneration %}"
     (tmp_path / "wide.jinja").write_text(template)
@@ -277,6 +293,7 @@ def test_ds019_prompt_ending_in_a_space_glues_it_to_the_answer(tmp_path):
     assert set(hits) == {0} and "' Paris'" in hits[0]
 
 
+@needs_corpus
 def test_ds020_tool_call_arguments_as_a_json_string(chats):
     def row(arguments):
         return [{"role": "user", "content": "weather?"},
@@ -294,6 +311,7 @@ def test_ds020_tool_call_arguments_as_a_json_string(chats):
     assert errors == ["message 1: tool-call arguments are a string that is not valid JSON (Expecting value); axolotl stops on this row"]
 
 
+@needs_corpus
 def test_ds021_repeated_stop_tokens(tmp_path):
     ids = qwen_ids("<|im_start|>assistant\nhello<|im_end|>")
     path = write_jsonl(tmp_path / "tok.jsonl", [{"input_ids": ids + ids[-1:]}, {"input_ids": ids}])
@@ -303,6 +321,7 @@ def test_ds021_repeated_stop_tokens(tmp_path):
     assert set(hits) == {0} and "'<|endoftext|>'" in hits[0]
 
 
+@needs_corpus
 def test_ds022_chatml_template_on_a_tokenizer_without_its_tokens(chats, alpaca_rows, tmp_path):
     chatml = json.loads((QWEN25 / "tokenizer_config.json").read_text())["chat_template"]
     (tmp_path / "chatml.jinja").write_text(chatml)
@@ -312,6 +331,7 @@ def test_ds022_chatml_template_on_a_tokenizer_without_its_tokens(chats, alpaca_r
     assert fired(path, QWEN25, "DS022") == {} and fired(path, NEMO, "DS022") == {} and fired(path, PHI3, "DS022") == {}
 
 
+@needs_corpus
 def test_ds023_eos_is_not_the_end_of_turn_token(chats, alpaca_rows, tmp_path):
     path = chats([alpaca_as_messages(alpaca_rows[0])])
     assert list(fired(path, PHI3, "DS023")) == [None]
@@ -322,6 +342,7 @@ def test_ds023_eos_is_not_the_end_of_turn_token(chats, alpaca_rows, tmp_path):
     assert fired(path, folder, "DS023") == {}
 
 
+@needs_corpus
 @pytest.mark.parametrize("tokenizer", [QWEN25, PHI3, NEMO])
 def test_clean_real_data_gets_no_error_or_warning(tokenizer):
     """The alpaca demo through each tokenizer's own template, assistant-only as axolotl trains it."""
@@ -331,6 +352,7 @@ def test_clean_real_data_gets_no_error_or_warning(tokenizer):
     assert report.summary["trainable_tokens"] > 0.5 * report.summary["tokens"]
 
 
+@needs_corpus
 def test_worker_processes_give_the_same_report_as_one_process():
     options = dict(dataset=str(GLAIVE), tokenizer=str(PHI3), all_rows=True, framework="axolotl", train_on="assistant")
     one = build_report(InspectOptions(**options, workers=1))
@@ -339,6 +361,7 @@ def test_worker_processes_give_the_same_report_as_one_process():
     assert one.summary == two.summary and one.details == two.details
 
 
+@needs_corpus
 def test_ds024_and_ds025_templates_that_drop_tool_calls_and_tool_definitions(glaive_rows):
     calls = {i for i, r in enumerate(glaive_rows) if any(t["from"] == "function_call" for t in r["conversations"])}
     with_tools = {i for i, r in enumerate(glaive_rows) if r.get("tools") not in (None, "", "[]")}

@@ -9,7 +9,7 @@ import pytest
 
 from mldebug_cli.core import registry
 from mldebug_cli.pipelines.template_check import CheckTemplateOptions, build_report
-from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, NEMO, PHI3, QWEN3, QWEN25
+from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, NEMO, PHI3, QWEN3, QWEN25, needs_corpus, PHI3_DEPLOY
 
 DEPLOY = FIXTURES / "deploy"
 TEMPLATES = LLAMACPP_TEMPLATES
@@ -59,6 +59,7 @@ def test_every_ct_check_is_registered_and_documented():
             assert heading in check.doc, (ref.code, heading)
 
 
+@needs_corpus
 def test_token_identical_probes_report_nothing_even_when_the_text_differs():
     """Mistral-Nemo writes <s>; llama.cpp strips that text and adds the BOS id: same ids, different text."""
     report = build_report(CheckTemplateOptions(train=str(NEMO), deploy=str(TEMPLATES / "mistralai-Mistral-Nemo-Instruct-2407.jinja"),
@@ -68,6 +69,7 @@ def test_token_identical_probes_report_nothing_even_when_the_text_differs():
     assert user["train"] == "<s>" + user["deploy"] and user["identical"]
 
 
+@needs_corpus
 def test_ct001_llamacpp_merges_the_system_message_the_template_cannot_render():
     found = findings(train=PHI3, deploy=CORPUS_GGUF / "ggml-vocab-phi-3.gguf")
     merged = {f.location.probe: f for f in found["CT001"]}
@@ -79,8 +81,9 @@ def test_ct001_llamacpp_merges_the_system_message_the_template_cannot_render():
     assert "llamacpp adds it (add_bos_token is true)" in found["CT004"][0].message
 
 
+@needs_corpus
 def test_ct002_a_gguf_that_adds_eos_to_every_prompt(tmp_path: Path):
-    adds_eos = gguf_copy(DEPLOY / "phi-3-mini-instruct.gguf", tmp_path / "adds-eos.gguf", add_eos_token=True)
+    adds_eos = gguf_copy(PHI3_DEPLOY / "phi-3-mini-instruct.gguf", tmp_path / "adds-eos.gguf", add_eos_token=True)
     found = findings(train=PHI3, deploy=adds_eos)
     assert set(found) == {"CT002"}
     probes = [f.location.probe for f in found["CT002"]]
@@ -89,6 +92,7 @@ def test_ct002_a_gguf_that_adds_eos_to_every_prompt(tmp_path: Path):
                                          "train [nothing] vs deploy [32000:<|endoftext|>]")  # fmt: skip
 
 
+@needs_corpus
 def test_ct005_and_ct011_a_gguf_of_another_vocabulary():
     found = findings(train=PHI3, deploy=DEPLOY / "qwen3-base.gguf")
     (stop,) = found["CT005"]
@@ -102,17 +106,20 @@ def test_ct005_and_ct011_a_gguf_of_another_vocabulary():
     )
 
 
+@needs_corpus
 def test_ct005_is_quiet_when_llamacpp_stops_on_the_end_of_turn_by_its_text():
     """Phi-3's GGUF declares eos <|endoftext|>; llama.cpp also stops on <|end|> because of its text."""
-    assert "CT005" not in findings(train=PHI3, deploy=DEPLOY / "phi-3-mini-instruct.gguf")
+    assert "CT005" not in findings(train=PHI3, deploy=PHI3_DEPLOY / "phi-3-mini-instruct.gguf")
 
 
+@needs_corpus
 def test_ct005_vllm_stops_on_the_tokenizer_eos_only_without_generation_config():
     (stop,) = findings(train=PHI3, deploy=PHI3)["CT005"]
     assert stop.message == "the model was trained to end its turns with <|end|>, but vllm stops only on <|endoftext|>"
     assert stop.hint == "add <|end|>'s id to eos_token_id in generation_config.json"
 
 
+@needs_corpus
 def test_ct010_the_training_template_fails_under_tgi():
     pytest.importorskip("minijinja")
     coder = TEMPLATES / "Qwen3-Coder.jinja"
@@ -123,6 +130,7 @@ def test_ct010_the_training_template_fails_under_tgi():
     assert "CT013" not in found
 
 
+@needs_corpus
 def test_ct012_dates_on_both_sides_are_explained_on_one_side_are_a_difference():
     llama32 = TEMPLATES / "meta-llama-Llama-3.2-3B-Instruct.jinja"
     both = findings(train=llama32, train_tokenizer=QWEN25, deploy=llama32, deploy_engine="llamacpp")
@@ -135,6 +143,7 @@ def test_ct012_dates_on_both_sides_are_explained_on_one_side_are_a_difference():
     assert "⟨26·Jul·2024⟩" in one["CT001"][0].message and "⟨15·Jan·2025⟩" in one["CT001"][0].message
 
 
+@needs_corpus
 def test_ct013_a_deploy_template_that_rejects_system_messages():
     found = findings(train=QWEN25, deploy=TEMPLATES / "google-gemma-2-2b-it.jinja")
     (fails,) = found["CT013"]
@@ -145,7 +154,8 @@ def test_ct013_a_deploy_template_that_rejects_system_messages():
     assert prompt.message.startswith('deploy ends the prompt with "<start_of_turn>model↵"')
 
 
+@needs_corpus
 def test_select_and_ignore_take_ct_codes_and_names():
-    report = build_report(CheckTemplateOptions(train=str(PHI3), deploy=str(DEPLOY / "phi-3-no-template.gguf"),
+    report = build_report(CheckTemplateOptions(train=str(PHI3), deploy=str(PHI3_DEPLOY / "phi-3-no-template.gguf"),
                                                ignore=("template-fallback",)))  # fmt: skip
     assert {f.code for f in report.findings} == {"CT004"}  # CT001 stays quiet: the fallback explains the text

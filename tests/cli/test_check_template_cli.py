@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, PHI3, QWEN3, QWEN25
+from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, PHI3, QWEN3, QWEN25, needs_corpus, PHI3_DEPLOY
 
 runner = CliRunner()
 DEPLOY = FIXTURES / "deploy"
@@ -50,8 +50,9 @@ def test_modelfile_without_the_end_of_turn_stop_word():
     assert "CT005" not in codes(with_stops)
 
 
+@needs_corpus
 def test_modelfile_template_with_a_literal_bos_on_a_vocab_that_adds_one():
-    code, doc = check("--train", PHI3, "--deploy", DEPLOY / "phi-3-literal-bos.Modelfile")
+    code, doc = check("--train", PHI3, "--deploy", PHI3_DEPLOY / "phi-3-literal-bos.Modelfile")
     assert code == 1
     (double,) = by_code(doc, "CT003")
     assert double["location"]["probe"] == "user" and double["location"]["side"] == "deploy"
@@ -63,6 +64,7 @@ def test_modelfile_template_with_a_literal_bos_on_a_vocab_that_adds_one():
     assert [f["location"]["probe"] for f in by_code(doc, "CT001")] == ["tool-call"]
 
 
+@needs_corpus
 def test_deploy_template_with_a_different_default_system_prompt():
     code, doc = check("--train", QWEN25, "--deploy", TEMPLATES / "Qwen-Qwen3-0.6B.jinja")
     assert code == 1
@@ -76,6 +78,7 @@ def test_deploy_template_with_a_different_default_system_prompt():
     assert 'deploy writes the system prompt "You·are·a·helpful·assistant."' in by_code(ollama, "CT006")[0]["message"]
 
 
+@needs_corpus
 def test_whitespace_only_difference_under_tgi():
     pytest.importorskip("minijinja")
     smollm3 = TEMPLATES / "HuggingFaceTB-SmolLM3-3B.jinja"
@@ -89,8 +92,9 @@ def test_whitespace_only_difference_under_tgi():
     assert {f["location"]["probe"] for f in by_code(doc, "CT001")} <= {"tool-call"}
 
 
+@needs_corpus
 def test_gguf_without_a_template_falls_back_to_chatml():
-    code, doc = check("--train", PHI3, "--deploy", DEPLOY / "phi-3-no-template.gguf")
+    code, doc = check("--train", PHI3, "--deploy", PHI3_DEPLOY / "phi-3-no-template.gguf")
     assert code == 1
     (fallback,) = by_code(doc, "CT009")
     assert fallback["message"].startswith("the GGUF has no tokenizer.chat_template, so llama.cpp renders ChatML; 8 of 8")
@@ -100,6 +104,7 @@ def test_gguf_without_a_template_falls_back_to_chatml():
     assert user["deploy"] == "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
 
 
+@needs_corpus
 def test_a_different_generation_prompt():
     old = LLAMACPP_TEMPLATES / "older_c392e50" / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"
     new = TEMPLATES / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"
@@ -114,9 +119,10 @@ def test_a_different_generation_prompt():
     assert [f["location"]["probe"] for f in by_code(doc, "CT001")] == ["tool-call"]
 
 
+@needs_corpus
 @pytest.mark.parametrize(
     ("train", "deploy"),
-    [(PHI3, DEPLOY / "phi-3-mini-instruct.gguf"), (QWEN25, TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja")],
+    [(PHI3, PHI3_DEPLOY / "phi-3-mini-instruct.gguf"), (QWEN25, TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja")],
     ids=["gguf", "jinja"],
 )
 def test_nothing_reported_when_deploy_matches_training(train: Path, deploy: Path):
@@ -130,6 +136,7 @@ def test_nothing_reported_when_deploy_matches_training(train: Path, deploy: Path
 # --- contract and errors ---------------------------------------------------------------------------------
 
 
+@needs_corpus
 def test_json_contract_and_messages_probe(tmp_path: Path):
     messages = tmp_path / "conversation.json"
     messages.write_text(json.dumps({"messages": [{"role": "user", "content": "Bonjour"}, {"role": "assistant", "content": "Salut"}]}))
@@ -146,8 +153,9 @@ def test_json_contract_and_messages_probe(tmp_path: Path):
     assert doc["summary"]["by_check"] == {c: len(by_code(doc, c)) for c in codes(doc)}
 
 
+@needs_corpus
 def test_text_report_shows_probes_and_token_differences():
-    result = run("check-template", "--train", PHI3, "--deploy", DEPLOY / "phi-3-literal-bos.Modelfile", "--color", "never")
+    result = run("check-template", "--train", PHI3, "--deploy", PHI3_DEPLOY / "phi-3-literal-bos.Modelfile", "--color", "never")
     assert result.exit_code == 1
     out = result.stdout
     assert "Probes (train vs deploy" in out and "differs: 1 text difference (bos-eos)" in out
@@ -178,10 +186,11 @@ def test_fail_on_from_the_config_file_replaces_the_command_default(tmp_path: Pat
     assert run(*warning_only).exit_code == 1
 
 
+@needs_corpus
 def test_bad_inputs_are_one_line_errors_with_exit_2(tmp_path: Path):
     broken = tmp_path / "broken.jinja"
     broken.write_text("{% for message in messages %}\n{{ message.content }}\n{% endfor")
-    result = run("check-template", "--train", broken, "--train-tokenizer", QWEN25, "--deploy", DEPLOY / "phi-3-mini-instruct.gguf")
+    result = run("check-template", "--train", broken, "--train-tokenizer", QWEN25, "--deploy", PHI3_DEPLOY / "phi-3-mini-instruct.gguf")
     assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == f"Error: {broken}:3: the chat template does not parse: unexpected end of template, expected 'end of statement block'."
     missing = tmp_path / "Modelfile"
@@ -189,9 +198,9 @@ def test_bad_inputs_are_one_line_errors_with_exit_2(tmp_path: Path):
     result = run("check-template", "--train", QWEN25, "--deploy", missing)
     assert result.exit_code == 2 and result.stderr.startswith(f"Error: {missing}:1: FROM ./model.gguf: no such file or folder")
     corrupt = tmp_path / "corrupt.gguf"
-    corrupt.write_bytes((DEPLOY / "phi-3-mini-instruct.gguf").read_bytes()[:5000])
+    corrupt.write_bytes((PHI3_DEPLOY / "phi-3-mini-instruct.gguf").read_bytes()[:5000])
     result = run("check-template", "--train", PHI3, "--deploy", corrupt)
     assert result.exit_code == 2 and result.stderr.startswith(f"Error: {corrupt}: corrupt GGUF")
     assert len(result.stderr.strip().splitlines()) <= 2
-    unknown = run("check-template", "--train", PHI3, "--deploy", DEPLOY / "phi-3-mini-instruct.gguf", "--deploy-engine", "tgi")
+    unknown = run("check-template", "--train", PHI3, "--deploy", PHI3_DEPLOY / "phi-3-mini-instruct.gguf", "--deploy-engine", "tgi")
     assert unknown.exit_code == 2 and "--deploy-engine tgi cannot serve a gguf" in unknown.stderr

@@ -16,7 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import GLAIVE, PHI3, ROOT
+from support import GLAIVE, PHI3, ROOT, needs_corpus
 
 README = ROOT / "README.md"
 ACTION = ROOT / "action.yml"
@@ -42,11 +42,13 @@ def in_tmp(monkeypatch, tmp_path) -> Path:
 # --output-format auto
 
 
+@needs_corpus
 def test_auto_is_text_outside_github_actions(in_tmp):
     result = run(*INSPECT, "--color", "never")
     assert result.exit_code == 1 and result.stdout.startswith("mldebug inspect-data\n")
 
 
+@needs_corpus
 def test_auto_is_github_under_github_actions(in_tmp):
     summary = in_tmp / "summary.md"
     result = run(*INSPECT, env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
@@ -55,6 +57,7 @@ def test_auto_is_github_under_github_actions(in_tmp):
     assert summary.read_text(encoding="utf-8").startswith("## mldebug inspect-data: 2 errors, 2 warnings")
 
 
+@needs_corpus
 @pytest.mark.parametrize("fmt", ["sarif", "junit", "markdown", "github"])
 def test_machine_formats_through_the_cli_exit_on_findings_and_are_clean(in_tmp, fmt):
     result = run(*INSPECT, "-f", fmt, "--color", "always")
@@ -69,6 +72,7 @@ def test_machine_formats_through_the_cli_exit_on_findings_and_are_clean(in_tmp, 
 # configuration through the CLI
 
 
+@needs_corpus
 def test_the_config_file_selects_ignores_and_sets_fail_on(in_tmp):
     (in_tmp / "mldebug.toml").write_text('ignore = ["unmapped-role", "DS024"]\n', encoding="utf-8")
     assert run(*INSPECT).exit_code == 0  # only warnings are left
@@ -80,6 +84,7 @@ def test_the_config_file_selects_ignores_and_sets_fail_on(in_tmp):
     assert {f["code"] for f in findings} == {"DS011", "DS024", "DS025"}  # --ignore replaced the file's ignore
 
 
+@needs_corpus
 def test_per_check_severity_from_the_config_changes_the_report_and_the_exit_code(in_tmp):
     (in_tmp / "pyproject.toml").write_text(
         '[tool.mldebug.checks]\nunmapped-role = { severity = "warning" }\nDS024 = { severity = "info" }\n',
@@ -91,6 +96,7 @@ def test_per_check_severity_from_the_config_changes_the_report_and_the_exit_code
     assert severities == {"DS011": "warning", "DS024": "info", "DS023": "warning", "DS025": "warning"}
 
 
+@needs_corpus
 @pytest.mark.parametrize("text, error", [
     ('selct = ["DS001"]\n', "mldebug.toml: the top level: unknown key 'selct' (did you mean 'select'?)"),
     ("fail-on = [\n", "mldebug.toml: not valid TOML"),
@@ -162,6 +168,7 @@ def test_the_readme_workflow_uses_only_declared_inputs():
     assert set(step["with"]) <= set(_action()["inputs"]) and workflow["permissions"]["security-events"] == "write"
 
 
+@needs_corpus
 def test_the_action_scripts_annotate_write_sarif_and_fail_the_step(tmp_path):
     steps = {s.get("id") or s["name"]: s for s in _action()["runs"]["steps"]}
     outputs, summary, sarif = tmp_path / "output", tmp_path / "summary.md", tmp_path / "mldebug.sarif"

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import ALPACA, AXOLOTL_MISSING_TURNS, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, ROOT, write_jsonl
+from support import ALPACA, AXOLOTL_MISSING_TURNS, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, ROOT, write_jsonl, needs_corpus
 
 runner = CliRunner()
 
@@ -20,6 +20,7 @@ def run(*args: str):
     return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
 
 
+@needs_corpus
 def test_json_contract_on_the_alpaca_demo():
     result = run("inspect-data", ALPACA, "-t", QWEN25, "--rows", "0,5-6", "-f", "json", "--train-on", "assistant", "--framework", "axolotl")
     assert result.exit_code == 0, result.stderr
@@ -40,6 +41,7 @@ def test_json_contract_on_the_alpaca_demo():
     assert doc["findings"][0]["name"] == "no-generation-markers" and doc["findings"][0]["severity"] == "info"
 
 
+@needs_corpus
 def test_findings_point_at_rows_and_lines_and_exit_1(tmp_path, glaive_rows):
     result = run("inspect-data", GLAIVE, "-t", PHI3, "--rows", "0-3", "-f", "json")
     assert result.exit_code == 1
@@ -50,6 +52,7 @@ def test_findings_point_at_rows_and_lines_and_exit_1(tmp_path, glaive_rows):
     assert {f["location"]["line"] for f in dropped} == {2, 121}  # the JSON array elements' first lines
 
 
+@needs_corpus
 def test_fail_on_select_and_ignore():
     base = ["inspect-data", GLAIVE, "-t", PHI3, "--rows", "0", "-f", "json"]
     assert run(*base).exit_code == 1
@@ -62,6 +65,7 @@ def test_fail_on_select_and_ignore():
     assert bad.exit_code == 2 and bad.stderr.startswith("Error: --select/--ignore: 'DS999' matches no check")
 
 
+@needs_corpus
 def test_text_view_shows_prompt_tokens_and_summary(tmp_path):
     result = run("inspect-data", AXOLOTL_MISSING_TURNS, "-t", QWEN3, "--train-on", "assistant", "--framework", "axolotl", "--color", "never")
     out = result.stdout
@@ -74,6 +78,7 @@ def test_text_view_shows_prompt_tokens_and_summary(tmp_path):
     assert "\x1b[" not in out
 
 
+@needs_corpus
 def test_output_file_and_machine_output_is_clean(tmp_path):
     target = tmp_path / "report.json"
     result = run("inspect-data", ALPACA, "-t", QWEN25, "--rows", "1", "-f", "json", "-o", target)
@@ -102,6 +107,7 @@ def test_unreadable_datasets_get_one_line_errors(tmp_path, content, expected):
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
+@needs_corpus
 def test_bad_tokenizer_and_template_and_flags(tmp_path):
     empty = tmp_path / "tok"
     empty.mkdir()
@@ -114,6 +120,7 @@ def test_bad_tokenizer_and_template_and_flags(tmp_path):
     assert rows.exit_code == 2 and "past the end" in rows.stderr
 
 
+@needs_corpus
 def test_a_template_that_does_not_compile_is_one_error_and_one_that_raises_is_a_finding_per_row(tmp_path):
     (tmp_path / "filter.jinja").write_text("{% for m in messages %}{{ m.content | nosuchfilter }}{% endfor %}")
     result = run("inspect-data", ALPACA, "-t", QWEN25, "--rows", "0-1", "--chat-template", tmp_path / "filter.jinja")
@@ -126,6 +133,7 @@ def test_a_template_that_does_not_compile_is_one_error_and_one_that_raises_is_a_
     assert [(f["code"], f["location"]["row"]) for f in json.loads(result.stdout)["findings"]] == [("DS009", 0), ("DS009", 1)]
 
 
+@needs_corpus
 def test_double_bos_end_to_end_on_pre_rendered_mistral_text(tmp_path, alpaca_rows):
     from transformers import AutoTokenizer
 
@@ -164,6 +172,7 @@ def _run_main_in_child(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
 
 
+@needs_corpus
 def test_an_inspect_data_process_keeps_torch_out_and_reports_the_same(tmp_path):
     """`mldebug inspect-data` never imports torch (1.5-2 s of start-up); the tokens and findings stay the same."""
     out = tmp_path / "report.json"
@@ -175,6 +184,7 @@ def test_an_inspect_data_process_keeps_torch_out_and_reports_the_same(tmp_path):
     assert json.loads(out.read_text()) == json.loads(in_process.stdout)
 
 
+@needs_corpus
 def test_a_parquet_dataset_reads_in_a_process_that_keeps_torch_out(tmp_path):
     """datasets imports torch when it sees it in sys.modules: the tokenizer load must leave no trace there."""
     import datasets
@@ -186,6 +196,7 @@ def test_a_parquet_dataset_reads_in_a_process_that_keeps_torch_out(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["summary"]["rows_checked"] == 20
 
 
+@needs_corpus
 def test_data_format_overrides_a_detection_that_refuses(tmp_path):
     """The hint says "pass --data-format": it must work where detection gives up (here LLaMA-Factory ranking rows)."""
     rows = [{"conversations": [{"from": "human", "value": r["instruction"]}, {"from": "gpt", "value": r["output"]}],

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import FIXTURES, ROOT
+from support import FIXTURES, LLAMA3, ROOT
 
 runner = CliRunner()
 PREFLIGHT = FIXTURES / "preflight"
@@ -71,11 +71,11 @@ def test_llama_factory_config_reads_dataset_info_and_splits_the_length_budget():
     ignored = next(f for f in found if f["code"] == "LR004")  # warmup_ratio was removed in transformers 5.2
     assert ignored["location"]["key"] == "warmup_ratio" and ignored["location"]["line"] == config_line(config, "warmup_ratio")
     long_row = next(f for f in found if f["code"] == "DS007")
-    assert long_row["location"]["row"] == 243 and long_row["location"]["key"] == "cutoff_len"
+    assert long_row["location"]["row"] == 23 and long_row["location"]["key"] == "cutoff_len"
     assert not any(f["code"] == "DS008" for f in found)  # LLaMA-Factory keeps part of the response
     targets = [s["target"] for s in json.loads(result.stdout)["summary"]["sections"]]
     assert [t.split("fixtures/")[-1] for t in targets[:2]] == [
-        "datasets/llama-factory/identity.json", "datasets/llama-factory/glaive_toolcall_en_demo.json"]
+        "preflight/llama-factory/data/shop_identity.json", "preflight/llama-factory/data/shop_tools.json"]
 
 
 def test_exit_zero_and_fail_on():
@@ -122,22 +122,23 @@ def test_deploy_artefacts_are_compared_with_the_training_template():
 
 
 def test_axolotl_masking_keys_decide_what_is_trained(tmp_path):
-    """Phi-3 under axolotl's defaults never trains <|end|> (DS004, pointing at train_on_eos); eot_tokens fixes it."""
+    """Llama 3 (whose EOS is <|end_of_text|>) under axolotl's defaults never trains <|eot_id|> (DS004, pointing at
+    train_on_eos); eot_tokens fixes it."""
     rows = [{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
                           {"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    base = (f"base_model: {FIXTURES / 'tokenizers' / 'phi-3-mini-instruct'}\nsequence_len: 512\nmicro_batch_size: 1\n"
+    base = (f"base_model: {LLAMA3}\nsequence_len: 512\nmicro_batch_size: 1\n"
             "num_epochs: 1\nlearning_rate: 0.0001\ndatasets:\n  - path: train.jsonl\n    type: chat_template\n")
     config = tmp_path / "config.yml"
     config.write_text(base + "    train_on_eos: turn\n")
     [stop] = [f for f in findings(preflight(config, "-f", "json")) if f["code"] == "DS004"]
     assert stop["location"]["key"] == "datasets.0.train_on_eos" and "eot_tokens" in stop["hint"]
-    config.write_text(base + "eot_tokens: ['<|end|>']\n")
+    config.write_text(base + "eot_tokens: ['<|eot_id|>']\n")
     result = preflight(config, "-f", "json")
     assert not [f for f in findings(result) if f["code"] == "DS004"]
     context = json.loads(result.stdout)["sections"][0]["context"]
-    assert "eot_tokens ['<|end|>']" in context["train_on"]
-    config.write_text(base + "eot_tokens: ['add_generation_prompt']\n")
+    assert "eot_tokens ['<|eot_id|>']" in context["train_on"]
+    config.write_text(base + "eot_tokens: ['loop_messages']\n")  # text of the template, several tokens
     refused = preflight(config)
     assert refused.exit_code == 2 and f"{config}:9: eot_tokens: axolotl refuses" in refused.stderr
     config.write_text(base + "    train_on_eot: sometimes\n")

@@ -16,7 +16,7 @@ from transformers import AutoTokenizer
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import CORPUS, CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, PHI3, QWEN25, ROOT
+from support import HAVE_CORPUS, CORPUS, CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, PHI3, QWEN25, ROOT, needs_corpus
 
 runner = CliRunner()
 STANDARD = [
@@ -26,7 +26,7 @@ STANDARD = [
     {"role": "user", "content": "How are you?"},
 ]
 LLAMACPP_CASES = {c["name"]: c for c in json.loads(
-    (CORPUS / "templates" / "llamacpp_test_chat_template_2025-02-20.json").read_text())["cases"]}  # fmt: skip
+    (CORPUS / "templates" / "llamacpp_test_chat_template_2025-02-20.json").read_text())["cases"]} if HAVE_CORPUS else {}  # fmt: skip
 OLLAMA = CORPUS / "templates" / "ollama"
 # TGI router/src/infer/chat_template.rs, test_many_chat_templates, item "llama" (template, inputs and target).
 TGI_LLAMA_TEMPLATE = (
@@ -76,6 +76,7 @@ def test_transformers_engine_is_apply_chat_template_with_its_input_ids(tmp_path:
     assert doc["input_ids"] == list(expected_ids)
 
 
+@needs_corpus
 @pytest.mark.parametrize("name", ["teknium/OpenHermes-2.5-Mistral-7B", "Phi-3-mini", "google/gemma-7b-it", "Llama-3",
                                   "ibm-granite/granite-3.0-8b-instruct"])  # fmt: skip
 def test_llamacpp_engine_matches_llamacpp_test_expectations(tmp_path: Path, name: str):
@@ -89,6 +90,7 @@ def test_llamacpp_engine_matches_llamacpp_test_expectations(tmp_path: Path, name
     assert result.stdout == case["expected_output"]
 
 
+@needs_corpus
 def test_gguf_defaults_to_llamacpp_which_merges_the_system_message(tmp_path: Path):
     """llama.cpp's Phi-3 vocab carries the template of llama.cpp's "Phi-3-mini" test case (no system turn)."""
     case = LLAMACPP_CASES["Phi-3-mini"]
@@ -97,6 +99,7 @@ def test_gguf_defaults_to_llamacpp_which_merges_the_system_message(tmp_path: Pat
     assert result.stdout == case["expected_output"]  # the template's <s> is stripped: the vocab adds BOS as an id
 
 
+@needs_corpus
 @pytest.mark.parametrize("case", ["user", "user-assistant-user", "system-user-assistant-user"])
 def test_ollama_engine_matches_ollama_testdata(tmp_path: Path, case: str):
     conversations = json.loads((OLLAMA / "testdata_conversations.json").read_text(encoding="utf-8"))["conversations"]
@@ -128,6 +131,7 @@ def test_tgi_engine_matches_tgi_router_test(tmp_path: Path):
     assert result.stdout == TGI_LLAMA_TARGET
 
 
+@needs_corpus
 def test_vars_reach_the_template_and_the_date_is_fixed(tmp_path: Path):
     messages = write_json(tmp_path / "m.json", [{"role": "user", "content": "Hi"}])
     qwen3 = LLAMACPP_TEMPLATES / "Qwen-Qwen3-0.6B.jinja"
@@ -139,6 +143,7 @@ def test_vars_reach_the_template_and_the_date_is_fixed(tmp_path: Path):
     assert "Today Date: 02 Mar 2024" in run("render", "--template", llama32, "-m", messages, "--date", "2024-03-02").stdout
 
 
+@needs_corpus
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
     messages = write_json(tmp_path / "m.json", STANDARD)
     broken = tmp_path / "broken.jinja"

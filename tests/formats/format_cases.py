@@ -13,9 +13,11 @@ import pytest
 
 from mldebug_cli.core.findings import Finding, Location, Report, Severity
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
-from support import ALPACA, GLAIVE, PHI3, QWEN25, ROOT
+from support import DATASETS, FIXTURES, LLAMA3, QWEN25, ROOT
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
+DEMO = DATASETS / "demo" / "support_chat.jsonl"
+CLEAN = FIXTURES / "preflight" / "trl" / "train_fixed.jsonl"
 REGENERATE = "MLDEBUG_REGENERATE"  # MLDEBUG_REGENERATE=1 pytest tests/formats rewrites the expected files
 VERSION = "0.0.0-test"
 # The data checks the expected files were made with: a check added to the registry later changes no file.
@@ -30,16 +32,16 @@ def _relative_context(report: Report) -> Report:
 
 
 @cache
-def glaive_report() -> Report:
-    """Four rows of LLaMA-Factory's tool-calling demo under Phi-3: errors, warnings, a setup finding."""
-    options = InspectOptions(dataset=str(GLAIVE), tokenizer=str(PHI3), rows=(0, 1, 2, 3), select=DATA_CHECKS)
+def demo_report() -> Report:
+    """Four rows of the README demo dataset under Llama 3: errors, warnings, a setup finding."""
+    options = InspectOptions(dataset=str(DEMO), tokenizer=str(LLAMA3), rows=(6, 11, 14, 20), select=DATA_CHECKS)
     return _relative_context(build_report(options))
 
 
 @cache
-def alpaca_report(ignore: tuple[str, ...] = ()) -> Report:
-    """One alpaca row under Qwen2.5, trained the axolotl way: only an info finding (DS015), or none."""
-    options = InspectOptions(dataset=str(ALPACA), tokenizer=str(QWEN25), rows=(0,), framework="axolotl",
+def clean_report(ignore: tuple[str, ...] = ()) -> Report:
+    """One clean chat row under Qwen2.5, trained the axolotl way: only an info finding (DS015), or none."""
+    options = InspectOptions(dataset=str(CLEAN), tokenizer=str(QWEN25), rows=(0,), framework="axolotl",
                              train_on="assistant", select=DATA_CHECKS, ignore=ignore)
     return _relative_context(build_report(options))
 

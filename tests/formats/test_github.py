@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from format_cases import alpaca_report, assert_matches_expected, finding, glaive_report, rendered, synthetic
+from format_cases import clean_report, assert_matches_expected, finding, demo_report, rendered, synthetic
 
 from mldebug_cli.core.errors import MldebugError
 from mldebug_cli.core.findings import Severity
@@ -14,19 +14,19 @@ from support import ROOT
 
 def test_matches_the_expected_file_and_writes_no_summary_without_the_variable(monkeypatch):
     monkeypatch.setattr(github, "append_summary", lambda *args: pytest.fail("wrote a summary"))
-    assert_matches_expected("glaive.github.txt", rendered("github", glaive_report(), monkeypatch))
-    assert rendered("github", alpaca_report(("DS015",)), monkeypatch) == "mldebug inspect-data: no findings\n"
+    assert_matches_expected("demo.github.txt", rendered("github", demo_report(), monkeypatch))
+    assert rendered("github", clean_report(("DS015",)), monkeypatch) == "mldebug inspect-data: no findings\n"
 
 
 def test_annotations_carry_file_line_and_title_inside_groups(monkeypatch):
-    lines = rendered("github", glaive_report(), monkeypatch).splitlines()
-    assert lines[0] == "::group::DS011 unmapped-role (2)"
+    lines = rendered("github", demo_report(), monkeypatch).splitlines()
+    assert lines[0] == "::group::DS024 tool-call-dropped (2)"
     assert lines[1].startswith(
-        "::error file=fixtures/datasets/llama-factory/glaive_toolcall_en_demo.json,line=2,title=DS011 unmapped-role::"
-        "row 0 (line 2), message 4: "
+        "::error file=fixtures/datasets/demo/support_chat.jsonl,line=7,title=DS024 tool-call-dropped::"
+        "row 6 (line 7), message 2: "
     )
-    assert "%0Ahint: map the role" in lines[1]
-    assert lines.count("::endgroup::") == 4 and lines[-1] == "mldebug inspect-data: 4 errors, 3 warnings in 4 checks"
+    assert "%0Ahint: use a chat template that renders tool_calls" in lines[1]
+    assert lines.count("::endgroup::") == 5 and lines[-1] == "mldebug inspect-data: 2 errors, 5 warnings in 5 checks"
     eos = next(line for line in lines if "DS023" in line and line.startswith("::warning"))
     assert ",line=" not in eos  # no line is known for a setup finding: the file alone
 
@@ -60,7 +60,7 @@ def test_the_job_summary_is_appended_when_the_variable_is_set(monkeypatch, tmp_p
     summary_file.write_text("## an earlier step\n", encoding="utf-8")
     rendered_stdout = _render_with_summary(monkeypatch, summary_file)
     assert rendered_stdout.startswith("::group::")
-    expected = "## an earlier step\n\n" + summary(glaive_report(), ROOT)
+    expected = "## an earlier step\n\n" + summary(demo_report(), ROOT)
     assert summary_file.read_text(encoding="utf-8") == expected
 
 
@@ -87,5 +87,5 @@ def _render_with_summary(monkeypatch, summary_file, report=None) -> str:
     in_repo(monkeypatch)
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary_file))
     stream = io.StringIO()
-    github.render(report or glaive_report(), stream)
+    github.render(report or demo_report(), stream)
     return stream.getvalue()

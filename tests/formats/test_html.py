@@ -11,7 +11,9 @@ from typer.testing import CliRunner
 from mldebug_cli.core.findings import Finding, Location, Report, Severity
 from mldebug_cli.formats.html import render_html
 from mldebug_cli.formats.json_format import report_document
-from support import FIXTURES, GLAIVE, PHI3, QWEN25, write_jsonl
+from support import DATASETS, FIXTURES, LLAMA3, PHI3, PHI3_DEPLOY, QWEN25, needs_corpus, write_jsonl
+
+DEMO = DATASETS / "demo" / "support_chat.jsonl"
 
 STATES = FIXTURES / "trainer_state"
 HOSTILE_MESSAGES = [
@@ -59,8 +61,8 @@ def lr_report() -> Report:
 
 
 @pytest.fixture(scope="module")
-def glaive() -> Report:
-    return inspect_report(GLAIVE, PHI3, framework="axolotl", rows=(0, 1, 2, 3))
+def demo() -> Report:
+    return inspect_report(DEMO, LLAMA3, framework="axolotl", rows=(6, 11, 14, 20))
 
 
 def assert_inert(page: Page) -> None:
@@ -72,25 +74,25 @@ def assert_inert(page: Page) -> None:
         assert "src" not in attrs and (attrs.get("href") or "#").startswith("#"), (tag, attrs)
 
 
-def test_real_report_has_findings_with_explanations_linked_to_rows(glaive):
-    html = render_html(glaive)
+def test_real_report_has_findings_with_explanations_linked_to_rows(demo):
+    html = render_html(demo)
     page = Page(html)
     assert_inert(page)
     checks = {a["data-code"] for a in page.all("section", **{"class": "check"})}
-    assert {"DS011", "DS023", "DS024", "DS025"} <= checks
-    assert "A message whose role the template or the masking does not know" in html  # DS011's "What it finds"
-    assert page.all("a", href="#s0-row-0") and page.all("a", href="#s0-row-3")
-    assert {"s0-row-0", "s0-row-3", "s0-check-DS011", "s0-findings", "s0-summary"} <= set(page.ids)
+    assert {"DS001", "DS004", "DS023", "DS024", "DS025"} <= checks
+    assert "An assistant tool call (its function name) that does not appear" in html  # DS024's "What it finds"
+    assert page.all("a", href="#s0-row-6") and page.all("a", href="#s0-row-14")
+    assert {"s0-row-6", "s0-row-14", "s0-check-DS024", "s0-findings", "s0-summary"} <= set(page.ids)
     assert len(page.ids) == len(set(page.ids))
     assert page.all("span", id="verdict") and "Errors found" in html
-    assert "transformers" not in dict(glaive.context) and "versions" in html
+    assert "transformers" not in dict(demo.context) and "versions" in html
 
 
-def test_every_token_of_a_shown_row_is_a_chip_with_its_id_and_label(glaive):
-    doc = report_document(glaive)
-    row = next(r for r in doc["rows"] if r["row"] == 3)
-    html = render_html(glaive)
-    article = html[html.index('id="s0-row-3"'):]
+def test_every_token_of_a_shown_row_is_a_chip_with_its_id_and_label(demo):
+    doc = report_document(demo)
+    row = next(r for r in doc["rows"] if r["row"] == 14)
+    html = render_html(demo)
+    article = html[html.index('id="s0-row-14"'):]
     article = article[: article.index("</article>")]
     chips = [c for c in Page(article).all("span", **{"class": "tok"}) if "data-id" in c]  # not the legend's
     assert len(chips) == len(row["input_ids"])
@@ -98,8 +100,8 @@ def test_every_token_of_a_shown_row_is_a_chip_with_its_id_and_label(glaive):
     for chip, label in zip(chips, row["labels"]):
         assert ("t" in chip["class"].split()) == (label != -100)
         assert f"label {label}" in chip["title"]
-    assert chips[0]["title"].startswith("#0 id 32010 label -100 ") and "sp" in chips[0]["class"].split()
-    assert '<span class="special">&lt;|user|&gt;</span>' in article  # control tokens marked in the prompt
+    assert chips[0]["title"].startswith("#0 id 128000 label -100 ") and "sp" in chips[0]["class"].split()
+    assert '<span class="special">&lt;|start_header_id|&gt;</span>' in article  # control tokens marked in the prompt
 
 
 def test_hostile_row_is_text_only(tmp_path):
@@ -169,12 +171,13 @@ def test_template_probes_side_by_side_with_differences_marked():
     assert '<mark class="ins">&lt;|end|&gt;' in html and page.all("a", href="#s0-probe-0")
 
 
+@needs_corpus
 def test_check_template_marks_the_pipelines_own_hunks(tmp_path):
     from mldebug_cli.cli import app
 
     out = tmp_path / "ct.html"
     result = CliRunner().invoke(app, ["check-template", "--train", str(PHI3), "--deploy",
-                                      str(FIXTURES / "deploy" / "phi-3-literal-bos.Modelfile"), "-f", "html", "-o", str(out)])
+                                      str(PHI3_DEPLOY / "phi-3-literal-bos.Modelfile"), "-f", "html", "-o", str(out)])
     assert result.exit_code == 1, result.output
     html = out.read_text(encoding="utf-8")
     page = Page(html)
@@ -202,22 +205,22 @@ def test_real_preflight_gives_each_part_its_findings(tmp_path):
     assert page.all("article", **{"class": "row"}) and page.all("svg", **{"class": "lr-curve"})
 
 
-def test_preflight_renders_each_section_with_its_command_code(glaive):
+def test_preflight_renders_each_section_with_its_command_code(demo):
     lr = lr_report()
-    sections = [report_document(glaive), report_document(lr)]
-    report = Report("preflight", glaive.findings + lr.findings, details={"sections": sections})
+    sections = [report_document(demo), report_document(lr)]
+    report = Report("preflight", demo.findings + lr.findings, details={"sections": sections})
     page = Page(render_html(report))
     assert [a["data-command"] for a in page.all("section", **{"class": "command"})] == ["inspect-data", "lr-plot"]
-    assert {"s0-row-0", "s1-schedule", "s0-check-DS011", "s1-check-LR009"} <= set(page.ids)
+    assert {"s0-row-6", "s1-schedule", "s0-check-DS024", "s1-check-LR009"} <= set(page.ids)
     assert len(page.ids) == len(set(page.ids))
 
 
-def test_render_is_pure_and_the_cli_writes_the_file(tmp_path, glaive):
-    assert render_html(glaive) == render_html(glaive)
+def test_render_is_pure_and_the_cli_writes_the_file(tmp_path, demo):
+    assert render_html(demo) == render_html(demo)
     from mldebug_cli.cli import app
 
     out = tmp_path / "report.html"
-    result = CliRunner().invoke(app, ["inspect-data", str(GLAIVE), "-t", str(PHI3), "--rows", "3",
+    result = CliRunner().invoke(app, ["inspect-data", str(DEMO), "-t", str(LLAMA3), "--rows", "14",
                                       "--output-format", "html", "-o", str(out)])
     assert result.exit_code == 1 and result.stdout == ""
     html = out.read_text(encoding="utf-8")

@@ -5,30 +5,31 @@ from __future__ import annotations
 import re
 
 import pytest
-from format_cases import alpaca_report, assert_matches_expected, finding, glaive_report, rendered, synthetic
+from format_cases import clean_report, assert_matches_expected, finding, demo_report, rendered, synthetic
 
 from mldebug_cli.formats.markdown import escape, summary
 from support import ROOT
 
 
-@pytest.mark.parametrize("name, build", [("glaive", glaive_report), ("alpaca-clean", lambda: alpaca_report(("DS015",)))])
+@pytest.mark.parametrize("name, build", [("demo", demo_report), ("clean-clean", lambda: clean_report(("DS015",)))])
 def test_matches_the_expected_file(name, build, monkeypatch):
     assert_matches_expected(f"{name}.md", rendered("markdown", build(), monkeypatch))
 
 
 def test_verdict_table_and_details(monkeypatch):
-    text = rendered("markdown", glaive_report(), monkeypatch)
-    assert text.startswith("## mldebug inspect-data: 4 errors, 3 warnings in 4 checks\n")
+    text = rendered("markdown", demo_report(), monkeypatch)
+    assert text.startswith("## mldebug inspect-data: 2 errors, 5 warnings in 5 checks\n")
     table = [line for line in text.splitlines() if line.startswith("| DS")]
-    assert [row.split(" | ")[0] for row in table] == ["| DS011 `unmapped-role`", "| DS024 `tool-call-dropped`",
-                                                      "| DS023 `eos-mismatch`", "| DS025 `tools-not-rendered`"]
+    assert [row.split(" | ")[0] for row in table] == [
+        "| DS024 `tool-call-dropped`", "| DS012 `empty-turn`", "| DS013 `special-token-in-content`",
+        "| DS023 `eos-mismatch`", "| DS025 `tools-not-rendered`"]
     assert all(len(re.findall(r"(?<!\\)\|", row)) == 5 for row in table)  # data pipes never add a column
-    assert "<details><summary>DS011 unmapped-role: 2 findings</summary>" in text
-    assert "&lt;\\|end\\|&gt;" in text and "<|end|>" not in text  # special tokens are not HTML tags
+    assert "<details><summary>DS024 tool-call-dropped: 2 findings</summary>" in text
+    assert "&lt;\\|eot\\_id\\|&gt;" in text and "<|eot_id|>" not in text  # special tokens are not HTML tags
 
 
 def test_a_clean_report_says_so(monkeypatch):
-    text = rendered("markdown", alpaca_report(("DS015",)), monkeypatch)
+    text = rendered("markdown", clean_report(("DS015",)), monkeypatch)
     assert text.startswith("## mldebug inspect-data: no findings\n\n24 checks ran on fixtures/")
     assert "| check |" not in text
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import jsonschema
 import pytest
-from format_cases import alpaca_report, assert_matches_expected, finding, glaive_report, rendered, synthetic
+from format_cases import clean_report, assert_matches_expected, finding, demo_report, rendered, synthetic
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.findings import Severity
@@ -34,7 +34,7 @@ def without_docs(log: dict) -> dict:
     return log
 
 
-@pytest.mark.parametrize("name, build", [("glaive", glaive_report), ("alpaca-info", alpaca_report)])
+@pytest.mark.parametrize("name, build", [("demo", demo_report), ("clean-info", clean_report)])
 def test_matches_the_expected_file_and_the_schema(name, build, monkeypatch):
     log = sarif(build(), monkeypatch)
     validate(log)
@@ -42,9 +42,9 @@ def test_matches_the_expected_file_and_the_schema(name, build, monkeypatch):
 
 
 def test_rules_come_from_the_registry_with_help(monkeypatch):
-    run = sarif(glaive_report(), monkeypatch)["runs"][0]
+    run = sarif(demo_report(), monkeypatch)["runs"][0]
     rules = run["tool"]["driver"]["rules"]
-    assert [r["id"] for r in rules] == list(glaive_report().checks_run)
+    assert [r["id"] for r in rules] == list(demo_report().checks_run)
     by_id = {r["id"]: r for r in rules}
     dropped = by_id["DS011"]
     assert dropped["name"] == "unmapped-role" and dropped["defaultConfiguration"]["level"] == "error"
@@ -61,15 +61,15 @@ def test_docstring_sections_with_indented_bodies():
 
 
 def test_results_point_at_repo_relative_files_and_lines(monkeypatch):
-    results = sarif(glaive_report(), monkeypatch)["runs"][0]["results"]
-    rules = sarif(glaive_report(), monkeypatch)["runs"][0]["tool"]["driver"]["rules"]
+    results = sarif(demo_report(), monkeypatch)["runs"][0]["results"]
+    rules = sarif(demo_report(), monkeypatch)["runs"][0]["tool"]["driver"]["rules"]
     assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in results)
-    dropped = [r for r in results if r["ruleId"] == "DS011"]
+    dropped = [r for r in results if r["ruleId"] == "DS024"]
     locations = [r["locations"][0]["physicalLocation"] for r in dropped]
-    assert {loc["artifactLocation"]["uri"] for loc in locations} == {"fixtures/datasets/llama-factory/glaive_toolcall_en_demo.json"}
-    assert [loc["region"]["startLine"] for loc in locations] == [2, 121]
-    assert dropped[0]["message"]["text"].startswith("row 0 (line 2), message 4: ")
-    assert dropped[0]["properties"] == {"row": 0, "message_index": 4}
+    assert {loc["artifactLocation"]["uri"] for loc in locations} == {"fixtures/datasets/demo/support_chat.jsonl"}
+    assert [loc["region"]["startLine"] for loc in locations] == [7, 15]
+    assert dropped[0]["message"]["text"].startswith("row 6 (line 7), message 2: ")
+    assert dropped[0]["properties"] == {"row": 6, "message_index": 2}
     assert {r["level"] for r in results} == {"error", "warning"}
 
 
@@ -91,7 +91,7 @@ def test_absolute_paths_are_made_relative_and_outside_paths_are_file_uris(monkey
 
 
 def test_fingerprints_are_stable_unique_and_ignore_lines_and_wording(monkeypatch):
-    report = glaive_report()
+    report = demo_report()
     prints = [r["partialFingerprints"] for r in sarif(report, monkeypatch)["runs"][0]["results"]]
     assert len({json.dumps(p) for p in prints}) == len(prints)
     moved = report.with_findings(tuple(
@@ -108,7 +108,7 @@ def test_repeated_findings_at_one_place_keep_distinct_fingerprints(monkeypatch):
 
 
 def test_a_clean_report_still_lists_the_rules_that_ran(monkeypatch):
-    log = sarif(alpaca_report(ignore=("DS015",)), monkeypatch)
+    log = sarif(clean_report(ignore=("DS015",)), monkeypatch)
     run = log["runs"][0]
     assert run["results"] == [] and "DS001" in [r["id"] for r in run["tool"]["driver"]["rules"]]
     validate(log)

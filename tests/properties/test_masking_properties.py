@@ -16,7 +16,7 @@ from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding
 from mldebug_cli.render.masking import ShapeCache, layout_chat
 from mldebug_cli.render.probe import probe_template
-from support import NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES
+from support import NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, needs_corpus
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -59,6 +59,7 @@ def assert_labels_align(encoding, labels):
     assert all(label in (IGNORE_INDEX, token) for label, token in zip(labels, encoding.ids))
 
 
+@needs_corpus
 @pytest.mark.parametrize("folder", [QWEN25, PHI3])
 @SETTINGS
 @given(data=st.data())
@@ -90,6 +91,7 @@ def test_assistant_only_masking_trains_each_reply_plus_its_end_of_turn(folder, d
         assert tok.decode(ids, skip_special_tokens=False) == tok.backend_tokenizer.normalizer.normalize_str(text)
 
 
+@needs_corpus
 @pytest.mark.parametrize("folder", [QWEN25, PHI3, NEMO])
 @SETTINGS
 @given(data=st.data())
@@ -105,6 +107,7 @@ def test_the_shape_cache_gives_the_same_layout_as_per_turn_renders(folder, data)
     assert fast == slow
 
 
+@needs_corpus
 @pytest.mark.parametrize("folder", [QWEN25, PHI3, QWEN3, NEMO])
 @pytest.mark.parametrize("train_on", ["assistant", "last", "all"])
 @SETTINGS
@@ -126,6 +129,7 @@ def test_labels_always_align_with_input_ids(folder, train_on, data):
         assert len([t for t in layout.turns if t.trained]) <= 1
 
 
+@needs_corpus
 @pytest.mark.parametrize("folder", [QWEN25, PHI3, NEMO])
 @SETTINGS
 @given(data=st.data())
@@ -140,6 +144,7 @@ def test_trained_spans_are_ordered_and_disjoint(folder, data):
     assert list(spans) == sorted(spans) and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
 
 
+@needs_corpus
 def test_a_reply_the_template_drops_from_history_is_not_found_inside_a_later_turn():
     """Found by the property above on Qwen3: '</think>' is removed from past turns but occurs in the last one."""
     tok, renderer, facts = setup(QWEN3)
@@ -149,6 +154,7 @@ def test_a_reply_the_template_drops_from_history_is_not_found_inside_a_later_tur
     assert list(spans) == sorted(spans) and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
 
 
+@needs_corpus
 def test_a_whitespace_only_reply_is_located_the_same_with_and_without_the_shape_cache():
     """Found by the property above on Qwen3: the shape cache trains the reply and its end of turn, per-turn renders leave it unlocated."""
     tok, renderer, facts = setup(QWEN3)
@@ -160,6 +166,7 @@ def test_a_whitespace_only_reply_is_located_the_same_with_and_without_the_shape_
     assert fast == slow
 
 
+@needs_corpus
 @pytest.mark.parametrize(("folder", "template_file"), [(QWEN25, "qwen2_5_training.jinja"), (PHI3, "phi3_training.jinja")])
 @SETTINGS
 @given(data=st.data())

@@ -15,7 +15,7 @@ from transformers.utils import chat_template_utils
 
 from mldebug_cli.render import chat
 from mldebug_cli.render.chat import ChatRenderer, RenderLimitError, RenderLimits, TemplateRenderError
-from support import CORPUS, FIXTURES, LLAMACPP_TEMPLATES, TOKENIZERS, TRL_TEMPLATES
+from support import CORPUS, FIXTURES, LLAMACPP_TEMPLATES, TOKENIZERS, TRL_TEMPLATES, needs_corpus
 
 LOOP = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
 CONTEXTS = sorted((CORPUS / "templates" / "minja" / "tests" / "contexts").glob("*.json"))
@@ -37,6 +37,7 @@ def fresh_timeout_count(monkeypatch):
     monkeypatch.setattr(chat, "_timeouts", Counter())
 
 
+@needs_corpus
 @pytest.mark.parametrize(("name", "source"), fixture_templates(), ids=[n for n, _ in fixture_templates()])
 def test_renders_exactly_what_transformers_renders(name, source):
     """Same text, same generation spans, or the same error, for every context and generation-prompt setting."""

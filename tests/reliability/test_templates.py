@@ -12,7 +12,7 @@ import pytest
 
 from mldebug_cli.render.chat import MAX_BUILT_LENGTH
 from outcomes import HOSTILE, assert_one_line_error, findings, run_cli, run_cli_process, unchanged
-from support import ALPACA, QWEN25
+from support import ALPACA, QWEN25, needs_corpus
 
 TEMPLATES = HOSTILE / "templates"
 MESSAGES = HOSTILE / "messages.json"
@@ -29,6 +29,7 @@ def ds009_on_both_rows(message: str) -> list[tuple]:
     return [("DS009", "template-error", row, line, f"the chat template raised: {message}") for row, line in ((0, 2), (1, 7))]
 
 
+@needs_corpus
 @pytest.mark.parametrize(
     ("name", "message"),
     [
@@ -44,6 +45,7 @@ def test_broken_and_oversized_templates_are_findings_on_every_row(name, message)
     assert findings(result.stdout) == ds009_on_both_rows(message)
 
 
+@needs_corpus
 def test_a_template_with_a_syntax_error_is_one_error_line():
     template = TEMPLATES / "syntax_error.jinja"
     result = inspect_two_rows(template)
@@ -53,6 +55,7 @@ def test_a_template_with_a_syntax_error_is_one_error_line():
         " for the following tags: 'endfor' or 'else'. The innermost block that needs to be closed is 'for'.")
 
 
+@needs_corpus
 @LINUX
 def test_a_filter_allocating_gigabytes_in_one_call_stops_at_the_memory_limit():
     result = inspect_two_rows(TEMPLATES / "center_filter.jinja")
@@ -60,6 +63,7 @@ def test_a_filter_allocating_gigabytes_in_one_call_stops_at_the_memory_limit():
     assert findings(result.stdout) == ds009_on_both_rows("the template used more than the 1024 MiB render memory limit")
 
 
+@needs_corpus
 def test_a_template_that_loops_forever_stops_at_the_time_limit_and_then_is_given_up(tmp_path):
     """The probe render and row 0 each time out; after two timeouts the template is not rendered again."""
     template = TEMPLATES / "infinite_loop.jinja"
@@ -77,6 +81,7 @@ def test_a_template_that_loops_forever_stops_at_the_time_limit_and_then_is_given
     ]
 
 
+@needs_corpus
 @pytest.mark.parametrize(
     ("name", "message"),
     [

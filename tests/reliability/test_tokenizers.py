@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from outcomes import HOSTILE, assert_one_line_error, run_cli, run_cli_process, unchanged
-from support import ALPACA, QWEN25
+from support import ALPACA, QWEN25, needs_corpus
 
 TOKENIZERS = HOSTILE / "tokenizers"
 NEVER_RUNS = "mldebug never runs code from a model folder unless you pass --trust-remote-code"
@@ -37,6 +37,7 @@ def remote_code_folder(tmp_path, tokenizer_class: str | None = None):
     return folder
 
 
+@needs_corpus
 def test_a_folder_without_tokenizer_json_is_a_one_line_error():
     folder = TOKENIZERS / "no_tokenizer_json"
     with unchanged(folder):
@@ -48,6 +49,7 @@ def test_a_folder_without_tokenizer_json_is_a_one_line_error():
     )
 
 
+@needs_corpus
 def test_auto_map_without_tokenizer_json_is_refused_before_transformers_sees_it(marker):
     folder = TOKENIZERS / "remote_code"
     with unchanged(folder):
@@ -60,6 +62,7 @@ def test_auto_map_without_tokenizer_json_is_refused_before_transformers_sees_it(
     assert not marker.exists()
 
 
+@needs_corpus
 def test_auto_map_to_an_unknown_class_is_refused_by_transformers(tmp_path, marker):
     folder = remote_code_folder(tmp_path)
     with unchanged(folder):
@@ -72,6 +75,7 @@ def test_auto_map_to_an_unknown_class_is_refused_by_transformers(tmp_path, marke
     assert not marker.exists()
 
 
+@needs_corpus
 def test_auto_map_beside_a_built_in_class_loads_the_built_in_class_and_runs_nothing(tmp_path, marker):
     folder = remote_code_folder(tmp_path, "Qwen2Tokenizer")
     with unchanged(folder):
@@ -81,6 +85,7 @@ def test_auto_map_beside_a_built_in_class_loads_the_built_in_class_and_runs_noth
     assert not marker.exists()
 
 
+@needs_corpus
 def test_the_same_folder_runs_its_code_only_with_trust_remote_code(tmp_path):
     """The control: the payload is live, and the flag is what lets it run."""
     folder = remote_code_folder(tmp_path, "Qwen2Tokenizer")

@@ -21,7 +21,7 @@ from mldebug_cli.render.axolotl import (
 )
 from mldebug_cli.render.chat import ChatRenderer
 from mldebug_cli.render.labels import IGNORE_INDEX
-from support import FIXTURES, NEMO, PHI3, QWEN3, QWEN25, ROOT
+from support import FIXTURES, NEMO, PHI3, QWEN3, QWEN25, ROOT, needs_corpus
 
 GOLDENS = FIXTURES / "axolotl-0.19.0"
 
@@ -73,6 +73,7 @@ def test_qwen_trains_each_reply_and_its_im_end_but_never_the_newline_after_it():
     assert [layout.text[t.start:t.end] for t in layout.turns] == ["Hello!", "4"]
 
 
+@needs_corpus
 def test_phi3_trains_only_the_final_eos_unless_end_is_an_eot_token():
     tok, masking, where = locator(PHI3)
     messages = [user("Hi"), reply("Hello!"), user("2+2?"), reply("4")]
@@ -189,6 +190,7 @@ def test_trainable_turns_follow_roles_inputs_and_the_messages_own_field():
     assert trainable_turns(messages, AxolotlOptions(last_turn_only=True)) == [False, False, False, False, True]
 
 
+@needs_corpus
 def test_settings_axolotl_refuses_and_eot_tokens_it_drops():
     tok = AutoTokenizer.from_pretrained(str(PHI3))
     template = tok.chat_template

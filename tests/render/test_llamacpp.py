@@ -12,11 +12,11 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.render import llamacpp
 from mldebug_cli.render.llamacpp import CHATML_TEMPLATE, probe_caps, render_llamacpp
 from mldebug_cli.sources.gguf_file import read_gguf_vocab
-from support import CORPUS, CORPUS_GGUF, LLAMACPP_TEMPLATES
+from support import HAVE_CORPUS, CORPUS, CORPUS_GGUF, LLAMACPP_TEMPLATES, needs_corpus
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TEMPLATES = LLAMACPP_TEMPLATES
-CASES = json.loads((CORPUS / "templates" / "llamacpp_test_chat_template_2025-02-20.json").read_text())["cases"]
+CASES = json.loads((CORPUS / "templates" / "llamacpp_test_chat_template_2025-02-20.json").read_text())["cases"] if HAVE_CORPUS else []
 CONTEXTS = {p.stem: json.loads(p.read_text()) for p in (CORPUS / "templates" / "minja" / "tests" / "contexts").glob("*.json")}
 NOW = datetime(2025, 1, 1)
 STANDARD = [
@@ -51,6 +51,7 @@ def render_case(case: dict, **overrides: object) -> llamacpp.RenderResult:
     return render_llamacpp(case["template"], case["messages"], **options)
 
 
+@needs_corpus
 @pytest.mark.parametrize("case", CASES, ids=[c["name"][:40] for c in CASES])
 def test_llama_cpp_test_cases(case: dict) -> None:
     if case["name"] == UNSUPPORTED_WITH_JINJA:
@@ -61,11 +62,13 @@ def test_llama_cpp_test_cases(case: dict) -> None:
     assert render_case(case).prompt == expected
 
 
+@needs_corpus
 def test_minja_lstrip_quirk_is_the_only_difference() -> None:
     case = next(c for c in CASES if c["name"] == MINJA_LSTRIP_QUIRK)
     assert render_case(case).prompt.replace("|>\n ", "|>\n") == case["expected_output"]
 
 
+@needs_corpus
 def test_rules_name_what_changed_the_output() -> None:
     by_name = {c["name"]: c for c in CASES}
     mistral = render_case(by_name["mistralai/Mistral-7B-Instruct-v0.2 (NOTE: Old pre-v1 without a system prompt)"])
@@ -76,6 +79,7 @@ def test_rules_name_what_changed_the_output() -> None:
     assert orion.rules_applied == ("system_merged_into_next_message", "eos_stripped")
 
 
+@needs_corpus
 def test_no_strip_when_the_vocab_does_not_add_bos() -> None:
     case = next(c for c in CASES if c["name"] == "mlabonne/AlphaMonarch-7B")
     result = render_case(case, add_bos=False)
@@ -83,6 +87,7 @@ def test_no_strip_when_the_vocab_does_not_add_bos() -> None:
     assert "bos_stripped" not in result.rules_applied
 
 
+@needs_corpus
 @pytest.mark.parametrize("name", REAL_TEMPLATES)
 def test_real_templates_render_a_standard_conversation(name: str) -> None:
     source = (TEMPLATES / name).read_text()
@@ -102,6 +107,7 @@ def test_real_templates_render_a_standard_conversation(name: str) -> None:
     assert not result.prompt.startswith("<s>")
 
 
+@needs_corpus
 @pytest.mark.parametrize("name", ["Qwen3-Coder.jinja", "GLM-4.6.jinja", "MiniMax-M2.jinja", "LFM2.5-8B-A1B.jinja"])
 def test_string_tool_arguments_are_parsed_for_templates_that_need_objects(name: str) -> None:
     context = CONTEXTS["tool_use"]
@@ -133,6 +139,7 @@ def test_object_tool_arguments_become_strings_for_other_templates() -> None:
     assert call["function"]["arguments"] == {"x": 1}  # the caller's messages are not modified
 
 
+@needs_corpus
 def test_templates_that_always_tojson_arguments_need_objects() -> None:
     assert probe_caps((TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()).requires_object_arguments
 
@@ -161,6 +168,7 @@ def test_parse_error_fails_now_and_fell_back_to_chatml_before() -> None:
     )
 
 
+@needs_corpus
 def test_date_string_is_injected_like_llama_cpp() -> None:
     source = (TEMPLATES / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text()
     result = render_llamacpp(
@@ -170,6 +178,7 @@ def test_date_string_is_injected_like_llama_cpp() -> None:
     assert "date_context" in result.rules_applied
 
 
+@needs_corpus
 def test_enable_thinking_defaults_to_true() -> None:
     source = (TEMPLATES / "deepseek-ai-DeepSeek-V3.1.jinja").read_text()
     default = render_llamacpp(source, STANDARD, bos_token="", eos_token="", add_bos=False, add_eos=False)
@@ -208,6 +217,7 @@ def test_content_parts_are_joined_for_string_templates() -> None:
     assert "content_parts_joined" in result.rules_applied
 
 
+@needs_corpus
 def test_gguf_template_with_its_vocab() -> None:
     vocab = read_gguf_vocab(CORPUS_GGUF / "ggml-vocab-phi-3.gguf")
     result = render_llamacpp(

@@ -11,7 +11,7 @@ from mldebug_cli.render.chat import ChatRenderer
 from mldebug_cli.render.labels import labels_from_encoding
 from mldebug_cli.render.masking import layout_chat
 from mldebug_cli.sources.row_formats import detect, to_sample
-from support import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages
+from support import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages, needs_corpus
 
 
 def renderer(folder, template=None):
@@ -25,6 +25,7 @@ def glaive_chats(n):
     return [to_sample(r, detection) for r in rows]
 
 
+@needs_corpus
 @pytest.mark.parametrize(("folder", "template"), [(QWEN25, "qwen2_5_training.jinja"), (PHI3, "phi3_training.jinja")])
 def test_turn_diff_agrees_with_trl_generation_markers(folder, template):
     """The per-turn prefix-render method and TRL's hand-written {% generation %} templates train the same text.
@@ -51,6 +52,7 @@ def _chars(spans):
     return {p for s, e in spans for p in range(s, e)}
 
 
+@needs_corpus
 def test_qwen25_trained_tokens_decode_to_the_replies_plus_end_of_turn():
     tok, plain = renderer(QWEN25)
     for chat in glaive_chats(30):
@@ -87,6 +89,7 @@ def test_last_only_trains_the_final_reply():
     assert [layout.text[s:e] for s, e in layout.trained_spans] == ["y<|im_end|>\n"]
 
 
+@needs_corpus
 @pytest.mark.parametrize("folder", [QWEN25, QWEN3, PHI3, NEMO])
 def test_shape_cache_gives_exactly_the_per_turn_result(folder):
     """The one-render fast path and the per-turn renders agree on every row, including rewritten history."""

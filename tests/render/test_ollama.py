@@ -17,29 +17,36 @@ from hypothesis import strategies as st
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.render import ollama
 from mldebug_cli.render.gotemplate import TemplateExecError, TemplateSyntaxError
-from support import OLLAMA_CORPUS
+from support import HAVE_CORPUS, OLLAMA_CORPUS, needs_corpus
 
 FIXTURES = OLLAMA_CORPUS
-CONVERSATIONS = json.loads((FIXTURES / "testdata_conversations.json").read_text(encoding="utf-8"))["conversations"]
+CONVERSATIONS = (
+    json.loads((FIXTURES / "testdata_conversations.json").read_text(encoding="utf-8"))["conversations"] if HAVE_CORPUS else {}
+)
+FAMILIES = ollama.family_names(FIXTURES) if HAVE_CORPUS else ()
 # template_test.go strips one trailing space from these families' output before comparing.
 TRAILING_SPACE_STRIPPED = {"chatqa", "llama2-chat", "mistral-instruct", "openchat", "vicuna"}
 
 
 def _expected_cases(folder: Path) -> list[tuple[str, str]]:
+    if not HAVE_CORPUS:
+        return []
     return sorted((case.parent.name[: -len(".gotmpl")], case.name) for case in folder.glob("*.gotmpl/*"))
 
 
 def _render_family(family: str, messages: list[dict[str, object]], **kwargs: object) -> str:
-    out = ollama.render(ollama.load_family(family).template, messages, **kwargs)  # type: ignore[arg-type]
+    out = ollama.render(ollama.load_family(family, FIXTURES).template, messages, **kwargs)  # type: ignore[arg-type]
     return out[:-1] if family in TRAILING_SPACE_STRIPPED and out.endswith(" ") else out
 
 
+@needs_corpus
 @pytest.mark.parametrize(("family", "case"), _expected_cases(FIXTURES / "testdata"))
 def test_family_renders_ollama_testdata_byte_for_byte(family: str, case: str) -> None:
     expected = (FIXTURES / "testdata" / f"{family}.gotmpl" / case).read_bytes().decode("utf-8")
     assert _render_family(family, CONVERSATIONS[case]) == expected
 
 
+@needs_corpus
 @pytest.mark.parametrize(
     ("family", "case"), [c for c in _expected_cases(FIXTURES / "testdata-more") if not c[1].startswith("tools")]
 )
@@ -82,17 +89,19 @@ TOOL_CASES = {
 }
 
 
+@needs_corpus
 @pytest.mark.parametrize("case", sorted(TOOL_CASES))
 def test_command_r_tool_definitions_calls_and_results(case: str) -> None:
     messages, tools = TOOL_CASES[case]
     expected = (FIXTURES / "testdata-more" / "command-r.gotmpl" / case).read_bytes().decode("utf-8")
-    assert ollama.render(ollama.load_family("command-r").template, messages, tools=tools) == expected
+    assert ollama.render(ollama.load_family("command-r", FIXTURES).template, messages, tools=tools) == expected
 
 
+@needs_corpus
 def test_tool_call_arguments_given_as_json_text_render_the_same() -> None:
     call = {"function": {"name": "get_weather", "arguments": '{"location": "San Francisco, CA"}'}}
     expected = (FIXTURES / "testdata-more" / "command-r.gotmpl" / "tools-single-call").read_text(encoding="utf-8")
-    template = ollama.load_family("command-r").template
+    template = ollama.load_family("command-r", FIXTURES).template
     assert ollama.render(template, [{"role": "assistant", "tool_calls": [call]}]) == expected
 
 
@@ -220,16 +229,18 @@ def test_collate(messages: list, system: str, collated: list) -> None:
     assert [(m.Role, m.Content) for m in got] == collated
 
 
+@needs_corpus
 def test_modelfile_system_goes_first_unless_the_request_starts_with_system() -> None:
-    chatml = ollama.load_family("chatml").template
+    chatml = ollama.load_family("chatml", FIXTURES).template
     out = ollama.render(chatml, HELLO[:1], system="Be brief.")
     assert out.startswith("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello friend!")
     out = ollama.render(chatml, [{"role": "system", "content": "Mine"}, HELLO[0]], system="Be brief.")
     assert "Be brief." not in out and out.startswith("<|im_start|>system\nMine<|im_end|>")
 
 
+@needs_corpus
 def test_modelfile_messages_come_before_the_request() -> None:
-    chatml = ollama.load_family("chatml").template
+    chatml = ollama.load_family("chatml", FIXTURES).template
     out = ollama.render(chatml, [HELLO[2]], modelfile_messages=HELLO[:2], system="S")
     roles = [line for line in out.splitlines() if line.startswith("<|im_start|>")]
     assert roles == [
@@ -313,16 +324,18 @@ def test_to_typescript_type() -> None:
 # ------------------------------------------------------------------------------------------- families
 
 
+@needs_corpus
 def test_every_index_template_is_detected_as_its_family() -> None:  # template_test.go TestNamed
     for line in (FIXTURES / "testdata" / "templates.jsonl").read_text(encoding="utf-8").splitlines():
         for family, hf_template in json.loads(line).items():
-            assert ollama.detect_family(hf_template) == family
+            assert ollama.detect_family(hf_template, FIXTURES) == family
 
 
+@needs_corpus
 def test_detection_accepts_edit_distances_below_100_only() -> None:
     hf_template = json.loads((FIXTURES / "testdata" / "templates.jsonl").read_text().splitlines()[4])["openchat"]
-    assert ollama.detect_family(hf_template + "~" * 99) == "openchat"
-    assert ollama.detect_family(hf_template + "~" * 100) is None
+    assert ollama.detect_family(hf_template + "~" * 99, FIXTURES) == "openchat"
+    assert ollama.detect_family(hf_template + "~" * 100, FIXTURES) is None
 
 
 @given(st.text(alphabet="ab{%}é", max_size=40), st.text(alphabet="ab{%}é", max_size=40))
@@ -336,20 +349,22 @@ def test_levenshtein_matches_the_textbook_recurrence(a: str, b: str) -> None:
     assert ollama.levenshtein(a, b) == previous[-1]
 
 
+@needs_corpus
 def test_family_stop_words_are_the_only_parameters_applied() -> None:
-    gemma3 = ollama.load_family("gemma3-instruct")
+    gemma3 = ollama.load_family("gemma3-instruct", FIXTURES)
     assert gemma3.stop == ("<end_of_turn>",)
-    assert ollama.load_family("chatml").stop == ("<|im_start|>", "<|im_end|>")
-    assert "vicuna" in ollama.family_names() and len(ollama.family_names()) == 20
+    assert ollama.load_family("chatml", FIXTURES).stop == ("<|im_start|>", "<|im_end|>")
+    assert "vicuna" in FAMILIES and len(FAMILIES) == 20
     with pytest.raises(InputError, match="unknown Ollama template family"):
-        ollama.load_family("nope")
+        ollama.load_family("nope", FIXTURES)
 
 
+@needs_corpus
 def test_arguments_json_cannot_hold_render_empty_as_in_go():
     """Go's ToolCallFunctionArguments.String() is `bts, _ := json.Marshal(t)`: an infinity (json.loads reads
     `Infinity`) makes Marshal fail, and the text is empty rather than the render an error."""
     calls = [{"function": {"name": "f", "arguments": {"x": float("inf")}}}]
-    out = ollama.render(ollama.load_family("command-r").template, [{"role": "assistant", "content": "", "tool_calls": calls}])
+    out = ollama.render(ollama.load_family("command-r", FIXTURES).template, [{"role": "assistant", "content": "", "tool_calls": calls}])
     assert '"parameters": \n' in out
 
 
@@ -370,14 +385,15 @@ MESSAGE = st.fixed_dictionaries(
 )
 
 
-@pytest.mark.parametrize("family", ollama.family_names())
+@needs_corpus
+@pytest.mark.parametrize("family", FAMILIES)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=st.lists(MESSAGE, max_size=6), with_tools=st.booleans(), system=st.one_of(st.none(), TEXT))
 def test_random_conversations_never_crash_a_shipped_family(
     family: str, messages: list, with_tools: bool, system: str | None
 ) -> None:
     out = ollama.render(
-        ollama.load_family(family).template, messages, tools=[WEATHER_TOOL] if with_tools else None, system=system
+        ollama.load_family(family, FIXTURES).template, messages, tools=[WEATHER_TOOL] if with_tools else None, system=system
     )
     for message in messages:
         if message["role"] == "user":

@@ -20,9 +20,9 @@ from mldebug_cli.render.diff import (
     window,
 )
 from mldebug_cli.render.probes import ANSWER, QUESTION, SYSTEM, builtin_probes, content_spans, read_conversation
-from support import PHI3, QWEN3, QWEN25
+from support import LLAMACPP_TEMPLATES, PHI3, QWEN3, QWEN25, needs_corpus
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "fixtures" / "llamacpp" / "templates"
+TEMPLATES = LLAMACPP_TEMPLATES
 PROBES = {p.name: p for p in builtin_probes("<|im_end|>")}
 
 
@@ -61,6 +61,7 @@ def test_builtin_probes_cover_the_issue_list():
     assert PROBES["tool-call"].tools and PROBES["tool-call"].messages[1]["tool_calls"]
 
 
+@needs_corpus
 def test_default_system_prompt_of_real_templates():
     user, system = PROBES["user"].messages, PROBES["system+user"].messages
     qwen25 = default_system_prompt(render(QWEN25, user, True), render(QWEN25, system, True), SYSTEM, QUESTION)
@@ -71,6 +72,7 @@ def test_default_system_prompt_of_real_templates():
     assert empty == ""  # Llama 3.1 always writes its system block (dates), empty of any default text
 
 
+@needs_corpus
 def test_generation_prompt_is_the_suffix_only_when_it_is_one():
     on, off = render(PHI3, PROBES["user"].messages, True), render(PHI3, PROBES["user"].messages, False)
     assert off.endswith("<|endoftext|>")  # Phi-3's template closes with EOS when there is no generation prompt
@@ -79,6 +81,7 @@ def test_generation_prompt_is_the_suffix_only_when_it_is_one():
     assert generation_prompt(on, off) == "<|im_start|>assistant\n"
 
 
+@needs_corpus
 def test_content_spans_find_messages_in_order_and_trimmed():
     probe = PROBES["whitespace"]
     llama31 = (TEMPLATES / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text()
@@ -88,6 +91,7 @@ def test_content_spans_find_messages_in_order_and_trimmed():
     assert [text[s:e] for s, e, _ in spans] == ["What is 2 + 2?", "4", "And 3 + 3?"]
 
 
+@needs_corpus
 def test_chatml_against_phi3_hunks_are_role_markers_and_generation_prompt():
     probe = PROBES["user"]
     train = render(PHI3, probe.messages, True)
@@ -114,6 +118,7 @@ def test_default_system_block_and_bos_and_whitespace_classes():
     assert [(h.kind, h.train_start, h.deploy_text) for h in hunks] == [("whitespace", 0, "\n")]
 
 
+@needs_corpus
 def test_a_changed_date_is_one_date_hunk():
     probe = PROBES["user"]
     llama31 = (TEMPLATES / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text()
@@ -123,6 +128,7 @@ def test_a_changed_date_is_one_date_hunk():
     assert [(h.kind, h.train_text, h.deploy_text) for h in hunks] == [("date", "26 Jul 2024", "15 Jan 2025")]
 
 
+@needs_corpus
 def test_system_merged_into_user_is_a_system_block_difference():
     probe = PROBES["system+user"]
     train = render(PHI3, probe.messages, True)

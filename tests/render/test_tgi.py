@@ -20,7 +20,7 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.render import chat, tgi_process
 from mldebug_cli.render.chat import RenderLimitError
 from mldebug_cli.render.tgi import DEFAULT_TOOL_PROMPT, TGIRenderLimitError, render_tgi
-from support import LLAMACPP_TEMPLATES
+from support import LLAMACPP_TEMPLATES, needs_corpus
 
 pytest.importorskip("minijinja")
 
@@ -80,6 +80,7 @@ def tgi_render(source: str) -> str:
     return render_tgi(source, STANDARD, bos_token="<s>", eos_token="</s>").prompt
 
 
+@needs_corpus
 @pytest.mark.parametrize("name", REAL_TEMPLATES)
 def test_tgi_against_transformers(name: str) -> None:
     source = (TEMPLATES / name).read_text()
@@ -104,6 +105,7 @@ def test_tgi_against_transformers(name: str) -> None:
         assert tgi_render(source) == transformers_render(source)
 
 
+@needs_corpus
 def test_tools_are_appended_to_the_last_message_when_the_template_ignores_them() -> None:
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
     source = (TEMPLATES / "google-gemma-2-2b-it.jinja").read_text()
@@ -113,6 +115,7 @@ def test_tools_are_appended_to_the_last_message_when_the_template_ignores_them()
     assert result.rules_applied == ("tools_appended_to_last_message",)
 
 
+@needs_corpus
 def test_only_the_tool_prompt_is_appended_when_the_template_uses_tools() -> None:
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
     source = (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
@@ -121,6 +124,7 @@ def test_only_the_tool_prompt_is_appended_when_the_template_uses_tools() -> None
     assert '"name": "get_weather"' in result.prompt
 
 
+@needs_corpus
 def test_final_assistant_message_is_continued() -> None:
     source = (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
     messages = STANDARD[:3] + [{"role": "assistant", "content": "Hi there, I am"}]
@@ -184,6 +188,7 @@ def test_missing_minijinja_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     assert caught.value.hint == "pip install 'mldebug[tgi]'"
 
 
+@needs_corpus
 def test_a_real_template_renders_the_same_text_in_one_reused_child_process() -> None:
     source = (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
     expected = (

@@ -8,9 +8,10 @@ import pytest
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.dataset import DatasetSource
-from support import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, write_jsonl
+from support import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, write_jsonl, needs_corpus
 
 
+@needs_corpus
 def test_json_array_rows_know_their_first_line():
     source = DatasetSource(str(ALPACA))
     assert source.kind == "json" and len(source) == 999
@@ -21,11 +22,13 @@ def test_json_array_rows_know_their_first_line():
     assert json.loads(ALPACA.read_text())[1] == second.data
 
 
+@needs_corpus
 def test_sampled_records_come_in_order_with_their_indices():
     source = DatasetSource(str(GLAIVE))
     assert [r.index for r in source.records([250, 3, 7])] == [3, 7, 250]
 
 
+@needs_corpus
 def test_a_single_pretty_printed_object_is_one_row():
     source = DatasetSource(str(AXOLOTL_CONVERSATION))
     records = list(source.records())
@@ -61,6 +64,7 @@ def test_deeply_nested_line_is_a_record_error_not_a_crash(tmp_path):
     assert records[0].error and records[1].data == {"text": "ok"}
 
 
+@needs_corpus
 @pytest.mark.parametrize("suffix", ["parquet", "csv", "arrow-folder"])
 def test_other_formats_load_with_datasets(tmp_path, suffix):
     import datasets

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.deploy import render_source_side
 from mldebug_cli.sources.gguf_file import _vocab_from_reader, read_gguf_vocab
-from support import CORPUS_GGUF
+from support import CORPUS_GGUF, needs_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 PHI3 = CORPUS_GGUF / "ggml-vocab-phi-3.gguf"
@@ -89,6 +89,7 @@ def test_fixture_vocab_equals_gguf_readers(path: Path) -> None:
     assert_same_as_gguf_reader(path)
 
 
+@needs_corpus
 @pytest.mark.parametrize("path", CORPUS_GGUFS, ids=lambda p: p.name)
 def test_corpus_vocab_equals_gguf_readers(path: Path) -> None:
     assert_same_as_gguf_reader(path)
@@ -161,6 +162,7 @@ def test_ollama_engine_stops_on_eos_token_ids(tmp_path: Path) -> None:
     assert side.stop_token_texts == ("</s>", "<|im_end|>")  # qwen3 runs on Ollama's engine: EOS plus eos_token_ids
 
 
+@needs_corpus
 def test_phi3_vocab_matches_llama_cpp_metadata() -> None:
     vocab = read_gguf_vocab(PHI3)
     assert (vocab.name, vocab.architecture, vocab.tokenizer_model) == ("Phi3", "phi3", "llama")
@@ -177,6 +179,7 @@ def test_phi3_vocab_matches_llama_cpp_metadata() -> None:
     assert vocab.special_tokens[32000] == "<|endoftext|>"
 
 
+@needs_corpus
 @pytest.mark.parametrize("name", ["llama-spm", "phi-3", "gpt-2", "mpt"])
 def test_every_corpus_vocab_reads(name: str) -> None:
     path = CORPUS_GGUF / f"ggml-vocab-{name}.gguf"
@@ -189,6 +192,7 @@ def test_every_corpus_vocab_reads(name: str) -> None:
     assert all(int(i) < len(vocab.tokens) for i in expected_ids)  # llama.cpp's test vectors index this vocab
 
 
+@needs_corpus
 def test_gpt2_vocab_has_bpe_defaults() -> None:
     path = CORPUS_GGUF / "ggml-vocab-gpt-2.gguf"
     if not path.exists():

@@ -8,7 +8,7 @@ import pytest
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.row_formats import Chat, PromptCompletion, RowProblem, Text, Tokens, detect, to_sample
-from support import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, IDENTITY
+from support import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, IDENTITY, needs_corpus
 
 
 def rows_of(path):
@@ -16,11 +16,13 @@ def rows_of(path):
     return data if isinstance(data, list) else [data]
 
 
+@needs_corpus
 @pytest.mark.parametrize(("path", "expected"), [(ALPACA, "alpaca"), (IDENTITY, "alpaca"), (GLAIVE, "sharegpt"), (AXOLOTL_CONVERSATION, "sharegpt")])
 def test_detects_the_real_files(path, expected):
     assert detect(rows_of(path), str(path)).row_format == expected
 
 
+@needs_corpus
 def test_sharegpt_function_call_and_observation_become_tool_calls_and_tool_messages():
     row = rows_of(GLAIVE)[0]
     chat = to_sample(row, detect([row], "x"))
