@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ALPACA = ROOT / "fixtures/datasets/llama-factory/alpaca_en_demo.json"
+# LLaMA-Factory's alpaca demo rows, read in place from the shared corpus (never copied into the repository).
+ALPACA = Path(os.environ.get("MLDEBUG_CORPUS") or ROOT.parent / "shared" / "corpus") / "datasets/llama-factory/alpaca_en_demo.json"
 
 
 def make_dataset(path: Path, n: int, seed: int = 0) -> None:

@@ -114,9 +114,9 @@ def _scratch() -> Path:
 
 
 TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[Path, ...]]] = {
-    "dataset_reader": (dataset_reader, (FIXTURES / "hostile" / "datasets", FIXTURES / "datasets" / "axolotl")),
-    "jinja_template": (jinja_template, (FIXTURES / "hostile" / "templates", FIXTURES / "templates" / "trl")),
-    "go_template": (go_template, (ROOT / "mldebug_cli" / "render" / "ollama_templates", FIXTURES / "hostile" / "ollama")),
+    "dataset_reader": (dataset_reader, (FIXTURES / "hostile" / "datasets", FIXTURES / "datasets" / "demo")),
+    "jinja_template": (jinja_template, (FIXTURES / "hostile" / "templates", FIXTURES / "templates")),
+    "go_template": (go_template, (FIXTURES / "templates" / "go", FIXTURES / "hostile" / "ollama")),
     "modelfile": (modelfile, (FIXTURES / "hostile" / "ollama",)),
     "gguf": (gguf, (FIXTURES / "hostile" / "gguf",)),
 }

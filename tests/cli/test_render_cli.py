@@ -104,7 +104,7 @@ def test_gguf_defaults_to_llamacpp_which_merges_the_system_message(tmp_path: Pat
 def test_ollama_engine_matches_ollama_testdata(tmp_path: Path, case: str):
     conversations = json.loads((OLLAMA / "testdata_conversations.json").read_text(encoding="utf-8"))["conversations"]
     expected = (OLLAMA / "testdata" / "chatml.gotmpl" / case).read_bytes().decode("utf-8")
-    template = ROOT / "mldebug_cli" / "render" / "ollama_templates" / "chatml.gotmpl"
+    template = OLLAMA / "chatml.gotmpl"
     result = run("render", "--template", template, "-m", write_json(tmp_path / "m.json", conversations[case]))
     assert result.exit_code == 0, result.stderr
     assert result.stdout == expected
