@@ -70,6 +70,8 @@ def _text(reply: dict[str, Any], limits: chat.RenderLimits) -> str:
         raise TemplateRaised(reply["raised"])
     if "failed" in reply:
         raise MinijinjaError(reply["failed"])
+    if "limit" in reply:
+        raise RenderLimitError(LIMIT_WORDS[reply["limit"]].format(fuel=reply["fuel"]))
     if "produced" in reply:
         raise RenderLimitError(f"the template produced {reply['produced']:,} characters, more than the "
                                f"{limits.output_chars // MIB} MiB render limit")  # fmt: skip
@@ -247,12 +249,34 @@ def render_request(request: dict[str, Any], minijinja: Any) -> dict[str, Any]:
     except MemoryError:
         return {"memory": True}
     except minijinja.TemplateError as exc:
-        return {"failed": str(exc)}
+        limit = _limit_hit(exc)
+        return {"limit": limit, "fuel": request["fuel"]} if limit else {"failed": str(exc)}
     except Exception as exc:  # any error raised inside the template is the template's error
         return {"failed": f"{type(exc).__name__}: {exc}"}
     if len(text) > request["output_chars"]:
         return {"produced": len(text)}
     return {"text": text}
+
+
+# minijinja's own limits, in mldebug's words (its wording changes between releases: 2.x "repeated string is too
+# large", 3.x "engine ran out of fuel" for the same template).
+LIMIT_WORDS = {
+    "fuel": "the template ran more than minijinja's budget of {fuel:,} instructions",
+    "size": "the template built a string or sequence larger than minijinja allows",
+    "recursion": "the template recursed deeper than minijinja allows",
+}
+
+
+def _limit_hit(exc: Any) -> str | None:
+    """Which of minijinja's limits stopped the render, if one did (by its error kind, else its message)."""
+    text = str(exc).split("\n", 1)[0]
+    if getattr(exc, "kind", None) == "OutOfFuel" or "out of fuel" in text:
+        return "fuel"
+    if "too large" in text or "too many elements" in text:
+        return "size"
+    if "recursion limit" in text:
+        return "recursion"
+    return None
 
 
 class _Raised(Exception):

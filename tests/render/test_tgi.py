@@ -172,7 +172,7 @@ def test_builtins_and_minijinja_tojson() -> None:
 
 def test_runaway_loops_run_out_of_fuel() -> None:
     loop = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
-    with pytest.raises(InputError, match="fuel"):
+    with pytest.raises(TGIRenderLimitError, match="ran more than minijinja's budget of 50,000,000 instructions"):
         render_tgi(loop, STANDARD, bos_token=None, eos_token=None)
 
 
