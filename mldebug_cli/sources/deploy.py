@@ -336,7 +336,26 @@ def _modelfile_side(spec: str, assumed: LoadedTokenizer | None, role: str = "dep
         vocab = _read_gguf(target)
     elif target is not None:
         raise InputError(f"{spec}: FROM {modelfile.from_}: mldebug reads a GGUF file or a model folder, not {target.suffix}")
+    else:
+        modelfile, vocab = _from_ollama_store(modelfile)
     return _ollama_side(spec, "modelfile", vocab, modelfile, assumed, loaded, role)
+
+
+def _from_ollama_store(modelfile: Any) -> tuple[Any, GGUFVocab | None]:
+    """FROM names a model: what the local Ollama store holds for it (its GGUF, and the TEMPLATE, SYSTEM and
+    stop words it was created with, which this Modelfile's own lines override, as ``ollama create`` does)."""
+    from mldebug_cli.sources import ollama_store
+
+    stored = ollama_store.find(modelfile.from_)
+    if stored is None:
+        return modelfile, None
+    parameters = modelfile.parameters
+    if not modelfile.stop:
+        parameters = parameters + tuple(("stop", s) for s in stored.stop)
+    inherited = replace(modelfile, template=modelfile.template if modelfile.template is not None else stored.template,
+                        system=modelfile.system if modelfile.system is not None else stored.system,
+                        parameters=parameters)  # fmt: skip
+    return inherited, _read_gguf(stored.gguf) if stored.gguf is not None else None
 
 
 def _ollama_side(
@@ -368,8 +387,9 @@ def _ollama_side(
         hf_template = _imported_template(vocab, loaded)
         if vocab is None and loaded is None:
             raise InputError(
-                f"{spec}: FROM {modelfile.from_} names a model in Ollama's store and there is no TEMPLATE",
-                hint="mldebug cannot read Ollama's store: add the TEMPLATE, or point FROM at the GGUF",
+                f"{spec}: FROM {modelfile.from_} names a model that is not in the local Ollama store and there is no TEMPLATE",
+                hint="add the TEMPLATE (`ollama show --modelfile NAME` prints it), point FROM at the GGUF, or set "
+                "OLLAMA_MODELS to the store that holds the model",
             )
         families = ollama.families_dir() if hf_template else None
         if hf_template and families is None:
