@@ -16,13 +16,14 @@ import yaml
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import GLAIVE, PHI3, ROOT, needs_corpus
+from support import DATASETS, LLAMA3, ROOT
 
 README = ROOT / "README.md"
 ACTION = ROOT / "action.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
 REGENERATE = "MLDEBUG_REGENERATE"
-INSPECT = ["inspect-data", str(GLAIVE), "-t", str(PHI3), "--rows", "0", "--select", "DS0"]
+DEMO = DATASETS / "demo" / "support_chat.jsonl"
+INSPECT = ["inspect-data", str(DEMO), "-t", str(LLAMA3), "--rows", "6", "--select", "DS0"]  # DS024, DS023, DS025
 
 
 def run(*args: str, env: dict[str, str] | None = None):
@@ -42,22 +43,19 @@ def in_tmp(monkeypatch, tmp_path) -> Path:
 # --output-format auto
 
 
-@needs_corpus
 def test_auto_is_text_outside_github_actions(in_tmp):
     result = run(*INSPECT, "--color", "never")
     assert result.exit_code == 1 and result.stdout.startswith("mldebug inspect-data\n")
 
 
-@needs_corpus
 def test_auto_is_github_under_github_actions(in_tmp):
     summary = in_tmp / "summary.md"
     result = run(*INSPECT, env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
-    assert result.exit_code == 1 and result.stdout.startswith("::group::DS011 unmapped-role (1)\n::error file=")
+    assert result.exit_code == 1 and result.stdout.startswith("::group::DS024 tool-call-dropped (1)\n::error file=")
     assert "\x1b[" not in result.stdout
-    assert summary.read_text(encoding="utf-8").startswith("## mldebug inspect-data: 2 errors, 2 warnings")
+    assert summary.read_text(encoding="utf-8").startswith("## mldebug inspect-data: 1 error")
 
 
-@needs_corpus
 @pytest.mark.parametrize("fmt", ["sarif", "junit", "markdown", "github"])
 def test_machine_formats_through_the_cli_exit_on_findings_and_are_clean(in_tmp, fmt):
     result = run(*INSPECT, "-f", fmt, "--color", "always")
@@ -65,38 +63,35 @@ def test_machine_formats_through_the_cli_exit_on_findings_and_are_clean(in_tmp, 
     if fmt == "sarif":
         assert json.loads(result.stdout)["runs"][0]["results"]
     if fmt == "junit":
-        assert ET.fromstring(result.stdout).get("failures") == "4"
+        assert ET.fromstring(result.stdout).get("failures") == "3"
     assert run(*INSPECT, "-f", fmt, "--exit-zero").exit_code == 0
 
 
 # configuration through the CLI
 
 
-@needs_corpus
 def test_the_config_file_selects_ignores_and_sets_fail_on(in_tmp):
-    (in_tmp / "mldebug.toml").write_text('ignore = ["unmapped-role", "DS024"]\n', encoding="utf-8")
+    (in_tmp / "mldebug.toml").write_text('ignore = ["tool-call-dropped"]\n', encoding="utf-8")
     assert run(*INSPECT).exit_code == 0  # only warnings are left
-    (in_tmp / "mldebug.toml").write_text('ignore = ["unmapped-role", "DS024"]\nfail-on = "warning"\n', encoding="utf-8")
+    (in_tmp / "mldebug.toml").write_text('ignore = ["tool-call-dropped"]\nfail-on = "warning"\n', encoding="utf-8")
     assert run(*INSPECT).exit_code == 1
     assert run(*INSPECT, "--fail-on", "error").exit_code == 0  # a flag beats the file
     assert run(*INSPECT, env={"MLDEBUG_FAIL_ON": "error"}).exit_code == 0  # so does the environment
     findings = json.loads(run(*INSPECT, "-f", "json", "--ignore", "DS023").stdout)["findings"]
-    assert {f["code"] for f in findings} == {"DS011", "DS024", "DS025"}  # --ignore replaced the file's ignore
+    assert {f["code"] for f in findings} == {"DS024", "DS025"}  # --ignore replaced the file's ignore
 
 
-@needs_corpus
 def test_per_check_severity_from_the_config_changes_the_report_and_the_exit_code(in_tmp):
     (in_tmp / "pyproject.toml").write_text(
-        '[tool.mldebug.checks]\nunmapped-role = { severity = "warning" }\nDS024 = { severity = "info" }\n',
+        '[tool.mldebug.checks]\ntool-call-dropped = { severity = "warning" }\nDS025 = { severity = "info" }\n',
         encoding="utf-8",
     )
     result = run(*INSPECT, "-f", "json")
     assert result.exit_code == 0
     severities = {f["code"]: f["severity"] for f in json.loads(result.stdout)["findings"]}
-    assert severities == {"DS011": "warning", "DS024": "info", "DS023": "warning", "DS025": "warning"}
+    assert severities == {"DS024": "warning", "DS025": "info", "DS023": "warning"}
 
 
-@needs_corpus
 @pytest.mark.parametrize("text, error", [
     ('selct = ["DS001"]\n', "mldebug.toml: the top level: unknown key 'selct' (did you mean 'select'?)"),
     ("fail-on = [\n", "mldebug.toml: not valid TOML"),
@@ -168,7 +163,6 @@ def test_the_readme_workflow_uses_only_declared_inputs():
     assert set(step["with"]) <= set(_action()["inputs"]) and workflow["permissions"]["security-events"] == "write"
 
 
-@needs_corpus
 def test_the_action_scripts_annotate_write_sarif_and_fail_the_step(tmp_path):
     steps = {s.get("id") or s["name"]: s for s in _action()["runs"]["steps"]}
     outputs, summary, sarif = tmp_path / "output", tmp_path / "summary.md", tmp_path / "mldebug.sarif"
@@ -176,12 +170,12 @@ def test_the_action_scripts_annotate_write_sarif_and_fail_the_step(tmp_path):
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "GITHUB_OUTPUT": str(outputs), "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_WORKSPACE": str(ROOT),
-        "MLDEBUG_COMMAND": "inspect-data", "MLDEBUG_ARGS": f"{GLAIVE} --tokenizer {PHI3} --rows 0",
+        "MLDEBUG_COMMAND": "inspect-data", "MLDEBUG_ARGS": f"{DEMO} --tokenizer {LLAMA3} --rows 6",
         "MLDEBUG_FAIL_ON": "", "SARIF_FILE": str(sarif), "HF_HUB_OFFLINE": "1",
     }
     check = subprocess.run(["bash", "-e", "-c", steps["check"]["run"]], env=env, cwd=ROOT, capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
-    assert "::error file=fixtures/datasets/llama-factory/glaive_toolcall_en_demo.json,line=2," in check.stdout
+    assert "::error file=fixtures/datasets/demo/support_chat.jsonl,line=7," in check.stdout
     assert summary.read_text(encoding="utf-8").startswith("## mldebug inspect-data:")
     subprocess.run(["bash", "-e", "-c", steps["sarif"]["run"]], env=env, cwd=ROOT, check=True, capture_output=True)
     assert json.loads(sarif.read_text(encoding="utf-8"))["version"] == "2.1.0"
