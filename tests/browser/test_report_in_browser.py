@@ -10,7 +10,9 @@ from pathlib import Path
 from browser_support import SCREENSHOTS, WIDTH, full_page_screenshot
 from typer.testing import CliRunner
 
-from support import FIXTURES, GLAIVE, PHI3, QWEN25, ROOT, write_jsonl, needs_corpus, PHI3_DEPLOY
+from support import DATASETS, FIXTURES, LLAMA3, PHI3, PHI3_DEPLOY, QWEN25, ROOT, needs_corpus, write_jsonl
+
+DEMO = DATASETS / "demo" / "support_chat.jsonl"
 
 STATES = FIXTURES / "trainer_state"
 TRAINED_BG = "rgb(211, 243, 218)"  # --trained in the stylesheet
@@ -53,23 +55,22 @@ def chip_states(browser, row_id: str) -> list[dict]:
     """, row_id)
 
 
-@needs_corpus
 def test_inspect_data_report(browser, tmp_path):
-    page = write_report(tmp_path, "inspect-data", "inspect-data", GLAIVE, "-t", PHI3, "--framework", "axolotl",
-                        "--rows", "0-3")
-    known = json.loads(cli("inspect-data", GLAIVE, "-t", PHI3, "--framework", "axolotl", "--rows", "3", "-f", "json").stdout)["rows"][0]
+    page = write_report(tmp_path, "inspect-data", "inspect-data", DEMO, "-t", LLAMA3, "--framework", "axolotl",
+                        "--rows", "6,11,14,20")
+    known = json.loads(cli("inspect-data", DEMO, "-t", LLAMA3, "--framework", "axolotl", "--rows", "14", "-f", "json").stdout)["rows"][0]
     open_page(browser, page)
     assert browser.find_element("id", "verdict").text == "Errors found"
     checks = browser.execute_script("""
         return Object.fromEntries([...document.querySelectorAll('section.check')].map(
             s => [s.dataset.code, s.querySelector('.explain') ? s.querySelector('.explain').innerText : '']));""")
-    assert {"DS011", "DS023", "DS024", "DS025"} <= set(checks) and all(checks[c] for c in ("DS011", "DS023"))
+    assert {"DS004", "DS023", "DS024", "DS025"} <= set(checks) and all(checks[c] for c in ("DS024", "DS023"))
 
-    link = browser.find_element("css selector", '#s0-check-DS011 a[href="#s0-row-3"]')
+    link = browser.find_element("css selector", '#s0-check-DS024 a[href="#s0-row-14"]')
     link.click()
-    assert browser.execute_script("return document.querySelector(':target').id") == "s0-row-3"
+    assert browser.execute_script("return document.querySelector(':target').id") == "s0-row-14"
 
-    chips = chip_states(browser, "s0-row-3")
+    chips = chip_states(browser, "s0-row-14")
     assert [c["id"] for c in chips] == known["input_ids"]
     for chip, label in zip(chips, known["labels"]):
         assert chip["trained"] == (label != -100)
@@ -77,7 +78,7 @@ def test_inspect_data_report(browser, tmp_path):
         assert f"label {label}" in chip["title"]
     assert all(c["after"] == "none" for c in chips)  # ids hidden until the toggle
     browser.find_element("css selector", "label.show-ids").click()
-    assert [c["after"] for c in chip_states(browser, "s0-row-3")[:3]] == [f'"{i}"' for i in known["input_ids"][:3]]
+    assert [c["after"] for c in chip_states(browser, "s0-row-14")[:3]] == [f'"{i}"' for i in known["input_ids"][:3]]
     browser.find_element("css selector", "label.show-ids").click()
 
     bars = browser.execute_script("return [...document.querySelectorAll('svg.histogram rect.bar')].map(r => r.getBBox().height)")
@@ -141,7 +142,6 @@ def test_preflight_report_has_a_section_per_part(browser, tmp_path):
     full_page_screenshot(browser, "preflight")
 
 
-@needs_corpus
 def test_readme_screenshot(browser, tmp_path, monkeypatch):
     """The README's picture, cut from a full-page screenshot of a real report: the header and the first two
     findings, then the row they point at with its coloured tokens; 128 colours to stay small.
@@ -152,12 +152,12 @@ def test_readme_screenshot(browser, tmp_path, monkeypatch):
     from PIL import Image
 
     monkeypatch.chdir(ROOT)  # relative paths in the page, as a user would type them
-    page = write_report(tmp_path, "readme", "inspect-data", GLAIVE.relative_to(ROOT), "-t", PHI3.relative_to(ROOT),
-                        "--framework", "axolotl", "--rows", "3")
+    page = write_report(tmp_path, "readme", "inspect-data", DEMO.relative_to(ROOT), "-t", LLAMA3.relative_to(ROOT),
+                        "--framework", "axolotl", "--rows", "14")
     open_page(browser, page)
     shot = Image.open(full_page_screenshot(browser, "readme-full", width=1100)).convert("RGB")
     top = browser.execute_script("return document.querySelector('#s0-check-DS024').getBoundingClientRect().bottom")
-    row = browser.execute_script("const r = document.querySelector('#s0-row-3').getBoundingClientRect(); return [r.top, r.bottom]")
+    row = browser.execute_script("const r = document.querySelector('#s0-row-14').getBoundingClientRect(); return [r.top, r.bottom]")
     parts = [shot.crop((0, 0, shot.width, int(top) + 12)), shot.crop((0, int(row[0]) - 12, shot.width, int(row[1]) + 12))]
     image = Image.new("RGB", (shot.width, sum(p.height for p in parts)), "white")
     image.paste(parts[0], (0, 0))
