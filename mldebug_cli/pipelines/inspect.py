@@ -567,7 +567,7 @@ class _Stats:
 
     def __init__(self, max_length: int | None) -> None:
         self.max_length = max_length
-        self.rows = self.tokens = self.trainable = self.truncated = self.failed = 0
+        self.rows = self.tokens = self.trainable = self.truncated = self.failed = self.dropped = self.kept_tokens = 0
         self.lengths: Counter[int] = Counter()
 
     def add(self, row: Row) -> None:
@@ -578,6 +578,8 @@ class _Stats:
         self.tokens += len(row.input_ids)
         self.trainable += row.trained
         self.truncated += row.truncated or row.dropped
+        self.dropped += row.dropped
+        self.kept_tokens += 0 if row.dropped else len(row.input_ids)
         self.lengths[row.full_length] += 1
 
     def merge(self, other: _Stats) -> None:
@@ -586,6 +588,8 @@ class _Stats:
         self.tokens += other.tokens
         self.trainable += other.trainable
         self.truncated += other.truncated
+        self.dropped += other.dropped
+        self.kept_tokens += other.kept_tokens
         self.lengths.update(other.lengths)
 
     def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
@@ -603,6 +607,8 @@ class _Stats:
             "length_histogram": _histogram(self.lengths, self.max_length),
             "max_length": self.max_length,
             "rows_truncated": self.truncated,  # truncated, or dropped for being too long
+            "rows_dropped": self.dropped,  # left out of training for being too long (axolotl)
+            "tokens_kept": self.kept_tokens,  # tokens of the rows that train, after truncation
             "by_check": dict(sorted(by_check.items())),
         }
 

@@ -9,18 +9,22 @@ axolotl's own cosine variants, and ``lr_scheduler: one_cycle|rex`` its alternate
 from __future__ import annotations
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.schedule.frameworks.common import SpecReader
-from mldebug_cli.schedule.frameworks.hf import hf_scheduler_choice
+from mldebug_cli.frameworks import schema, versions
+from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.hf import hf_scheduler_choice
+from mldebug_cli.frameworks.versions import TargetVersions
+from mldebug_cli.schedule.formulas import HF_SCHEDULER_TYPES
 from mldebug_cli.schedule.model import AXOLOTL_FAMILY, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 
 DEFAULT_SEQUENCE_LEN = 2048
 
 
-def read_spec(config: ConfigFile, world_size: int, transformers_version: str | None) -> RunSpec:
+def read_spec(config: ConfigFile, world_size: int, targets: TargetVersions) -> RunSpec:
     r = SpecReader(config)
     if not r.has("learning_rate"):
-        raise InputError(f"{config.path}: axolotl configs need learning_rate (it has no default)")
+        raise InputError(f"{config.path}: axolotl configs need learning_rate (it has no default)",
+                         hint="axolotl's pydantic schema refuses the file without it")
     learning_rate = float(r.number("learning_rate", "learning_rate", None))
     micro_batch = r.integer("batch_size", "micro_batch_size", 1)
     grad_accum = _grad_accum(r, micro_batch)
@@ -46,7 +50,8 @@ def read_spec(config: ConfigFile, world_size: int, transformers_version: str | N
         ),
         validation_split=r.number("validation_split", "val_set_size", None),
         deepspeed=r.raw("deepspeed", "deepspeed"),
-        transformers_version=transformers_version,
+        transformers_version=targets.version("transformers"),
+        framework_version=targets.version("axolotl"),
         keys=r.keys,
         ignored=tuple(r.ignored),
         notes=tuple(r.notes),
@@ -66,8 +71,8 @@ def _warmup(r: SpecReader) -> tuple[float | None, float | None]:
     steps = r.number("warmup", "warmup_steps", None)
     ratio = r.number(None, "warmup_ratio", None)
     if steps is not None and ratio is not None:
-        r.ignore("warmup_ratio", f"warmup_steps ({steps}) is set, so axolotl does not use warmup_ratio",
-                 "keep only one of them")
+        r.ignore("warmup_ratio", f"warmup_steps ({steps}) and warmup_ratio are both set: axolotl refuses the "
+                 "config (they are mutually exclusive); simulated with warmup_steps", "keep only one of them")
         ratio = None
     elif ratio is not None:
         r.keys["warmup"] = "warmup_ratio"
@@ -115,3 +120,32 @@ def _unused_kwargs(r: SpecReader, kwargs: dict, scheduler: str) -> None:
     if kwargs:
         r.ignore("lr_scheduler_kwargs", f"axolotl builds {scheduler} without lr_scheduler_kwargs: "
                  f"{', '.join(sorted(kwargs))} {'has' if len(kwargs) == 1 else 'have'} no effect")
+
+
+STORED_KEYS = "axolotl-0.19.0.json"
+ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
+
+
+def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
+    """AxolotlInputConfig's fields (and SFTDataset's for each ``datasets`` entry): installed, else stored."""
+    installed = versions.installed("axolotl")
+    target = targets.get("axolotl")
+    try:
+        if not installed or target.version not in (None, installed):
+            raise ImportError
+        from axolotl.utils.schemas.config import AxolotlInputConfig
+        from axolotl.utils.schemas.datasets import SFTDataset
+
+        keys, dataset_keys = schema.pydantic_keys(AxolotlInputConfig), schema.pydantic_keys(SFTDataset)
+        source = f"axolotl {installed} (installed)"
+    except ImportError:
+        table = schema.stored(STORED_KEYS)
+        keys = schema.stored_keys(table["schemas"]["config"])
+        dataset_keys = schema.stored_keys(table["schemas"]["datasets"])
+        wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
+        source = f"axolotl {table['version']} (stored key list{wanted})"
+    # axolotl hands lr_scheduler to TrainingArguments unless it is one of its own schedulers
+    keys["lr_scheduler"] = schema.KeyType(frozenset({"str"}), (*HF_SCHEDULER_TYPES, "one_cycle", "rex"))
+    on_unknown = ON_UNKNOWN + (" unless one of its plugins reads it" if config.get("plugins") else "")
+    datasets = schema.KeySchema("axolotl", source, dataset_keys, ON_UNKNOWN)
+    return schema.KeySchema("axolotl", source, keys, on_unknown, nested={"datasets": datasets})
