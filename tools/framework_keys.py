@@ -35,7 +35,8 @@ OUT = ROOT / "mldebug_cli" / "frameworks" / "keys"
 
 # package -> (source folders inside the wheel, {schema name: its classes})
 TARGETS = {
-    "axolotl": (("axolotl/utils/schemas",), {"config": ["AxolotlInputConfig"], "datasets": ["SFTDataset"]}),
+    "axolotl": (("axolotl/utils/schemas",), {"config": ["AxolotlInputConfig"], "datasets": ["SFTDataset"],
+                                             "deprecated": ["DeprecatedParameters"]}),
     "llamafactory": (("llamafactory/hparams",), {"config": ["ModelArguments", "DataArguments", "TrainingArguments",
                                                         "FinetuningArguments", "GeneratingArguments"]}),
     "trl": (("trl/trainer", "trl/experimental/orpo", "trl/scripts/utils.py"),

@@ -135,17 +135,23 @@ def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
             raise ImportError
         from axolotl.utils.schemas.config import AxolotlInputConfig
         from axolotl.utils.schemas.datasets import SFTDataset
+        from axolotl.utils.schemas.deprecated import DeprecatedParameters
 
         keys, dataset_keys = schema.pydantic_keys(AxolotlInputConfig), schema.pydantic_keys(SFTDataset)
+        deprecated, version = schema.pydantic_keys(DeprecatedParameters), installed
         source = f"axolotl {installed} (installed)"
     except ImportError:
         table = schema.stored(STORED_KEYS)
         keys = schema.stored_keys(table["schemas"]["config"])
         dataset_keys = schema.stored_keys(table["schemas"]["datasets"])
+        deprecated, version = table["schemas"]["deprecated"], table["version"]
         wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
         source = f"axolotl {table['version']} (stored key list{wanted})"
     # axolotl hands lr_scheduler to TrainingArguments unless it is one of its own schedulers
     keys["lr_scheduler"] = schema.KeyType(frozenset({"str"}), (*HF_SCHEDULER_TYPES, "one_cycle", "rex"))
     on_unknown = ON_UNKNOWN + (" unless one of its plugins reads it" if config.get("plugins") else "")
     datasets = schema.KeySchema("axolotl", source, dataset_keys, ON_UNKNOWN)
-    return schema.KeySchema("axolotl", source, keys, on_unknown, nested={"datasets": datasets})
+    changes = {key: ("axolotl", f"deprecated in axolotl {version} (DeprecatedParameters: its validator warns, "
+                                "raises or remaps it), read as a setting by older versions", None) for key in deprecated}
+    return schema.KeySchema("axolotl", source, keys, on_unknown, nested={"datasets": datasets},
+                            version_dependent=changes)

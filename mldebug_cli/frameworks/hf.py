@@ -155,10 +155,15 @@ HF_ON_UNKNOWN = "HfArgumentParser rejects the file (ValueError: Some keys are no
 STORED_TRANSFORMERS_4 = "transformers-4.57.6.json"
 # keys TrainingArguments no longer has, with what replaced them (shown as the CF001 hint)
 HF_RENAMED = {
-    "evaluation_strategy": "renamed eval_strategy in transformers 4.46 and removed in 5.0",
+    "evaluation_strategy": "the old name of eval_strategy (gone by transformers 4.57)",
     "warmup_ratio": "removed in transformers 5.2: warmup_steps below 1 is the ratio",
     "no_cuda": "replaced by use_cpu",
-    "overwrite_output_dir": "removed in transformers 5.0",
+}
+VERSION_DEPENDENT = {
+    "warmup_ratio": ("transformers", "transformers 4.x warms up for ceil(ratio x total steps) unless warmup_steps "
+                     "is set, 5.0-5.1 copy it over warmup_steps, 5.2 and later reject it", None),
+    "warmup_steps": ("transformers", "a warmup_steps below 1 is a ratio of the total steps from transformers 5.0, "
+                     "a step count before", "fraction"),
 }
 
 
@@ -180,4 +185,10 @@ def training_arguments_schema(targets: versions.TargetVersions, seq2seq: bool = 
         same = target.version in (None, installed)
         source = f"transformers {installed} (installed)" + ("" if same else f", standing in for {target.describe()}")
     renamed = {k: v for k, v in HF_RENAMED.items() if k not in keys}
-    return schema.KeySchema("transformers", source, keys, HF_ON_UNKNOWN, renamed=renamed, converts_text=False)
+    if not target.version or versions.parse(target.version) >= (5, 0):
+        older = schema.stored(STORED_TRANSFORMERS_4)
+        renamed = {**{k: f"a TrainingArguments field in transformers {older['version']}, not in {installed}: if the "
+                      "run uses 4.x, say so with --transformers-version"
+                      for k in older["schemas"]["config"] if k not in keys}, **renamed}
+    return schema.KeySchema("transformers", source, keys, HF_ON_UNKNOWN, renamed=renamed, converts_text=False,
+                            version_dependent=VERSION_DEPENDENT)

@@ -63,13 +63,16 @@ class KeySchema:
     nested: Mapping[str, KeySchema] = field(default_factory=dict)  # e.g. axolotl ``datasets`` entries
     renamed: Mapping[str, str] = field(default_factory=dict)  # old key -> what became of it
     converts_text: bool = True  # the loader turns "3" into 3 where a number is needed (pydantic, argparse)
+    # key -> (package, what changes between its versions, ``"fraction"`` when only values below 1 are affected)
+    version_dependent: Mapping[str, tuple[str, str, str | None]] = field(default_factory=dict)
 
     def __contains__(self, key: str) -> bool:
         return key in self.keys
 
     def merged(self, other: KeySchema, source: str | None = None) -> KeySchema:
         return dataclasses.replace(self, keys={**other.keys, **self.keys}, source=source or self.source,
-                                   nested={**other.nested, **self.nested}, renamed={**other.renamed, **self.renamed})
+                                   nested={**other.nested, **self.nested}, renamed={**other.renamed, **self.renamed},
+                                   version_dependent={**other.version_dependent, **self.version_dependent})
 
 
 def key_type(annotation: Any, text_becomes_enum: bool = False) -> KeyType:

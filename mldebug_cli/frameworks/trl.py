@@ -58,14 +58,18 @@ def _trl_keys(targets: versions.TargetVersions) -> tuple[dict[str, dict[str, sch
 
 
 def _installed_keys() -> dict[str, dict[str, schema.KeyType]]:
+    """Each installed TRL config class's fields beyond TrainingArguments', and the trl script's arguments."""
     import dataclasses
+    import warnings
 
     from transformers import TrainingArguments
 
     base = {f.name for f in dataclasses.fields(TrainingArguments)}
     out = {}
     for name, module in CONFIG_CLASSES.items():
-        cls = getattr(importlib.import_module(module), name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ORPOConfig lives in trl.experimental, which warns on import
+            cls = getattr(importlib.import_module(module), name)
         out[name] = {k: v for k, v in schema.dataclass_keys([cls]).items() if k not in base}
     out["script"] = schema.dataclass_keys([getattr(importlib.import_module(m), n) for n, m in SCRIPT_CLASSES.items()])
     return out

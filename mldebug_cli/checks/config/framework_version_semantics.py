@@ -5,7 +5,9 @@ What it finds
     mldebug had to assume the version (the installed one): ``warmup_ratio`` (transformers 4.x:
     ``ceil(ratio * total steps)`` unless ``warmup_steps`` is set; 5.0-5.1: copied over
     ``warmup_steps``; 5.2 and later: not a field, the file is rejected) and a ``warmup_steps``
-    below 1 (a ratio from transformers 5.0, a step count before). The message says which version
+    below 1 (a ratio from transformers 5.0, a step count before); axolotl keys its schema lists as
+    deprecated (``DeprecatedParameters``), which older axolotl versions read as settings. Each
+    framework profile (``mldebug_cli/frameworks``) names its keys. The message says which version
     was assumed and how to give the real one.
 
 Why it matters for training
@@ -30,28 +32,19 @@ from mldebug_cli.core.findings import Hit
 
 SEVERITY = "info"
 SUBJECT = "config"
-# key -> (package, what changes); warmup_steps only counts when it is a fraction
-VERSION_DEPENDENT = {
-    "warmup_ratio": ("transformers", "transformers 4.x warms up for ceil(ratio x total steps) unless warmup_steps "
-                     "is set, 5.0-5.1 copy it over warmup_steps, 5.2 and later reject it"),
-    "warmup_steps": ("transformers", "a warmup_steps below 1 is a ratio of the total steps from transformers 5.0, "
-                     "a step count before"),
-}
-FRAMEWORKS = ("transformers", "trl", "llama-factory")  # axolotl computes warmup itself
-
-
 def run(review, ctx) -> Iterator[Hit]:
-    if review.framework not in FRAMEWORKS:
+    if review.schema is None:
         return
-    for key, (package, change) in VERSION_DEPENDENT.items():
+    for key, (package, change, only) in review.schema.version_dependent.items():
         value = review.config.get(key)
-        if value is None or (key == "warmup_steps" and not _fraction(value)):
+        if value is None or (only == "fraction" and not _fraction(value)):
             continue
         target = review.targets.get(package)
         if target.given:
             continue
         yield Hit(
-            message=f"{key} depends on the {package} version ({change}): mldebug assumed {target.describe()}",
+            message=f"{key} depends on the {package} version ({change}): mldebug assumed "
+                    f"{target.describe() if target.version else review.schema.source}",
             hint=f"give the version the run uses: --{package}-version X.Y.Z, [versions] {package} = \"X.Y.Z\" in "
                  "mldebug.toml, or a pinned requirements.txt beside the config",
             location=at_key(review, key),
