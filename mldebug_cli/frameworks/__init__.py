@@ -87,3 +87,16 @@ def key_schema(config: ConfigFile, framework: str, targets: versions.TargetVersi
     if framework == "transformers":
         return hf.training_arguments_schema(targets)
     return None
+
+
+def read_plan(config: ConfigFile, framework: str, allow_outside: bool = False):
+    """What the config implies for the data checks (a sources.training_plan.TrainingPlan), read by its profile."""
+    from mldebug_cli.core.errors import InputError
+    from mldebug_cli.frameworks import axolotl, llama_factory, trl
+    from mldebug_cli.sources.training_plan import finished
+
+    readers = {"axolotl": axolotl.read_plan, "llama-factory": llama_factory.read_plan, "trl": trl.read_plan,
+               "transformers": trl.read_plan}
+    if framework not in readers:
+        raise InputError(f"{config.path}: preflight's data checks support axolotl, LLaMA-Factory and TRL/HF configs, not {framework}")
+    return finished(config, readers[framework](config), allow_outside)

@@ -16,8 +16,13 @@ from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.formulas import HF_SCHEDULER_TYPES
 from mldebug_cli.schedule.model import AXOLOTL_FAMILY, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
+from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, local, set_key, template_setting
 
 DEFAULT_SEQUENCE_LEN = 2048
+STORED_KEYS = "axolotl-0.19.0.json"
+ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
+DATASET_TYPES = {"alpaca": "alpaca", "sharegpt": "sharegpt", "chat_template": None, "completion": "text"}
+TERMINATORS = ("all", "turn", "last", "none")
 
 
 def read_spec(config: ConfigFile, world_size: int, targets: TargetVersions) -> RunSpec:
@@ -122,10 +127,6 @@ def _unused_kwargs(r: SpecReader, kwargs: dict, scheduler: str) -> None:
                  f"{', '.join(sorted(kwargs))} {'has' if len(kwargs) == 1 else 'have'} no effect")
 
 
-STORED_KEYS = "axolotl-0.19.0.json"
-ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
-
-
 def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
     """AxolotlInputConfig's fields (and SFTDataset's for each ``datasets`` entry): installed, else stored."""
     installed = versions.installed("axolotl")
@@ -155,3 +156,56 @@ def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
                                 "raises or remaps it), read as a setting by older versions", None) for key in deprecated}
     return schema.KeySchema("axolotl", source, keys, on_unknown, nested={"datasets": datasets},
                             version_dependent=changes)
+
+
+def read_plan(config: ConfigFile) -> TrainingPlan:
+    """The datasets, template, masking and length an axolotl config sets (defaults: sequence_len 2048, assistant turns)."""
+    tokenizer_key = "tokenizer_config" if config.has("tokenizer_config") else "base_model"
+    datasets, notes = [], []
+    for i, entry in enumerate(config.get("datasets") or []):
+        if not isinstance(entry, dict) or not entry.get("path"):
+            raise InputError(f"{at(config, f'datasets.{i}')}: datasets[{i}] has no path")
+        kind = entry.get("type", "chat_template")
+        kind = kind if isinstance(kind, str) else "chat_template"
+        fmt = DATASET_TYPES.get(kind.split(".")[0])
+        if fmt is None and kind.split(".")[0] not in DATASET_TYPES:
+            notes.append(f"datasets[{i}] type {kind!r}: format detected from the rows")
+        if kind == "alpaca":
+            notes.append(f"datasets[{i}] type alpaca: axolotl formats it with its own Alpaca prompter; mldebug renders it with the chat template")
+        path = local(config, str(entry["path"]), entry.get("data_files"))
+        masking = _masking(config, f"datasets.{i}")
+        datasets.append(DatasetPlan(path, f"datasets.{i}.path", fmt, entry.get("split"), masking))
+    template = config.get("chat_template")
+    chat_template = Setting(None)
+    if template == "jinja":
+        chat_template = template_setting(config, "chat_template_jinja")
+    elif isinstance(template, str) and template != "tokenizer_default":
+        notes.append(f"chat_template {template!r} is one of axolotl's built-in templates; mldebug used the tokenizer's own")
+    train_on = Setting("all", "train_on_inputs") if config.get("train_on_inputs") is True else Setting("assistant", set_key(config, "train_on_inputs"))
+    max_length = Setting(int(config.get("sequence_len", DEFAULT_SEQUENCE_LEN)), set_key(config, "sequence_len"))
+    if config.get("excess_length_strategy", "drop") == "drop":
+        notes.append("axolotl drops rows longer than sequence_len (excess_length_strategy: drop): rows flagged as truncated are dropped from training")
+    return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length, tuple(notes))
+
+
+def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
+    """The chat_template masking keys set for one dataset entry (and the top-level ones), checked as axolotl checks them."""
+    found = []
+    keyed = [(name, f"{entry}.{name}") for name in ("roles_to_train", "train_on_eos", "train_on_eot", "message_field_training")]
+    keyed += [(name, name) for name in ("train_on_inputs", "eot_tokens")]
+    for name, key in keyed:
+        value = config.get(key)
+        if value is None:  # axolotl drops unset (null) keys and applies its defaults
+            continue
+        if name in ("roles_to_train", "eot_tokens"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InputError(f"{at(config, key)}: {name} must be a list of strings")
+            value = tuple(value)
+        elif name in ("train_on_eos", "train_on_eot") and value not in TERMINATORS:
+            raise InputError(f"{at(config, key)}: {name} must be one of {', '.join(TERMINATORS)}, not {value!r}")
+        elif name == "train_on_inputs" and not isinstance(value, bool):
+            raise InputError(f"{at(config, key)}: train_on_inputs must be true or false")
+        elif name == "message_field_training" and not isinstance(value, str):
+            raise InputError(f"{at(config, key)}: message_field_training must name a message key")
+        found.append((name, Setting(value, key)))
+    return tuple(found)

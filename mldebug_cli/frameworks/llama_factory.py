@@ -14,8 +14,12 @@ from the per-dataset sizes preflight measures.
 
 from __future__ import annotations
 
+import json
+
+from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.sources.config_file import ConfigFile
+from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
 STORED_KEYS = "llamafactory-0.9.5.json"
 DATACLASSES = {"ModelArguments": "model_args", "DataArguments": "data_args", "TrainingArguments": "training_args",
@@ -46,3 +50,44 @@ def _own_keys(targets: versions.TargetVersions) -> tuple[dict[str, schema.KeyTyp
     wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
     return schema.stored_keys(table["schemas"]["config"]), f"llamafactory {table['version']} (stored key list{wanted})"
 
+
+FORMATS = {"alpaca": "alpaca", "sharegpt": "sharegpt"}
+def read_plan(config: ConfigFile) -> TrainingPlan:
+    """Datasets from ``dataset_dir/dataset_info.json``, masking and cutoff_len (default 2048) of a LLaMA-Factory config."""
+    names = config.get("dataset")
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if not names:
+        raise InputError(f"{config.path}: no dataset key: LLaMA-Factory configs name their datasets in `dataset`")
+    dataset_dir = str(config.get("dataset_dir", "data"))
+    folder = resolve_dir(config, dataset_dir)
+    info_path = folder / "dataset_info.json"
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{at(config, 'dataset')}: {info_path} not found (dataset_dir is {dataset_dir!r})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{info_path}: not readable JSON ({exc})") from None
+    datasets = []
+    for name in names:
+        entry = info.get(name)
+        if not isinstance(entry, dict):
+            raise InputError(f"{at(config, 'dataset')}: dataset {name!r} is not in {info_path}")
+        if entry.get("file_name"):
+            spec = str(folder / entry["file_name"])
+        else:
+            spec = entry.get("hf_hub_url") or entry.get("ms_hub_url") or entry.get("script_url") or name
+        fmt = FORMATS.get(entry.get("formatting", "alpaca"))
+        datasets.append(DatasetPlan(spec, "dataset", fmt, entry.get("split")))
+    if config.get("train_on_prompt") is True:
+        train_on = Setting("all", "train_on_prompt")
+    elif config.get("mask_history") is True:
+        train_on = Setting("last", "mask_history")
+    else:
+        train_on = Setting("assistant", set_key(config, "train_on_prompt"))
+    notes = []
+    if config.has("template"):
+        notes.append(f"template {config.get('template')!r} is LLaMA-Factory's own; mldebug renders with the tokenizer's chat template")
+    max_length = Setting(int(config.get("cutoff_len", hf.LLAMA_FACTORY_DEFAULT_CUTOFF)), set_key(config, "cutoff_len"))
+    return TrainingPlan("llama-factory", Setting(config.get("model_name_or_path"), "model_name_or_path"), Setting(None),
+                        tuple(datasets), train_on, max_length, tuple(notes))

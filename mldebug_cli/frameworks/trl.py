@@ -13,6 +13,7 @@ import importlib
 
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.sources.config_file import ConfigFile
+from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, local, set_key, template_setting
 
 DEFAULT_LR = 2e-5
 DEFAULT_LOGGING_STEPS = 10
@@ -73,3 +74,24 @@ def _installed_keys() -> dict[str, dict[str, schema.KeyType]]:
         out[name] = {k: v for k, v in schema.dataclass_keys([cls]).items() if k not in base}
     out["script"] = schema.dataclass_keys([getattr(importlib.import_module(m), n) for n, m in SCRIPT_CLASSES.items()])
     return out
+
+
+def read_plan(config: ConfigFile) -> TrainingPlan:
+    """Dataset, template, masking and max_length (default 1024) of a TRL/TrainingArguments config."""
+    datasets = []
+    if config.has("dataset_name"):
+        datasets.append(DatasetPlan(local(config, str(config.get("dataset_name"))), "dataset_name", None,
+                                    config.get("dataset_train_split", "train")))
+    for i, entry in enumerate(config.get("datasets") or []):
+        if isinstance(entry, dict) and entry.get("path"):
+            datasets.append(DatasetPlan(local(config, str(entry["path"])), f"datasets.{i}.path", None, entry.get("split")))
+    tokenizer_key = next((k for k in ("tokenizer_name_or_path", "model_name_or_path") if config.has(k)), "model_name_or_path")
+    if config.get("assistant_only_loss") is True:
+        train_on = Setting("assistant", "assistant_only_loss")
+    else:
+        train_on = Setting(None, set_key(config, "assistant_only_loss"))  # the framework's default (completion-aware)
+    length_key = next((k for k in ("max_length", "max_seq_length") if config.has(k)), None)
+    max_length = Setting(int(config.get(length_key)) if length_key and config.get(length_key) else DEFAULT_MAX_LENGTH, length_key)
+    chat_template = template_setting(config, "chat_template_path") if config.has("chat_template_path") else Setting(None)
+    framework = "trl" if config.has("dataset_name") or config.has("datasets") or config.has("assistant_only_loss") else "transformers"
+    return TrainingPlan(framework, Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length)

@@ -35,9 +35,8 @@ class PreflightOptions:
 
 
 def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
-    from mldebug_cli.frameworks import detect_framework
+    from mldebug_cli.frameworks import detect_framework, read_plan
     from mldebug_cli.sources.config_file import load_config
-    from mldebug_cli.sources.training_plan import read_plan
 
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
