@@ -17,12 +17,15 @@ from __future__ import annotations
 import gc
 import json
 import platform
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "fixtures" / "configs" / "transformers-4-warmup-golden.json"
-TINY_MODEL = dict(vocab_size=16, hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
-                  num_key_value_heads=2, max_position_embeddings=8)
+sys.path.insert(0, str(ROOT / "tests" / "schedule"))
+
+from lr_helpers import TINY_MODEL_CONFIG, tiny_dataset  # noqa: E402  (the model and rows the lr-plot tests train)
+
 # (name, TrainingArguments keys, training rows)
 CASES = [
     ("linear_ratio_0.1", {"learning_rate": 1e-3, "per_device_train_batch_size": 2, "num_train_epochs": 2,
@@ -62,14 +65,6 @@ def _run(name: str, keys: dict, rows: int) -> dict:
     import transformers
     from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback, TrainingArguments
 
-    class Rows(torch.utils.data.Dataset):
-        def __len__(self) -> int:
-            return rows
-
-        def __getitem__(self, i: int):
-            ids = torch.tensor([i % 16, (i + 1) % 16, 3])
-            return {"input_ids": ids, "labels": ids}
-
     class RecordLR(TrainerCallback):
         def __init__(self) -> None:
             self.lrs: list[float] = []
@@ -84,7 +79,7 @@ def _run(name: str, keys: dict, rows: int) -> dict:
         args = TrainingArguments(output_dir=out, save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True,
                                  optim="sgd", logging_steps=1, **keys)
         record = RecordLR()
-        trainer = Trainer(model=LlamaForCausalLM(LlamaConfig(**TINY_MODEL)), args=args, train_dataset=Rows(),
+        trainer = Trainer(model=LlamaForCausalLM(LlamaConfig(**TINY_MODEL_CONFIG)), args=args, train_dataset=tiny_dataset(rows),
                           callbacks=[record])
         trainer.train()
     max_steps = trainer.state.max_steps
