@@ -2,12 +2,12 @@
 
 What it finds
     Keys that mean different things across versions of the framework the config runs on, when
-    mldebug had to assume the version (the installed one): ``warmup_ratio`` (transformers 4.x:
-    ``ceil(ratio * total steps)`` unless ``warmup_steps`` is set; 5.0-5.1: copied over
-    ``warmup_steps``; 5.2 and later: not a field, the file is rejected) and a ``warmup_steps``
+    mldebug had to assume the version (the installed one): `warmup_ratio` (transformers 4.x:
+    `ceil(ratio * total steps)` unless `warmup_steps` is set; 5.0-5.1: copied over
+    `warmup_steps`; 5.2 and later: not a field, the file is rejected) and a `warmup_steps`
     below 1 (a ratio from transformers 5.0, a step count before); axolotl keys its schema lists as
-    deprecated (``DeprecatedParameters``), which older axolotl versions read as settings. Each
-    framework profile (``mldebug_cli/frameworks``) names its keys. The message says which version
+    deprecated (`DeprecatedParameters`), which older axolotl versions read as settings. Each
+    framework profile (`mldebug_cli/frameworks`) names its keys. The message says which version
     was assumed and how to give the real one.
 
 Why it matters for training
@@ -15,12 +15,12 @@ Why it matters for training
     starting) on another; a simulation against the wrong version checks the wrong schedule.
 
 Example
-    A LLaMA-Factory config with ``warmup_ratio: 0.1`` checked where transformers 5.23 is installed,
+    A LLaMA-Factory config with `warmup_ratio: 0.1` checked where transformers 5.23 is installed,
     for a run on transformers 4.57.
 
 Fix
-    Give the version the run uses: ``--transformers-version 4.57.1`` (or ``[versions]`` in
-    ``mldebug.toml``, or a pinned ``requirements.txt``/lockfile beside the config).
+    Give the version the run uses: `--transformers-version 4.57.1` (or `[versions]` in
+    `mldebug.toml`, or a pinned `requirements.txt`/lockfile beside the config).
 """
 
 from __future__ import annotations

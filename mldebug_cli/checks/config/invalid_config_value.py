@@ -2,17 +2,17 @@
 
 What it finds
     Values the framework cannot use for their key: a scheduler name that is not one
-    (``lr_scheduler: cosin``), text where true/false is needed (``train_on_eos: yes`` reads as
+    (`lr_scheduler: cosin`), text where true/false is needed (`train_on_eos: yes` reads as
     true, not one of all/turn/last/none), a list where a number is needed, a fraction where a
     whole number is needed, and, where the loader passes text through unconverted (HfArgumentParser
-    reading a TrainingArguments file), a number written as text such as ``num_train_epochs: "3"``.
+    reading a TrainingArguments file), a number written as text such as `num_train_epochs: "3"`.
 
 Why it matters for training
     Some of these stop the run at start-up (an unknown scheduler name), others train with a value
-    nobody chose: a string epoch count breaks the step arithmetic, ``"false"`` is a true string.
+    nobody chose: a string epoch count breaks the step arithmetic, `"false"` is a true string.
 
 Example
-    ``lr_scheduler_type: cosin``: TrainingArguments raises "'cosin' is not a valid SchedulerType".
+    `lr_scheduler_type: cosin`: TrainingArguments raises "'cosin' is not a valid SchedulerType".
 
 Fix
     Use one of the values the message lists, unquoted numbers, and true/false for switches.

@@ -2,22 +2,22 @@
 
 What it finds
     Keys of a training config that are not in the framework's schema: TrainingArguments and the
-    TRL config classes (from their dataclasses), axolotl's ``AxolotlInputConfig`` and its dataset
+    TRL config classes (from their dataclasses), axolotl's `AxolotlInputConfig` and its dataset
     entries, LLaMA-Factory's argument dataclasses. The message gives the key's line, the closest
     known key, and what the framework does with it.
 
 Why it matters for training
     A typo is not a setting. HfArgumentParser (HF, TRL, LLaMA-Factory) refuses the whole file, so
-    the job dies after queueing; axolotl's schema drops the key silently, so ``lr_schedular: cosine``
-    trains with the default scheduler and ``warmup_ration: 0.1`` with the default warmup.
+    the job dies after queueing; axolotl's schema drops the key silently, so `lr_schedular: cosine`
+    trains with the default scheduler and `warmup_ration: 0.1` with the default warmup.
 
 Example
-    ``warmup_ration: 0.1`` in an axolotl config: "did you mean warmup_ratio?"; axolotl drops it and
+    `warmup_ration: 0.1` in an axolotl config: "did you mean warmup_ratio?"; axolotl drops it and
     warms up for 3% of the steps.
 
 Fix
     Rename the key to the one suggested, or remove it. Give the framework version you train with
-    (``--transformers-version``, ``--axolotl-version``, ...) when the key exists in another version.
+    (`--transformers-version`, `--axolotl-version`, ...) when the key exists in another version.
 """
 
 from __future__ import annotations
