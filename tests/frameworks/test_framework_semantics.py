@@ -83,3 +83,38 @@ def test_max_samples_caps_a_single_count_as_before():
 
     assert rows_after_max_samples(DatasetSize(5000, "--num-rows"), 1000) == 1000
     assert rows_after_max_samples(DatasetSize(1390, "x", per_dataset=(91, 999, 300)), 100) == 291
+
+
+def _axolotl_preflight(tmp_path, packing: bool):
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    shutil.copy(FIXTURES / "preflight" / "axolotl" / "train_fixed.jsonl", tmp_path / "train.jsonl")
+    config = tmp_path / "axolotl.yml"
+    config.write_text(
+        f"base_model: {QWEN25}\ndatasets:\n  - path: train.jsonl\n    type: chat_template\n"
+        f"sequence_len: 256\nsample_packing: {str(packing).lower()}\nmicro_batch_size: 1\n"
+        "gradient_accumulation_steps: 1\nnum_epochs: 1\nlearning_rate: 0.0002\nwarmup_steps: 0\n"
+    )
+    result = CliRunner().invoke(app, ["preflight", str(config), "--all", "--allow-outside-paths", "-f", "json",
+                                      "--exit-zero"])
+    assert result.exit_code == 0, result.output
+    sections = json.loads(result.stdout)["sections"]
+    return sections[0], next(s for s in sections if s["command"] == "lr-plot")
+
+
+def test_rows_axolotl_drops_for_length_leave_the_step_count(tmp_path):
+    data, schedule = _axolotl_preflight(tmp_path, packing=False)
+    dropped = data["summary"]["rows_dropped"]
+    assert dropped > 0 and data["summary"]["rows"] == 24
+    assert schedule["train_rows"] == 24 - dropped and schedule["total_optimizer_steps"] == 24 - dropped
+
+
+def test_packing_is_estimated_from_the_token_lengths_preflight_measured(tmp_path):
+    data, schedule = _axolotl_preflight(tmp_path, packing=True)
+    tokens = data["summary"]["tokens_kept"]
+    [estimate] = [f for f in schedule["findings"] if f["code"] == "LR012"]
+    assert f"{tokens} tokens of the rows that train, counted in sequences of 256" in estimate["message"]
