@@ -89,6 +89,24 @@ def key_schema(config: ConfigFile, framework: str, targets: versions.TargetVersi
     return None
 
 
+def profile(framework: str):
+    """The profile module of a framework that renders and masks rows (transformers, trl, axolotl, llama-factory)."""
+    import importlib
+
+    module = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama-factory": "llama_factory"}[framework]
+    return importlib.import_module(f"mldebug_cli.frameworks.{module}")
+
+
+def truncation_mode(framework: str) -> str:
+    """How the framework shortens a row longer than its max length (see render.truncation)."""
+    return profile(framework).TRUNCATION
+
+
+def masks_pad_by_id(framework: str) -> bool:
+    """Whether the framework's collator masks labels equal to the pad id (so a pad-as-EOS loses every EOS label)."""
+    return profile(framework).PAD_MASKED_BY_ID
+
+
 def read_plan(config: ConfigFile, framework: str, allow_outside: bool = False):
     """What the config implies for the data checks (a sources.training_plan.TrainingPlan), read by its profile."""
     from mldebug_cli.core.errors import InputError

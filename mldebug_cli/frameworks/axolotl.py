@@ -19,6 +19,8 @@ from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, local, set_key, template_setting
 
 DEFAULT_SEQUENCE_LEN = 2048
+TRUNCATION = "drop"  # excess_length_strategy: drop, the default
+PAD_MASKED_BY_ID = False
 STORED_KEYS = "axolotl-0.19.0.json"
 ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
 DATASET_TYPES = {"alpaca": "alpaca", "sharegpt": "sharegpt", "chat_template": None, "completion": "text"}

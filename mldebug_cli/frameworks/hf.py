@@ -23,6 +23,8 @@ from mldebug_cli.schedule.model import HF_FAMILY, Packing, RunSpec, SchedulerCho
 from mldebug_cli.sources.config_file import ConfigFile
 
 LLAMA_FACTORY_DEFAULT_CUTOFF = 2048
+TRUNCATION = "keep_start"  # a bare Trainer's tokenization keeps the first max_length tokens
+PAD_MASKED_BY_ID = True  # DataCollatorForLanguageModeling sets labels equal to the pad id to -100
 
 
 def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions) -> RunSpec:

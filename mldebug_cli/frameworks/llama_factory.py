@@ -22,6 +22,8 @@ from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
 STORED_KEYS = "llamafactory-0.9.5.json"
+TRUNCATION = "pairs"  # each prompt/response pair gets a share of cutoff_len (infer_seqlen)
+PAD_MASKED_BY_ID = False  # its collators pad labels with IGNORE_INDEX by position
 DATACLASSES = {"ModelArguments": "model_args", "DataArguments": "data_args", "TrainingArguments": "training_args",
                "FinetuningArguments": "finetuning_args", "GeneratingArguments": "generating_args"}
 ON_UNKNOWN = ("HfArgumentParser rejects the file (ValueError: Some keys are not used by the HfArgumentParser) "

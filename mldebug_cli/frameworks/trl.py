@@ -18,6 +18,8 @@ from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
 DEFAULT_LR = 2e-5
 DEFAULT_LOGGING_STEPS = 10
 DEFAULT_MAX_LENGTH = 1024
+TRUNCATION = "keep_start"  # truncation_mode keep_start, the default
+PAD_MASKED_BY_ID = False  # its collator masks padding by position
 STORED = "trl-1.16.0.json"
 CONFIG_CLASSES = {
     "SFTConfig": "trl.trainer.sft_config",

@@ -13,13 +13,14 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.frameworks import truncation_mode
 from mldebug_cli.pipelines.inspect_subjects import Row, Setup, TurnTokens
 from mldebug_cli.render import axolotl
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
 from mldebug_cli.render.masking import TRAIN_ON, ShapeCache, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
-from mldebug_cli.render.truncation import TRUNCATION_BY_FRAMEWORK, truncate
+from mldebug_cli.render.truncation import truncate
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.row_formats import (
     ROW_FORMATS,
@@ -517,7 +518,7 @@ def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], se
     row.full_length = len(ids)
     row.trained_before_truncation = len(labels) - labels.count(IGNORE_INDEX)
     row.first_trained = _first_trained(labels) if row.trained_before_truncation else None
-    mode = TRUNCATION_BY_FRAMEWORK[setup.framework]
+    mode = truncation_mode(setup.framework)
     turns = [(t.start, t.end) for t in row.turns]
     cut = truncate(ids, labels, setup.max_length, mode, turns)
     row.dropped = cut.dropped
