@@ -40,7 +40,10 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
 
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
-    plan = read_plan(config, framework, options.allow_outside_paths)
+    try:
+        plan = read_plan(config, framework, options.allow_outside_paths)
+    except InputError as exc:
+        raise _with_config_errors(exc, config, framework, options) from None
     tokenizer = options.tokenizer or plan.tokenizer.value
     if not tokenizer:
         raise InputError(f"{config.path}: the config names no model or tokenizer ({plan.tokenizer.key})",
@@ -55,10 +58,24 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
         findings=findings,
         checks_run=tuple(dict.fromkeys(code for s in sections for code in s["report"].checks_run)),
         targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
-        context=_context(config, plan, tokenizer, options),
+        context={**_context(config, plan, tokenizer, options),
+                 "versions": sections[len(plan.datasets)]["report"].context.get("versions")},
         summary={"sections": [_section_summary(s) for s in sections], "by_check": _by_check(findings)},
         details={"sections": [_section_details(s) for s in sections]},
     )
+
+
+def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, options: PreflightOptions) -> InputError:
+    """A config that cannot be read, with the misspelt keys or bad values behind it (CF001/CF002) as the hint."""
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.pipelines.schedule import config_findings
+
+    targets = versions.resolve(config.path, options.target_versions, options.configured_versions)
+    errors = [f for f in config_findings(config, framework, targets) if f.code in ("CF001", "CF002")]
+    if not errors:
+        return exc
+    more = f" (and {len(errors) - 1} more config key errors)" if len(errors) > 1 else ""
+    return InputError(exc.message, f"{errors[0].code} {errors[0].message}{more}")
 
 
 def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: str, dataset, progress) -> dict[str, Any]:

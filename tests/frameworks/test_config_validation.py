@@ -201,3 +201,16 @@ def test_stored_transformers_4_list_matches_the_installed_transformers_when_it_i
     from mldebug_cli.frameworks.schema import dataclass_keys
 
     assert stored_keys(table["schemas"]["config"]) == dataclass_keys([Seq2SeqTrainingArguments], text_becomes_enum=True)
+
+
+def test_preflight_names_the_typo_behind_a_config_it_cannot_read(tmp_path):
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    config = tmp_path / "axolotl.yml"
+    config.write_text("base_model: x\ndatasets:\n  - pth: train.jsonl\n    type: chat_template\nlearning_rate: 0.001\n")
+    result = CliRunner().invoke(app, ["preflight", str(config)])
+    assert result.exit_code == 2
+    assert f"{config}:3: datasets[0] has no path" in result.stderr
+    assert "Hint: CF001 line 3: 'datasets.0.pth'" in result.stderr and "did you mean 'path'?" in result.stderr
