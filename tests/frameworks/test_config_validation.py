@@ -209,7 +209,8 @@ def test_preflight_names_the_typo_behind_a_config_it_cannot_read(tmp_path):
     from mldebug_cli.cli import app
 
     config = tmp_path / "axolotl.yml"
-    config.write_text("base_model: x\ndatasets:\n  - pth: train.jsonl\n    type: chat_template\nlearning_rate: 0.001\n")
+    config.write_text("base_model: x\ndatasets:\n  - pth: train.jsonl\n    type: chat_template\nlearning_rate: 0.001\n"
+                      "micro_batch_size: 1\nnum_epochs: 1\n")
     result = CliRunner().invoke(app, ["preflight", str(config)])
     assert result.exit_code == 2
     assert f"{config}:3: datasets[0] has no path" in result.stderr
