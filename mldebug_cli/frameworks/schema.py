@@ -12,12 +12,15 @@ import ast
 import dataclasses
 import enum
 import json
-import re
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.versions import TargetVersions
+    from mldebug_cli.sources.config_file import ConfigFile
 
 ANY = "any"
 _SCALARS = {"bool": "bool", "int": "int", "float": "float", "str": "str", "Path": "str", "PathLike": "str"}
@@ -203,21 +206,12 @@ def stored_keys(table: Mapping[str, Any]) -> dict[str, KeyType]:
     return {name: KeyType.from_json(kt) for name, kt in table.items()}
 
 
-_VERSION = re.compile(r"-(\d[\w.]*)\.json$")
-
-
-def stored_version(name: str) -> str:
-    match = _VERSION.search(name)
-    return match.group(1) if match else "?"
-
-
 @dataclass(frozen=True)
 class ConfigReview:
     """What the CF checks look at: a config file, the framework's schema for it, and the target versions."""
 
-    config: Any  # sources.config_file.ConfigFile
+    config: ConfigFile
     framework: str
     schema: KeySchema | None  # None: the framework's keys are not modelled (torchtune)
-    targets: Any  # versions.TargetVersions
-    packages: tuple[str, ...] = ()  # the packages whose versions decide this framework's semantics
+    targets: TargetVersions
     reported: frozenset[str] = frozenset()  # keys another check already reports (LR004)

@@ -89,8 +89,7 @@ def config_findings(config_file, framework: str, targets, select: Iterable[str] 
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="CF")]
     if not checks:
         return ()
-    review = ConfigReview(config_file, framework, key_schema(config_file, framework, targets), targets,
-                          _packages(framework), reported)
+    review = ConfigReview(config_file, framework, key_schema(config_file, framework, targets), targets, reported)
     return tuple(f for check in checks for f in check.findings(review, None))
 
 
