@@ -26,6 +26,9 @@ TRUNCATION = "pairs"  # each prompt/response pair gets a share of cutoff_len (in
 PAD_MASKED_BY_ID = False  # its collators pad labels with IGNORE_INDEX by position
 DATACLASSES = {"ModelArguments": "model_args", "DataArguments": "data_args", "TrainingArguments": "training_args",
                "FinetuningArguments": "finetuning_args", "GeneratingArguments": "generating_args"}
+# DataArguments.__post_init__ (hparams/data_args.py) raises on these
+CONFLICTS = ((("mask_history", "train_on_prompt"), "LLaMA-Factory refuses the file: `mask_history` is incompatible "
+              "with `train_on_prompt` (DataArguments)"),)
 ON_UNKNOWN = ("HfArgumentParser rejects the file (ValueError: Some keys are not used by the HfArgumentParser) "
               "unless ALLOW_EXTRA_ARGS=1 is set")
 
@@ -33,7 +36,7 @@ ON_UNKNOWN = ("HfArgumentParser rejects the file (ValueError: Some keys are not 
 def key_schema(config: ConfigFile, targets: versions.TargetVersions) -> schema.KeySchema:
     own, source = _own_keys(targets)
     base = hf.training_arguments_schema(targets, seq2seq=True)
-    lf = schema.KeySchema("llama-factory", source, own, ON_UNKNOWN)  # OmegaConf reads 5e-5 as a number
+    lf = schema.KeySchema("llama-factory", source, own, ON_UNKNOWN, conflicts=CONFLICTS)  # OmegaConf reads 5e-5 as a number
     return lf.merged(base, source=f"{source} over {base.source}")
 
 

@@ -68,6 +68,8 @@ class KeySchema:
     converts_text: bool = True  # the loader turns "3" into 3 where a number is needed (pydantic, argparse)
     # key -> (package, what changes between its versions, ``"fraction"`` when only values below 1 are affected)
     version_dependent: Mapping[str, tuple[str, str, str | None]] = field(default_factory=dict)
+    # keys the framework refuses together when all of them are set true, with what it says
+    conflicts: tuple[tuple[tuple[str, ...], str], ...] = ()
 
     def __contains__(self, key: str) -> bool:
         return key in self.keys
@@ -75,7 +77,8 @@ class KeySchema:
     def merged(self, other: KeySchema, source: str | None = None) -> KeySchema:
         return dataclasses.replace(self, keys={**other.keys, **self.keys}, source=source or self.source,
                                    nested={**other.nested, **self.nested}, renamed={**other.renamed, **self.renamed},
-                                   version_dependent={**other.version_dependent, **self.version_dependent})
+                                   version_dependent={**other.version_dependent, **self.version_dependent},
+                                   conflicts=other.conflicts + self.conflicts)
 
 
 def key_type(annotation: Any, text_becomes_enum: bool = False) -> KeyType:

@@ -36,7 +36,7 @@ def by_code(findings, code):
         ("trl_typos.yaml", {"max_lenght": (7, "max_length"), "max_seq_length": (8, "max_length")},
          {"lr_scheduler_type": 5}, {"warmup_steps"}),
         ("llama_factory_typos.yaml", {"max_sample": (10, "max_samples"), "train_on_promt": (11, "train_on_prompt")},
-         {"stage": 3}, {"warmup_ratio"}),
+         {"stage": 3, "train_on_prompt": 20}, {"warmup_ratio"}),  # mask_history with train_on_prompt: refused
     ],
 )
 def test_typos_are_cf001_with_line_and_suggestion_and_bad_values_cf002(name, unknown, invalid, versioned):

@@ -6,6 +6,7 @@ What it finds
     true, not one of all/turn/last/none), a list where a number is needed, a fraction where a
     whole number is needed, and, where the loader passes text through unconverted (HfArgumentParser
     reading a TrainingArguments file), a number written as text such as `num_train_epochs: "3"`.
+    Also keys the framework refuses together (LLaMA-Factory: `mask_history` with `train_on_prompt`).
 
 Why it matters for training
     Some of these stop the run at start-up (an unknown scheduler name), others train with a value
@@ -35,6 +36,7 @@ _NUMBER = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 def run(review, ctx) -> Iterator[Hit]:
     if review.schema is None:
         return
+    yield from _conflicts(review)
     for path, name, value, schema in present_keys(review):
         expected = schema.keys.get(name)
         if expected is None or value is None:
@@ -49,6 +51,14 @@ def run(review, ctx) -> Iterator[Hit]:
             hint=f"{path} takes {expected.describe()}",
             location=at_key(review, path),
         )
+
+
+def _conflicts(review) -> Iterator[Hit]:
+    for keys, refusal in review.schema.conflicts:
+        if all(review.config.get(key) is True for key in keys):
+            last = max(keys, key=lambda k: review.config.line(k) or 0)
+            yield Hit(message=f"{' and '.join(keys)} are both true: {refusal}",
+                      hint=f"keep only one of {', '.join(keys)}", location=at_key(review, last))
 
 
 def _problem(value: Any, expected, converts_text: bool) -> str | None:
