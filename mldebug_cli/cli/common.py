@@ -100,6 +100,24 @@ IgnoreOpt = typer.Option(
 )
 ColorOpt = typer.Option(Color.auto, "--color", help="Colour in the text report; NO_COLOR is honoured.")
 ExitZeroOpt = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings (errors reading input still exit 2).")
+_VERSION_HELP = "The {} version the run uses (default: mldebug.toml [versions], a requirements.txt/lockfile beside the config, else the installed one)."
+TransformersVersionOpt = typer.Option(None, "--transformers-version", help=_VERSION_HELP.format("transformers"))
+TrlVersionOpt = typer.Option(None, "--trl-version", help=_VERSION_HELP.format("TRL"))
+AxolotlVersionOpt = typer.Option(None, "--axolotl-version", help=_VERSION_HELP.format("axolotl"))
+LlamaFactoryVersionOpt = typer.Option(None, "--llamafactory-version", help=_VERSION_HELP.format("LLaMA-Factory"))
+
+
+def target_versions(transformers: str | None, trl: str | None, axolotl: str | None,
+                    llamafactory: str | None) -> dict[str, str | None]:
+    """The ``--<package>-version`` flags, by package."""
+    return {"transformers": transformers, "trl": trl, "axolotl": axolotl, "llamafactory": llamafactory}
+
+
+def configured_versions() -> dict[str, str]:
+    """``[versions]`` of mldebug.toml / ``[tool.mldebug.versions]``."""
+    from mldebug_cli.core import config
+
+    return dict(config.load().versions)
 
 
 def split_list(values: list[str] | None) -> list[str]:

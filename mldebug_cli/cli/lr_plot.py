@@ -7,16 +7,22 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import (
+    AxolotlVersionOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
     IgnoreOpt,
+    LlamaFactoryVersionOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
     SelectOpt,
+    TransformersVersionOpt,
+    TrlVersionOpt,
+    configured_versions,
     run_report,
     split_list,
+    target_versions,
 )
 
 
@@ -36,6 +42,10 @@ def lr_plot(
         None, "--plot", help="Write the chart to OUT.png or OUT.svg (needs matplotlib)."
     ),
     builtin: bool = typer.Option(False, "--builtin-engine", help="Use the built-in formulas even when torch is there."),
+    transformers_version: str | None = TransformersVersionOpt,
+    trl_version: str | None = TrlVersionOpt,
+    axolotl_version: str | None = AxolotlVersionOpt,
+    llamafactory_version: str | None = LlamaFactoryVersionOpt,
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
     fail_on=FailOnOpt,
@@ -59,6 +69,8 @@ def lr_plot(
             select=split_list(select),
             ignore=split_list(ignore),
             engine="builtin" if builtin else "auto",
+            target_versions=target_versions(transformers_version, trl_version, axolotl_version, llamafactory_version),
+            configured_versions=configured_versions(),
         )
 
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))

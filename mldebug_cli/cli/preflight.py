@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import typer
 
 from mldebug_cli.cli.common import (
+    AxolotlVersionOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
     IgnoreOpt,
+    LlamaFactoryVersionOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
     SelectOpt,
+    TransformersVersionOpt,
+    TrlVersionOpt,
+    configured_versions,
     split_list,
+    target_versions,
 )
 
 
@@ -29,6 +36,10 @@ def preflight(
     all_rows: bool = typer.Option(False, "--all", help="Check every row of every dataset."),
     world_size: int = typer.Option(1, "--world-size", help="Processes the run trains on (for the step count)."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside the working directory and its own folder."),
+    transformers_version: str | None = TransformersVersionOpt,
+    trl_version: str | None = TrlVersionOpt,
+    axolotl_version: str | None = AxolotlVersionOpt,
+    llamafactory_version: str | None = LlamaFactoryVersionOpt,
     sarif: Path | None = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0 to FILE."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML to FILE."),
     output_format: str = OutputFormatOpt,
@@ -54,11 +65,12 @@ def preflight(
         select=tuple(split_list(select)),
         ignore=tuple(split_list(ignore)),
         allow_outside_paths=allow_outside_paths,
+        target_versions=target_versions(transformers_version, trl_version, axolotl_version, llamafactory_version),
     )
     extra = [(fmt, path) for fmt, path in (("sarif", sarif), ("junit", junit)) if path is not None]
 
     def build():
-        report = build_report(options, _progress())
+        report = build_report(replace(options, configured_versions=configured_versions()), _progress())
         for fmt, path in extra:
             _write(report, fmt, path)
         return report

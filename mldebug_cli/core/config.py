@@ -12,6 +12,9 @@ directory upward, or the file ``MLDEBUG_CONFIG`` names::
 
     [tool.mldebug.checks.response-truncated]   # a check by code or name
     severity = "error"
+
+    [tool.mldebug.versions]           # the framework versions the run targets (default: the installed ones)
+    transformers = "4.57.1"
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ ENV_CONFIG = "MLDEBUG_CONFIG"
 ENV_SELECT = "MLDEBUG_SELECT"
 ENV_IGNORE = "MLDEBUG_IGNORE"
 ENV_FAIL_ON = "MLDEBUG_FAIL_ON"
-TOP_KEYS = ("select", "ignore", "fail-on", "checks")
+TOP_KEYS = ("select", "ignore", "fail-on", "checks", "versions")
+VERSION_PACKAGES = ("transformers", "trl", "axolotl", "llamafactory")  # the --<package>-version flags
 CHECK_KEYS = ("severity",)
 SEVERITIES = tuple(s.value for s in Severity)
 
@@ -56,6 +60,7 @@ class Settings:
     ignore: tuple[str, ...] = ()
     fail_on: Severity | None = None  # None: not set (each command has its own default)
     severities: Mapping[str, Severity] = field(default_factory=dict)  # check code -> severity
+    versions: Mapping[str, str] = field(default_factory=dict)  # package -> target version
 
     def apply(self, report: Report) -> Report:
         """The report with the configured per-check severities."""
@@ -119,6 +124,7 @@ def _settings(table: Mapping[str, Any], source: str, where: str) -> Settings:
         ignore=_selectors(table.get("ignore", []), f"{source}: ignore"),
         fail_on=None if fail_on is None else _severity(fail_on, f"{source}: fail-on"),
         severities=_check_severities(table.get("checks", {}), source),
+        versions=_versions(table.get("versions", {}), f"{source}: versions"),
     )
 
 
@@ -130,6 +136,16 @@ def _known_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str) 
                 f"{where}: unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
                 hint=f"the keys are {', '.join(allowed)}",
             )
+
+
+def _versions(table: Any, where: str) -> dict[str, str]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table of package = \"version\", got {table!r}")
+    _known_keys(table, VERSION_PACKAGES, where)
+    for package, version in table.items():
+        if not isinstance(version, str) or not version.strip():
+            raise ConfigError(f"{where}.{package}: expected a version string such as \"4.57.1\", got {version!r}")
+    return dict(table)
 
 
 def _selectors(value: Any, where: str) -> tuple[str, ...]:

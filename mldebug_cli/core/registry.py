@@ -81,6 +81,9 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("CT011", "vocab-mismatch", "template.vocab_mismatch"),
     CheckRef("CT012", "date-dependent-template", "template.date_dependent_template"),
     CheckRef("CT013", "deploy-render-fails", "template.deploy_render_fails"),
+    CheckRef("CF001", "unknown-config-key", "config.unknown_config_key"),
+    CheckRef("CF002", "invalid-config-value", "config.invalid_config_value"),
+    CheckRef("CF003", "framework-version-semantics", "config.framework_version_semantics"),
 )
 
 

@@ -13,13 +13,14 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.frameworks import truncation_mode
 from mldebug_cli.pipelines.inspect_subjects import Row, Setup, TurnTokens
 from mldebug_cli.render import axolotl
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
 from mldebug_cli.render.masking import TRAIN_ON, ShapeCache, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
-from mldebug_cli.render.truncation import TRUNCATION_BY_FRAMEWORK, truncate
+from mldebug_cli.render.truncation import truncate
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.row_formats import (
     ROW_FORMATS,
@@ -517,7 +518,7 @@ def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], se
     row.full_length = len(ids)
     row.trained_before_truncation = len(labels) - labels.count(IGNORE_INDEX)
     row.first_trained = _first_trained(labels) if row.trained_before_truncation else None
-    mode = TRUNCATION_BY_FRAMEWORK[setup.framework]
+    mode = truncation_mode(setup.framework)
     turns = [(t.start, t.end) for t in row.turns]
     cut = truncate(ids, labels, setup.max_length, mode, turns)
     row.dropped = cut.dropped
@@ -567,7 +568,7 @@ class _Stats:
 
     def __init__(self, max_length: int | None) -> None:
         self.max_length = max_length
-        self.rows = self.tokens = self.trainable = self.truncated = self.failed = 0
+        self.rows = self.tokens = self.trainable = self.truncated = self.failed = self.dropped = self.kept_tokens = 0
         self.lengths: Counter[int] = Counter()
 
     def add(self, row: Row) -> None:
@@ -578,6 +579,8 @@ class _Stats:
         self.tokens += len(row.input_ids)
         self.trainable += row.trained
         self.truncated += row.truncated or row.dropped
+        self.dropped += row.dropped
+        self.kept_tokens += 0 if row.dropped else len(row.input_ids)
         self.lengths[row.full_length] += 1
 
     def merge(self, other: _Stats) -> None:
@@ -586,6 +589,8 @@ class _Stats:
         self.tokens += other.tokens
         self.trainable += other.trainable
         self.truncated += other.truncated
+        self.dropped += other.dropped
+        self.kept_tokens += other.kept_tokens
         self.lengths.update(other.lengths)
 
     def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
@@ -603,6 +608,8 @@ class _Stats:
             "length_histogram": _histogram(self.lengths, self.max_length),
             "max_length": self.max_length,
             "rows_truncated": self.truncated,  # truncated, or dropped for being too long
+            "rows_dropped": self.dropped,  # left out of training for being too long (axolotl)
+            "tokens_kept": self.kept_tokens,  # tokens of the rows that train, after truncation
             "by_check": dict(sorted(by_check.items())),
         }
 

@@ -6,8 +6,8 @@ are pointed back at the config key, with its line, that caused them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
@@ -30,24 +30,27 @@ class PreflightOptions:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     allow_outside_paths: bool = False
+    target_versions: Mapping[str, str | None] = field(default_factory=dict)  # --<package>-version flags
+    configured_versions: Mapping[str, str] = field(default_factory=dict)  # mldebug.toml [versions]
 
 
 def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
-    from mldebug_cli.schedule.frameworks import detect_framework
+    from mldebug_cli.frameworks import detect_framework, read_plan
     from mldebug_cli.sources.config_file import load_config
-    from mldebug_cli.sources.training_plan import read_plan
 
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
-    plan = read_plan(config, framework, options.allow_outside_paths)
+    try:
+        plan = read_plan(config, framework, options.allow_outside_paths)
+    except InputError as exc:
+        raise _with_config_errors(exc, config, framework, options) from None
     tokenizer = options.tokenizer or plan.tokenizer.value
     if not tokenizer:
         raise InputError(f"{config.path}: the config names no model or tokenizer ({plan.tokenizer.key})",
                          hint="pass --tokenizer DIR")
     _load_tokenizer(config, plan, tokenizer, from_config=options.tokenizer is None)
     sections = [_data_section(options, config, plan, tokenizer, d, progress) for d in plan.datasets]
-    rows = sum(s["report"].summary.get("rows", 0) for s in sections)
-    sections.append(_schedule_section(options, framework, rows, progress))
+    sections.append(_schedule_section(options, framework, _dataset_size(config, sections), progress))
     sections += [_template_section(options, tokenizer, plan, d, progress) for d in options.deploy]
     findings = tuple(f for s in sections for f in s["findings"])
     return Report(
@@ -55,10 +58,24 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
         findings=findings,
         checks_run=tuple(dict.fromkeys(code for s in sections for code in s["report"].checks_run)),
         targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
-        context=_context(config, plan, tokenizer, options),
+        context={**_context(config, plan, tokenizer, options),
+                 "versions": sections[len(plan.datasets)]["report"].context.get("versions")},
         summary={"sections": [_section_summary(s) for s in sections], "by_check": _by_check(findings)},
         details={"sections": [_section_details(s) for s in sections]},
     )
+
+
+def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, options: PreflightOptions) -> InputError:
+    """A config that cannot be read, with the misspelt keys or bad values behind it (CF001/CF002) as the hint."""
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.pipelines.schedule import config_findings
+
+    targets = versions.resolve(config.path, options.target_versions, options.configured_versions)
+    errors = [f for f in config_findings(config, framework, targets) if f.code in ("CF001", "CF002")]
+    if not errors:
+        return exc
+    more = f" (and {len(errors) - 1} more config key errors)" if len(errors) > 1 else ""
+    return InputError(exc.message, f"{errors[0].code} {errors[0].message}{more}")
 
 
 def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: str, dataset, progress) -> dict[str, Any]:
@@ -111,14 +128,36 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint or "pass --tokenizer DIR") from None
 
 
-def _schedule_section(options, framework: str, rows: int, progress) -> dict[str, Any]:
+def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
+    """What the data sections measured, for the step count: rows per dataset less the rows the framework
+    drops for length, and the tokens of the rows that train (for packing); scaled up from a sample."""
+    from mldebug_cli.schedule.dataset_size import DatasetSize
+
+    per_dataset, tokens, exact = [], 0.0, True
+    for section in sections:
+        summary = section["report"].summary
+        rows, checked = summary.get("rows", 0), summary.get("rows_checked", 0)
+        scale = rows / checked if checked else 0.0
+        exact = exact and checked == rows
+        per_dataset.append(rows - round(summary.get("rows_dropped", 0) * scale))
+        tokens += summary.get("tokens_kept", 0) * scale
+    if not sum(per_dataset):
+        return None
+    basis = f"{round(tokens)} tokens of the rows that train, " + (
+        "counted" if exact else "scaled up from the rows checked")
+    return DatasetSize(rows=sum(per_dataset), source="the config's datasets: " + " + ".join(map(str, per_dataset)), token_range=(round(tokens), round(tokens)),
+                       tokens_exact=exact, per_dataset=tuple(per_dataset), token_basis=basis)
+
+
+def _schedule_section(options, framework: str, size, progress) -> dict[str, Any]:
     from mldebug_cli.pipelines import schedule
 
     if progress:
         progress("simulating the LR schedule")
     report = schedule.build_report(
-        config=options.config, num_rows=rows or None, framework=framework, world_size=options.world_size,
-        select=options.select, ignore=options.ignore,
+        config=options.config, framework=framework, world_size=options.world_size,
+        select=options.select, ignore=options.ignore, size=size,
+        target_versions=options.target_versions, configured_versions=options.configured_versions,
     )
     return {"command": "lr-plot", "target": options.config, "report": report, "findings": report.findings}
 

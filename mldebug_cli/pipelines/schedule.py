@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from mldebug_cli.core.errors import UsageError
-from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.findings import Finding, Report, Severity
 from mldebug_cli.schedule.model import Simulation
 
 COMMAND = "lr-plot"
@@ -24,11 +24,16 @@ def build_report(
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     engine: str = "auto",
+    target_versions: Mapping[str, str | None] | None = None,
+    configured_versions: Mapping[str, str] | None = None,
+    size=None,
 ) -> Report:
+    """``target_versions``: the ``--<package>-version`` flags; ``configured_versions``: mldebug.toml's;
+    ``size``: a DatasetSize the caller already measured (preflight), instead of num_rows/dataset."""
     from mldebug_cli.core import registry
+    from mldebug_cli.frameworks import checked_framework, detect_framework, read_spec, versions
     from mldebug_cli.schedule import dataset_size
     from mldebug_cli.schedule.engine import ENGINE_CHOICES
-    from mldebug_cli.schedule.frameworks import read_spec
     from mldebug_cli.schedule.overlay import compare
     from mldebug_cli.schedule.simulation import simulate
     from mldebug_cli.sources.config_file import load_config
@@ -39,16 +44,25 @@ def build_report(
         raise UsageError(f"unknown engine {engine!r}", hint=f"choose one of {', '.join(ENGINE_CHOICES)}")
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="LR")]
     config_file = load_config(config)
-    spec = read_spec(config_file, framework, world_size)
-    size = None
-    if num_rows is not None:
+    framework = checked_framework(framework or detect_framework(config_file))
+    targets = versions.resolve(config, target_versions, configured_versions)
+    try:
+        spec = read_spec(config_file, framework, world_size, targets)
+    except InputError as exc:  # a typo behind the error is a finding with its line, not a bare refusal
+        found = config_findings(config_file, framework, targets, select, ignore)
+        if not any(f.severity is Severity.ERROR for f in found):
+            raise
+        return _unsimulated(config, framework, targets, found, exc)
+    if size is None and num_rows is not None:
         size = dataset_size.from_num_rows(num_rows)
-    elif dataset is not None:
+    elif size is None and dataset is not None:
         size = dataset_size.count_dataset(dataset, spec.packing.sequence_len if spec.packing.enabled else None)
     sim = simulate(config_file, spec, size, engine)
     if trainer_state is not None:
         sim = replace(sim, overlay=compare(sim, trainer_state))
-    findings = tuple(f for check in checks for f in check.findings(sim, None))
+    reported = frozenset(ignored.key for ignored in spec.ignored)
+    findings = config_findings(config_file, framework, targets, select, ignore, reported)
+    findings += tuple(f for check in checks for f in check.findings(sim, None))
     plot_path = None
     if plot is not None:
         from mldebug_cli.schedule.plot import write_plot
@@ -57,11 +71,51 @@ def build_report(
     return Report(
         command=COMMAND,
         findings=findings,
-        checks_run=tuple(check.code for check in checks),
+        checks_run=_config_codes(select, ignore) + tuple(check.code for check in checks),
         targets=(config,),
-        context=_context(sim, size),
+        context={**_context(sim, size), "versions": targets.describe(_packages(framework)) or None},
         summary=_summary(sim, findings),
         details=details(sim, plot_path),
+    )
+
+
+def config_findings(config_file, framework: str, targets, select: Iterable[str] = (), ignore: Iterable[str] = (),
+                    reported: frozenset[str] = frozenset()) -> tuple[Finding, ...]:
+    """The CF checks on a config: its keys and values against the framework's schema at the target versions."""
+    from mldebug_cli.core import registry
+    from mldebug_cli.frameworks import key_schema
+    from mldebug_cli.frameworks.schema import ConfigReview
+
+    checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="CF")]
+    if not checks:
+        return ()
+    review = ConfigReview(config_file, framework, key_schema(config_file, framework, targets), targets, reported)
+    return tuple(f for check in checks for f in check.findings(review, None))
+
+
+def _config_codes(select: Iterable[str], ignore: Iterable[str]) -> tuple[str, ...]:
+    from mldebug_cli.core import registry
+
+    return tuple(ref.code for ref in registry.selected(select, ignore, family="CF"))
+
+
+def _packages(framework: str) -> tuple[str, ...]:
+    from mldebug_cli.frameworks import VERSIONED_PACKAGES
+
+    return VERSIONED_PACKAGES.get(framework, ())
+
+
+def _unsimulated(config: str, framework: str, targets, findings: tuple[Finding, ...], error: InputError) -> Report:
+    """The config findings alone, when the config cannot be simulated (e.g. learning_rate misspelt)."""
+    return Report(
+        command=COMMAND,
+        findings=findings,
+        checks_run=tuple(dict.fromkeys(f.code for f in findings)),
+        targets=(config,),
+        context={"config": config, "framework": framework, "versions": targets.describe(_packages(framework)) or None,
+                 "schedule": f"not simulated: {error.message}"},
+        summary={"total_optimizer_steps": None, "findings": len(findings)},
+        details={"schedule": []},
     )
 
 

@@ -1,4 +1,4 @@
-"""Truncation to the max length the way each trainer does it.
+"""Truncation to the max length the way each trainer does it (each framework profile names its mode).
 
 - ``keep_start`` (TRL, transformers): keep the first ``max_length`` tokens.
 - ``drop`` (axolotl's default ``excess_length_strategy``): a longer row is left out of training.
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-TRUNCATION_BY_FRAMEWORK = {"trl": "keep_start", "transformers": "keep_start", "axolotl": "drop", "llama-factory": "pairs"}
 
 
 @dataclass(frozen=True)

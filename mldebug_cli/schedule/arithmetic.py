@@ -69,11 +69,18 @@ def held_out_rows(rows: int, split: float | None) -> int:
     return min(rows, int(split) if split >= 1 else math.ceil(rows * split))
 
 
+def rows_after_max_samples(size: DatasetSize, max_samples: int | None) -> int:
+    """LLaMA-Factory caps each dataset at ``max_samples`` on its own before merging them (data/loader.py,
+    ``_load_single_dataset``): 91, 999 and 300 rows under max_samples 1000 train on 1,390."""
+    parts = size.per_dataset or (size.rows,)
+    return sum(parts) if max_samples is None else sum(min(rows, max_samples) for rows in parts)
+
+
 def training_rows(spec: RunSpec, size: DatasetSize | None) -> tuple[int | None, PackedRows | None]:
     """Rows the training dataloader iterates (packed sequences when packing is on)."""
     if size is None:
         return None, None
-    rows = size.rows if spec.max_samples is None else min(size.rows, spec.max_samples)
+    rows = rows_after_max_samples(size, spec.max_samples)
     kept = rows - held_out_rows(rows, spec.validation_split)
     if not spec.packing.enabled:
         return kept, None

@@ -23,6 +23,8 @@ class DatasetSize:
     source: str  # "--num-rows" or the dataset path
     token_range: tuple[int, int] | None = None  # tokens a packer sees, each row capped at sequence_len
     tokens_exact: bool = False
+    per_dataset: tuple[int, ...] = ()  # rows of each dataset when the run mixes several (LLaMA-Factory max_samples)
+    token_basis: str | None = None  # where token_range came from, when not from this file's input_ids or characters
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,13 @@ def packed_rows(size: DatasetSize, sequence_len: int | None) -> PackedRows:
     low = math.ceil(tokens_low / sequence_len)
     high = min(size.rows, math.ceil(tokens_high / (sequence_len * PACKING_FILL_FLOOR)))
     low = min(low, high)
-    basis = (
-        f"{tokens_low} tokens" if size.tokens_exact
-        else f"{tokens_low}-{tokens_high} tokens estimated from characters"
-    ) + f" in sequences of {sequence_len}"
+    if size.token_basis:
+        basis = size.token_basis
+    elif size.tokens_exact:
+        basis = f"{tokens_low} tokens"
+    else:
+        basis = f"{tokens_low}-{tokens_high} tokens estimated from characters"
+    basis += f" in sequences of {sequence_len}"
     return PackedRows(round((low + high) / 2), low, high, basis)
 
 

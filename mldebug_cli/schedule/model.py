@@ -70,6 +70,8 @@ class RunSpec:
     max_samples: int | None = None
     deepspeed: Any = None
     transformers_version: str | None = None
+    framework_version: str | None = None  # the target version of the framework package (None: not installed)
+    versions_note: str | None = None  # which versions were assumed, and from where
     keys: Mapping[str, str] = field(default_factory=dict)
     ignored: tuple[IgnoredKey, ...] = ()
     notes: tuple[str, ...] = ()

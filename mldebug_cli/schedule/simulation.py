@@ -8,7 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.schedule import versions
 from mldebug_cli.schedule.arithmetic import plan_steps, step_positions
 from mldebug_cli.schedule.dataset_size import DatasetSize
 from mldebug_cli.schedule.engine import simulate_lrs
@@ -35,7 +34,7 @@ def simulate(config: ConfigFile, spec: RunSpec, size: DatasetSize | None, engine
         plan=plan,
         schedule=schedule,
         engine=result.engine,
-        framework_version=versions.installed(spec.framework),
+        framework_version=spec.framework_version,
         scheduler_error=result.error,
         scheduler_fails_after=result.fails_after,
         deepspeed_scheduler=deepspeed_block,

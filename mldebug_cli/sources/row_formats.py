@@ -33,13 +33,14 @@ CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "ipy
 
 
 class RowProblem(Exception):
-    """A row that does not fit its format (DS010) or names an unknown role (DS011)."""
+    """A row that does not fit its format (DS010) or names an unknown role (DS011), with the fix when known."""
 
-    def __init__(self, code: str, message: str, message_index: int | None = None) -> None:
+    def __init__(self, code: str, message: str, message_index: int | None = None, hint: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.message_index = message_index
+        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -169,9 +170,33 @@ def _validated_messages(messages: Any, key: str, require_assistant: bool = True)
         if content is None and not message.get("tool_calls"):
             raise RowProblem("DS010", f"message {i} ({role}) content is null", i)
         out.append(message)
+    _known_roles(out, key)
     if require_assistant and not any(m["role"] == "assistant" for m in out):
         raise RowProblem("DS010", "the conversation has no assistant turn, so nothing would be trained")
     return out
+
+
+def _known_roles(messages: list[dict[str, Any]], key: str) -> None:
+    """ShareGPT tags used as roles, or unknown roles in a conversation without an assistant turn: DS011."""
+    tags: dict[str, int] = {}  # unknown role -> its first message
+    for i, message in enumerate(messages):
+        if message["role"] not in CHAT_ROLES:
+            tags.setdefault(message["role"], i)
+    sharegpt = {tag: i for tag, i in tags.items() if tag in SHAREGPT_ROLES}
+    if sharegpt:
+        first = min(sharegpt.values())
+        mapping = ", ".join(f"{tag} -> {SHAREGPT_ROLES[tag]}" for tag in sharegpt)
+        raise RowProblem(
+            "DS011", f"message {first} has role {messages[first]['role']!r}: {key} uses ShareGPT role names "
+            f"({', '.join(repr(t) for t in sharegpt)}), which chat templates and masking do not know", first,
+            hint=f"map the roles: {mapping} (rename them in the file, or read it as ShareGPT: --data-format sharegpt "
+                 "with from/value turns; axolotl: roles: {user: [human], assistant: [gpt]})",
+        )
+    if tags and not any(m["role"] == "assistant" for m in messages):
+        role, first = next(iter(tags.items()))
+        raise RowProblem("DS011", f"message {first} has role {role!r}, which is not a chat role, and the "
+                         "conversation has no assistant turn, so nothing would be trained", first,
+                         hint=f"map {role!r} to user, assistant, system or tool")
 
 
 def _sharegpt(row: dict[str, Any], detection: Detection) -> Chat:

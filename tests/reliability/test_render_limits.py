@@ -15,7 +15,7 @@ from transformers.utils import chat_template_utils
 
 from mldebug_cli.render import chat
 from mldebug_cli.render.chat import ChatRenderer, RenderLimitError, RenderLimits, TemplateRenderError
-from support import CORPUS, FIXTURES, LLAMACPP_TEMPLATES, TOKENIZERS, TRL_TEMPLATES, needs_corpus
+from support import CORPUS, LLAMACPP_TEMPLATES, TOKENIZERS, TRL_TEMPLATES, needs_corpus
 
 LOOP = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
 CONTEXTS = sorted((CORPUS / "templates" / "minja" / "tests" / "contexts").glob("*.json"))

@@ -9,8 +9,8 @@ from lr_helpers import write_config
 @pytest.fixture
 def simulate_config(tmp_path):
     """Simulate a config dict (written as JSON) the way `mldebug lr-plot` does."""
+    from mldebug_cli.frameworks import read_spec
     from mldebug_cli.schedule.dataset_size import from_num_rows
-    from mldebug_cli.schedule.frameworks import read_spec
     from mldebug_cli.schedule.simulation import simulate
     from mldebug_cli.sources.config_file import load_config
 

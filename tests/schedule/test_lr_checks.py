@@ -108,8 +108,8 @@ def test_lr010_partial_window(findings):
 
 def test_lr011_deepspeed_scheduler_block(simulate_config):
     from mldebug_cli.core import registry
+    from mldebug_cli.frameworks import read_spec
     from mldebug_cli.schedule.dataset_size import from_num_rows
-    from mldebug_cli.schedule.frameworks import read_spec
     from mldebug_cli.schedule.simulation import simulate
     from mldebug_cli.sources.config_file import load_config
 
@@ -121,8 +121,8 @@ def test_lr011_deepspeed_scheduler_block(simulate_config):
 
 def test_lr012_packing_range_from_text(tmp_path, findings):
     from mldebug_cli.core import registry
+    from mldebug_cli.frameworks import read_spec
     from mldebug_cli.schedule.dataset_size import count_dataset
-    from mldebug_cli.schedule.frameworks import read_spec
     from mldebug_cli.schedule.simulation import simulate
     from mldebug_cli.sources.config_file import load_config
 

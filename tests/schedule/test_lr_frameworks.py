@@ -14,8 +14,8 @@ def config_line(name: str, key: str) -> int:
 
 
 def simulate_fixture(name, rows, world_size=1, framework=None, engine="auto"):
+    from mldebug_cli.frameworks import read_spec
     from mldebug_cli.schedule.dataset_size import from_num_rows
-    from mldebug_cli.schedule.frameworks import read_spec
     from mldebug_cli.schedule.simulation import simulate
     from mldebug_cli.sources.config_file import load_config
 
@@ -36,7 +36,7 @@ def simulate_fixture(name, rows, world_size=1, framework=None, engine="auto"):
     ],
 )
 def test_framework_is_detected(name, framework):
-    from mldebug_cli.schedule.frameworks import detect_framework
+    from mldebug_cli.frameworks import detect_framework
     from mldebug_cli.sources.config_file import load_config
 
     assert detect_framework(load_config(FIXTURE_CONFIGS / name)) == framework
@@ -144,7 +144,7 @@ def test_llama_factory_caps_rows_with_max_samples_and_flags_warmup_ratio():
 
 
 def test_older_transformers_reads_warmup_ratio_and_logs_the_next_step(monkeypatch, simulate_config):
-    from mldebug_cli.schedule import versions
+    from mldebug_cli.frameworks import versions
 
     monkeypatch.setattr(versions, "installed", lambda framework: "4.46.3")
     simulation = simulate_config({"learning_rate": 1e-3, "per_device_train_batch_size": 2, "warmup_ratio": 0.1,
@@ -164,7 +164,7 @@ def test_older_transformers_reads_warmup_ratio_and_logs_the_next_step(monkeypatc
 )
 def test_unreadable_configs_are_input_errors_with_a_line(tmp_path, text, words):
     from mldebug_cli.core.errors import InputError
-    from mldebug_cli.schedule.frameworks import read_spec
+    from mldebug_cli.frameworks import read_spec
     from mldebug_cli.sources.config_file import load_config
 
     path = tmp_path / "bad.yaml"

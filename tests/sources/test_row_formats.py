@@ -78,6 +78,29 @@ def test_rows_that_do_not_fit(row, code, text):
     assert info.value.code == code and text in info.value.message
 
 
+def test_sharegpt_role_names_in_a_messages_file_are_ds011_with_the_mapping():
+    row = {"messages": [{"role": "system", "content": "s"}, {"role": "human", "content": "Q?"},
+                        {"role": "gpt", "content": "A."}]}
+    with pytest.raises(RowProblem) as info:
+        to_sample(row, detect([row], "x"))
+    problem = info.value
+    assert problem.code == "DS011" and problem.message_index == 1 and "'human'" in problem.message
+    assert "human -> user, gpt -> assistant" in problem.hint
+
+
+def test_an_unknown_role_without_an_assistant_turn_is_named_by_ds011():
+    row = {"messages": [{"role": "user", "content": "Hi"}, {"role": "bot", "content": "Hello"}]}
+    with pytest.raises(RowProblem) as info:
+        to_sample(row, detect([row], "x"))
+    assert info.value.code == "DS011" and info.value.message_index == 1 and "'bot'" in info.value.message
+
+
+def test_an_unknown_role_next_to_an_assistant_turn_is_left_to_the_template_checks():
+    row = {"messages": [{"role": "user", "content": "Hi"}, {"role": "critic", "content": "ok"},
+                        {"role": "assistant", "content": "Hello"}]}
+    assert isinstance(to_sample(row, detect([row], "x")), Chat)
+
+
 def test_content_as_a_list_of_parts_is_accepted():
     row = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant", "content": "yo"}]}
     assert isinstance(to_sample(row, detect([row], "x")), Chat)

@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.frameworks import masks_pad_by_id
 
 SEVERITY = "warning"
 SUBJECT = "setup"
-COLLATORS_MASKING_PAD_BY_ID = ("transformers",)
 
 
 def run(setup, ctx) -> Iterator[Hit]:
-    if setup.pad_id is None or setup.framework not in COLLATORS_MASKING_PAD_BY_ID:
+    if setup.pad_id is None or not masks_pad_by_id(setup.framework):
         return
     if setup.pad_id in (setup.eos_id, setup.end_of_turn_id):
         yield Hit(

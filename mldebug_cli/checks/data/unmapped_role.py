@@ -1,6 +1,7 @@
 """What it finds
 A message whose role the template or the masking does not know: a ShareGPT tag that maps to no chat
-role (`bot`, a custom tag), a role the template never mentions, or a message the template silently
+role (`bot`, a custom tag), ShareGPT names (`human`/`gpt`) used as roles in a messages file (the
+hint gives the mapping), a role the template never mentions, or a message the template silently
 drops from the rendered prompt (e.g. a `tool` message under a template that only renders
 system/user/assistant).
 
@@ -35,7 +36,7 @@ SUBJECT = "row"
 
 def run(row, setup) -> Iterator[Hit]:
     if row.problem is not None and row.problem.code == "DS011":
-        yield Hit(row.problem.message, "map the tag to a chat role (user/assistant/system/tool)",
+        yield Hit(row.problem.message, row.problem.hint or "map the tag to a chat role (user/assistant/system/tool)",
                   row.location(row.problem.message_index))
         return
     if not row.ok or not row.text or not setup.template:

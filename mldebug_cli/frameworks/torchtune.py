@@ -9,7 +9,8 @@ scheduler (the next step's LR). The dataloader always drops the last partial bat
 from __future__ import annotations
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.schedule.frameworks.common import SpecReader
+from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.model import TORCHTUNE_FAMILY, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 
@@ -19,7 +20,7 @@ COSINE_COMPONENTS = (
 )
 
 
-def read_spec(config: ConfigFile, world_size: int) -> RunSpec:
+def read_spec(config: ConfigFile, world_size: int, targets: TargetVersions) -> RunSpec:
     r = SpecReader(config)
     if not r.has("optimizer.lr"):
         raise InputError(f"{config.path}: torchtune configs need optimizer.lr")
@@ -46,6 +47,7 @@ def read_spec(config: ConfigFile, world_size: int) -> RunSpec:
             key="dataset.packed",
             sequence_len=r.integer(None, "tokenizer.max_seq_len", None),
         ),
+        framework_version=targets.version("torchtune"),
         keys=r.keys,
         ignored=tuple(r.ignored),
         notes=tuple(r.notes),

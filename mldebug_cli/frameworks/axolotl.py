@@ -1,0 +1,213 @@
+"""axolotl YAML: its keys, its defaults, and which scheduler its trainer builds.
+
+axolotl computes the total steps itself (``calculate_total_num_steps``) and passes them to the HF
+Trainer as ``max_steps``; warmup defaults to ``min(int(0.03 * T), 100)``; the default scheduler is
+cosine; ``cosine_min_lr_ratio``, ``cosine_constant_lr_ratio`` and ``lr_quadratic_warmup`` select
+axolotl's own cosine variants, and ``lr_scheduler: one_cycle|rex`` its alternate schedulers.
+"""
+
+from __future__ import annotations
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.frameworks import schema, versions
+from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.hf import hf_scheduler_choice
+from mldebug_cli.frameworks.versions import TargetVersions
+from mldebug_cli.schedule.formulas import HF_SCHEDULER_TYPES
+from mldebug_cli.schedule.model import AXOLOTL_FAMILY, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.sources.config_file import ConfigFile
+from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, local, set_key, template_setting
+
+DEFAULT_SEQUENCE_LEN = 2048
+TRUNCATION = "drop"  # excess_length_strategy: drop, the default
+PAD_MASKED_BY_ID = False
+STORED_KEYS = "axolotl-0.19.0.json"
+ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
+DATASET_TYPES = {"alpaca": "alpaca", "sharegpt": "sharegpt", "chat_template": None, "completion": "text"}
+TERMINATORS = ("all", "turn", "last", "none")
+
+
+def read_spec(config: ConfigFile, world_size: int, targets: TargetVersions) -> RunSpec:
+    r = SpecReader(config)
+    if not r.has("learning_rate"):
+        raise InputError(f"{config.path}: axolotl configs need learning_rate (it has no default)",
+                         hint="axolotl's pydantic schema refuses the file without it")
+    learning_rate = float(r.number("learning_rate", "learning_rate", None))
+    micro_batch = r.integer("batch_size", "micro_batch_size", 1)
+    grad_accum = _grad_accum(r, micro_batch)
+    warmup_steps, warmup_ratio = _warmup(r)
+    scheduler = _scheduler(r, learning_rate)
+    return RunSpec(
+        framework="axolotl",
+        learning_rate=learning_rate,
+        scheduler=scheduler,
+        warmup_steps=warmup_steps,
+        warmup_ratio=warmup_ratio,
+        num_epochs=float(r.number("epochs", "num_epochs", 1)),
+        max_steps=r.integer("max_steps", "max_steps", -1),
+        batch_size=micro_batch,
+        grad_accum=grad_accum,
+        world_size=world_size,
+        logging_steps=r.number("logging_steps", "logging_steps", None),
+        packing=Packing(
+            enabled=bool(r.flag("packing", "sample_packing", False)),
+            key="sample_packing",
+            sequence_len=r.integer(None, "sequence_len", DEFAULT_SEQUENCE_LEN),
+            efficiency_estimate=r.number(None, "sample_packing_eff_est", None),
+        ),
+        validation_split=r.number("validation_split", "val_set_size", None),
+        deepspeed=r.raw("deepspeed", "deepspeed"),
+        transformers_version=targets.version("transformers"),
+        framework_version=targets.version("axolotl"),
+        keys=r.keys,
+        ignored=tuple(r.ignored),
+        notes=tuple(r.notes),
+    )
+
+
+def _grad_accum(r: SpecReader, micro_batch: int) -> int:
+    if r.has("gradient_accumulation_steps"):
+        return r.integer("grad_accum", "gradient_accumulation_steps", 1)
+    if r.has("batch_size"):  # axolotl derives accumulation from batch_size // micro_batch_size
+        return max(1, r.integer("grad_accum", "batch_size", micro_batch) // micro_batch)
+    return 1
+
+
+def _warmup(r: SpecReader) -> tuple[float | None, float | None]:
+    """(warmup_steps, warmup_ratio); both None means axolotl's default, resolved against T."""
+    steps = r.number("warmup", "warmup_steps", None)
+    ratio = r.number(None, "warmup_ratio", None)
+    if steps is not None and ratio is not None:
+        r.ignore("warmup_ratio", f"warmup_steps ({steps}) and warmup_ratio are both set: axolotl refuses the "
+                 "config (they are mutually exclusive); simulated with warmup_steps", "keep only one of them")
+        ratio = None
+    elif ratio is not None:
+        r.keys["warmup"] = "warmup_ratio"
+    return (None if steps is None else float(steps)), (None if ratio is None else float(ratio))
+
+
+def _scheduler(r: SpecReader, learning_rate: float) -> SchedulerChoice:
+    name = str(r.text("scheduler", "lr_scheduler", "cosine"))
+    kwargs = r.mapping("scheduler_kwargs", "lr_scheduler_kwargs")
+    min_ratio = r.number(None, "cosine_min_lr_ratio", None)
+    constant_ratio = r.number(None, "cosine_constant_lr_ratio", None)
+    quadratic = bool(r.flag(None, "lr_quadratic_warmup", False))
+    if name == "one_cycle":
+        _unused(r, "cosine_min_lr_ratio", min_ratio, "one_cycle")
+        return SchedulerChoice("one_cycle", AXOLOTL_FAMILY, kwargs)
+    if name == "rex":
+        _unused_kwargs(r, kwargs, "rex")
+        min_lr = learning_rate * min_ratio if min_ratio is not None else 0.0
+        return SchedulerChoice("rex", AXOLOTL_FAMILY, {"min_lr": min_lr})
+    if name == "cosine" and quadratic:
+        _unused(r, "cosine_min_lr_ratio", min_ratio, "cosine with lr_quadratic_warmup")
+        _unused_kwargs(r, kwargs, "cosine with lr_quadratic_warmup")
+        return SchedulerChoice("cosine_quadratic_warmup", AXOLOTL_FAMILY)
+    if name == "cosine" and min_ratio and constant_ratio:
+        _unused_kwargs(r, kwargs, "cosine with cosine_min_lr_ratio")
+        return SchedulerChoice(
+            "cosine_decay_constant", AXOLOTL_FAMILY, {"min_lr_ratio": min_ratio, "constant_lr_ratio": constant_ratio}
+        )
+    if name == "cosine" and min_ratio:
+        _unused_kwargs(r, kwargs, "cosine with cosine_min_lr_ratio")
+        return SchedulerChoice("cosine_min_lr", AXOLOTL_FAMILY, {"min_lr_ratio": min_ratio})
+    if name != "cosine":
+        _unused(r, "cosine_min_lr_ratio", min_ratio, name)
+        _unused(r, "lr_quadratic_warmup", quadratic or None, name)
+    _unused(r, "cosine_constant_lr_ratio", constant_ratio, "a cosine schedule without cosine_min_lr_ratio")
+    return hf_scheduler_choice(r, "lr_scheduler", "cosine", kwargs)
+
+
+def _unused(r: SpecReader, key: str, value, scheduler: str) -> None:
+    if value is not None:
+        r.ignore(key, f"{key} has no effect with {scheduler}", "remove it, or switch to lr_scheduler: cosine")
+
+
+def _unused_kwargs(r: SpecReader, kwargs: dict, scheduler: str) -> None:
+    if kwargs:
+        r.ignore("lr_scheduler_kwargs", f"axolotl builds {scheduler} without lr_scheduler_kwargs: "
+                 f"{', '.join(sorted(kwargs))} {'has' if len(kwargs) == 1 else 'have'} no effect")
+
+
+def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
+    """AxolotlInputConfig's fields (and SFTDataset's for each ``datasets`` entry): installed, else stored."""
+    installed = versions.installed("axolotl")
+    target = targets.get("axolotl")
+    try:
+        if not installed or target.version not in (None, installed):
+            raise ImportError
+        from axolotl.utils.schemas.config import AxolotlInputConfig
+        from axolotl.utils.schemas.datasets import SFTDataset
+        from axolotl.utils.schemas.deprecated import DeprecatedParameters
+
+        keys, dataset_keys = schema.pydantic_keys(AxolotlInputConfig), schema.pydantic_keys(SFTDataset)
+        deprecated, version = schema.pydantic_keys(DeprecatedParameters), installed
+        source = f"axolotl {installed} (installed)"
+    except ImportError:
+        table = schema.stored(STORED_KEYS)
+        keys = schema.stored_keys(table["schemas"]["config"])
+        dataset_keys = schema.stored_keys(table["schemas"]["datasets"])
+        deprecated, version = table["schemas"]["deprecated"], table["version"]
+        wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
+        source = f"axolotl {table['version']} (stored key list{wanted})"
+    # axolotl hands lr_scheduler to TrainingArguments unless it is one of its own schedulers
+    keys["lr_scheduler"] = schema.KeyType(frozenset({"str"}), (*HF_SCHEDULER_TYPES, "one_cycle", "rex"))
+    on_unknown = ON_UNKNOWN + (" unless one of its plugins reads it" if config.get("plugins") else "")
+    datasets = schema.KeySchema("axolotl", source, dataset_keys, ON_UNKNOWN)
+    changes = {key: ("axolotl", f"deprecated in axolotl {version} (DeprecatedParameters: its validator warns, "
+                                "raises or remaps it), read as a setting by older versions", None) for key in deprecated}
+    return schema.KeySchema("axolotl", source, keys, on_unknown, nested={"datasets": datasets},
+                            version_dependent=changes)
+
+
+def read_plan(config: ConfigFile) -> TrainingPlan:
+    """The datasets, template, masking and length an axolotl config sets (defaults: sequence_len 2048, assistant turns)."""
+    tokenizer_key = "tokenizer_config" if config.has("tokenizer_config") else "base_model"
+    datasets, notes = [], []
+    for i, entry in enumerate(config.get("datasets") or []):
+        if not isinstance(entry, dict) or not entry.get("path"):
+            raise InputError(f"{at(config, f'datasets.{i}')}: datasets[{i}] has no path")
+        kind = entry.get("type", "chat_template")
+        kind = kind if isinstance(kind, str) else "chat_template"
+        fmt = DATASET_TYPES.get(kind.split(".")[0])
+        if fmt is None and kind.split(".")[0] not in DATASET_TYPES:
+            notes.append(f"datasets[{i}] type {kind!r}: format detected from the rows")
+        if kind == "alpaca":
+            notes.append(f"datasets[{i}] type alpaca: axolotl formats it with its own Alpaca prompter; mldebug renders it with the chat template")
+        path = local(config, str(entry["path"]), entry.get("data_files"))
+        masking = _masking(config, f"datasets.{i}")
+        datasets.append(DatasetPlan(path, f"datasets.{i}.path", fmt, entry.get("split"), masking))
+    template = config.get("chat_template")
+    chat_template = Setting(None)
+    if template == "jinja":
+        chat_template = template_setting(config, "chat_template_jinja")
+    elif isinstance(template, str) and template != "tokenizer_default":
+        notes.append(f"chat_template {template!r} is one of axolotl's built-in templates; mldebug used the tokenizer's own")
+    train_on = Setting("all", "train_on_inputs") if config.get("train_on_inputs") is True else Setting("assistant", set_key(config, "train_on_inputs"))
+    max_length = Setting(int(config.get("sequence_len", DEFAULT_SEQUENCE_LEN)), set_key(config, "sequence_len"))
+    if config.get("excess_length_strategy", "drop") == "drop":
+        notes.append("axolotl drops rows longer than sequence_len (excess_length_strategy: drop): rows flagged as truncated are dropped from training")
+    return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length, tuple(notes))
+
+
+def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
+    """The chat_template masking keys set for one dataset entry (and the top-level ones), checked as axolotl checks them."""
+    found = []
+    keyed = [(name, f"{entry}.{name}") for name in ("roles_to_train", "train_on_eos", "train_on_eot", "message_field_training")]
+    keyed += [(name, name) for name in ("train_on_inputs", "eot_tokens")]
+    for name, key in keyed:
+        value = config.get(key)
+        if value is None:  # axolotl drops unset (null) keys and applies its defaults
+            continue
+        if name in ("roles_to_train", "eot_tokens"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InputError(f"{at(config, key)}: {name} must be a list of strings")
+            value = tuple(value)
+        elif name in ("train_on_eos", "train_on_eot") and value not in TERMINATORS:
+            raise InputError(f"{at(config, key)}: {name} must be one of {', '.join(TERMINATORS)}, not {value!r}")
+        elif name == "train_on_inputs" and not isinstance(value, bool):
+            raise InputError(f"{at(config, key)}: train_on_inputs must be true or false")
+        elif name == "message_field_training" and not isinstance(value, str):
+            raise InputError(f"{at(config, key)}: message_field_training must name a message key")
+        found.append((name, Setting(value, key)))
+    return tuple(found)

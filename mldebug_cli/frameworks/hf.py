@@ -1,0 +1,196 @@
+"""transformers TrainingArguments, TRL SFTConfig and LLaMA-Factory YAML: all run the HF Trainer.
+
+Defaults are TrainingArguments' (transformers 5.23); SFTConfig overrides ``learning_rate`` (2e-5)
+and ``logging_steps`` (10); LLaMA-Factory adds ``val_size``, ``max_samples``, ``packing`` and
+``cutoff_len``.
+
+Warmup by transformers version: before 5.0 ``warmup_steps`` (a count) wins over ``warmup_ratio``
+(``ceil(ratio * T)``); 5.0 and 5.1 copy ``warmup_ratio`` into ``warmup_steps`` (so the ratio wins) and
+read a ``warmup_steps`` below 1 as a ratio; 5.2 removed ``warmup_ratio``.
+"""
+
+from __future__ import annotations
+
+from mldebug_cli.frameworks import schema, versions
+from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.schedule.formulas import (
+    HF_IGNORES_WARMUP,
+    HF_KWARGS_DROPPED,
+    HF_METRIC_DRIVEN,
+    HF_SCHEDULER_TYPES,
+)
+from mldebug_cli.schedule.model import HF_FAMILY, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.sources.config_file import ConfigFile
+
+LLAMA_FACTORY_DEFAULT_CUTOFF = 2048
+TRUNCATION = "keep_start"  # a bare Trainer's tokenization keeps the first max_length tokens
+PAD_MASKED_BY_ID = True  # DataCollatorForLanguageModeling sets labels equal to the pad id to -100
+
+
+def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions) -> RunSpec:
+    from mldebug_cli.frameworks import trl as trl_profile
+
+    transformers_version = targets.version("transformers")
+    r = SpecReader(config)
+    trl = framework == "trl"
+    kwargs = r.mapping("scheduler_kwargs", "lr_scheduler_kwargs")
+    scheduler = hf_scheduler_choice(r, "lr_scheduler_type", "linear", kwargs)
+    warmup_steps = r.number("warmup", "warmup_steps", 0)
+    warmup_steps, warmup_ratio = _warmup(r, warmup_steps, transformers_version)
+    _note_warmup_effects(r, scheduler, warmup_steps, warmup_ratio)
+    packing = _packing(r, framework, trl_profile.DEFAULT_MAX_LENGTH)
+    return RunSpec(
+        framework=framework,
+        learning_rate=float(r.number("learning_rate", "learning_rate", trl_profile.DEFAULT_LR if trl else 5e-5)),
+        scheduler=scheduler,
+        warmup_steps=float(warmup_steps),
+        warmup_ratio=warmup_ratio,
+        num_epochs=float(r.number("epochs", "num_train_epochs", 3.0)),
+        max_steps=r.integer("max_steps", "max_steps", -1),
+        batch_size=r.integer("batch_size", "per_device_train_batch_size", 8),
+        grad_accum=r.integer("grad_accum", "gradient_accumulation_steps", 1),
+        world_size=world_size,
+        drop_last=r.flag("drop_last", "dataloader_drop_last", False),
+        logging_strategy=str(r.text("logging_strategy", "logging_strategy", "steps")),
+        logging_steps=r.number("logging_steps", "logging_steps", trl_profile.DEFAULT_LOGGING_STEPS if trl else 500),
+        logging_first_step=r.flag("logging_first_step", "logging_first_step", False),
+        eval_strategy=str(r.text("eval_strategy", "eval_strategy", "no")),
+        log_offset=1 if versions.logs_next_step_lr(transformers_version) else 0,
+        packing=packing,
+        validation_split=r.number("validation_split", "val_size", None) if framework == "llama-factory" else None,
+        max_samples=r.integer("max_samples", "max_samples", None) if framework == "llama-factory" else None,
+        deepspeed=r.raw("deepspeed", "deepspeed"),
+        transformers_version=transformers_version,
+        framework_version=targets.version("transformers" if framework == "transformers" else framework),
+        keys=r.keys,
+        ignored=tuple(r.ignored),
+        notes=tuple(r.notes),
+    )
+
+
+def hf_scheduler_choice(r: SpecReader, key: str, default: str, kwargs: dict) -> SchedulerChoice:
+    """A transformers SchedulerType by name, with the kwargs get_scheduler will pass on."""
+    name = str(r.text("scheduler", key, default))
+    if name not in HF_SCHEDULER_TYPES:
+        raise r.error(key, f"names no transformers scheduler: {name!r} (choose one of {', '.join(HF_SCHEDULER_TYPES)})")
+    if kwargs and name in HF_KWARGS_DROPPED:
+        r.ignore(
+            r.keys.get("scheduler_kwargs", "lr_scheduler_kwargs"),
+            f"get_scheduler passes no kwargs to the {name} scheduler: {', '.join(sorted(kwargs))} "
+            f"{'has' if len(kwargs) == 1 else 'have'} no effect",
+            "remove them, or pick a scheduler that takes them",
+        )
+        kwargs = {}
+    return SchedulerChoice(
+        name=name,
+        family=HF_FAMILY,
+        kwargs=kwargs,
+        ignores_warmup=name in HF_IGNORES_WARMUP,
+        metric_driven=name in HF_METRIC_DRIVEN,
+    )
+
+
+def _warmup(r: SpecReader, warmup_steps: float, transformers_version: str | None) -> tuple[float, float | None]:
+    """(warmup_steps, warmup_ratio) as the Trainer of ``transformers_version`` receives them."""
+    shown = transformers_version or f"{versions.NEWEST_CHECKED_TRANSFORMERS} (assumed)"
+    if 0 < warmup_steps < 1 and not versions.float_warmup_steps(transformers_version):
+        r.ignore("warmup_steps", f"warmup_steps {warmup_steps} is a step count in transformers {shown} (a value "
+                 "below 1 is a ratio only from 5.0): the scheduler warms up for less than one step",
+                 f"use warmup_ratio: {warmup_steps} with transformers 4.x")
+        warmup_steps = 0
+    if not r.has("warmup_ratio"):
+        return warmup_steps, None
+    ratio = float(r.number(None, "warmup_ratio", 0.0))
+    if versions.warmup_ratio_removed(transformers_version):
+        r.ignore(
+            "warmup_ratio",
+            f"warmup_ratio is not a TrainingArguments field in transformers {shown} (removed in 5.2): "
+            "HfArgumentParser rejects the file, and where extra keys are allowed it is dropped, "
+            f"so warmup is {'warmup_steps' if warmup_steps else '0'}",
+            f"use warmup_steps: {ratio} (a float below 1 is a ratio of the total steps, rounded up)",
+        )
+        return warmup_steps, None
+    if versions.warmup_ratio_deprecated(transformers_version):
+        if warmup_steps:  # __post_init__ copies warmup_ratio over warmup_steps
+            r.ignore("warmup_steps", f"transformers {shown} replaces warmup_steps ({warmup_steps}) with "
+                     f"warmup_ratio ({ratio})", "keep only one of them")
+        r.keys["warmup"] = "warmup_ratio"
+        r.notes.append(f"warmup_ratio is deprecated in transformers {shown} and removed in 5.2")
+        return ratio, None
+    if warmup_steps:
+        r.ignore("warmup_ratio", f"warmup_steps ({warmup_steps}) is set, so transformers {shown} does not use "
+                 "warmup_ratio", "keep only one of them")
+        return warmup_steps, None
+    r.keys["warmup"] = "warmup_ratio"
+    return 0, ratio
+
+
+def _note_warmup_effects(r: SpecReader, scheduler: SchedulerChoice, warmup_steps: float, ratio: float | None) -> None:
+    """Schedulers driven by eval metrics take no warmup (constant has its own check, LR013)."""
+    if scheduler.metric_driven and (warmup_steps or ratio):
+        r.ignore(
+            r.keys.get("warmup", "warmup_steps"),
+            f"the {scheduler.name} scheduler takes no warmup: the LR starts at its full value",
+            "drop the warmup, or use a scheduler with warmup",
+        )
+
+
+def _packing(r: SpecReader, framework: str, trl_max_length: int) -> Packing:
+    if framework == "trl":
+        enabled = r.flag("packing", "packing", False)
+        seq_key = "max_length" if r.has("max_length") or not r.has("max_seq_length") else "max_seq_length"
+        return Packing(bool(enabled), "packing", r.integer(None, seq_key, trl_max_length))
+    if framework == "llama-factory":
+        stage = r.text(None, "stage", "sft")
+        neat = r.flag(None, "neat_packing", False)
+        enabled = r.flag("packing", "packing", None)
+        key = "packing" if r.has("packing") else ("neat_packing" if neat else "stage")
+        on = bool(neat or (enabled if enabled is not None else stage == "pt"))  # pre-training packs by default
+        if on and "packing" not in r.keys:
+            r.keys["packing"] = key
+        return Packing(on, key, r.integer(None, "cutoff_len", LLAMA_FACTORY_DEFAULT_CUTOFF))
+    return Packing(False)
+
+
+
+HF_ON_UNKNOWN = "HfArgumentParser rejects the file (ValueError: Some keys are not used by the HfArgumentParser)"
+STORED_TRANSFORMERS_4 = "transformers-4.57.6.json"
+# keys TrainingArguments no longer has, with what replaced them (shown as the CF001 hint)
+HF_RENAMED = {
+    "evaluation_strategy": "the old name of eval_strategy (gone by transformers 4.57)",
+    "warmup_ratio": "removed in transformers 5.2: warmup_steps below 1 is the ratio",
+    "no_cuda": "replaced by use_cpu",
+}
+VERSION_DEPENDENT = {
+    "warmup_ratio": ("transformers", "transformers 4.x warms up for ceil(ratio x total steps) unless warmup_steps "
+                     "is set, 5.0-5.1 copy it over warmup_steps, 5.2 and later reject it", None),
+    "warmup_steps": ("transformers", "a warmup_steps below 1 is a ratio of the total steps from transformers 5.0, "
+                     "a step count before", "fraction"),
+}
+
+
+def training_arguments_schema(targets: versions.TargetVersions, seq2seq: bool = False) -> schema.KeySchema:
+    """TrainingArguments' fields at the target transformers version."""
+    target = targets.get("transformers")
+    installed = versions.installed("transformers")
+    if target.version and versions.parse(target.version) < (5, 0):
+        table = schema.stored(STORED_TRANSFORMERS_4)
+        keys = schema.stored_keys(table["schemas"]["config"])
+        source = f"transformers {table['version']} (stored key list, standing in for {target.describe()})"
+    else:
+        import transformers
+
+        cls = transformers.Seq2SeqTrainingArguments if seq2seq else transformers.TrainingArguments
+        keys = schema.dataclass_keys([cls], text_becomes_enum=True)
+        if versions.warmup_ratio_deprecated(target.version):
+            keys.setdefault("warmup_ratio", schema.KeyType(frozenset({"float"})))
+        same = target.version in (None, installed)
+        source = f"transformers {installed} (installed)" + ("" if same else f", standing in for {target.describe()}")
+    renamed = {k: v for k, v in HF_RENAMED.items() if k not in keys}
+    if not target.version or versions.parse(target.version) >= (5, 0):
+        older = schema.stored(STORED_TRANSFORMERS_4)
+        renamed = {**{k: f"a TrainingArguments field in transformers {older['version']}, not in {installed}: if the "
+                      "run uses 4.x, say so with --transformers-version"
+                      for k in older["schemas"]["config"] if k not in keys}, **renamed}
+    return schema.KeySchema("transformers", source, keys, HF_ON_UNKNOWN, renamed=renamed, converts_text=False,
+                            version_dependent=VERSION_DEPENDENT)

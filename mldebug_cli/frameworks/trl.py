@@ -1,0 +1,99 @@
+"""TRL: its config classes' keys (SFTConfig, DPOConfig, GRPOConfig, KTOConfig, ORPOConfig) and defaults.
+
+Every TRL config is a TrainingArguments subclass, so its keys are TrainingArguments' (at the target
+transformers version) plus the class's own. The `trl` CLI also parses ScriptArguments,
+DatasetMixtureConfig and ModelConfig from the same file. TRL's own fields come from the installed
+package, else from the stored list of trl 1.16.0. Which class a config is for is read from its keys
+(the class sharing the most keys of its own with the file; SFTConfig when none does).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.sources.config_file import ConfigFile
+from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, local, set_key, template_setting
+
+DEFAULT_LR = 2e-5
+DEFAULT_LOGGING_STEPS = 10
+DEFAULT_MAX_LENGTH = 1024
+TRUNCATION = "keep_start"  # truncation_mode keep_start, the default
+PAD_MASKED_BY_ID = False  # its collator masks padding by position
+STORED = "trl-1.16.0.json"
+CONFIG_CLASSES = {
+    "SFTConfig": "trl.trainer.sft_config",
+    "DPOConfig": "trl.trainer.dpo_config",
+    "GRPOConfig": "trl.trainer.grpo_config",
+    "KTOConfig": "trl.trainer.kto_config",
+    "ORPOConfig": "trl.experimental.orpo.orpo_config",
+}
+SCRIPT_CLASSES = {"ScriptArguments": "trl.scripts.utils", "DatasetMixtureConfig": "trl.scripts.utils",
+                  "ModelConfig": "trl.trainer.model_config"}
+ON_UNKNOWN = ("TrlParser rejects the file (unused keys are an error), and TRL's config classes raise "
+              "TypeError on an unknown keyword")
+RENAMED = {"max_seq_length": "renamed max_length in TRL 0.20", "torch_dtype": "ModelConfig calls it dtype (transformers renamed the from_pretrained argument)"}
+
+
+def key_schema(config: ConfigFile, targets: versions.TargetVersions) -> schema.KeySchema:
+    """TrainingArguments' keys plus the TRL config class the file is for, and the trl script's arguments."""
+    own, source = _trl_keys(targets)
+    base = hf.training_arguments_schema(targets)
+    name = max(CONFIG_CLASSES, key=lambda c: (len(set(own[c]) & set(config.data)), c == "SFTConfig"))
+    keys = {**own[name], **own["script"], "env": schema.KeyType(frozenset({"dict"}))}
+    renamed = {k: v for k, v in RENAMED.items() if k not in keys}
+    trl = schema.KeySchema("trl", f"{source} {name}", keys, ON_UNKNOWN, renamed=renamed)
+    return trl.merged(base, source=f"{trl.source} over {base.source}")
+
+
+def _trl_keys(targets: versions.TargetVersions) -> tuple[dict[str, dict[str, schema.KeyType]], str]:
+    installed = versions.installed("trl")
+    target = targets.get("trl")
+    if installed and target.version in (None, installed):
+        try:
+            return _installed_keys(), f"trl {installed} (installed)"
+        except ImportError:
+            pass
+    table = schema.stored(STORED)
+    keys = {name: schema.stored_keys(fields) for name, fields in table["schemas"].items()}
+    wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
+    return keys, f"trl {table['version']} (stored key list{wanted})"
+
+
+def _installed_keys() -> dict[str, dict[str, schema.KeyType]]:
+    """Each installed TRL config class's fields beyond TrainingArguments', and the trl script's arguments."""
+    import dataclasses
+    import warnings
+
+    from transformers import TrainingArguments
+
+    base = {f.name for f in dataclasses.fields(TrainingArguments)}
+    out = {}
+    for name, module in CONFIG_CLASSES.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ORPOConfig lives in trl.experimental, which warns on import
+            cls = getattr(importlib.import_module(module), name)
+        out[name] = {k: v for k, v in schema.dataclass_keys([cls]).items() if k not in base}
+    out["script"] = schema.dataclass_keys([getattr(importlib.import_module(m), n) for n, m in SCRIPT_CLASSES.items()])
+    return out
+
+
+def read_plan(config: ConfigFile) -> TrainingPlan:
+    """Dataset, template, masking and max_length (default 1024) of a TRL/TrainingArguments config."""
+    datasets = []
+    if config.has("dataset_name"):
+        datasets.append(DatasetPlan(local(config, str(config.get("dataset_name"))), "dataset_name", None,
+                                    config.get("dataset_train_split", "train")))
+    for i, entry in enumerate(config.get("datasets") or []):
+        if isinstance(entry, dict) and entry.get("path"):
+            datasets.append(DatasetPlan(local(config, str(entry["path"])), f"datasets.{i}.path", None, entry.get("split")))
+    tokenizer_key = next((k for k in ("tokenizer_name_or_path", "model_name_or_path") if config.has(k)), "model_name_or_path")
+    if config.get("assistant_only_loss") is True:
+        train_on = Setting("assistant", "assistant_only_loss")
+    else:
+        train_on = Setting(None, set_key(config, "assistant_only_loss"))  # the framework's default (completion-aware)
+    length_key = next((k for k in ("max_length", "max_seq_length") if config.has(k)), None)
+    max_length = Setting(int(config.get(length_key)) if length_key and config.get(length_key) else DEFAULT_MAX_LENGTH, length_key)
+    chat_template = template_setting(config, "chat_template_path") if config.has("chat_template_path") else Setting(None)
+    framework = "trl" if config.has("dataset_name") or config.has("datasets") or config.has("assistant_only_loss") else "transformers"
+    return TrainingPlan(framework, Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length)

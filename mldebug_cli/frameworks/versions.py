@@ -1,0 +1,177 @@
+"""Which framework versions a run targets, where that came from, and what changes between versions.
+
+A target version comes from (highest first): a ``--transformers-version``-style flag, ``[versions]`` in
+``mldebug.toml``, a requirements file or lockfile beside the training config (``requirements.txt``,
+``uv.lock``, ``poetry.lock``, ``pylock.toml``), else the installed package. Package metadata is read
+without importing the package.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from mldebug_cli.core.config import VERSION_PACKAGES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+# the newest transformers whose step counting and schedulers the built-in engine was checked against
+NEWEST_CHECKED_TRANSFORMERS = "5.23.0"
+PACKAGES = VERSION_PACKAGES  # the ones a target version can be given for
+_DISTRIBUTIONS = {
+    "transformers": "transformers",
+    "trl": "trl",
+    "axolotl": "axolotl",
+    "llama-factory": "llamafactory",
+    "llamafactory": "llamafactory",
+    "torchtune": "torchtune",
+}
+REQUIREMENTS_FILES = ("requirements.txt",)
+LOCK_FILES = ("uv.lock", "poetry.lock", "pylock.toml")
+INSTALLED = "installed"
+
+
+def installed(framework: str) -> str | None:
+    try:
+        return metadata.version(_DISTRIBUTIONS.get(framework, framework))
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class TargetVersion:
+    package: str
+    version: str | None  # None: not given and not installed
+    source: str  # "--trl-version", "mldebug.toml", "requirements.txt beside the config", "installed", ...
+
+    @property
+    def given(self) -> bool:
+        """The user said which version runs (a flag, mldebug.toml, a requirements file or lockfile)."""
+        return self.source not in (INSTALLED, "not installed")
+
+    def describe(self) -> str:
+        return f"{self.package} {self.version} ({self.source})" if self.version else f"{self.package} not installed"
+
+
+@dataclass(frozen=True)
+class TargetVersions:
+    entries: Mapping[str, TargetVersion] = field(default_factory=dict)
+
+    def get(self, package: str) -> TargetVersion:
+        package = _DISTRIBUTIONS.get(package, package)
+        found = self.entries.get(package)
+        if found is not None:
+            return found
+        version = installed(package)
+        return TargetVersion(package, version, INSTALLED if version else "not installed")
+
+    def version(self, package: str) -> str | None:
+        return self.get(package).version
+
+    def describe(self, packages: tuple[str, ...]) -> str:
+        return ", ".join(self.get(p).describe() for p in packages)
+
+
+def resolve(config_path: str | None = None, flags: Mapping[str, str | None] | None = None,
+            configured: Mapping[str, str] | None = None) -> TargetVersions:
+    """Target versions for PACKAGES: flags, then mldebug.toml's ``[versions]``, then files beside the config."""
+    beside = pinned_beside(Path(config_path).parent) if config_path else {}
+    entries: dict[str, TargetVersion] = {}
+    for package in PACKAGES:
+        flag = (flags or {}).get(package)
+        if flag:
+            entries[package] = TargetVersion(package, _checked(flag, f"--{package}-version"), f"--{package}-version")
+        elif (configured or {}).get(package):
+            entries[package] = TargetVersion(package, _checked(configured[package], "mldebug.toml"), "mldebug.toml")
+        elif package in beside:
+            entries[package] = TargetVersion(package, *beside[package])
+        else:
+            entries[package] = TargetVersions().get(package)
+    return TargetVersions(entries)
+
+
+def _checked(version: str, where: str) -> str:
+    from mldebug_cli.core.errors import UsageError
+
+    if not re.match(r"^\d+(\.\d+){0,2}", version.strip()):
+        raise UsageError(f"{where}: {version!r} is not a version number", hint="give it as 4.57.1")
+    return version.strip()
+
+
+_PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[[^\]]*\])?\s*===?\s*([0-9][^\s;#,]*)")
+
+
+def pinned_beside(folder: Path) -> dict[str, tuple[str, str]]:
+    """package -> (version, where) from a requirements file or lockfile in ``folder``."""
+    found: dict[str, tuple[str, str]] = {}
+    for name in REQUIREMENTS_FILES:
+        path = folder / name
+        if path.is_file():
+            for number, line in enumerate(_read(path).splitlines(), 1):
+                match = _PIN.match(line)
+                package = match and _normalise(match.group(1))
+                if package in PACKAGES:
+                    found.setdefault(package, (match.group(2), f"{path} line {number}"))
+    for name in LOCK_FILES:
+        path = folder / name
+        if path.is_file():
+            for package, version in _locked(path).items():
+                found.setdefault(package, (version, str(path)))
+    return found
+
+
+def _locked(path: Path) -> dict[str, str]:
+    try:
+        document = tomllib.loads(_read(path))
+    except tomllib.TOMLDecodeError:
+        return {}
+    entries = document.get("package") or document.get("packages") or []
+    out = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and _normalise(str(entry.get("name", ""))) in PACKAGES and entry.get("version"):
+            out[_normalise(entry["name"])] = str(entry["version"])
+    return out
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _normalise(name: str) -> str:
+    name = re.sub(r"[-_.]+", "-", name.lower())
+    return "llamafactory" if name in ("llamafactory", "llama-factory") else name
+
+
+def parse(version: str | None) -> tuple[int, ...]:
+    """``"5.23.0.dev0"`` -> ``(5, 23, 0)``; None means the newest checked version."""
+    numbers = re.findall(r"\d+", (version or NEWEST_CHECKED_TRANSFORMERS).split("+")[0])[:3]
+    return tuple(int(n) for n in numbers)
+
+
+def warmup_ratio_removed(transformers_version: str | None) -> bool:
+    """transformers 5.2 removed the ``warmup_ratio`` field (``warmup_steps`` below 1 is the ratio since 5.0)."""
+    return parse(transformers_version) >= (5, 2)
+
+
+def warmup_ratio_deprecated(transformers_version: str | None) -> bool:
+    return (5, 0) <= parse(transformers_version) < (5, 2)
+
+
+def float_warmup_steps(transformers_version: str | None) -> bool:
+    """Since 5.0 a ``warmup_steps`` below 1 is a ratio of the total steps; before, it is a count (cast to int)."""
+    return parse(transformers_version) >= (5, 0)
+
+
+def logs_next_step_lr(transformers_version: str | None) -> bool:
+    """Up to 4.50 the Trainer read the LR after stepping the scheduler: it logged step k+1's LR."""
+    return parse(transformers_version) < (4, 51)
