@@ -53,7 +53,7 @@ def test_trl_config_with_a_planted_row_fails_and_points_at_row_and_key():
     assert result.exit_code == 1
     errors = [f for f in findings(result) if f["severity"] == "error"]
     assert [(f["code"], f["location"]["row"], f["location"]["line"], f["location"]["key"]) for f in errors] == [
-        ("DS010", 7, 8, "dataset_name")
+        ("DS011", 7, 8, "dataset_name")
     ]
     fixed = preflight(PREFLIGHT / "trl" / "config_fixed.yaml", "-f", "json")
     assert fixed.exit_code == 0

@@ -96,7 +96,7 @@ def _axolotl_preflight(tmp_path, packing: bool):
     config = tmp_path / "axolotl.yml"
     config.write_text(
         f"base_model: {QWEN25}\ndatasets:\n  - path: train.jsonl\n    type: chat_template\n"
-        f"sequence_len: 256\nsample_packing: {str(packing).lower()}\nmicro_batch_size: 1\n"
+        f"sequence_len: 64\nsample_packing: {str(packing).lower()}\nmicro_batch_size: 1\n"
         "gradient_accumulation_steps: 1\nnum_epochs: 1\nlearning_rate: 0.0002\nwarmup_steps: 0\n"
     )
     result = CliRunner().invoke(app, ["preflight", str(config), "--all", "--allow-outside-paths", "-f", "json",
@@ -117,4 +117,4 @@ def test_packing_is_estimated_from_the_token_lengths_preflight_measured(tmp_path
     data, schedule = _axolotl_preflight(tmp_path, packing=True)
     tokens = data["summary"]["tokens_kept"]
     [estimate] = [f for f in schedule["findings"] if f["code"] == "LR012"]
-    assert f"{tokens} tokens of the rows that train, counted in sequences of 256" in estimate["message"]
+    assert f"{tokens} tokens of the rows that train, counted in sequences of 64" in estimate["message"]
