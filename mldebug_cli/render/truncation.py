@@ -1,6 +1,7 @@
 """Truncation to the max length the way each trainer does it.
 
-- ``keep_start`` (TRL, transformers): keep the first ``max_length`` tokens.
+- ``keep_start`` (transformers, and TRL: ``frameworks/trl.py`` adds its dropping of rows left untrained):
+  keep the first ``max_length`` tokens.
 - ``drop`` (axolotl's default ``excess_length_strategy``): a longer row is left out of training.
 - ``pairs`` (LLaMA-Factory): each (prompt, response) pair gets a share of the remaining budget by
   ``infer_seqlen``, so a long prompt is cut to leave room for its response.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-TRUNCATION_BY_FRAMEWORK = {"trl": "keep_start", "transformers": "keep_start", "axolotl": "drop", "llama-factory": "pairs"}
+TRUNCATION_BY_FRAMEWORK = {"transformers": "keep_start", "axolotl": "drop", "llama-factory": "pairs"}
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Truncated:
     cut_ids: list[int]  # what truncation removed
     cut_labels: list[int]
     dropped: bool = False  # the whole row is left out
+    dropped_by: str = "length"  # why: "length" (too long) or "nothing-trained" (no trained token left)
 
 
 def truncate(

@@ -1,0 +1,1 @@
+"""One profile per training framework (here: TRL's data semantics in ``trl``)."""
