@@ -49,6 +49,7 @@ SETTINGS = {
     "rows-prompt-completion-chat.json": {
         "default": ({}, []),
         "completion_only_loss_off": ({"completion_only_loss": False}, ["--train-on", "all"]),
+        "assistant_only_loss": ({"assistant_only_loss": True}, ["--train-on", "assistant"]),
         "max_length_64": ({"max_length": SMALL}, ["--max-length", str(SMALL)]),
         "completion_only_loss_off_max_length_64": (
             {"completion_only_loss": False, "max_length": SMALL}, ["--train-on", "all", "--max-length", str(SMALL)]),
