@@ -59,6 +59,10 @@ SETTINGS = {
         "completion_only_loss_off": ({"completion_only_loss": False}, ["--train-on", "all"]),
         "max_length_64": ({"max_length": SMALL}, ["--max-length", str(SMALL)]),
     },
+    "rows-sharegpt.json": {
+        "default": ({}, []),
+        "max_length_64": ({"max_length": SMALL}, ["--max-length", str(SMALL)]),
+    },
     "rows-text.json": {
         "default": ({}, []),
         "max_length_64": ({"max_length": SMALL}, ["--max-length", str(SMALL)]),

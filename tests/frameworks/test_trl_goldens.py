@@ -16,6 +16,12 @@ from mldebug_cli.cli import app
 from support import CORPUS, FIXTURES, TOKENIZERS, needs_corpus, write_jsonl
 
 GOLDENS = FIXTURES / "trl-1.16.0"
+# Differences accepted on purpose: rows file -> (the rows that differ, why). Listed in README.md, "What
+# --framework trl emulates". The test fails when they stop differing, so the list stays true.
+ACCEPTED = {
+    "rows-sharegpt.json": ({0, 1}, "TRL renames from/value to role/content but keeps ShareGPT's human/gpt role names,"
+                           " which the templates skip (or refuse); mldebug's ShareGPT reader maps them to user/assistant"),
+}
 
 
 def _cases():
@@ -58,6 +64,13 @@ def mismatches(doc: dict, setting: dict) -> list[str]:
 @pytest.mark.parametrize(("tokenizer", "corpus", "setting"), list(_cases()))
 def test_inspect_data_gives_trls_own_ids_labels_and_dropped_rows(tokenizer, corpus, setting):
     doc = inspect(tokenizer, corpus, setting)
+    if setting["rows_file"] in ACCEPTED:
+        differing, _ = ACCEPTED[setting["rows_file"]]
+        if "error" in setting:  # the template refuses TRL's unmapped roles; mldebug renders the mapped ones
+            assert not any(f["code"] == "DS009" for f in doc["findings"])
+            return
+        assert {int(p.split()[1].rstrip(":")) for p in mismatches(doc, setting)} == differing
+        return
     if "error" in setting:  # SFTTrainer refuses the setting: mldebug says so, as an error
         refusals = [f for f in doc["findings"] if f["code"] == "DS015" and f["severity"] == "error"]
         assert refusals and "raises" in refusals[0]["message"], doc["findings"]
