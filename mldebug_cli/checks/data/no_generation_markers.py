@@ -1,7 +1,6 @@
 """What it finds
 Assistant-only loss is requested but the chat template has no `{% generation %}` markers; the message
-says which fallback masking mldebug used (per-turn prefix renders), or, for TRL, which training template
-TRL swaps in, or that TRL refuses the template.
+says which fallback masking mldebug used (per-turn prefix renders).
 
 Why it matters for training
 transformers' `return_assistant_tokens_mask` returns all zeros for such templates (with only a
