@@ -115,4 +115,7 @@ def _render_summary(summary: dict[str, Any], console) -> None:
         console.print(Text(f"  length p50 {pct['p50']}, p90 {pct['p90']}, p99 {pct['p99']}, max {pct['max']}{against}"))
     if summary.get("max_length"):
         console.print(Text(f"  {summary.get('rows_truncated', 0)} rows truncated"))
+    if summary.get("rows_dropped"):
+        console.print(Text(f"  {summary['rows_dropped']} rows dropped by the trainer (their tokens are not counted above)",
+                           style="yellow"))
     console.print()

@@ -13,7 +13,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.frameworks import truncation_mode
+from mldebug_cli.frameworks import trl, truncation_mode
 from mldebug_cli.pipelines.inspect_subjects import Row, Setup, TurnTokens
 from mldebug_cli.render import axolotl
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
@@ -74,7 +74,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     detection = _detection(source, options)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
     train_on = _train_on(options, detection.row_format)
-    setup = _setup(options, source, loaded, detection.row_format, train_on)
+    loaded, training_template = _training_template(options, loaded, detection.row_format, train_on)
+    setup = replace(_setup(options, source, loaded, detection.row_format, train_on), training_template=training_template)
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
         setup = replace(setup, render=lambda messages, tools, add_generation_prompt=False:
@@ -91,7 +92,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         wanted=frozenset(options.rows) if options.rows else None,
         show=options.show,
     )
-    stats = _Stats(options.max_length)
+    stats = _Stats(setup.max_length)
     views: list[_View] = []
     checked_total = total if indices is None else len(indices)
     workers = _workers(options.workers, checked_total)
@@ -287,6 +288,18 @@ def _train_on(options: InspectOptions, row_format: str) -> str:
     return _DEFAULT_TRAIN_ON[options.framework]
 
 
+def _training_template(options: InspectOptions, loaded: LoadedTokenizer, row_format: str, train_on: str):
+    """TRL's assistant_only_loss renders with its own training template when it ships one for this template."""
+    if options.framework != trl.NAME or train_on != "assistant" or not loaded.chat_template:
+        return loaded, None
+    if row_format not in ("messages", "sharegpt", "alpaca", "prompt-completion"):
+        return loaded, None
+    chosen = trl.training_template(loaded.chat_template, ChatRenderer(loaded.chat_template, {}).has_generation_markers)
+    if chosen.outcome == "swapped":
+        loaded = replace(loaded, chat_template=chosen.text, template_source=chosen.describe())
+    return loaded, chosen
+
+
 def _axolotl_options(options: InspectOptions, train_on: str) -> axolotl.AxolotlOptions:
     """The config's settings, else axolotl's defaults with --train-on all (train_on_inputs) or last."""
     if options.axolotl is not None:
@@ -341,7 +354,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         row_format=row_format,
         framework=options.framework,
         train_on=train_on,
-        max_length=options.max_length,
+        max_length=trl.max_length(options.max_length) if options.framework == trl.NAME else options.max_length,
         bos_id=tok.bos_token_id,
         bos_text=tok.bos_token,
         eos_id=tok.eos_token_id,
@@ -518,10 +531,13 @@ def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], se
     row.full_length = len(ids)
     row.trained_before_truncation = len(labels) - labels.count(IGNORE_INDEX)
     row.first_trained = _first_trained(labels) if row.trained_before_truncation else None
-    mode = truncation_mode(setup.framework)
-    turns = [(t.start, t.end) for t in row.turns]
-    cut = truncate(ids, labels, setup.max_length, mode, turns)
-    row.dropped = cut.dropped
+    if setup.framework == trl.NAME:
+        mode = trl.TRUNCATION
+        cut = trl.truncated(ids, labels, setup.max_length)
+    else:
+        mode = truncation_mode(setup.framework)
+        cut = truncate(ids, labels, setup.max_length, mode, [(t.start, t.end) for t in row.turns])
+    row.dropped, row.dropped_by = cut.dropped, cut.dropped_by
     row.cut_ids, row.cut_labels = cut.cut_ids, cut.cut_labels
     if cut.cut_ids:
         kept = len(cut.ids)
@@ -551,6 +567,8 @@ def _row_view(row: Row) -> dict[str, Any]:
         offsets=[list(o) for o in row.offsets],
         truncated_from=row.full_length if row.truncated else None,
     )
+    if row.dropped:
+        view["dropped"] = True
     if row.layout is not None:
         view["masking"] = row.layout.method
     if not row.ok:
@@ -568,7 +586,7 @@ class _Stats:
 
     def __init__(self, max_length: int | None) -> None:
         self.max_length = max_length
-        self.rows = self.tokens = self.trainable = self.truncated = self.failed = self.dropped = self.kept_tokens = 0
+        self.rows = self.tokens = self.trainable = self.truncated = self.failed = self.dropped = 0
         self.lengths: Counter[int] = Counter()
 
     def add(self, row: Row) -> None:
@@ -576,12 +594,13 @@ class _Stats:
         if not row.ok:
             self.failed += 1
             return
+        self.truncated += row.truncated or row.dropped
+        self.lengths[row.full_length] += 1
+        if row.dropped:  # the trainer leaves it out: none of its tokens is trained
+            self.dropped += 1
+            return
         self.tokens += len(row.input_ids)
         self.trainable += row.trained
-        self.truncated += row.truncated or row.dropped
-        self.dropped += row.dropped
-        self.kept_tokens += 0 if row.dropped else len(row.input_ids)
-        self.lengths[row.full_length] += 1
 
     def merge(self, other: _Stats) -> None:
         self.rows += other.rows
@@ -590,7 +609,6 @@ class _Stats:
         self.trainable += other.trainable
         self.truncated += other.truncated
         self.dropped += other.dropped
-        self.kept_tokens += other.kept_tokens
         self.lengths.update(other.lengths)
 
     def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
@@ -608,8 +626,8 @@ class _Stats:
             "length_histogram": _histogram(self.lengths, self.max_length),
             "max_length": self.max_length,
             "rows_truncated": self.truncated,  # truncated, or dropped for being too long
-            "rows_dropped": self.dropped,  # left out of training for being too long (axolotl)
-            "tokens_kept": self.kept_tokens,  # tokens of the rows that train, after truncation
+            "rows_dropped": self.dropped,  # left out of training by the trainer (their tokens are not counted)
+            "tokens_kept": self.tokens,  # tokens of the rows that train, after truncation
             "by_check": dict(sorted(by_check.items())),
         }
 
@@ -672,4 +690,7 @@ def _which_rows(options: InspectOptions, checked: int, total: int) -> str:
 
 def _framework_line(setup: Setup) -> str:
     text = "tokenized with special tokens, EOS appended" if _appends_eos(setup) else "tokenized with special tokens, no EOS appended"
-    return f"{setup.framework} (chat: rendered, tokenized without special tokens; text/completion: {text})"
+    line = f"{setup.framework} (chat: rendered, tokenized without special tokens; text/completion: {text})"
+    if setup.framework == trl.NAME:
+        line += f"; {trl.DESCRIPTION}"
+    return line

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.findings import Location
+from mldebug_cli.frameworks.trl import TrainingTemplate
 from mldebug_cli.render.axolotl import AxolotlMasking
 from mldebug_cli.render.masking import ChatLayout
 from mldebug_cli.render.probe import TemplateFacts
@@ -45,6 +46,7 @@ class Setup:
     encode: Any  # callable text -> ids without special tokens
     render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
     axolotl: AxolotlMasking | None = None  # chat rows masked as axolotl's chat_template masks them
+    training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
 
     @property
     def chat(self) -> bool:
@@ -93,7 +95,8 @@ class Row:
     turns: list[TurnTokens] = field(default_factory=list)
     straddles: list[int] = field(default_factory=list)
     appended_eos: bool = False
-    dropped: bool = False  # longer than the max length, and the trainer leaves such rows out
+    dropped: bool = False  # the trainer leaves the row out of training
+    dropped_by: str = "length"  # why: "length" (longer than the max length) or "nothing-trained" (after truncation)
     cut_ids: list[int] = field(default_factory=list)  # what truncation removed
     cut_labels: list[int] = field(default_factory=list)
     _offsets: list[tuple[int, int]] | None = field(default=None, repr=False)

@@ -247,7 +247,11 @@ def test_ds015_no_generation_markers(chats, alpaca_rows):
     path = chats([alpaca_as_messages(alpaca_rows[0])])
     assert list(fired(path, QWEN25, "DS015", train_on="assistant", framework="axolotl")) == [None]
     report = build_report(InspectOptions(dataset=str(path), tokenizer=str(QWEN25), select=("DS015",), train_on="assistant"))
-    assert [f.severity.value for f in report.findings] == ["error"]  # TRL's assistant_only_loss refuses such templates
+    # TRL ships Qwen2.5's template, so assistant_only_loss swaps in its qwen2_5_training.jinja: no refusal
+    assert [(f.severity.value, "qwen2_5_training.jinja" in f.message) for f in report.findings] == [("info", True)]
+    report = build_report(InspectOptions(dataset=str(path), tokenizer=str(NEMO), select=("DS015",), train_on="assistant"))
+    assert [f.severity.value for f in report.findings] == ["error"]  # a template TRL does not ship: SFTTrainer raises
+    assert "raises ValueError" in report.findings[0].message
     marked = TRL_TEMPLATES / "qwen2_5_training.jinja"
     assert fired(path, QWEN25, "DS015", train_on="assistant", chat_template=str(marked)) == {}
     assert fired(path, QWEN25, "DS015", train_on="all") == {}

@@ -232,5 +232,6 @@ def test_explain_prints_the_checks_documentation():
 def test_the_text_view_of_a_huge_row_is_bounded(tmp_path):
     text = " ".join(f"word{i}" for i in range(6000))
     path = write_jsonl(tmp_path / "big.jsonl", [{"text": text}])
-    out = " ".join(run("inspect-data", path, "-t", QWEN25, "--rows", "0", "--color", "never").stdout.split())
+    # above TRL's default max_length 1024, which would cut the row first
+    out = " ".join(run("inspect-data", path, "-t", QWEN25, "--max-length", "100000", "--rows", "0", "--color", "never").stdout.split())
     assert "more characters" in out and "24,891 more tokens" in out and "word5999" not in out

@@ -37,3 +37,10 @@ def show(text: str, limit: int = 40) -> str:
 
 def rows_word(n: int) -> str:
     return f"{n} token{'s' if n != 1 else ''}"
+
+
+def dropped_note(row, setup) -> str:
+    """For a row the trainer leaves out because nothing of it is trained: say so."""
+    if not (row.dropped and row.dropped_by == "nothing-trained"):
+        return ""
+    return f"; {setup.framework} drops the row from training (no trained token is left after truncation)"

@@ -4,11 +4,16 @@ says which fallback masking mldebug used (per-turn prefix renders).
 
 Why it matters for training
 transformers' `return_assistant_tokens_mask` returns all zeros for such templates (with only a
-logged warning), and TRL's `assistant_only_loss=True` refuses to train; other trainers fall back to
+logged warning). TRL's `assistant_only_loss=True` swaps in its own `{% generation %}` training template
+when the tokenizer's template is one TRL ships (Qwen2.5, Qwen3, Llama 3, Phi-3 and others, matched
+character for character), and raises `ValueError` for any other template; mldebug renders with the same
+training template, read from the installed trl package, and says which. Other trainers fall back to
 their own turn finders, whose masks can differ from what you expect.
 
 Example
-Every published Qwen2.5, Qwen3 and Phi-3 template: none has generation markers.
+Every published Qwen2.5, Qwen3 and Phi-3 template: none has generation markers. With `--framework trl
+--train-on assistant`, Qwen2.5's template becomes TRL's `qwen2_5_training.jinja` (info); a Mistral template
+TRL does not ship is an error (TRL raises); without trl installed, a warning that TRL's mask may differ.
 
 Fix
 Use a training variant of the template with `{% generation %}` around each assistant reply (TRL ships
@@ -26,16 +31,12 @@ SUBJECT = "setup"
 
 
 def run(setup, ctx) -> Iterator[Hit]:
-    if not setup.chat or setup.train_on not in ("assistant", "last") or setup.has_generation_markers:
+    if not setup.chat or setup.train_on not in ("assistant", "last"):
         return
-    if setup.framework == "trl":
-        yield Hit(
-            "the chat template has no {% generation %} markers: TRL's assistant_only_loss raises on it;"
-            " mldebug masked by per-turn prefix renders instead",
-            "pass a training template with {% generation %} markers via --chat-template",
-            setup.location(),
-            Severity.ERROR,
-        )
+    if setup.training_template is not None and setup.training_template.outcome != "own":
+        yield from _trl(setup)
+        return
+    if setup.has_generation_markers:
         return
     if setup.axolotl is not None:
         yield Hit(
@@ -50,3 +51,33 @@ def run(setup, ctx) -> Iterator[Hit]:
         "a template with {% generation %} markers makes the mask explicit",
         setup.location(),
     )
+
+
+def _trl(setup) -> Iterator[Hit]:
+    """TRL swaps in its training template, raises, or (trl not installed) mldebug cannot tell which."""
+    chosen = setup.training_template
+    if chosen.outcome == "swapped":
+        yield Hit(
+            f"the tokenizer's chat template is TRL's {chosen.matched}, which has no {{% generation %}} markers: TRL"
+            f" {chosen.trl_version} renders every row with its {chosen.name} instead, and so did mldebug",
+            "nothing to do; the ids shown are rendered with TRL's training template",
+            setup.location(),
+        )
+    elif chosen.outcome == "refused":
+        yield Hit(
+            f"the chat template has no {{% generation %}} markers and is none of the templates TRL {chosen.trl_version}"
+            " ships a training variant for: SFTTrainer raises ValueError with assistant_only_loss=True;"
+            " mldebug masked by per-turn prefix renders instead",
+            "pass a training template with {% generation %} markers via --chat-template (and to TRL)",
+            setup.location(),
+            Severity.ERROR,
+        )
+    else:  # trl is not installed
+        yield Hit(
+            "the chat template has no {% generation %} markers and trl is not installed, so mldebug cannot tell"
+            " whether TRL swaps in one of its training templates (it does for the templates it ships) or raises;"
+            " mldebug masked by per-turn prefix renders instead, and TRL's ids and labels may differ",
+            "pip install trl (the version you train with) to render with the template TRL would use",
+            setup.location(),
+            Severity.WARNING,
+        )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mldebug_cli.checks.data.common import dropped_note
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.sources.row_formats import Chat, Tokens
 
@@ -29,7 +30,7 @@ SUBJECT = "row"
 def run(row, setup) -> Iterator[Hit]:
     if not row.ok or not row.input_ids or row.trained:
         return
-    yield Hit(f"all {len(row.labels)} labels are -100: {_cause(row, setup)}", _hint(row, setup), row.location())
+    yield Hit(f"all {len(row.labels)} labels are -100: {_cause(row, setup)}{dropped_note(row, setup)}", _hint(row, setup), row.location())
 
 
 def _cause(row, setup) -> str:

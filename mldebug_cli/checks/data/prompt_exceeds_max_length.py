@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mldebug_cli.checks.data.common import dropped_note
 from mldebug_cli.core.findings import Hit
 
 SEVERITY = "error"
@@ -28,7 +29,8 @@ def run(row, setup) -> Iterator[Hit]:
         return
     if row.truncated and not row.trained and row.trained_before_truncation:
         yield Hit(
-            f"the prompt is {row.first_trained} tokens, max length {setup.max_length}: nothing of the response survives",
+            f"the prompt is {row.first_trained} tokens, max length {setup.max_length}: nothing of the response survives"
+            + dropped_note(row, setup),
             "raise the max length or drop rows whose prompt fills it",
             row.location(),
         )

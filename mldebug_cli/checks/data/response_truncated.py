@@ -28,7 +28,7 @@ SUBJECT = "row"
 
 
 def run(row, setup) -> Iterator[Hit]:
-    if row.ok and row.dropped:
+    if row.ok and row.dropped and row.dropped_by == "length":
         yield Hit(
             f"the row is {row.full_length} tokens, longer than the max length {setup.max_length}:"
             f" {setup.framework} leaves it out of training (excess_length_strategy: drop)",
@@ -36,7 +36,7 @@ def run(row, setup) -> Iterator[Hit]:
             row.location(),
         )
         return
-    if not row.ok or not row.truncated or not row.trained:
+    if not row.ok or not row.truncated or not row.trained or row.dropped:
         return
     lost = sum(1 for label in row.cut_labels if label != IGNORE_INDEX)
     if not lost:

@@ -45,6 +45,7 @@ def _summary(summary: dict[str, Any], prefix: str) -> Html | None:
         ("length p50 / p90 / p99 / max", " / ".join(str(pct[k]) for k in ("p50", "p90", "p99", "max")) if pct else None),
         ("max length", summary.get("max_length")),
         ("rows truncated", summary.get("rows_truncated") if summary.get("max_length") else None),
+        ("rows dropped by the trainer", summary.get("rows_dropped") or None),
     ]
     return el("section", el("h2", "Summary"), facts_list(facts),
               _histogram(summary.get("length_histogram") or {}, summary.get("max_length")),
