@@ -20,6 +20,7 @@ class Truncated:
     cut_ids: list[int]  # what truncation removed
     cut_labels: list[int]
     dropped: bool = False  # the whole row is left out
+    dropped_by: str = "length"  # why: "length" (too long) or "nothing-trained" (no trained token left)
 
 
 def truncate(
