@@ -140,9 +140,21 @@ def errors_exit() -> Iterator[None]:
         yield
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
+    except BrokenPipeError:  # `mldebug ... | head`: the reader has what it wanted
+        close_broken_pipe()
+        raise typer.Exit(ExitCode.CLEAN) from None
     except Exception as exc:  # the one top-level handler: never a traceback without --debug
         print_error(exc)
         raise typer.Exit(ExitCode.CANNOT_RUN) from None
+
+
+def close_broken_pipe() -> None:
+    """After the reader of stdout went away: point stdout at /dev/null so the exit flush raises nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (a test runner's stream)
+        pass
 
 
 def resolve_output_format(name: str) -> str:
