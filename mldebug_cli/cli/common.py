@@ -168,14 +168,16 @@ def run_report(build: Callable[[], Report], opts: OutputOptions) -> None:
     """Build the report, apply the configured severities, write it, exit with the code it implies."""
     from mldebug_cli.core import config
     from mldebug_cli.core.console import use_color
-    from mldebug_cli.formats import render_report
+    from mldebug_cli.formats import check_format, render_report
 
     with errors_exit():
         output_format = resolve_output_format(opts.output_format)
+        check_format(output_format)  # a flag that cannot work fails before anything heavy loads
         report = config.load().apply(build())
         if opts.output is not None:
             with open(opts.output, "w", encoding="utf-8") as stream:
                 render_report(report, output_format, stream, color=False)
+            sys.stderr.write(f"{output_format} report written to {opts.output}\n")
         else:
             color = output_format == "text" and use_color(opts.color.value, sys.stdout)
             render_report(report, output_format, sys.stdout, color=color)

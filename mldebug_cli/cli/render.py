@@ -57,6 +57,7 @@ def render(
         text = rendered.prompt if output_format == "text" else json.dumps(rendered.as_dict(), ensure_ascii=False) + "\n"
         if output is not None:
             output.write_text(text, encoding="utf-8")
+            sys.stderr.write(f"prompt written to {output}\n")
         else:
             sys.stdout.write(text)
             sys.stdout.flush()
