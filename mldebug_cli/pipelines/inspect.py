@@ -21,6 +21,7 @@ from mldebug_cli.render.masking import TRAIN_ON, ShapeCache, layout_chat, layout
 from mldebug_cli.render.probe import probe_template
 from mldebug_cli.render.truncation import TRUNCATION_BY_FRAMEWORK, truncate
 from mldebug_cli.sources.dataset import DatasetSource, Record
+from mldebug_cli.sources.hub import require_local_or_cached
 from mldebug_cli.sources.row_formats import (
     ROW_FORMATS,
     Chat,
@@ -66,6 +67,7 @@ class InspectOptions:
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
     _validate(options)
+    require_local_or_cached(options.tokenizer, "tokenizer")  # a typo fails at once, before the dataset is read
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
     source = DatasetSource(options.dataset, options.split)
     total = len(source)
