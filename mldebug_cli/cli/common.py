@@ -99,6 +99,18 @@ IgnoreOpt = typer.Option(
     help="Skip these checks (codes, prefixes or names; repeatable or comma-separated; replaces the config's ignore).",
 )
 ColorOpt = typer.Option(Color.auto, "--color", help="Colour in the text report; NO_COLOR is honoured.")
+def _online(value: bool) -> bool:
+    if value:
+        from mldebug_cli.sources.hub import go_online
+
+        go_online()
+    return value
+
+
+OnlineOpt = typer.Option(
+    False, "--online", callback=_online,
+    help="Let transformers/datasets download what is not in the local cache (default: offline; or MLDEBUG_ONLINE=1).",
+)
 ExitZeroOpt = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings (errors reading input still exit 2).")
 
 

@@ -14,6 +14,7 @@ from mldebug_cli.cli.common import (
     IgnoreOpt,
     OutputFormatOpt,
     OutputOpt,
+    OnlineOpt,
     OutputOptions,
     SelectOpt,
     split_list,
@@ -43,6 +44,7 @@ def inspect_data(
     ignore: list[str] | None = IgnoreOpt,
     color=ColorOpt,
     exit_zero: bool = ExitZeroOpt,
+    online: bool = OnlineOpt,
 ) -> None:
     """Show every token with its label, and check the rows for masking, BOS/EOS and truncation defects."""
     from mldebug_cli.cli.common import errors_exit, run_report

@@ -14,6 +14,7 @@ from mldebug_cli.cli.common import (
     IgnoreOpt,
     OutputFormatOpt,
     OutputOpt,
+    OnlineOpt,
     OutputOptions,
     SelectOpt,
     split_list,
@@ -38,6 +39,7 @@ def preflight(
     ignore: list[str] | None = IgnoreOpt,
     color=ColorOpt,
     exit_zero: bool = ExitZeroOpt,
+    online: bool = OnlineOpt,
 ) -> None:
     """Run the data, schedule and template checks a training config implies; exit 1 on findings."""
     from mldebug_cli.cli.common import run_report

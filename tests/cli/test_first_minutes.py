@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -54,3 +55,77 @@ def test_explain_suggests_the_check_a_partial_or_misspelled_name_means():
     typo = run("explain", "eos-mismatc")
     assert "did you mean: eos-mismatch" in typo.stderr
     assert "did you mean" not in run("explain", "zzzz").stderr
+
+
+# ---------------------------------------------------------------- offline by default
+
+
+def _one_line(result, message: str, hint: str | None = None) -> None:
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"Error: {message}", result.stderr
+    if hint is not None:
+        assert lines[1] == f"Hint: {hint}"
+
+
+OFFLINE_HINT = "fetch it with `hf download {spec}{flag}`, or pass --online (or set MLDEBUG_ONLINE=1) to let mldebug download it"
+
+
+def test_a_mistyped_local_tokenizer_path_is_no_such_folder(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()  # `models/nonexistent` is a path here, not a hub id
+    result = run("inspect-data", _chat(tmp_path), "--tokenizer", "models/nonexistent")
+    _one_line(result, "models/nonexistent: no such folder")
+
+
+def test_a_hub_id_that_is_not_cached_says_so_and_how_to_fetch_it(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))  # an empty cache
+    monkeypatch.delenv("MLDEBUG_ONLINE", raising=False)
+    spec = "mldebug-tests/not-cached-model"
+    result = run("inspect-data", _chat(tmp_path), "--tokenizer", spec)
+    _one_line(result, f"{spec}: not a local tokenizer and not in the local Hugging Face cache (mldebug runs offline)",
+              OFFLINE_HINT.format(spec=spec, flag=""))
+    data = run("inspect-data", "mldebug-tests/not-cached-data", "--tokenizer", QWEN25)
+    _one_line(data, "mldebug-tests/not-cached-data: not a local dataset and not in the local Hugging Face cache "
+              "(mldebug runs offline)", OFFLINE_HINT.format(spec="mldebug-tests/not-cached-data", flag=" --repo-type dataset"))
+
+
+def test_a_missing_dataset_file_in_a_config_names_the_key_and_fails_before_the_tokenizer_loads(tmp_path: Path):
+    config = tmp_path / "config.yml"
+    # the tokenizer is not there either: the dataset's error coming first shows it was checked before the load
+    config.write_text("base_model: ./no-tokenizer\ndatasets:\n  - path: data/missing.jsonl\n    type: chat_template\n"
+                      "micro_batch_size: 1\nnum_epochs: 1\nlearning_rate: 0.0001\n", encoding="utf-8")
+    result = run("preflight", config)
+    _one_line(result, f"{config}:3: datasets.0.path: data/missing.jsonl: no such file or folder")
+
+
+def test_online_lets_the_loader_try_the_hub_instead_of_refusing(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MLDEBUG_ONLINE", "0")  # restored after the test: --online sets it for the process
+    spec = "mldebug-tests/not-cached-model"
+    result = run("inspect-data", _chat(tmp_path), "--tokenizer", spec, "--online")
+    # the test environment has HF_HUB_OFFLINE=1, so the download itself fails: transformers' error, not the refusal
+    assert result.exit_code == 2 and result.stderr.startswith(f"Error: {spec}: cannot load a tokenizer"), result.stderr
+
+
+def test_loaders_are_offline_unless_asked(monkeypatch):
+    from mldebug_cli.sources import hub
+
+    monkeypatch.delenv("MLDEBUG_ONLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    hub.stay_offline()
+    assert os.environ["HF_HUB_OFFLINE"] == os.environ["HF_DATASETS_OFFLINE"] == "1" and constants.HF_HUB_OFFLINE is True
+
+
+def test_what_looks_like_a_path(tmp_path: Path, monkeypatch):
+    from mldebug_cli.sources.hub import looks_like_path
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    assert looks_like_path("models/nonexistent") and looks_like_path("./x") and looks_like_path("data/train.jsonl")
+    assert looks_like_path("a/b/c") and looks_like_path("~/x")
+    assert not looks_like_path("Qwen/Qwen2.5-0.5B-Instruct") and not looks_like_path("gpt2")
