@@ -15,6 +15,7 @@ from rich.text import Text
 
 from mldebug_cli.core.console import make_console
 from mldebug_cli.core.findings import Finding, Report, Severity
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.locations import place
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -65,7 +66,7 @@ def _render_findings(findings: tuple[Finding, ...], console) -> None:
         head = Text(f"{first.severity.value:<7} ", style=SEVERITY_STYLE[first.severity])
         head.append(f"{code} {first.name}", style="bold")
         if len(group) > 1 or first.location.row is not None:
-            head.append(f"  ({len(group)} {'place' if len(group) == 1 else 'places'})", style="dim")
+            head.append(f"  ({plural(len(group), 'place')})", style="dim")
         console.print(head)
         for f in group[:MAX_LOCATIONS_SHOWN]:
             where = place(f.location)
@@ -92,6 +93,6 @@ def _render_verdict(report: Report, console) -> None:
     for sev in (Severity.ERROR, Severity.WARNING, Severity.INFO):
         n = counts[sev.value]
         if n:
-            text.append(f"{n} {sev.value}{'s' if n != 1 else ''}  ", style=SEVERITY_STYLE[sev])
-    text.append(f"in {len(_group(report.findings))} checks", style="dim")
+            text.append(f"{plural(n, sev.value)}  ", style=SEVERITY_STYLE[sev])
+    text.append(f"in {plural(len(_group(report.findings)), 'check')}", style="dim")
     console.print(text)
