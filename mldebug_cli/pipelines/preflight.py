@@ -129,7 +129,7 @@ def _schedule_section(options, framework: str, rows: int, progress) -> dict[str,
         progress("simulating the LR schedule")
     report = schedule.build_report(
         config=options.config, num_rows=rows or None, framework=framework, world_size=options.world_size,
-        select=options.select, ignore=options.ignore,
+        select=options.select, ignore=options.ignore, rows_source="rows of the config's datasets",
     )
     return {"command": "lr-plot", "target": options.config, "report": report, "findings": report.findings}
 

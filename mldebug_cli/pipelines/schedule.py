@@ -8,6 +8,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.schedule.model import Simulation
 
 COMMAND = "lr-plot"
@@ -24,7 +25,9 @@ def build_report(
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     engine: str = "auto",
+    rows_source: str = "--num-rows",
 ) -> Report:
+    """``rows_source`` says where ``num_rows`` came from (preflight: the rows its data checks read)."""
     from mldebug_cli.core import registry
     from mldebug_cli.schedule import dataset_size
     from mldebug_cli.schedule.engine import ENGINE_CHOICES
@@ -42,7 +45,7 @@ def build_report(
     spec = read_spec(config_file, framework, world_size)
     size = None
     if num_rows is not None:
-        size = dataset_size.from_num_rows(num_rows)
+        size = dataset_size.from_num_rows(num_rows, rows_source)
     elif dataset is not None:
         size = dataset_size.count_dataset(dataset, spec.packing.sequence_len if spec.packing.enabled else None)
     sim = simulate(config_file, spec, size, engine)
@@ -72,7 +75,7 @@ def _context(sim: Simulation, size) -> dict[str, Any]:
         "framework": spec.framework + (f" {sim.framework_version}" if sim.framework_version else " (not installed)"),
         "engine": sim.engine,
         "scheduler": spec.scheduler.name,
-        "dataset": None if size is None else f"{size.rows} rows ({size.source})",
+        "dataset": None if size is None else f"{plural(size.rows, 'row')} ({size.source})",
         "world_size": spec.world_size,
         "notes": "; ".join(spec.notes) or None,
     }
