@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
-from mldebug_cli.core.numbers import epochs, plural
+from mldebug_cli.core.numbers import epochs, noun, plural
 from mldebug_cli.schedule.arithmetic import axolotl_total_steps
 from mldebug_cli.schedule.model import Simulation
 
@@ -47,13 +47,13 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
     if plan.total_steps == by_epochs:
         return
     ends = "before" if plan.total_steps < by_epochs else "after"
-    ends = f"the run stops {ends} the requested {epochs(spec.num_epochs)} epochs, after {epochs(run_epochs)} epochs"
+    ends = f"the run stops {ends} the requested {_epochs(spec.num_epochs)}, after {_epochs(run_epochs)}"
     if spec.framework == "axolotl" and spec.max_steps <= 0:
         rounding = "floor" if spec.packing.enabled else "ceil"  # packed: rounded down, as axolotl does
         message = (
             f"axolotl passes its own step count as max_steps: {rounding}({plural(plan.train_rows, 'row')} x "
-            f"{plural(spec.num_epochs, 'epoch')} / global batch {spec.batch_size * spec.grad_accum * spec.world_size}) = "
-            f"{axolotl_total_steps(spec, plan.train_rows)}, while {plural(spec.num_epochs, 'epoch')} of "
+            f"{_epochs(spec.num_epochs)} / global batch {spec.batch_size * spec.grad_accum * spec.world_size}) = "
+            f"{axolotl_total_steps(spec, plan.train_rows)}, while {_epochs(spec.num_epochs)} of "
             f"{plural(per_epoch, 'step')} are {by_epochs}: {ends}"
         )
         where = at_key(subject, spec.key("epochs"), "num_epochs")
@@ -76,8 +76,12 @@ def _torchtune(subject: Simulation) -> Iterator[Hit]:
         message=(
             f"max_steps_per_epoch = {spec.max_steps_per_epoch} cuts every epoch to {spec.max_steps_per_epoch} of {full} "
             f"optimizer steps: each of the {int(spec.num_epochs)} epochs sees {seen:.0%} of the data "
-            f"({epochs(plan.epochs_run)} epochs of data in all)"
+            f"({_epochs(plan.epochs_run)} of data in all)"
         ),
         hint="remove max_steps_per_epoch to train on every batch",
         location=at_key(subject, spec.key("max_steps"), "max_steps_per_epoch"),
     )
+
+
+def _epochs(value: float) -> str:
+    return f"{epochs(value)} {noun(value, 'epoch')}"

@@ -10,6 +10,7 @@ from typing import Any
 
 from mldebug_cli.formats.html_parts.markup import Html, el, join, shorten
 from mldebug_cli.formats.html_parts.text_view import cut_note
+from mldebug_cli.core.numbers import plural
 
 MAX_PLACES_PER_CHECK = 100
 PLACES_OPEN = 5  # the rest of a check's places are folded away
@@ -52,7 +53,7 @@ def grouped(findings: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, An
 def render_findings(findings: list[dict[str, Any]], prefix: str, anchors: Anchors) -> Html:
     groups = grouped(findings)
     body = [_check(code, group, prefix, anchors) for code, group in groups] or [el("p", "No findings.", class_="passed")]
-    return el("section", el("h2", f"Findings ({len(findings)} in {len(groups)} checks)"), body,
+    return el("section", el("h2", f"Findings ({len(findings)} in {plural(len(groups), 'check')})"), body,
               class_="findings", id=f"{prefix}-findings")
 
 
