@@ -167,3 +167,12 @@ def test_the_space_after_inst_in_an_ollama_template_is_whitespace_not_bos_eos(tm
     assert "CT002" not in found
     assert any("only whitespace differs" in f.message for f in found["CT008"])
     assert "bos-eos" in next(f.message for f in found["CT001"] if f.location.probe == "multi-turn")  # </s> dropped
+
+
+def test_the_tool_call_probe_is_compared_for_mistral_templates():
+    """Its id is 9 alphanumeric characters, which Mistral's templates demand (the probe was skipped with
+    "Tool call IDs should be alphanumeric strings with length 9")."""
+    report = build_report(CheckTemplateOptions(train=str(NEMO), deploy=str(NEMO_MODELFILE)))
+    probe = next(p for p in report.details["probes"] if p["name"] == "tool-call")
+    assert not probe.get("skipped"), probe.get("skipped")
+    assert any(f.location.probe == "tool-call" for f in report.findings if f.code == "CT001")
