@@ -19,16 +19,23 @@ from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.locations import place
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-MAX_LOCATIONS_SHOWN = 8
+MAX_LOCATIONS_SHOWN = 2  # per check, in full; the rest as places on one line (every finding is in JSON/HTML)
+MAX_MORE_PLACES = 3
 
 
 def render(report: Report, stream: IO[str], color: bool = False) -> None:
+    """The first screen says what matters: the verdict, what was checked and the findings grouped with counts; a
+    command whose own section is long (inspect-data's rows, preflight's) shows it after them (``FINDINGS_FIRST``)."""
     console = make_console(stream, color)
     _render_context(report, console)
     details = _details_module(report.command)
+    findings_first = getattr(details, "FINDINGS_FIRST", False)
+    if findings_first:
+        _render_findings(report.findings, console)
     if details is not None:
         details.render_details(report, console)
-    _render_findings(report.findings, console)
+    if not findings_first:
+        _render_findings(report.findings, console)
     _render_verdict(report, console)
 
 
@@ -40,7 +47,10 @@ def _details_module(command: str):
 
 
 def _render_context(report: Report, console) -> None:
-    console.print(Text(f"mldebug {report.command}", style="bold"))
+    title = Text(f"mldebug {report.command}", style="bold")
+    title.append(": ")
+    title.append_text(_verdict_text(report))
+    console.print(title)
     for key, value in report.context.items():
         if value in (None, "", [], {}):
             continue
@@ -77,22 +87,26 @@ def _render_findings(findings: tuple[Finding, ...], console) -> None:
             console.print(line)
         if len(group) > MAX_LOCATIONS_SHOWN:
             rest = [place(f.location) for f in group[MAX_LOCATIONS_SHOWN:]]
-            console.print(Text(f"  … and {len(rest)} more: {'; '.join(rest[:20])}{' …' if len(rest) > 20 else ''}", style="dim"))
+            shown = "; ".join(rest[:MAX_MORE_PLACES]) + ("; …" if len(rest) > MAX_MORE_PLACES else "")
+            console.print(Text(f"  … and {len(rest)} more: {shown}", style="dim"))
         if first.hint:
             console.print(Text(f"  hint: {first.hint}", style="green"))
     console.print()
 
 
 def _render_verdict(report: Report, console) -> None:
+    console.print(_verdict_text(report))
+
+
+def _verdict_text(report: Report) -> Text:
+    """``1 error  2 warnings  in 3 checks``, or ``No findings.``"""
     counts = report.counts()
-    worst = report.worst()
-    if worst is None:
-        console.print(Text("No findings.", style="bold green"))
-        return
+    if report.worst() is None:
+        return Text("No findings.", style="bold green")
     text = Text()
     for sev in (Severity.ERROR, Severity.WARNING, Severity.INFO):
         n = counts[sev.value]
         if n:
             text.append(f"{plural(n, sev.value)}  ", style=SEVERITY_STYLE[sev])
     text.append(f"in {plural(len(_group(report.findings)), 'check')}", style="dim")
-    console.print(text)
+    return text

@@ -9,10 +9,19 @@ from rich.text import Text
 from mldebug_cli.core.numbers import count, lr, plural
 
 
+FINDINGS_FIRST = True  # the findings fit the first screen; each data section's most serious row follows
+
+
 def render_details(report, console) -> None:
+    from mldebug_cli.formats.text_inspect_data import render_row
+
     for section in report.summary.get("sections", []):
         console.print(_line(section))
     console.print()
+    for section in report.details.get("sections", []):
+        for row in section.get("rows") or []:
+            console.print(Text(f"{section['target']}: the most serious row", style="bold"))
+            render_row(row, console, False, section.get("findings") or ())
 
 
 def _line(section: dict[str, Any]) -> Text:

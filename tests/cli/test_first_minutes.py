@@ -129,3 +129,50 @@ def test_what_looks_like_a_path(tmp_path: Path, monkeypatch):
     assert looks_like_path("models/nonexistent") and looks_like_path("./x") and looks_like_path("data/train.jsonl")
     assert looks_like_path("a/b/c") and looks_like_path("~/x")
     assert not looks_like_path("Qwen/Qwen2.5-0.5B-Instruct") and not looks_like_path("gpt2")
+
+
+# ---------------------------------------------------------------- the first screen
+
+
+def _ranked_rows(tmp_path: Path) -> Path:
+    """Rows 0-3: a role the template never mentions (DS011); row 4: a prompt so long that truncation to 60 tokens
+    leaves nothing trained (DS001, all labels -100)."""
+    odd = [{"messages": [{"role": "narrator", "content": f"Scene {i}."}, {"role": "user", "content": "Go on."},
+                         {"role": "assistant", "content": "The door opens."}]} for i in range(4)]
+    long_prompt = {"messages": [{"role": "user", "content": "Describe the harbour at dawn in detail. " * 12},
+                                {"role": "assistant", "content": "Grey water, gulls, and one red boat."}]}
+    return write_jsonl(tmp_path / "ranked.jsonl", [*odd, long_prompt])
+
+
+def test_the_most_serious_rows_are_shown_first(tmp_path: Path):
+    """An all -100 row is shown before DS011 rows that come earlier in the file (was: the first flagged by index)."""
+    result = run("inspect-data", _ranked_rows(tmp_path), "-t", QWEN25, "--max-length", "60", "--train-on", "assistant",
+                 "-f", "json", "--exit-zero")
+    doc = json.loads(result.stdout)
+    codes = {f["location"].get("row"): f["code"] for f in doc["findings"] if f["code"] in ("DS001", "DS011")}
+    assert codes == {0: "DS011", 1: "DS011", 2: "DS011", 3: "DS011", 4: "DS001"}
+    assert [r["row"] for r in doc["rows"]] == [4, 0]
+
+
+def test_the_first_screen_is_the_verdict_and_findings_and_the_token_table_is_asked_for(tmp_path: Path):
+    path = _ranked_rows(tmp_path)
+    common = ("-t", QWEN25, "--max-length", "60", "--train-on", "assistant", "--color", "never", "--exit-zero")
+    out = run("inspect-data", path, *common).stdout
+    lines = out.splitlines()
+    assert lines[0] == "mldebug inspect-data: 7 errors  in 4 checks", lines[0]
+    first_row = next(i for i, line in enumerate(lines) if line.startswith("row "))
+    assert lines.index("Findings") < lines.index("Summary") < first_row <= 60
+    assert lines[first_row].startswith("row 4 ") and "DS001" in lines[first_row]
+    assert "⟦" in out and "Rendered prompt" not in out and " pos " not in out  # prompt with the labels, no table
+    for flags in (["--tokens"], ["--rows", "4"]):
+        full = run("inspect-data", path, *common, *flags)
+        assert "Rendered prompt" in full.stdout and "label" in full.stdout, flags
+
+
+def test_preflight_shows_the_findings_then_the_most_serious_row():
+    out = run("preflight", FIXTURES / "preflight" / "axolotl" / "config.yml", "--color", "never").stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("mldebug preflight: 1 error")
+    shown = next(i for i, line in enumerate(lines) if "the most serious row" in line)
+    assert lines.index("Findings") < shown and lines[shown + 1].startswith("row 17 (line 18)")  # DS010: an error
+    assert "Rendered prompt" not in out
