@@ -62,18 +62,22 @@ def build_report(
         findings=findings,
         checks_run=tuple(check.code for check in checks),
         targets=(config,),
-        context=_context(sim, size),
+        context=_context(sim, size, engine),
         summary=_summary(sim, findings),
         details=details(sim, plot_path),
     )
 
 
-def _context(sim: Simulation, size) -> dict[str, Any]:
+def _context(sim: Simulation, size, engine: str = "auto") -> dict[str, Any]:
+    from mldebug_cli.schedule.engine import BUILTIN_ENGINE, real_engine_version
+
     spec = sim.spec
+    fallback = engine == "auto" and sim.engine == BUILTIN_ENGINE and real_engine_version() is None
     return {
         "config": sim.config_path,
         "framework": spec.framework + (f" {sim.framework_version}" if sim.framework_version else " (not installed)"),
-        "engine": sim.engine,
+        "engine": sim.engine + (" (torch is not installed; pip install 'mldebug[schedule]' to run the framework's own "
+                                "schedulers)" if fallback else ""),
         "scheduler": spec.scheduler.name,
         "dataset": None if size is None else f"{plural(size.rows, 'row')} ({size.source})",
         "world_size": spec.world_size,

@@ -138,6 +138,7 @@ def test_works_without_torch():
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["engine"] == "built-in formulas"
+    assert "pip install 'mldebug[schedule]'" in doc["context"]["engine"]  # says how to run the real schedulers
     assert doc["schedule"] == as_json(*args[1:-2])["schedule"]
 
 
