@@ -97,6 +97,7 @@ def _torch_hidden_from_transformers() -> Iterator[None]:
 def _auto_tokenizer(spec: str, trust_remote_code: bool):
     """Load once per run; callers must not mutate the tokenizer (the template is kept beside it)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # "PyTorch was not found": tokenizers need none
     stay_offline()
     try:
         with _torch_hidden_from_transformers():
