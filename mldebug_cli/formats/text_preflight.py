@@ -8,7 +8,6 @@ from rich.text import Text
 
 from mldebug_cli.core.numbers import count, lr, plural
 
-
 FINDINGS_FIRST = True  # the findings fit the first screen; each data section's most serious row follows
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mldebug_cli.core.findings import Hit
-from mldebug_cli.render.chat import TemplateRenderError
 from mldebug_cli.core.numbers import plural
+from mldebug_cli.render.chat import TemplateRenderError
 
 SEVERITY = "warning"
 SUBJECT = "row"

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.schedule.arithmetic import axolotl_logging_steps, axolotl_total_steps
 from mldebug_cli.schedule.model import Simulation
-from mldebug_cli.core.numbers import plural
 
 SEVERITY = "warning"
 SUBJECT = "schedule"

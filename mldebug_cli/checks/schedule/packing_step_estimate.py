@@ -25,8 +25,8 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
-from mldebug_cli.schedule.model import Simulation
 from mldebug_cli.core.numbers import plural
+from mldebug_cli.schedule.model import Simulation
 
 SEVERITY = "warning"
 SUBJECT = "schedule"

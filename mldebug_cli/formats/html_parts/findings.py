@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.html_parts.markup import Html, el, join, shorten
 from mldebug_cli.formats.html_parts.text_view import cut_note
-from mldebug_cli.core.numbers import plural
 
 MAX_PLACES_PER_CHECK = 100
 PLACES_OPEN = 5  # the rest of a check's places are folded away

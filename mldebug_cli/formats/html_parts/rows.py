@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.html_parts import svg
 from mldebug_cli.formats.html_parts.findings import SEVERITY_ORDER, Anchors, badges
 from mldebug_cli.formats.html_parts.markup import Html, clip, el, facts_list, join, void
 from mldebug_cli.formats.html_parts.text_view import cut_note, highlighted, visible
-from mldebug_cli.core.numbers import plural
 
 NAV = (("summary", "Summary"), ("rows", "Rows"))
 IGNORE_INDEX = -100
