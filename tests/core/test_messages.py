@@ -214,3 +214,39 @@ def test_preflight_words_and_numbers_and_where_the_row_count_came_from():
         assert problems(text) == [], where
     assert "--num-rows" not in words["html"] and "--num-rows" not in words["text"]
     assert "rows of the config's datasets" in words["html"]
+
+
+@pytest.mark.parametrize(("train", "deploy"), [
+    (NEMO, FIXTURES / "modelfiles" / "mistral-nemo-inst-space.Modelfile"),
+    (QWEN3, FIXTURES / "deploy" / "qwen3-chatml-system.Modelfile"),
+    (QWEN3, FIXTURES / "deploy" / "qwen3-chatml-no-stop.Modelfile"),
+    (QWEN25, FIXTURES / "deploy" / "qwen3-chatml-system.Modelfile"),
+])
+def test_check_template_words_and_numbers(train, deploy):
+    from mldebug_cli.pipelines.template_check import CheckTemplateOptions, build_report
+
+    report = build_report(CheckTemplateOptions(train=str(train), deploy=str(deploy)))
+    assert report.findings
+    for where, text in rendered(report).items():
+        assert problems(text) == [], where
+
+
+def test_the_number_formatter():
+    from mldebug_cli.core.numbers import epochs, lr, number, percent, plural
+
+    assert [lr(7.612046748871327e-06), lr(4.9000000000000005e-06), lr(0.0002), lr(0.0)] == \
+        ["7.612e-06", "4.9e-06", "0.0002", "0"]
+    assert [epochs(2.5333333333333333), epochs(2.997), epochs(3.0), epochs(1.5)] == ["2.53", "2.997", "3", "1.5"]
+    assert [plural(1, "row"), plural(2, "row"), plural(12000, "token"), plural(1, "tool definition"),
+            plural(3, "tool definition"), plural(2, "micro-batch", "micro-batches"), plural(2, "epoch")] == \
+        ["1 row", "2 rows", "12,000 tokens", "1 tool definition", "3 tool definitions", "2 micro-batches", "2 epochs"]
+    assert [number(10.0), number(2.5333333), number(1234567)] == ["10", "2.533", "1,234,567"]
+    assert [percent(0.154), percent(0.0004), percent(0.739)] == ["15.4%", "0.04%", "73.9%"]
+
+
+def test_html_cut_notes_agree_with_their_count():
+    from mldebug_cli.formats.html_parts.text_view import cut_note
+
+    assert problems(visible_html(cut_note("rows", 1))) == [] and "1 more row not shown" in cut_note("rows", 1)
+    assert "1 more token of this row" in cut_note("tokens of this row", 1)
+    assert "3 more places" in cut_note("places", 3)

@@ -60,9 +60,8 @@ def render_findings(findings: list[dict[str, Any]], prefix: str, anchors: Anchor
 def _check(code: str, group: list[dict[str, Any]], prefix: str, anchors: Anchors) -> Html:
     first = group[0]
     doc = explanation(code)
-    places = "place" if len(group) == 1 else "places"
     heading = el("h3", el("span", first["severity"], class_="sev"), " ", el("code", code), " ", first["name"],
-                 " ", el("span", f"({len(group)} {places})", class_="meta"))
+                 " ", el("span", f"({plural(len(group), 'place')})", class_="meta"))
     return el(
         "section",
         heading,
@@ -83,7 +82,7 @@ def _places(group: list[dict[str, Any]], anchors: Anchors) -> Html:
     folded = items[PLACES_OPEN:]
     return join([
         el("ul", items[:PLACES_OPEN], class_="where"),
-        el("details", el("summary", f"{len(folded)} more places"), el("ul", folded, class_="where")) if folded else None,
+        el("details", el("summary", f"{plural(len(folded), 'more place')}"), el("ul", folded, class_="where")) if folded else None,
         cut_note("places", len(group) - MAX_PLACES_PER_CHECK, " (every place is in --output-format json)"),
     ])
 
