@@ -176,3 +176,26 @@ def test_preflight_shows_the_findings_then_the_most_serious_row():
     shown = next(i for i, line in enumerate(lines) if "the most serious row" in line)
     assert lines.index("Findings") < shown and lines[shown + 1].startswith("row 17 (line 18)")  # DS010: an error
     assert "Rendered prompt" not in out
+
+
+def test_a_cached_hub_id_loads_offline(tmp_path: Path):
+    """The local cache is still used: a hub id whose snapshot is there loads without the network (a child process:
+    transformers reads the cache folder once, at import)."""
+    import shutil
+    import subprocess
+    import sys
+
+    cache = tmp_path / "hub"
+    repo = cache / "models--mldebug-tests--qwen-copy"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    shutil.copytree(QWEN25, snapshot)
+    (snapshot / "config.json").write_text('{"model_type": "qwen2"}', encoding="utf-8")  # a hub repo has one
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("MLDEBUG_ONLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+    env.update(HF_HUB_CACHE=str(cache), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-m", "mldebug_cli", "inspect-data", str(_chat(tmp_path)), "-t",
+                           "mldebug-tests/qwen-copy", "-f", "json", "--exit-zero"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["context"]["tokenizer"] == "mldebug-tests/qwen-copy"
