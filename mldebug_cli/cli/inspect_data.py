@@ -49,7 +49,13 @@ def inspect_data(
     online: bool = OnlineOpt,
 ) -> None:
     """Show every token with its label, and check the rows for masking, BOS/EOS and truncation defects."""
-    from mldebug_cli.cli.common import errors_exit, run_report
+    from mldebug_cli.cli.common import errors_exit, resolve_output_format, run_report
+    from mldebug_cli.formats import check_format
+    from mldebug_cli.sources.hub import require_local_or_cached
+
+    with errors_exit():  # flags and names first: a typo fails before the pipeline and its libraries load
+        check_format(resolve_output_format(output_format))
+        require_local_or_cached(tokenizer, "tokenizer")
     from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 
     with errors_exit():
