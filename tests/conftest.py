@@ -12,6 +12,13 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.pop("GITHUB_ACTIONS", None)
 
+from hypothesis import settings  # noqa: E402
+
+# A user's CI runner is a busy machine: no property test has a wall-clock deadline (each @settings may add its own
+# limits on examples, never a deadline).
+settings.register_profile("mldebug", deadline=None)
+settings.load_profile("mldebug")
+
 from support import ALPACA, CORPUS, GLAIVE, HAVE_CORPUS, PHI3_DEPLOY, ROOT, needs_corpus  # noqa: E402  (after the environment is set)
 
 

@@ -11,6 +11,7 @@ from mldebug_cli.cli.common import (
     ExitZeroOpt,
     FailOn,
     IgnoreOpt,
+    OnlineOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
@@ -37,6 +38,7 @@ def check_template(
     ignore: list[str] | None = IgnoreOpt,
     color=ColorOpt,
     exit_zero: bool = ExitZeroOpt,
+    online: bool = OnlineOpt,
 ) -> None:
     """Render probe conversations through the training and the deployment template and diff text and tokens."""
     from mldebug_cli.cli.common import errors_exit, run_report

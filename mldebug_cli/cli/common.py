@@ -99,6 +99,18 @@ IgnoreOpt = typer.Option(
     help="Skip these checks (codes, prefixes or names; repeatable or comma-separated; replaces the config's ignore).",
 )
 ColorOpt = typer.Option(Color.auto, "--color", help="Colour in the text report; NO_COLOR is honoured.")
+def _online(value: bool) -> bool:
+    if value:
+        from mldebug_cli.sources.hub import go_online
+
+        go_online()
+    return value
+
+
+OnlineOpt = typer.Option(
+    False, "--online", callback=_online,
+    help="Let transformers/datasets download what is not in the local cache (default: offline; or MLDEBUG_ONLINE=1).",
+)
 ExitZeroOpt = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings (errors reading input still exit 2).")
 _VERSION_HELP = "The {} version the run uses (default: mldebug.toml [versions], a requirements.txt/lockfile beside the config, else the installed one)."
 TransformersVersionOpt = typer.Option(None, "--transformers-version", help=_VERSION_HELP.format("transformers"))
@@ -158,9 +170,21 @@ def errors_exit() -> Iterator[None]:
         yield
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
+    except BrokenPipeError:  # `mldebug ... | head`: the reader has what it wanted
+        close_broken_pipe()
+        raise typer.Exit(ExitCode.CLEAN) from None
     except Exception as exc:  # the one top-level handler: never a traceback without --debug
         print_error(exc)
         raise typer.Exit(ExitCode.CANNOT_RUN) from None
+
+
+def close_broken_pipe() -> None:
+    """After the reader of stdout went away: point stdout at /dev/null so the exit flush raises nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (a test runner's stream)
+        pass
 
 
 def resolve_output_format(name: str) -> str:
@@ -174,14 +198,16 @@ def run_report(build: Callable[[], Report], opts: OutputOptions) -> None:
     """Build the report, apply the configured severities, write it, exit with the code it implies."""
     from mldebug_cli.core import config
     from mldebug_cli.core.console import use_color
-    from mldebug_cli.formats import render_report
+    from mldebug_cli.formats import check_format, render_report
 
     with errors_exit():
         output_format = resolve_output_format(opts.output_format)
+        check_format(output_format)  # a flag that cannot work fails before anything heavy loads
         report = config.load().apply(build())
         if opts.output is not None:
             with open(opts.output, "w", encoding="utf-8") as stream:
                 render_report(report, output_format, stream, color=False)
+            sys.stderr.write(f"{output_format} report written to {opts.output}\n")
         else:
             color = output_format == "text" and use_color(opts.color.value, sys.stdout)
             render_report(report, output_format, sys.stdout, color=color)

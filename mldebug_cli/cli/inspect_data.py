@@ -12,6 +12,7 @@ from mldebug_cli.cli.common import (
     ExitZeroOpt,
     FailOnOpt,
     IgnoreOpt,
+    OnlineOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
@@ -32,7 +33,9 @@ def inspect_data(
     rows: str | None = typer.Option(None, "--rows", help="Check and show these rows, e.g. 3,10-12 (0-based)."),
     sample: int | None = typer.Option(None, "--sample", help="Check N rows evenly spaced over the dataset (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row."),
-    show: int = typer.Option(2, "--show", help="How many rows to show in full when --rows is not given."),
+    show: int = typer.Option(2, "--show", help="How many rows to show when --rows is not given (the most serious first)."),
+    tokens: bool = typer.Option(False, "--tokens", help="Add the per-token table (id, piece, label) to each shown row "
+                                "(always with --rows; JSON and HTML have every token)."),
     workers: int | None = typer.Option(None, "--workers", help="Processes for large runs (default: one per core)."),
     split: str | None = typer.Option(None, "--split", help="Split of a hub or save_to_disk dataset."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder (off by default)."),
@@ -43,9 +46,16 @@ def inspect_data(
     ignore: list[str] | None = IgnoreOpt,
     color=ColorOpt,
     exit_zero: bool = ExitZeroOpt,
+    online: bool = OnlineOpt,
 ) -> None:
     """Show every token with its label, and check the rows for masking, BOS/EOS and truncation defects."""
-    from mldebug_cli.cli.common import errors_exit, run_report
+    from mldebug_cli.cli.common import errors_exit, resolve_output_format, run_report
+    from mldebug_cli.formats import check_format
+    from mldebug_cli.sources.hub import require_local_or_cached
+
+    with errors_exit():  # flags and names first: a typo fails before the pipeline and its libraries load
+        check_format(resolve_output_format(output_format))
+        require_local_or_cached(tokenizer, "tokenizer")
     from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 
     with errors_exit():
@@ -61,6 +71,7 @@ def inspect_data(
             sample=sample,
             all_rows=all_rows,
             show=show,
+            token_table=tokens,
             select=tuple(split_list(select)),
             ignore=tuple(split_list(ignore)),
             split=split,

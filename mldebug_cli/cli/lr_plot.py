@@ -13,6 +13,7 @@ from mldebug_cli.cli.common import (
     FailOnOpt,
     IgnoreOpt,
     LlamaFactoryVersionOpt,
+    OnlineOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
@@ -53,6 +54,7 @@ def lr_plot(
     ignore: list[str] | None = IgnoreOpt,
     color=ColorOpt,
     exit_zero: bool = ExitZeroOpt,
+    online: bool = OnlineOpt,
 ) -> None:
     """Simulate the LR schedule of a fine-tuning config and check it (LR001-LR015)."""
     from mldebug_cli.pipelines.schedule import build_report

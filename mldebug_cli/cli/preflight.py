@@ -15,6 +15,7 @@ from mldebug_cli.cli.common import (
     FailOnOpt,
     IgnoreOpt,
     LlamaFactoryVersionOpt,
+    OnlineOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
@@ -49,6 +50,7 @@ def preflight(
     ignore: list[str] | None = IgnoreOpt,
     color=ColorOpt,
     exit_zero: bool = ExitZeroOpt,
+    online: bool = OnlineOpt,
 ) -> None:
     """Run the data, schedule and template checks a training config implies; exit 1 on findings."""
     from mldebug_cli.cli.common import run_report

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from mldebug_cli.cli.common import errors_exit
+from mldebug_cli.cli.common import OnlineOpt, errors_exit
 
 _FORMATS = ("text", "json")
 
@@ -31,6 +31,7 @@ def render(
     output_format: str = typer.Option("text", "--output-format", "-f", help="text (the prompt only) or json."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write to FILE instead of stdout."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder."),
+    online: bool = OnlineOpt,
 ) -> None:
     """Render a conversation as transformers, llama.cpp, Ollama or TGI would, to diff engines against each other."""
     from mldebug_cli.core.errors import UsageError
@@ -57,6 +58,7 @@ def render(
         text = rendered.prompt if output_format == "text" else json.dumps(rendered.as_dict(), ensure_ascii=False) + "\n"
         if output is not None:
             output.write_text(text, encoding="utf-8")
+            sys.stderr.write(f"prompt written to {output}\n")
         else:
             sys.stdout.write(text)
             sys.stdout.flush()

@@ -137,10 +137,25 @@ def lookup(handle: str) -> CheckRef:
     for ref in REGISTRY:
         if wanted in (ref.code.lower(), ref.name):
             return ref
+    close = similar_checks(wanted)
     raise UsageError(
-        f"unknown check {handle!r}",
+        f"unknown check {handle!r}" + (f"; did you mean: {', '.join(close)}?" if close else ""),
         hint="`mldebug explain --all` lists every check with its code and name",
     )
+
+
+def similar_checks(wanted: str, limit: int = 3) -> list[str]:
+    """Names of the checks a partial or misspelled handle most likely means (``eos`` -> ``eos-mismatch``, ...)."""
+    import difflib
+
+    wanted = wanted.strip().lower()
+    if not wanted:
+        return []
+    names = [ref.name for ref in REGISTRY]
+    partial = [name for name in names if wanted in name]
+    spelled = difflib.get_close_matches(wanted, names, n=limit, cutoff=0.6)
+    codes = difflib.get_close_matches(wanted.upper(), [ref.code for ref in REGISTRY], n=limit, cutoff=0.8)
+    return list(dict.fromkeys(partial + spelled + codes))[:limit]
 
 
 def _matches(selector: str, ref: CheckRef) -> bool:

@@ -24,9 +24,15 @@ FORMATS: dict[str, str] = {
 }
 
 
-def render_report(report: Report, fmt: str, stream: IO[str], color: bool = False) -> None:
+def check_format(fmt: str) -> str:
+    """The module name of format ``fmt``; a one-line usage error for an unknown one."""
     module_name = FORMATS.get(fmt)
     if module_name is None:
         raise UsageError(f"--output-format: unknown format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
+    return module_name
+
+
+def render_report(report: Report, fmt: str, stream: IO[str], color: bool = False) -> None:
+    module_name = check_format(fmt)
     module = importlib.import_module(f"mldebug_cli.formats.{module_name}")
     module.render(report, stream, color)

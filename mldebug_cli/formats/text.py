@@ -15,19 +15,27 @@ from rich.text import Text
 
 from mldebug_cli.core.console import make_console
 from mldebug_cli.core.findings import Finding, Report, Severity
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.locations import place
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-MAX_LOCATIONS_SHOWN = 8
+MAX_LOCATIONS_SHOWN = 2  # per check, in full; the rest as places on one line (every finding is in JSON/HTML)
+MAX_MORE_PLACES = 3
 
 
 def render(report: Report, stream: IO[str], color: bool = False) -> None:
+    """The first screen says what matters: the verdict, what was checked and the findings grouped with counts; a
+    command whose own section is long (inspect-data's rows, preflight's) shows it after them (``FINDINGS_FIRST``)."""
     console = make_console(stream, color)
     _render_context(report, console)
     details = _details_module(report.command)
+    findings_first = getattr(details, "FINDINGS_FIRST", False)
+    if findings_first:
+        _render_findings(report.findings, console)
     if details is not None:
         details.render_details(report, console)
-    _render_findings(report.findings, console)
+    if not findings_first:
+        _render_findings(report.findings, console)
     _render_verdict(report, console)
 
 
@@ -39,7 +47,10 @@ def _details_module(command: str):
 
 
 def _render_context(report: Report, console) -> None:
-    console.print(Text(f"mldebug {report.command}", style="bold"))
+    title = Text(f"mldebug {report.command}", style="bold")
+    title.append(": ")
+    title.append_text(_verdict_text(report))
+    console.print(title)
     for key, value in report.context.items():
         if value in (None, "", [], {}):
             continue
@@ -65,7 +76,7 @@ def _render_findings(findings: tuple[Finding, ...], console) -> None:
         head = Text(f"{first.severity.value:<7} ", style=SEVERITY_STYLE[first.severity])
         head.append(f"{code} {first.name}", style="bold")
         if len(group) > 1 or first.location.row is not None:
-            head.append(f"  ({len(group)} {'place' if len(group) == 1 else 'places'})", style="dim")
+            head.append(f"  ({plural(len(group), 'place')})", style="dim")
         console.print(head)
         for f in group[:MAX_LOCATIONS_SHOWN]:
             where = place(f.location)
@@ -76,22 +87,26 @@ def _render_findings(findings: tuple[Finding, ...], console) -> None:
             console.print(line)
         if len(group) > MAX_LOCATIONS_SHOWN:
             rest = [place(f.location) for f in group[MAX_LOCATIONS_SHOWN:]]
-            console.print(Text(f"  … and {len(rest)} more: {'; '.join(rest[:20])}{' …' if len(rest) > 20 else ''}", style="dim"))
+            shown = "; ".join(rest[:MAX_MORE_PLACES]) + ("; …" if len(rest) > MAX_MORE_PLACES else "")
+            console.print(Text(f"  … and {len(rest)} more: {shown}", style="dim"))
         if first.hint:
             console.print(Text(f"  hint: {first.hint}", style="green"))
     console.print()
 
 
 def _render_verdict(report: Report, console) -> None:
+    console.print(_verdict_text(report))
+
+
+def _verdict_text(report: Report) -> Text:
+    """``1 error  2 warnings  in 3 checks``, or ``No findings.``"""
     counts = report.counts()
-    worst = report.worst()
-    if worst is None:
-        console.print(Text("No findings.", style="bold green"))
-        return
+    if report.worst() is None:
+        return Text("No findings.", style="bold green")
     text = Text()
     for sev in (Severity.ERROR, Severity.WARNING, Severity.INFO):
         n = counts[sev.value]
         if n:
-            text.append(f"{n} {sev.value}{'s' if n != 1 else ''}  ", style=SEVERITY_STYLE[sev])
-    text.append(f"in {len(_group(report.findings))} checks", style="dim")
-    console.print(text)
+            text.append(f"{plural(n, sev.value)}  ", style=SEVERITY_STYLE[sev])
+    text.append(f"in {plural(len(_group(report.findings)), 'check')}", style="dim")
+    return text

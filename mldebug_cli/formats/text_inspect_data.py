@@ -7,6 +7,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from mldebug_cli.core.numbers import count, percent, plural
+
 IGNORE_INDEX = -100
 TRAINED_STYLE = "bold green"
 MASKED_STYLE = "dim"
@@ -15,10 +17,21 @@ COMPACT_LIMIT = 4000  # tokens in the coloured text view; the JSON report has ev
 PROMPT_LIMIT = 20_000  # characters of the rendered prompt shown
 
 
+FINDINGS_FIRST = True  # the findings fit the first screen; the rows (long) follow them
+
+
 def render_details(report, console) -> None:
-    for row in report.details.get("rows", []):
-        _render_row(row, console)
+    """The summary, then the shown rows, most serious first: each as its prompt with the trained text marked;
+    the rendered prompt and the per-token table only when asked (--tokens, or --rows)."""
     _render_summary(report.summary, console)
+    full = bool(report.details.get("token_table"))
+    rows = report.details.get("rows", [])
+    for row in rows:
+        render_row(row, console, full, report.findings)
+    if rows and not full:
+        console.print(Text("  --tokens adds each row's rendered prompt and per-token table; -f html or -f json has "
+                           "every token", style="dim"))
+        console.print()
 
 
 def visible(text: str) -> str:
@@ -28,33 +41,53 @@ def visible(text: str) -> str:
     return "↵\n".join(shown)
 
 
-def _render_row(row: dict[str, Any], console) -> None:
+def render_row(row: dict[str, Any], console, full: bool, findings=()) -> None:
+    """One shown row: a header naming its checks, the prompt with the trained text marked; with ``full`` also the
+    rendered prompt and the per-token table. ``findings`` are Finding objects or their JSON dicts."""
     head = Text(f"row {row['row']}", style="bold")
     if row.get("line") is not None:
         head.append(f" (line {row['line']})")
     ids, labels = row.get("input_ids", []), row.get("labels", [])
     trained = sum(1 for label in labels if label != IGNORE_INDEX)
-    head.append(f" · {len(ids)} tokens · {trained} trained", style="dim")
+    head.append(f" · {plural(len(ids), 'token')} · {count(trained)} trained", style="dim")
     if row.get("masking"):
         head.append(f" · masking: {row['masking']}", style="dim")
     if row.get("truncated_from"):
         head.append(f" · truncated from {row['truncated_from']}", style="yellow")
+    codes = _codes_of_row(findings, row["row"])
+    if codes:
+        head.append(f" · {', '.join(codes)}", style="yellow")
     console.rule(head, align="left")
     if row.get("error"):
         console.print(Text(f"  not rendered: {row['error']}", style="red"))
         return
-    console.print(Text("Rendered prompt", style="underline"))
-    prompt = row["prompt"]
-    shown = Text(visible(prompt[:PROMPT_LIMIT]))
-    if len(prompt) > PROMPT_LIMIT:
-        shown.append(f" … {len(prompt) - PROMPT_LIMIT:,} more characters", style="dim")
-    console.print(shown)
-    console.print()
-    console.print(Text("Tokens (trained in green, masked dim)" if console.color_system else
-                       "Tokens (trained text between ⟦ ⟧)", style="underline"))
+    if full:
+        console.print(Text("Rendered prompt", style="underline"))
+        prompt = row["prompt"]
+        shown = Text(visible(prompt[:PROMPT_LIMIT]))
+        if len(prompt) > PROMPT_LIMIT:
+            shown.append(f" … {len(prompt) - PROMPT_LIMIT:,} more characters", style="dim")
+        console.print(shown)
+        console.print()
+    console.print(Text("Prompt, trained in green, masked dim" if console.color_system else
+                       "Prompt, trained text between ⟦ ⟧", style="underline"))
     console.print(_compact(row, bool(console.color_system)))
     console.print()
-    console.print(_table(row))
+    if full:
+        console.print(_table(row))
+        console.print()
+
+
+def _codes_of_row(findings, index: int) -> list[str]:
+    """The checks that flagged row ``index``, most severe first."""
+    ranked: dict[str, int] = {}
+    for f in findings:
+        location = f["location"] if isinstance(f, dict) else f.location.as_dict()
+        if location.get("row") == index:
+            code = f["code"] if isinstance(f, dict) else f.code
+            severity = f["severity"] if isinstance(f, dict) else f.severity.value
+            ranked[code] = max(ranked.get(code, 0), {"error": 2, "warning": 1}.get(severity, 0))
+    return sorted(ranked, key=lambda c: (-ranked[c], c))
 
 
 def _compact(row: dict[str, Any], color: bool) -> Text:
@@ -100,22 +133,21 @@ def _table(row: dict[str, Any]) -> Table:
 def _render_summary(summary: dict[str, Any], console) -> None:
     if not summary:
         return
-    console.print()
     console.print(Text("Summary", style="bold underline"))
     tokens = summary.get("tokens", 0)
-    line = Text(f"  {summary.get('rows_checked')} rows checked of {summary.get('rows')}")
+    line = Text(f"  {count(summary.get('rows_checked') or 0)} of {plural(summary.get('rows') or 0, 'row')} checked")
     if summary.get("rows_failed"):
         line.append(f", {summary['rows_failed']} could not be rendered", style="red")
     console.print(line)
-    console.print(Text(f"  {tokens:,} tokens, {summary.get('trainable_tokens', 0):,} trained"
-                       f" ({100 * summary.get('trainable_fraction', 0):.1f}%)"))
+    console.print(Text(f"  {plural(tokens, 'token')}, {count(summary.get('trainable_tokens', 0))} trained"
+                       f" ({percent(summary.get('trainable_fraction', 0))})"))
     pct = summary.get("length_percentiles") or {}
     if pct:
         against = f" against max length {summary['max_length']}" if summary.get("max_length") else ""
         console.print(Text(f"  length p50 {pct['p50']}, p90 {pct['p90']}, p99 {pct['p99']}, max {pct['max']}{against}"))
     if summary.get("max_length"):
-        console.print(Text(f"  {summary.get('rows_truncated', 0)} rows truncated"))
+        console.print(Text(f"  {plural(summary.get('rows_truncated', 0), 'row')} truncated"))
     if summary.get("rows_dropped"):
-        console.print(Text(f"  {summary['rows_dropped']} rows dropped by the trainer (their tokens are not counted above)",
-                           style="yellow"))
+        console.print(Text(f"  {plural(summary['rows_dropped'], 'row')} dropped by the trainer (their tokens are not "
+                           "counted above)", style="yellow"))
     console.print()

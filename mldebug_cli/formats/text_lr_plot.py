@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mldebug_cli.core.findings import Report
+from mldebug_cli.formats.schedule_facts import epochs_run, lr_or_none, scheduler, total_steps
 
 CHART_HEIGHT = 18
 MAX_CHART_WIDTH = 110
@@ -33,22 +34,22 @@ def _key_numbers(details: dict[str, Any]) -> Table:
     schedule = details.get("schedule") or []
     rows = [
         ("engine", details.get("engine")),
-        ("scheduler", _scheduler(details)),
-        ("learning rate", _lr(details.get("learning_rate"))),
+        ("scheduler", scheduler(details) or "?"),
+        ("learning rate", lr_or_none(details.get("learning_rate"))),
         ("training rows", details.get("train_rows")),
         ("micro-batches / epoch / process", details.get("micro_batches_per_epoch")),
         ("gradient accumulation", details.get("gradient_accumulation_steps")),
         ("optimizer steps / epoch", details.get("optimizer_steps_per_epoch")),
-        ("total optimizer steps (T)", _total(details)),
+        ("total optimizer steps (T)", total_steps(details)),
         ("warmup steps (W)", details.get("warmup_steps")),
-        ("epochs run", _epochs(details)),
+        ("epochs run", epochs_run(details)),
     ]
     if schedule:
         peak = max(schedule, key=lambda p: p["lr"])
         rows += [
-            ("LR at step 1", _lr(schedule[0]["lr"])),
-            ("peak LR", f"{_lr(peak['lr'])} at step {peak['step']}"),
-            ("final LR", f"{_lr(schedule[-1]['lr'])} at step {schedule[-1]['step']}"),
+            ("LR at step 1", lr_or_none(schedule[0]["lr"])),
+            ("peak LR", f"{lr_or_none(peak['lr'])} at step {peak['step']}"),
+            ("final LR", f"{lr_or_none(schedule[-1]['lr'])} at step {schedule[-1]['step']}"),
         ]
     if details.get("scheduler_error"):
         rows.append(("scheduler error", details["scheduler_error"]))
@@ -124,8 +125,8 @@ def _ticks(last: int) -> list[int]:
 def _legend(details: dict[str, Any]) -> str:
     schedule = details["schedule"]
     peak = max(schedule, key=lambda p: p["lr"])
-    parts = [f"P peak {_lr(peak['lr'])} (step {peak['step']})",
-             f"F final {_lr(schedule[-1]['lr'])} (step {schedule[-1]['step']})"]
+    parts = [f"P peak {lr_or_none(peak['lr'])} (step {peak['step']})",
+             f"F final {lr_or_none(schedule[-1]['lr'])} (step {schedule[-1]['step']})"]
     warmup_end = _warmup_end(details)
     if warmup_end is not None:
         micro_batch = schedule[min(warmup_end, len(schedule)) - 1]["micro_batch"]
@@ -133,30 +134,3 @@ def _legend(details: dict[str, Any]) -> str:
     if details.get("overlay"):
         parts.append("o logged LR (trainer state)")
     return "  ".join(parts)
-
-
-def _scheduler(details: dict[str, Any]) -> str:
-    kwargs = details.get("scheduler_kwargs") or {}
-    shown = ", ".join(f"{k}={v}" for k, v in kwargs.items())
-    return details.get("scheduler", "?") + (f" ({shown})" if shown else "")
-
-
-def _total(details: dict[str, Any]) -> str:
-    total = details.get("total_optimizer_steps")
-    span = details.get("total_optimizer_steps_range")
-    if span:
-        low = "?" if span[0] is None else span[0]
-        return f"{total} (packing estimate: {low}-{span[1]})"
-    run = details.get("optimizer_steps_run")
-    return f"{total}" + (f" ({run} run)" if run is not None and run != total else "")
-
-
-def _epochs(details: dict[str, Any]) -> str | None:
-    run, asked = details.get("epochs"), details.get("epochs_requested")
-    if run is None:
-        return None
-    return f"{run:.4g} (requested {asked:g})" if asked is not None and abs(run - asked) > 1e-9 else f"{run:.4g}"
-
-
-def _lr(value: float | None) -> str | None:
-    return None if value is None else f"{value:.4g}"

@@ -6,11 +6,21 @@ from typing import Any
 
 from rich.text import Text
 
+from mldebug_cli.core.numbers import count, lr, plural
+
+FINDINGS_FIRST = True  # the findings fit the first screen; each data section's most serious row follows
+
 
 def render_details(report, console) -> None:
+    from mldebug_cli.formats.text_inspect_data import render_row
+
     for section in report.summary.get("sections", []):
         console.print(_line(section))
     console.print()
+    for section in report.details.get("sections", []):
+        for row in section.get("rows") or []:
+            console.print(Text(f"{section['target']}: the most serious row", style="bold"))
+            render_row(row, console, False, section.get("findings") or ())
 
 
 def _line(section: dict[str, Any]) -> Text:
@@ -18,8 +28,8 @@ def _line(section: dict[str, Any]) -> Text:
     text = Text(f"{_LABELS.get(command, command):<9}", style="bold")
     text.append(f"{target}: ")
     text.append(_describe(command, section))
-    count = section.get("findings", 0)
-    text.append(f"  ({count} finding{'s' if count != 1 else ''})" if count else "  (clean)", style="yellow" if count else "green")
+    found = section.get("findings", 0)
+    text.append(f"  ({plural(found, 'finding')})" if found else "  (clean)", style="yellow" if found else "green")
     return text
 
 
@@ -30,12 +40,13 @@ def _describe(command: str, s: dict[str, Any]) -> str:
     if command == "inspect-data":
         pct = s.get("length_percentiles") or {}
         length = f", length p99 {pct.get('p99')} / max {pct.get('max')} against {s.get('max_length')}" if pct else ""
-        return (f"{s.get('rows_checked')} of {s.get('rows')} rows, {s.get('tokens', 0):,} tokens,"
+        return (f"{count(s.get('rows_checked') or 0)} of {plural(s.get('rows') or 0, 'row')}, {plural(s.get('tokens', 0), 'token')},"
                 f" {100 * s.get('trainable_fraction', 0):.0f}% trained{length}, {s.get('rows_truncated', 0)} truncated")
     if command == "lr-plot":
-        return (f"{s.get('total_optimizer_steps')} optimizer steps, warmup {s.get('warmup_steps')},"
-                f" peak LR {s.get('peak_lr')}, final LR {s.get('final_lr')}")
+        peak, final = s.get("peak_lr"), s.get("final_lr")
+        return (f"{plural(s.get('total_optimizer_steps') or 0, 'optimizer step')}, warmup {s.get('warmup_steps')},"
+                f" peak LR {'?' if peak is None else lr(peak)}, final LR {'?' if final is None else lr(final)}")
     if command == "check-template":
         compared, identical = s.get("compared", 0), s.get("identical", 0)
-        return f"{compared} probe conversations compared, {compared - identical} differ"
+        return f"{plural(compared, 'probe conversation')} compared, {compared - identical} differ"
     return ""

@@ -22,6 +22,7 @@ from mldebug_cli.render.masking import TRAIN_ON, ShapeCache, layout_chat, layout
 from mldebug_cli.render.probe import probe_template
 from mldebug_cli.render.truncation import truncate
 from mldebug_cli.sources.dataset import DatasetSource, Record
+from mldebug_cli.sources.hub import require_local_or_cached
 from mldebug_cli.sources.row_formats import (
     ROW_FORMATS,
     Chat,
@@ -57,6 +58,7 @@ class InspectOptions:
     sample: int | None = None
     all_rows: bool = False
     show: int = DEFAULT_SHOWN
+    token_table: bool = False  # the text view's per-token table (always with --rows); JSON and HTML have every token
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     split: str | None = None
@@ -67,6 +69,7 @@ class InspectOptions:
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
     _validate(options)
+    require_local_or_cached(options.tokenizer, "tokenizer")  # a typo fails at once, before the dataset is read
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
     source = DatasetSource(options.dataset, options.split)
     total = len(source)
@@ -109,7 +112,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         targets=(source.display,),
         context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers),
         summary=stats.summary(total, findings),
-        details={"rows": [_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)]},
+        details={"rows": [_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)],
+                 "token_table": options.token_table or bool(options.rows)},
     )
 
 
@@ -119,6 +123,35 @@ class _View:
     flagged: bool  # the row has an error or warning finding
     ok: bool  # the row was rendered
     view: dict[str, Any]
+    seriousness: tuple[int, int, int] = (0, 0, 0)  # larger first: see _seriousness
+
+
+def _seriousness(findings: list[Finding]) -> tuple[int, int, int]:
+    """How serious a row's findings are: the worst severity, then the lowest code at that severity (the catalogue
+    puts the most basic failures first: DS001, nothing trained, before DS011), then how many findings."""
+    if not findings:
+        return (0, 0, 0)
+    worst = max(f.severity.rank for f in findings)
+    lowest = min(int(f.code[2:]) if f.code[2:].isdigit() else 999 for f in findings if f.severity.rank == worst)
+    return (worst, -lowest, len(findings))
+
+
+def _worst_code(view: _View) -> int:
+    return -view.seriousness[1]
+
+
+def _most_serious(views: list[_View], limit: int) -> list[_View]:
+    """The ``limit`` most serious flagged views, one per worst check first (so four DS011 rows do not hide a DS001
+    row), then by seriousness; ties by row order."""
+    ranked = sorted(views, key=lambda v: (tuple(-x for x in v.seriousness), v.row))
+    chosen: list[_View] = []
+    seen: set[int] = set()
+    for view in ranked:
+        if len(chosen) < limit and _worst_code(view) not in seen:
+            chosen.append(view)
+            seen.add(_worst_code(view))
+    chosen += [v for v in ranked if all(v is not c for c in chosen)][: limit - len(chosen)]
+    return sorted(chosen, key=lambda v: (tuple(-x for x in v.seriousness), v.row))
 
 
 @dataclass
@@ -145,20 +178,25 @@ class _RowEngine:
     def process(self, batch: list[Record]) -> _BatchResult:
         rows = _process(batch, self.detection, self.setup, self.renderer, self.locator, self.tokenizer, self.path)
         result = _BatchResult([], _Stats(self.setup.max_length), [])
-        shown_ok = shown_flagged = 0
+        shown_ok = 0
+        candidates: list[tuple[_View, Any]] = []  # flagged rows: the most serious are kept, their views built last
         for row in rows:
             row_findings = [f for c in self.row_checks for f in c.findings(row, self.setup)]
             result.findings.extend(row_findings)
             result.stats.add(row)
             flagged = any(f.severity.rank >= 1 for f in row_findings)
+            seriousness = _seriousness(row_findings)
             if self.wanted is not None:
-                keep = row.index in self.wanted
-            else:
-                keep = (flagged and shown_flagged < self.show) or (row.ok and shown_ok < self.show)
-            if keep:
-                shown_flagged += flagged
-                shown_ok += row.ok
-                result.views.append(_View(row.index, flagged, row.ok, _row_view(row)))
+                if row.index in self.wanted:
+                    result.views.append(_View(row.index, flagged, row.ok, _row_view(row), seriousness))
+            elif flagged:
+                candidates.append((_View(row.index, True, row.ok, {}, seriousness), row))
+            elif row.ok and shown_ok < self.show:
+                shown_ok += 1
+                result.views.append(_View(row.index, False, True, _row_view(row), seriousness))
+        kept = _most_serious([view for view, _ in candidates], self.show)
+        rows_by_index = {view.row: row for view, row in candidates}
+        result.views += [replace(view, view=_row_view(rows_by_index[view.row])) for view in kept]
         return result
 
 
@@ -213,17 +251,17 @@ def _keep_shown(views: list[_View], options: InspectOptions) -> list[_View]:
     if options.rows:
         return views
     limit = max(options.show, 1) if options.show else 0
-    return [v for v in views if v.flagged][:limit] + [v for v in views if v.ok and not v.flagged][:limit]
+    return _most_serious([v for v in views if v.flagged], limit) + [v for v in views if v.ok and not v.flagged][:limit]
 
 
 def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
-    """--rows: those rows; otherwise the first flagged rows, topped up with clean ones."""
+    """--rows: those rows in order; otherwise the most serious flagged rows first, topped up with clean ones."""
     if options.rows:
         return [v.view for v in sorted(views, key=lambda v: v.row)]
     limit = max(options.show, 1) if options.show else 0
-    chosen = [v for v in views if v.flagged][:limit]
-    chosen += [v for v in views if v.ok and not v.flagged][: limit - len(chosen)]
-    return [v.view for v in sorted(chosen, key=lambda v: v.row)]
+    chosen = _most_serious([v for v in views if v.flagged], limit)
+    chosen += sorted((v for v in views if v.ok and not v.flagged), key=lambda v: v.row)[: limit - len(chosen)]
+    return [v.view for v in chosen]
 
 
 def _validate(options: InspectOptions) -> None:

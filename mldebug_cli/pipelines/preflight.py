@@ -48,6 +48,7 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     if not tokenizer:
         raise InputError(f"{config.path}: the config names no model or tokenizer ({plan.tokenizer.key})",
                          hint="pass --tokenizer DIR")
+    _require_datasets(config, plan)  # a missing file fails at once, before the tokenizer loads
     _load_tokenizer(config, plan, tokenizer, from_config=options.tokenizer is None)
     sections = [_data_section(options, config, plan, tokenizer, d, progress) for d in plan.datasets]
     sections.append(_schedule_section(options, framework, _dataset_size(config, sections), progress))
@@ -113,6 +114,16 @@ def _axolotl_options(dataset: DatasetPlan):
     from mldebug_cli.render.axolotl import AxolotlOptions
 
     return AxolotlOptions(**{name: setting.value for name, setting in dataset.masking})
+
+
+def _require_datasets(config: ConfigFile, plan: TrainingPlan) -> None:
+    from mldebug_cli.sources.hub import require_local_or_cached
+
+    for dataset in plan.datasets:
+        try:
+            require_local_or_cached(dataset.spec, "dataset", repo_type="dataset")
+        except InputError as exc:
+            raise InputError(f"{_where(config, dataset.key)}: {dataset.key}: {exc.message}", exc.hint) from None
 
 
 def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from_config: bool) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report, Severity
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.schedule.model import Simulation
 
 COMMAND = "lr-plot"
@@ -27,9 +28,11 @@ def build_report(
     target_versions: Mapping[str, str | None] | None = None,
     configured_versions: Mapping[str, str] | None = None,
     size=None,
+    rows_source: str = "--num-rows",
 ) -> Report:
     """``target_versions``: the ``--<package>-version`` flags; ``configured_versions``: mldebug.toml's;
-    ``size``: a DatasetSize the caller already measured (preflight), instead of num_rows/dataset."""
+    ``size``: a DatasetSize the caller already measured (preflight), instead of num_rows/dataset;
+    ``rows_source``: where ``num_rows`` came from."""
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks import checked_framework, detect_framework, read_spec, versions
     from mldebug_cli.schedule import dataset_size
@@ -54,7 +57,7 @@ def build_report(
             raise
         return _unsimulated(config, framework, targets, found, exc)
     if size is None and num_rows is not None:
-        size = dataset_size.from_num_rows(num_rows)
+        size = dataset_size.from_num_rows(num_rows, rows_source)
     elif size is None and dataset is not None:
         size = dataset_size.count_dataset(dataset, spec.packing.sequence_len if spec.packing.enabled else None)
     sim = simulate(config_file, spec, size, engine)
@@ -73,7 +76,7 @@ def build_report(
         findings=findings,
         checks_run=_config_codes(select, ignore) + tuple(check.code for check in checks),
         targets=(config,),
-        context={**_context(sim, size), "versions": targets.describe(_packages(framework)) or None},
+        context={**_context(sim, size, engine), "versions": targets.describe(_packages(framework)) or None},
         summary=_summary(sim, findings),
         details=details(sim, plot_path),
     )
@@ -119,14 +122,18 @@ def _unsimulated(config: str, framework: str, targets, findings: tuple[Finding, 
     )
 
 
-def _context(sim: Simulation, size) -> dict[str, Any]:
+def _context(sim: Simulation, size, engine: str = "auto") -> dict[str, Any]:
+    from mldebug_cli.schedule.engine import BUILTIN_ENGINE, real_engine_version
+
     spec = sim.spec
+    fallback = engine == "auto" and sim.engine == BUILTIN_ENGINE and real_engine_version() is None
     return {
         "config": sim.config_path,
         "framework": spec.framework + (f" {sim.framework_version}" if sim.framework_version else " (not installed)"),
-        "engine": sim.engine,
+        "engine": sim.engine + (" (torch is not installed; pip install 'mldebug[schedule]' to run the framework's own "
+                                "schedulers)" if fallback else ""),
         "scheduler": spec.scheduler.name,
-        "dataset": None if size is None else f"{size.rows} rows ({size.source})",
+        "dataset": None if size is None else f"{plural(size.rows, 'row')} ({size.source})",
         "world_size": spec.world_size,
         "notes": "; ".join(spec.notes) or None,
     }

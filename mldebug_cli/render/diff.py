@@ -4,7 +4,9 @@ Text is diffed over lexemes (special-token-like tags such as ``<|im_end|>`` or `
 newlines, runs of spaces, punctuation), so a hunk never splits a tag. Each hunk gets one class, by the
 first rule that matches:
 
-1. ``bos-eos``: the two sides differ only by BOS/EOS texts;
+1. ``whitespace``: at the start, past a leading BOS text, they differ only by whitespace (``<s>[INST]`` vs
+   ``[INST]·``: the runtime adds the BOS as an id, the space after ``[INST]`` is the real difference);
+   ``bos-eos``: the two sides differ only by BOS/EOS texts;
 2. ``whitespace``: they differ only by whitespace;
 3. ``date``: the hunk touches a date;
 4. by position relative to the messages' contents (found in both renders):
@@ -132,6 +134,8 @@ def _merge_across_single_gaps(ops: list[tuple[str, int, int, int, int]], a_lex: 
 
 def classify(hunk: Hunk, train: str, deploy: str, context: HunkContext) -> str:
     a, b = hunk.train_text, hunk.deploy_text
+    if _whitespace_after_leading_marker(hunk, context.markers):
+        return "whitespace"
     if _differ_only_by(a, b, context.markers):
         return "bos-eos"
     if _squash(a) == _squash(b):
@@ -139,6 +143,26 @@ def classify(hunk: Hunk, train: str, deploy: str, context: HunkContext) -> str:
     if _touches_date(train, hunk.train_start, hunk.train_end) or _touches_date(deploy, hunk.deploy_start, hunk.deploy_end):
         return "date"
     return _by_position(hunk, context)
+
+
+def _whitespace_after_leading_marker(hunk: Hunk, markers: tuple[str, ...]) -> bool:
+    """``<s>[INST]`` vs ``[INST]·`` at the start: the BOS text is the runtime's to add (as an id); what differs in
+    the text is the whitespace around the marker that follows it."""
+    a, b = hunk.train_text, hunk.deploy_text
+    if hunk.train_start == 0:
+        a = _without_leading(a, markers)
+    if hunk.deploy_start == 0:
+        b = _without_leading(b, markers)
+    if (a, b) == (hunk.train_text, hunk.deploy_text):
+        return False
+    return a != b and _squash(a) == _squash(b)
+
+
+def _without_leading(text: str, markers: tuple[str, ...]) -> str:
+    for marker in sorted((m for m in markers if m), key=len, reverse=True):
+        if text.startswith(marker):
+            return text[len(marker):]
+    return text
 
 
 def _differ_only_by(a: str, b: str, markers: tuple[str, ...]) -> bool:

@@ -32,7 +32,10 @@ WEATHER_TOOL = {
         },
     },
 }
-_TOOL_CALL = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+# A tool-call id every template accepts: Mistral's templates require 9 alphanumeric characters (they raise
+# "Tool call IDs should be alphanumeric strings with length 9" otherwise, and the probe was skipped).
+TOOL_CALL_ID = "call12345"
+_TOOL_CALL = {"id": TOOL_CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def builtin_probes(special_text: str | None) -> tuple[Probe, ...]:
             (
                 {"role": "user", "content": "What is the weather in Paris?"},
                 {"role": "assistant", "content": "", "tool_calls": [_TOOL_CALL]},
-                {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": '{"temperature": 22}'},
+                {"role": "tool", "tool_call_id": TOOL_CALL_ID, "name": "get_weather", "content": '{"temperature": 22}'},
             ),
             True,
             "a tool call and its result",

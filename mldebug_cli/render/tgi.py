@@ -102,7 +102,8 @@ def _import_minijinja() -> Any:
         import minijinja
     except ImportError:
         raise InputError(
-            "rendering as TGI needs the minijinja package, which is not installed", hint="pip install 'mldebug[tgi]'"
+            "rendering as TGI needs the minijinja package, which is not installed (pip install 'mldebug[tgi]')",
+            hint="pip install 'mldebug[tgi]'",
         ) from None
     return minijinja
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.numbers import plural
 
 CHARS_PER_TOKEN = (3.0, 5.0)  # BPE tokenizers average ~4 characters per token on prose; code and other languages vary
 PACKING_FILL_FLOOR = 0.9  # packers fill at least ~90% of each sequence on typical SFT data (axolotl reports 0.9-0.99)
@@ -20,7 +21,7 @@ PACKING_FILL_FLOOR = 0.9  # packers fill at least ~90% of each sequence on typic
 @dataclass(frozen=True)
 class DatasetSize:
     rows: int
-    source: str  # "--num-rows" or the dataset path
+    source: str  # "--num-rows", the dataset path, or what else gave the count
     token_range: tuple[int, int] | None = None  # tokens a packer sees, each row capped at sequence_len
     tokens_exact: bool = False
     per_dataset: tuple[int, ...] = ()  # rows of each dataset when the run mixes several (LLaMA-Factory max_samples)
@@ -35,10 +36,10 @@ class PackedRows:
     basis: str  # what the estimate rests on, for the LR012 message
 
 
-def from_num_rows(rows: int) -> DatasetSize:
+def from_num_rows(rows: int, source: str = "--num-rows") -> DatasetSize:
     if rows < 0:
         raise InputError(f"--num-rows must be 0 or more, got {rows}")
-    return DatasetSize(rows=rows, source="--num-rows")
+    return DatasetSize(rows=rows, source=source)
 
 
 def count_dataset(path: str, sequence_len: int | None = None) -> DatasetSize:
@@ -68,7 +69,7 @@ def count_dataset(path: str, sequence_len: int | None = None) -> DatasetSize:
 def packed_rows(size: DatasetSize, sequence_len: int | None) -> PackedRows:
     """The number of packed sequences: a central estimate and its bounds."""
     if size.token_range is None or not sequence_len:
-        return PackedRows(size.rows, None, size.rows, f"{size.rows} unpacked rows (no token counts)")
+        return PackedRows(size.rows, None, size.rows, f"{plural(size.rows, 'unpacked row')} (no token counts)")
     tokens_low, tokens_high = size.token_range
     low = math.ceil(tokens_low / sequence_len)
     high = min(size.rows, math.ceil(tokens_high / (sequence_len * PACKING_FILL_FLOOR)))

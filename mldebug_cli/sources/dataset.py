@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.hub import require_local_or_cached, stay_offline
 from mldebug_cli.sources.json_array import json_array_elements
 
 BINARY_SNIFF_BYTES = 8192
@@ -227,6 +228,7 @@ def _kind_of(path: Path, spec: str) -> str:
             hint="supported: .json, .jsonl, .parquet, .csv, .tsv, .arrow, a save_to_disk folder, a cached hub id",
         )
     if _looks_like_hub_id(spec):
+        require_local_or_cached(spec, "dataset", repo_type="dataset")  # a path-like name: no such file, at once
         return "hub"
     raise InputError(f"{spec}: no such file or folder")
 
@@ -311,6 +313,7 @@ def _read_single_object(path: Path) -> tuple[int, Any]:
 
 
 def _load_with_datasets(path: Path, spec: str, kind: str, split: str | None):
+    stay_offline()
     import datasets
 
     datasets.disable_progress_bars()

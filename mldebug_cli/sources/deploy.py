@@ -202,19 +202,17 @@ def render_source_side(
     if len(given) > 1 or not (given or tokenizer):
         raise UsageError("give one of --tokenizer DIR, --template FILE, --gguf FILE or --modelfile FILE",
                          hint="--tokenizer may join --template, --gguf or --modelfile to give input ids")  # fmt: skip
+    kind = _render_kind(template, gguf, modelfile)
+    chosen = choose_engine(kind, engine, "--engine", _RENDER_ENGINES_FOR_KIND)  # before anything loads
     loaded = load_tokenizer(tokenizer, template if _is_jinja(template) else None, trust_remote_code) if tokenizer else None
     if gguf:
-        return _render_gguf_side(gguf, choose_engine("gguf", engine, "--engine", _RENDER_ENGINES_FOR_KIND), loaded)
+        return _render_gguf_side(gguf, chosen, loaded)
     if modelfile:
-        choose_engine("modelfile", engine, "--engine", _RENDER_ENGINES_FOR_KIND)
         return _modelfile_side(modelfile, loaded, role="render")
-    if template and not _is_jinja(template):
-        choose_engine("gotemplate", engine, "--engine", _RENDER_ENGINES_FOR_KIND)
+    if kind == "gotemplate":
         source = read_text(template)
         _check_go_template(source, template)
         return _ollama_side(template, "gotemplate", None, None, loaded, role="render", template=(source, template))
-    kind = "jinja" if template else "tokenizer"
-    chosen = choose_engine(kind, engine, "--engine", _RENDER_ENGINES_FOR_KIND)
     if loaded is not None:
         if not loaded.chat_template:
             raise InputError(f"{tokenizer}: the tokenizer has no chat template", hint="pass --template FILE")
@@ -226,6 +224,16 @@ def render_source_side(
     return Side(role="render", spec=template, kind="jinja", engine=chosen, template=source, template_source=template,
                 bos_text=None, eos_text=None, special_tokens={}, adds_bos=False, adds_eos=False,
                 stop_token_texts=())  # fmt: skip
+
+
+def _render_kind(template: str | None, gguf: str | None, modelfile: str | None) -> str:
+    if gguf:
+        return "gguf"
+    if modelfile:
+        return "modelfile"
+    if template:
+        return "jinja" if _is_jinja(template) else "gotemplate"
+    return "tokenizer"
 
 
 def _render_gguf_side(spec: str, engine: str, loaded: LoadedTokenizer | None) -> Side:

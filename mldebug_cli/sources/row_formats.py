@@ -156,19 +156,19 @@ def _validated_messages(messages: Any, key: str, require_assistant: bool = True)
     out = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise RowProblem("DS010", f"message {i} is {_kind(message)}, expected an object", i)
+            raise RowProblem("DS010", f"the message is {_kind(message)}, expected an object", i)
         role = message.get("role")
         if not isinstance(role, str) or not role:
-            raise RowProblem("DS010", f"message {i} has no role", i)
+            raise RowProblem("DS010", "the message has no role", i)
         if "content" not in message and not message.get("tool_calls"):
-            raise RowProblem("DS010", f"message {i} ({role}) has no content key", i)
+            raise RowProblem("DS010", f"the {role} message has no content key", i)
         content = message.get("content")
         if content is not None and not isinstance(content, (str, list)):
-            raise RowProblem("DS010", f"message {i} ({role}) content is {_kind(content)}, expected text or a list of parts", i)
+            raise RowProblem("DS010", f"the {role} message's content is {_kind(content)}, expected text or a list of parts", i)
         if isinstance(content, list) and not all(isinstance(p, dict) for p in content):
-            raise RowProblem("DS010", f"message {i} ({role}) content is a list whose parts are not objects", i)
+            raise RowProblem("DS010", f"the {role} message's content is a list whose parts are not objects", i)
         if content is None and not message.get("tool_calls"):
-            raise RowProblem("DS010", f"message {i} ({role}) content is null", i)
+            raise RowProblem("DS010", f"the {role} message's content is null", i)
         out.append(message)
     _known_roles(out, key)
     if require_assistant and not any(m["role"] == "assistant" for m in out):
@@ -208,15 +208,15 @@ def _sharegpt(row: dict[str, Any], detection: Detection) -> Chat:
         messages.append({"role": "system", "content": row["system"]})
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict):
-            raise RowProblem("DS010", f"turn {i} is {_kind(turn)}, expected an object", i)
+            raise RowProblem("DS010", f"the turn is {_kind(turn)}, expected an object", i)
         tag, value = turn.get("from"), turn.get("value")
         if not isinstance(tag, str):
-            raise RowProblem("DS010", f"turn {i} has no 'from'", i)
+            raise RowProblem("DS010", "the turn has no 'from'", i)
         if not isinstance(value, str):
-            raise RowProblem("DS010", f"turn {i} ({tag}) value is {_kind(value)}, expected text", i)
+            raise RowProblem("DS010", f"the {tag} turn's value is {_kind(value)}, expected text", i)
         role = SHAREGPT_ROLES.get(tag)
         if role is None:
-            raise RowProblem("DS011", f"turn {i}: ShareGPT role {tag!r} is not mapped to a chat role", i)
+            raise RowProblem("DS011", f"ShareGPT role {tag!r} is not mapped to a chat role", i)
         messages.append(_function_call(value, i) if tag == "function_call" else {"role": role, "content": value})
     return Chat(_validated_messages(messages, detection.messages_key), _tools(row))
 
@@ -226,12 +226,12 @@ def _function_call(value: str, index: int) -> dict[str, Any]:
     try:
         calls = json.loads(value)
     except json.JSONDecodeError as exc:
-        raise RowProblem("DS010", f"turn {index} (function_call) is not valid JSON ({exc.msg})", index) from None
+        raise RowProblem("DS010", f"the function_call turn is not valid JSON ({exc.msg})", index) from None
     calls = calls if isinstance(calls, list) else [calls]
     tool_calls = []
     for call in calls:
         if not isinstance(call, dict) or "name" not in call:
-            raise RowProblem("DS010", f"turn {index} (function_call) has no function name", index)
+            raise RowProblem("DS010", "the function_call turn has no function name", index)
         arguments = call.get("arguments", {})
         tool_calls.append({"type": "function", "function": {"name": call["name"], "arguments": arguments}})
     return {"role": "assistant", "content": "", "tool_calls": tool_calls}

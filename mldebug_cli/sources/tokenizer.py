@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.hub import online, require_local_or_cached, stay_offline
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tekken.json", "spiece.model")
 
@@ -43,8 +44,7 @@ def load_tokenizer(
             f"{spec}: no tokenizer in this folder (none of {', '.join(TOKENIZER_FILES)})",
             hint="point --tokenizer at the folder that holds tokenizer.json and tokenizer_config.json",
         )
-    if not path.exists() and spec.startswith((".", "/", "~")):
-        raise InputError(f"{spec}: no such folder")
+    require_local_or_cached(spec, "tokenizer")
     if path.is_dir() and not trust_remote_code:
         _refuse_remote_code(path)
     tokenizer = _auto_tokenizer(spec, trust_remote_code)
@@ -97,6 +97,8 @@ def _torch_hidden_from_transformers() -> Iterator[None]:
 def _auto_tokenizer(spec: str, trust_remote_code: bool):
     """Load once per run; callers must not mutate the tokenizer (the template is kept beside it)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # "PyTorch was not found": tokenizers need none
+    stay_offline()
     try:
         with _torch_hidden_from_transformers():
             from transformers import AutoTokenizer
@@ -104,10 +106,12 @@ def _auto_tokenizer(spec: str, trust_remote_code: bool):
 
             hf_logging.set_verbosity_error()
             logging.getLogger("transformers").setLevel(logging.ERROR)
-            tokenizer = AutoTokenizer.from_pretrained(spec, trust_remote_code=trust_remote_code)
+            tokenizer = AutoTokenizer.from_pretrained(
+                spec, trust_remote_code=trust_remote_code, local_files_only=not online()
+            )
     except OSError as exc:
         raise InputError(f"{spec}: cannot load a tokenizer: {_one_line(exc)}",
-                         hint="pass a local folder, or a hub id that is in the local cache") from None
+                         hint="pass a local folder, or a hub id that is in the local cache (or --online)") from None
     except Exception as exc:  # transformers raises ValueError/KeyError/... for broken folders
         raise InputError(f"{spec}: cannot load a tokenizer: {type(exc).__name__}: {_one_line(exc)}") from None
     if not getattr(tokenizer, "is_fast", False):

@@ -229,6 +229,25 @@ def test_ds013_special_token_text_in_content(chats):
     assert set(hits) == {0} and "'<|im_end|>'" in hits[0]
 
 
+def test_ds013_reports_every_special_token_text_trained_as_error_masked_as_warning(chats):
+    """`</s>` in a trained Mistral reply was unreported when the user turn held `[INST]`; trained text is an error."""
+    path = chats([
+        [{"role": "user", "content": "Why does my log show [INST] twice?"},
+         {"role": "assistant", "content": "The prompt was wrapped twice.</s> Remove the second wrapper."}],
+        [{"role": "user", "content": "What is [INST] for?"}, {"role": "assistant", "content": "It opens a user turn."}],
+    ])
+    report = build_report(InspectOptions(dataset=str(path), tokenizer=str(NEMO), select=("DS013",), all_rows=True,
+                                         framework="axolotl"))  # axolotl: assistant turns trained, user masked
+    found = sorted((f.location.row, f.location.message_index, f.severity.value, f.message) for f in report.findings)
+    assert [(row, message, severity) for row, message, severity, _ in found] == [
+        (0, 0, "warning"), (0, 1, "error"), (1, 0, "warning")]
+    assert "'[INST]' (masked)" in found[0][3] and "'</s>' in trained content" in found[1][3]
+    # trained everything (TRL's default for messages rows): the user's [INST] is trained too
+    everything = build_report(InspectOptions(dataset=str(path), tokenizer=str(NEMO), select=("DS013",), all_rows=True,
+                                             train_on="all"))
+    assert {f.severity.value for f in everything.findings} == {"error"}
+
+
 @needs_corpus
 def test_ds014_qwen3_rewrites_history_and_qwen25_does_not(chats):
     two_turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},

@@ -159,3 +159,30 @@ def test_select_and_ignore_take_ct_codes_and_names():
     report = build_report(CheckTemplateOptions(train=str(PHI3), deploy=str(PHI3_DEPLOY / "phi-3-no-template.gguf"),
                                                ignore=("template-fallback",)))  # fmt: skip
     assert {f.code for f in report.findings} == {"CT004"}  # CT001 stays quiet: the fallback explains the text
+
+
+NEMO_MODELFILE = FIXTURES / "modelfiles" / "mistral-nemo-inst-space.Modelfile"
+
+
+def test_the_space_after_inst_in_an_ollama_template_is_whitespace_not_bos_eos(tmp_path):
+    """`<s>[INST]` vs `[INST] `: Ollama adds the BOS as an id, the real difference is the space after [INST]
+    (was classed bos-eos, and CT002 said "the prompt text matches but the token ids differ")."""
+    report = build_report(CheckTemplateOptions(train=str(NEMO), deploy=str(NEMO_MODELFILE)))
+    user = next(p for p in report.details["probes"] if p["name"] == "user")
+    assert [(h["class"], h["train"], h["deploy"]) for h in user["hunks"]][0] == ("whitespace", "<s>[INST]", "[INST] ")
+    # the same template without the space before [/INST]: the only text difference is at the start
+    modelfile = tmp_path / "Modelfile"
+    modelfile.write_text('FROM mistral-nemo\nTEMPLATE """[INST] {{ .Prompt }}[/INST]{{ .Response }}"""\n', encoding="utf-8")
+    found = findings(train=NEMO, deploy=modelfile)
+    assert "CT002" not in found
+    assert any("only whitespace differs" in f.message for f in found["CT008"])
+    assert "bos-eos" in next(f.message for f in found["CT001"] if f.location.probe == "multi-turn")  # </s> dropped
+
+
+def test_the_tool_call_probe_is_compared_for_mistral_templates():
+    """Its id is 9 alphanumeric characters, which Mistral's templates demand (the probe was skipped with
+    "Tool call IDs should be alphanumeric strings with length 9")."""
+    report = build_report(CheckTemplateOptions(train=str(NEMO), deploy=str(NEMO_MODELFILE)))
+    probe = next(p for p in report.details["probes"] if p["name"] == "tool-call")
+    assert not probe.get("skipped"), probe.get("skipped")
+    assert any(f.location.probe == "tool-call" for f in report.findings if f.code == "CT001")

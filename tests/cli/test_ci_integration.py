@@ -45,7 +45,7 @@ def in_tmp(monkeypatch, tmp_path) -> Path:
 
 def test_auto_is_text_outside_github_actions(in_tmp):
     result = run(*INSPECT, "--color", "never")
-    assert result.exit_code == 1 and result.stdout.startswith("mldebug inspect-data\n")
+    assert result.exit_code == 1 and result.stdout.startswith("mldebug inspect-data: ")
 
 
 def test_auto_is_github_under_github_actions(in_tmp):

@@ -69,7 +69,7 @@ def test_fail_on_select_and_ignore():
 def test_text_view_shows_prompt_tokens_and_summary(tmp_path):
     result = run("inspect-data", AXOLOTL_MISSING_TURNS, "-t", QWEN3, "--train-on", "assistant", "--framework", "axolotl", "--color", "never")
     out = result.stdout
-    assert "Rendered prompt" in out and "<|im_start|>assistant↵" in out
+    assert "Rendered prompt" not in out and "<|im_start|>assistant↵" in out  # the table and raw prompt: --tokens
     # as axolotl 0.19 trains it: the empty turn not at all, a reply with its <|im_end|> but not the newline after
     assert "<|im_start|>assistant↵\n<|im_end|>↵\n<|im_start|>user↵" in out
     assert "simple answer.<|im_end|>⟧↵\n" in out

@@ -138,6 +138,7 @@ def test_works_without_torch():
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["engine"] == "built-in formulas"
+    assert "pip install 'mldebug[schedule]'" in doc["context"]["engine"]  # says how to run the real schedulers
     assert doc["schedule"] == as_json(*args[1:-2])["schedule"]
 
 
@@ -151,3 +152,16 @@ def test_help_imports_no_heavy_library():
     result = _run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_a_reader_that_stops_early_closes_the_pipe_quietly():
+    """`mldebug lr-plot ... -f csv | head -2`: exit 0 and nothing on stderr (was "internal error: BrokenPipeError")."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "mldebug_cli", "lr-plot", "--config", str(HF_JSON), "--num-rows", "200000",
+               "--builtin-engine", "-f", "csv"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    first = [process.stdout.readline() for _ in range(2)]
+    process.stdout.close()  # as head does after two lines
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=300) == 0, stderr
+    assert first[0].startswith(b"step,") and stderr == ""

@@ -38,3 +38,10 @@ def test_a_selector_matching_nothing_is_an_error():
         registry.selected(["DSX"])
     with pytest.raises(UsageError):
         registry.lookup("no-such-check")
+
+
+def test_property_tests_have_no_wall_clock_deadline():
+    """The suite runs on busy CI machines: the profile conftest loads gives every hypothesis test deadline=None."""
+    from hypothesis import settings
+
+    assert settings.default.deadline is None

@@ -23,7 +23,7 @@ def test_yaml_alias_bombs_are_read_once(name):
     path = CONFIGS / name
     with unchanged(path):
         code, stdout, stderr, _ = run_cli_process("lr-plot", "--config", path, "--num-rows", "100", "-f", "json",
-                                                  prelude=MEMORY_GUARD, timeout=30)
+                                                  prelude=MEMORY_GUARD, timeout=120)
     assert code == 1, stderr
     report = json.loads(stdout)
     keys = [f["location"]["key"] for f in report["findings"] if f["code"] == "CF001"]  # no TrainingArguments field

@@ -70,7 +70,7 @@ def test_wrong_column_names_are_one_line_error_with_hint():
 def test_null_content_is_a_finding_on_its_message():
     result = inspect(DATASETS / "null_content.jsonl")
     assert result.exit_code == 1
-    assert findings(result.stdout) == [("DS010", "invalid-messages", 0, 1, "message 0 (user) content is null")]
+    assert findings(result.stdout) == [("DS010", "invalid-messages", 0, 1, "the user message's content is null")]
     assert json.loads(result.stdout)["findings"][0]["location"]["message_index"] == 0
 
 

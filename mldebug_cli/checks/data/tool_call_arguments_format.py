@@ -33,7 +33,7 @@ def run(row, setup) -> Iterator[Hit]:
     for i, function in tool_calls(row.messages):
         problem = _problem(function.get("arguments"), row.text)
         if problem:
-            yield Hit(f"message {i}: tool-call arguments {problem}",
+            yield Hit(f"tool-call arguments {problem}",
                       "store arguments as the type the template expects (a mapping for templates using tojson)",
                       row.location(i))
             return

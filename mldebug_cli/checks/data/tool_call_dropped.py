@@ -33,7 +33,7 @@ def run(row, setup) -> Iterator[Hit]:
         name = function.get("name")
         if isinstance(name, str) and name and name not in row.text:
             yield Hit(
-                f"message {i}: the tool call to {name!r} does not appear in the rendered prompt: the template drops tool_calls",
+                f"the tool call to {name!r} does not appear in the rendered prompt: the template drops tool_calls",
                 "use a chat template that renders tool_calls",
                 row.location(i),
             )

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.render.chat import TemplateRenderError
 
 SEVERITY = "warning"
@@ -36,7 +37,7 @@ def run(row, setup) -> Iterator[Hit]:
     if without_tools == row.text:
         names = [n for n in map(_name, tools) if n]
         yield Hit(
-            f"the rendered prompt is the same without the {len(tools)} tool definitions ({', '.join(map(repr, names[:3]))}):"
+            f"the rendered prompt is the same without the {plural(len(tools), 'tool definition')} ({', '.join(map(repr, names[:3]))}):"
             " the template ignores tools",
             "use a chat template that renders tools, or describe them in the system message",
             row.location(),

@@ -42,7 +42,7 @@ def run(row, setup) -> Iterator[Hit]:
             continue
         if any(s < end and e > at for s, e in row.layout.trained_spans):
             yield Hit(
-                f"trained labels cover message {i} ({message.get('role')}), though only assistant turns should be trained",
+                f"trained labels cover this {message.get('role')} message, though only assistant turns should be trained",
                 "check where the template's generation markers sit, and the role mapping",
                 row.location(i),
             )

@@ -44,19 +44,19 @@ def run(row, setup) -> Iterator[Hit]:
     for i, message in enumerate(row.messages):
         role = message.get("role")
         if role not in CHAT_ROLES and f"{role}" not in setup.template:
-            yield Hit(f"message {i} has role {role!r}, which the chat template does not mention",
+            yield Hit(f"the role {role!r} of this message is not one the chat template mentions",
                       "map it to a role the template renders", row.location(i))
             return
         content = content_text(message.get("content")).strip()
         if role != "assistant" and content and content not in row.text:
             if _rendered_at_inference(row, setup, i, content):
-                yield Hit(f"message {i} ({role}) {show(content)} does not appear in the training render, but the "
+                yield Hit(f"the {role} message {show(content)} does not appear in the training render, but the "
                           "template renders it in the prompt at inference (when the conversation ends with a user "
                           "turn): the model is trained without what it will be served with",
                           "move it where the template keeps it in training rows (e.g. into the first user message), "
                           "or use a template that always renders it", row.location(i))
                 return
-            yield Hit(f"message {i} ({role}) {show(content)} does not appear in the rendered prompt: the template drops it",
+            yield Hit(f"the {role} message {show(content)} does not appear in the rendered prompt: the template drops it",
                       "map the role to one the template renders, or use a template that supports it", row.location(i))
             return
 

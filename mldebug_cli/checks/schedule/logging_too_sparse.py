@@ -24,6 +24,7 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.schedule.arithmetic import axolotl_logging_steps, axolotl_total_steps
 from mldebug_cli.schedule.model import Simulation
 
@@ -56,7 +57,7 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
     if spec.logging_first_step:
         what += " (besides step 1, from logging_first_step)"
     yield Hit(
-        message=f"logging every {interval} steps on a run of {plan.total_steps} optimizer steps: {what}",
+        message=f"logging every {interval} steps on a run of {plural(plan.total_steps, 'optimizer step')}: {what}",
         hint=f"set logging_steps to at most {max(1, plan.total_steps // 20)}, or a ratio such as 0.01",
         location=at_key(subject, spec.key("logging_steps"), "logging_steps"),
     )

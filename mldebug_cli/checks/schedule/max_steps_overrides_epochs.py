@@ -3,7 +3,7 @@
 What it finds
     A step limit that disagrees with the epoch count: ``max_steps`` in TrainingArguments/SFTConfig
     or LLaMA-Factory; axolotl, which always passes its own ``ceil(rows x epochs / global batch)``
-    as ``max_steps`` (it differs from the Trainer's per-epoch count when batches don't divide
+    (``floor`` with sample packing) as ``max_steps`` (it differs from the Trainer's per-epoch count when batches don't divide
     evenly); torchtune's ``max_steps_per_epoch``, which cuts every epoch short. The message gives
     the epochs actually run.
 
@@ -27,6 +27,7 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.core.numbers import epochs, noun, plural
 from mldebug_cli.schedule.arithmetic import axolotl_total_steps
 from mldebug_cli.schedule.model import Simulation
 
@@ -46,18 +47,20 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
     if plan.total_steps == by_epochs:
         return
     ends = "before" if plan.total_steps < by_epochs else "after"
+    ends = f"the run stops {ends} the requested {_epochs(spec.num_epochs)}, after {_epochs(run_epochs)}"
     if spec.framework == "axolotl" and spec.max_steps <= 0:
+        rounding = "floor" if spec.packing.enabled else "ceil"  # packed: rounded down, as axolotl does
         message = (
-            f"axolotl passes its own step count as max_steps: ceil({plan.train_rows} rows x "
-            f"{spec.num_epochs:g} epochs / global batch {spec.batch_size * spec.grad_accum * spec.world_size}) = "
-            f"{axolotl_total_steps(spec, plan.train_rows)}, while {spec.num_epochs:g} epochs of {per_epoch} steps "
-            f"are {by_epochs}: the run ends {ends} the requested epochs, after {run_epochs:.3g} epochs"
+            f"axolotl passes its own step count as max_steps: {rounding}({plural(plan.train_rows, 'row')} x "
+            f"{_epochs(spec.num_epochs)} / global batch {spec.batch_size * spec.grad_accum * spec.world_size}) = "
+            f"{axolotl_total_steps(spec, plan.train_rows)}, while {_epochs(spec.num_epochs)} of "
+            f"{plural(per_epoch, 'step')} are {by_epochs}: {ends}"
         )
         where = at_key(subject, spec.key("epochs"), "num_epochs")
     else:
         message = (
-            f"max_steps = {spec.max_steps} overrides num_train_epochs = {spec.num_epochs:g} ({by_epochs} steps of "
-            f"{per_epoch} per epoch): the run ends {ends} the requested epochs, after {run_epochs:.3g} epochs"
+            f"max_steps = {spec.max_steps} overrides num_train_epochs = {epochs(spec.num_epochs)} ({by_epochs} steps of "
+            f"{per_epoch} per epoch): {ends}"
         )
         where = at_key(subject, spec.key("max_steps"), "max_steps")
     yield Hit(message=message, hint="set only one of max_steps and the epoch count", location=where)
@@ -73,8 +76,12 @@ def _torchtune(subject: Simulation) -> Iterator[Hit]:
         message=(
             f"max_steps_per_epoch = {spec.max_steps_per_epoch} cuts every epoch to {spec.max_steps_per_epoch} of {full} "
             f"optimizer steps: each of the {int(spec.num_epochs)} epochs sees {seen:.0%} of the data "
-            f"({plan.epochs_run:.3g} epochs of data in all)"
+            f"({_epochs(plan.epochs_run)} of data in all)"
         ),
         hint="remove max_steps_per_epoch to train on every batch",
         location=at_key(subject, spec.key("max_steps"), "max_steps_per_epoch"),
     )
+
+
+def _epochs(value: float) -> str:
+    return f"{epochs(value)} {noun(value, 'epoch')}"

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.schedule.model import Simulation
 
 SEVERITY = "warning"
@@ -38,11 +39,11 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
     low, high = plan.total_steps_range
     rows_low, rows_high = plan.packed_rows_range
     if low is None:
-        span = f"at most {high} optimizer steps (if no rows pack together), fewer by the packing factor"
-        rows = f"at most {rows_high} packed rows"
+        span = f"at most {plural(high, 'optimizer step')} (if no rows pack together), fewer by the packing factor"
+        rows = f"at most {plural(rows_high, 'packed row')}"
     else:
         span = f"between {low} and {high} optimizer steps"
-        rows = f"{rows_low}-{rows_high} packed rows"
+        rows = f"{rows_low} to {plural(rows_high, 'packed row')}"
     yield Hit(
         message=(
             f"packing is on, so the step count is an estimate: T = {plan.total_steps} simulated, "

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.schedule.model import Simulation
 
 SEVERITY = "info"
@@ -36,12 +37,12 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
     leftover, length = plan.leftover_micro_batches, plan.micro_batches_per_epoch
     if not leftover or not length or spec.grad_accum < 2 or not plan.steps_run:
         return
-    head = f"{length} micro-batches per epoch is not a multiple of gradient_accumulation_steps {spec.grad_accum}: "
+    head = f"{plural(length, 'micro-batch', 'micro-batches')} per epoch is not a multiple of gradient_accumulation_steps {spec.grad_accum}: "
     if spec.framework == "torchtune":
         tail = (
-            f"the last {leftover} micro-batches of each epoch trigger no optimizer step; their gradients are added "
+            f"the last {plural(leftover, 'micro-batch', 'micro-batches')} of each epoch trigger no optimizer step; their gradients are added "
             "to the next epoch's first step and lost after the last epoch"
         )
     else:
-        tail = f"the last optimizer step of each epoch accumulates only {leftover} micro-batches"
+        tail = f"the last optimizer step of each epoch accumulates only {plural(leftover, 'micro-batch', 'micro-batches')}"
     yield Hit(message=head + tail, location=at_key(subject, spec.key("grad_accum"), "gradient_accumulation_steps"))

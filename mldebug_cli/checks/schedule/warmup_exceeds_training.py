@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mldebug_cli.checks.schedule import at_key, lr
+from mldebug_cli.checks.schedule import at_key, lr, warmup_share_hint
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.schedule.model import Simulation
 
@@ -42,6 +42,6 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
             f"the LR never reaches learning_rate {lr(spec.learning_rate)}; the highest LR reached is "
             f"{lr(peak.lr)} ({peak.lr / spec.learning_rate:.0%} of it) at step {peak.step}"
         ),
-        hint="size warmup from the real step count, e.g. a ratio such as warmup_steps: 0.05",
+        hint=f"size warmup from the real step count, e.g. a share such as {warmup_share_hint(subject, 0.05)}",
         location=at_key(subject, spec.key("warmup"), "warmup_steps"),
     )

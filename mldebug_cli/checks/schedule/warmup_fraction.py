@@ -15,16 +15,17 @@ Example
     ``warmup_steps: 100`` on a run of T = 300 optimizer steps: 33% of training is warmup.
 
 Fix
-    Give warmup as a share of the steps (``warmup_steps: 0.03`` in transformers >= 5,
-    ``warmup_ratio`` in axolotl), typically 1-10%.
+    Give warmup as a share of the steps, typically 1-10%, in your framework's key: ``warmup_ratio: 0.03``
+    in axolotl and LLaMA-Factory, ``warmup_steps: 0.03`` in transformers >= 5 and TRL (the hint names yours).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mldebug_cli.checks.schedule import at_key
+from mldebug_cli.checks.schedule import at_key, warmup_share_hint
 from mldebug_cli.core.findings import Hit, Severity
+from mldebug_cli.core.numbers import percent, plural
 from mldebug_cli.schedule.model import Simulation
 
 SEVERITY = "warning"
@@ -47,8 +48,8 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
     else:
         severity, what = Severity.INFO, "outside the usual 1-10%"
     yield Hit(
-        message=f"warmup is {plan.warmup_steps} of {plan.total_steps} optimizer steps ({share:.1%}): {what}",
-        hint="give warmup as a share of the steps, e.g. warmup_steps: 0.03",
+        message=f"warmup is {plan.warmup_steps} of {plural(plan.total_steps, 'optimizer step')} ({percent(share)}): {what}",
+        hint=f"give warmup as a share of the steps, e.g. {warmup_share_hint(subject, 0.03)}",
         location=where,
         severity=severity,
     )

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.html_parts.markup import Html, el, join, shorten
 from mldebug_cli.formats.html_parts.text_view import cut_note
 
@@ -52,16 +53,15 @@ def grouped(findings: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, An
 def render_findings(findings: list[dict[str, Any]], prefix: str, anchors: Anchors) -> Html:
     groups = grouped(findings)
     body = [_check(code, group, prefix, anchors) for code, group in groups] or [el("p", "No findings.", class_="passed")]
-    return el("section", el("h2", f"Findings ({len(findings)} in {len(groups)} checks)"), body,
+    return el("section", el("h2", f"Findings ({len(findings)} in {plural(len(groups), 'check')})"), body,
               class_="findings", id=f"{prefix}-findings")
 
 
 def _check(code: str, group: list[dict[str, Any]], prefix: str, anchors: Anchors) -> Html:
     first = group[0]
     doc = explanation(code)
-    places = "place" if len(group) == 1 else "places"
     heading = el("h3", el("span", first["severity"], class_="sev"), " ", el("code", code), " ", first["name"],
-                 " ", el("span", f"({len(group)} {places})", class_="meta"))
+                 " ", el("span", f"({plural(len(group), 'place')})", class_="meta"))
     return el(
         "section",
         heading,
@@ -82,7 +82,7 @@ def _places(group: list[dict[str, Any]], anchors: Anchors) -> Html:
     folded = items[PLACES_OPEN:]
     return join([
         el("ul", items[:PLACES_OPEN], class_="where"),
-        el("details", el("summary", f"{len(folded)} more places"), el("ul", folded, class_="where")) if folded else None,
+        el("details", el("summary", f"{plural(len(folded), 'more place')}"), el("ul", folded, class_="where")) if folded else None,
         cut_note("places", len(group) - MAX_PLACES_PER_CHECK, " (every place is in --output-format json)"),
     ])
 

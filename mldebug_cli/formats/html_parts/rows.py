@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.html_parts import svg
 from mldebug_cli.formats.html_parts.findings import SEVERITY_ORDER, Anchors, badges
 from mldebug_cli.formats.html_parts.markup import Html, clip, el, facts_list, join, void
@@ -69,7 +70,7 @@ def _histogram(histogram: dict[str, Any], max_length: int | None) -> Html:
 
 def _bar(frame: svg.Frame, start: int, width: int, count: int) -> Html:
     x0, x1, y = frame.x(start), frame.x(start + width), frame.y(count)
-    title = f"{start}–{start + width - 1} tokens: {count} rows"
+    title = f"{start}–{start + width - 1} tokens: {plural(count, 'row')}"
     return el("rect", el("title", title), x=svg.num(x0), y=svg.num(y), width=svg.num(max(x1 - x0 - 1, 1)),
               height=svg.num(frame.floor - y), class_="bar", data_count=count)
 

@@ -7,6 +7,7 @@ from typing import Any
 from mldebug_cli.formats.html_parts import svg
 from mldebug_cli.formats.html_parts.findings import Anchors
 from mldebug_cli.formats.html_parts.markup import Html, el, facts_list
+from mldebug_cli.formats.schedule_facts import epochs_run, lr_or_none, scheduler, total_steps
 
 NAV = (("schedule", "LR schedule"),)
 MAX_CHART_POINTS = 1_500  # per series; the peak, warmup end and last step are always kept
@@ -27,21 +28,21 @@ def render(doc: dict[str, Any], prefix: str, findings: list[dict[str, Any]]) -> 
 def _key_numbers(doc: dict[str, Any], schedule: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     facts: list[tuple[str, Any]] = [
         ("engine", doc.get("engine")),
-        ("scheduler", _scheduler(doc)),
-        ("learning rate", _lr(doc.get("learning_rate"))),
+        ("scheduler", scheduler(doc)),
+        ("learning rate", lr_or_none(doc.get("learning_rate"))),
         ("training rows", doc.get("train_rows")),
         ("micro-batches / epoch / process", doc.get("micro_batches_per_epoch")),
         ("gradient accumulation", doc.get("gradient_accumulation_steps")),
         ("optimizer steps / epoch", doc.get("optimizer_steps_per_epoch")),
-        ("total optimizer steps (T)", _total(doc)),
+        ("total optimizer steps (T)", total_steps(doc)),
         ("warmup steps (W)", doc.get("warmup_steps")),
-        ("epochs run", doc.get("epochs")),
+        ("epochs run", epochs_run(doc)),
     ]
     if schedule:
         peak = _peak(schedule)
-        facts += [("LR at step 1", _lr(schedule[0]["lr"])),
-                  ("peak LR", f"{_lr(peak['lr'])} at step {peak['step']}"),
-                  ("final LR", f"{_lr(schedule[-1]['lr'])} at step {schedule[-1]['step']}")]
+        facts += [("LR at step 1", lr_or_none(schedule[0]["lr"])),
+                  ("peak LR", f"{lr_or_none(peak['lr'])} at step {peak['step']}"),
+                  ("final LR", f"{lr_or_none(schedule[-1]['lr'])} at step {schedule[-1]['step']}")]
     facts.append(("scheduler error", doc.get("scheduler_error")))
     return facts
 
@@ -56,12 +57,12 @@ def _chart(doc: dict[str, Any], schedule: list[dict[str, Any]]) -> Html:
     kept = _thin(schedule, {peak["step"], warmup_end, schedule[-1]["step"]})
     parts = [
         svg.axes(frame, [t for t in svg.nice_ticks(1, last) if t >= 1], svg.nice_ticks(0, top, 4),
-                 _step_tick, _lr, "optimizer step", "learning rate"),
+                 _step_tick, lr_or_none, "optimizer step", "learning rate"),
         svg.vertical_marker(frame, warmup_end, f"warmup end (step {warmup_end})", "warmup-end", low=True) if warmup_end else None,
         svg.polyline(frame, [(p["step"], p["lr"]) for p in kept], "curve"),
         _logged(frame, logged),
-        _point(frame, peak, "peak", f"peak {_lr(peak['lr'])} (step {peak['step']})"),
-        _point(frame, schedule[-1], "final", f"final {_lr(schedule[-1]['lr'])} (step {schedule[-1]['step']})"),
+        _point(frame, peak, "peak", f"peak {lr_or_none(peak['lr'])} (step {peak['step']})"),
+        _point(frame, schedule[-1], "final", f"final {lr_or_none(schedule[-1]['lr'])} (step {schedule[-1]['step']})"),
     ]
     caption = "Simulated LR per optimizer step" + (", with the LR the run logged (orange dots)" if logged else "")
     return el("figure", svg.chart(frame, parts, label=caption, class_="chart lr-curve", data_points=len(kept),
@@ -94,8 +95,8 @@ def _logged(frame: svg.Frame, logged: list[dict[str, Any]]) -> Html | None:
 
 def _logged_title(point: dict[str, Any]) -> str:
     simulated = point.get("simulated")
-    return f"step {point['step']}: logged {_lr(point['lr'])}" + (
-        f", simulated {_lr(simulated)}" if simulated is not None else "")
+    return f"step {point['step']}: logged {lr_or_none(point['lr'])}" + (
+        f", simulated {lr_or_none(simulated)}" if simulated is not None else "")
 
 
 def _overlay_note(overlay: dict[str, Any] | None) -> Html | None:
@@ -121,26 +122,5 @@ def _peak(schedule: list[dict[str, Any]]) -> dict[str, Any]:
     return max(schedule, key=lambda p: p["lr"])
 
 
-def _scheduler(doc: dict[str, Any]) -> str | None:
-    kwargs = doc.get("scheduler_kwargs") or {}
-    shown = ", ".join(f"{k}={v}" for k, v in kwargs.items())
-    return None if doc.get("scheduler") is None else doc["scheduler"] + (f" ({shown})" if shown else "")
-
-
-def _total(doc: dict[str, Any]) -> str | None:
-    total, span, run = doc.get("total_optimizer_steps"), doc.get("total_optimizer_steps_range"), doc.get("optimizer_steps_run")
-    if total is None:
-        return None
-    if span:
-        return f"{total} (packing estimate: {'?' if span[0] is None else span[0]}-{span[1]})"
-    return f"{total}" + (f" ({run} run)" if run is not None and run != total else "")
-
-
 def _step_tick(value: float) -> str:
     return f"{value:,.0f}"
-
-
-def _lr(value: float | None) -> str | None:
-    return None if value is None else f"{value:.4g}"
-
-

@@ -10,6 +10,7 @@ import difflib
 import re
 from typing import Any
 
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.html_parts.findings import Anchors, badges
 from mldebug_cli.formats.html_parts.markup import Html, clip, el, join, shorten
 from mldebug_cli.formats.html_parts.text_view import cut_note, visible
@@ -156,7 +157,7 @@ def _token_differences(differences: list[dict[str, Any]] | None) -> Html | None:
     items = [el("li", f"train token {d.get('train_at')}: ", el("code", _tokens(d.get("train"))),
                 f" → deploy token {d.get('deploy_at')}: ", el("code", _tokens(d.get("deploy"))))
              for d in differences[:MAX_TOKEN_DIFFERENCES]]
-    return el("details", el("summary", f"Token ids that differ ({len(differences)} places; id:piece)"),
+    return el("details", el("summary", f"Token ids that differ ({plural(len(differences), 'place')}; id:piece)"),
               el("ul", items, class_="where"),
               cut_note("places", len(differences) - MAX_TOKEN_DIFFERENCES))
 

@@ -57,4 +57,6 @@ def cut_note(what: str, count: int, hint: str = "") -> Html | None:
     """A visible note saying what the page left out (nothing when nothing was cut)."""
     if count <= 0:
         return None
-    return el("p", f"… {count:,} more {what} not shown{hint}", class_="cut")
+    first, space, rest = what.partition(" ")  # `what` starts with a plural: "1 more row", "1 more token of this row"
+    noun = (first[:-1] if count == 1 and first.endswith("s") else first) + space + rest
+    return el("p", f"… {count:,} more {noun} not shown{hint}", class_="cut")
