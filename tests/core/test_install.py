@@ -21,6 +21,8 @@ PACKAGE = ROOT / "mldebug_cli"
 DISTRIBUTIONS = {"yaml": "pyyaml", "tomli": "tomli"}
 # optional modules: the extra that installs them
 EXTRAS = {"torch": "schedule", "matplotlib": "plot", "minijinja": "tgi"}
+# the real frameworks, read when the user has them installed (mldebug falls back to its stored key lists)
+WHEN_INSTALLED = {"axolotl", "llamafactory", "trl"}
 
 
 def _distribution(requirement: str) -> str:
@@ -53,6 +55,9 @@ def test_every_run_time_import_is_a_dependency_or_an_extra_the_error_names():
             extra = EXTRAS[module]
             assert module in {_distribution(r) for r in extras.get(extra, [])}, (module, extra)
             assert f"mldebug[{extra}]" in sources, f"{module}: no message names mldebug[{extra}]"
+            continue
+        if module in WHEN_INSTALLED:
+            assert all("ImportError" in p.read_text(encoding="utf-8") for p in paths), (module, paths)
             continue
         distribution = DISTRIBUTIONS.get(module, module)
         assert distribution in runtime, f"{module} ({sorted(map(str, paths))[0]}) is not a runtime dependency"
