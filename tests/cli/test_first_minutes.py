@@ -160,8 +160,9 @@ def test_the_first_screen_is_the_verdict_and_findings_and_the_token_table_is_ask
     out = run("inspect-data", path, *common).stdout
     lines = out.splitlines()
     assert lines[0] == "mldebug inspect-data: 6 errors  1 info  in 4 checks", lines[0]  # the info: DS015, TRL swaps its template
-    first_row = next(i for i, line in enumerate(lines) if line.startswith("row "))
-    assert lines.index("Findings") < lines.index("Summary") < first_row <= 60
+    summary = lines.index("Summary")
+    first_row = next(i for i, line in enumerate(lines) if i > summary and line.startswith("row "))
+    assert lines.index("Findings") < summary < first_row <= 60
     assert lines[first_row].startswith("row 4 ") and "DS001" in lines[first_row]
     assert "⟦" in out and "Rendered prompt" not in out and " pos " not in out  # prompt with the labels, no table
     for flags in (["--tokens"], ["--rows", "4"]):
