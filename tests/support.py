@@ -37,6 +37,8 @@ AXOLOTL_MISSING_TURNS = CORPUS / "datasets" / "axolotl" / "conversation.missingt
 LLAMACPP_TEMPLATES = CORPUS / "templates" / "llamacpp"
 OLLAMA_CORPUS = CORPUS / "templates" / "ollama"
 CORPUS_GGUF = CORPUS / "gguf"
+CORPUS_RUNS = CORPUS / "runs"
+RUNS = FIXTURES / "runs"  # our own logs from tools/make_run_logs.py (real HF Trainer / TRL on a tiny model)
 
 
 def write_jsonl(path: Path, rows: list) -> Path:

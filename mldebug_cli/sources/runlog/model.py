@@ -155,8 +155,8 @@ class _Rows:
             name = canonical(key, self.fmt)
             if name in SUMMARY_KEYS:
                 continue
-            if name == "completions/mean_length" and key == "completion_length" and "completions/mean_length" in values:
-                continue
+            if key == "completion_length" and "completions/mean_length" not in values:
+                name = "completions/mean_length"  # TRL <= 0.16; Unsloth logs both (then both are kept)
             renamed[name] = value
             self.names.setdefault(name, key)
         for name, value in renamed.items():
