@@ -197,8 +197,8 @@ SCENARIOS = {
     "sft-lr-too-high": lambda work: sft("sft-lr-too-high", work, lr=3.0, steps=40, train_rows=FACTS),
     "sft-overfit-16-rows": lambda work: sft("sft-overfit-16-rows", work, lr=1e-2, steps=64, train_rows=FACTS[:16],
                                             eval_rows=FACTS[16:], eval_steps=8, logging_steps=4),
-    "grpo-constant-reward": grpo_constant_reward,
-    "dpo-lr-zero": dpo_lr_zero,
+    "grpo-constant-reward": lambda work: grpo_constant_reward("grpo-constant-reward", work),
+    "dpo-lr-zero": lambda work: dpo_lr_zero("dpo-lr-zero", work),
 }
 
 
