@@ -179,7 +179,9 @@ def dpo_lr_zero(name: str, work: Path) -> dict:
     args = DPOConfig(output_dir=str(work / name), max_steps=16, per_device_train_batch_size=4, learning_rate=0.0,
                      logging_steps=1, report_to="none", use_cpu=True, seed=SEED, save_strategy="no",
                      disable_tqdm=True, max_length=64)
-    trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+    reference = tiny_model(len(tok))  # same seed: the reference is the starting policy, as DPO expects
+    trainer = DPOTrainer(model=model, ref_model=reference, args=args, train_dataset=Dataset.from_list(rows),
+                         processing_class=tok)
     with contextlib.redirect_stdout(io.StringIO()):
         trainer.train()
     trainer.save_state()
@@ -228,12 +230,12 @@ def main() -> None:
     index_path = OUT / "VERSIONS.json"
     index = json.loads(index_path.read_text()) if index_path.is_file() else {"scenarios": {}}
     index["versions"] = versions()
+    index_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             sys.stderr.write(f"== {name}\n")
             index["scenarios"][name] = SCENARIOS[name](Path(tmp))
-    index_path.parent.mkdir(parents=True, exist_ok=True)
-    index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

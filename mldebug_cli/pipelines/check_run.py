@@ -39,16 +39,49 @@ def build_report(
     vocab = vocab_size or (tokenizer_vocab_size(tokenizer) if tokenizer else None)
     run = read_run(run_path, fmt)
     findings = tuple(f for check in checks for f in check.findings(run, _context(check, thresholds, vocab, run_config)))
+    lr_codes: tuple[str, ...] = ()
+    lr_note = None
+    if config and any(r.code == "LR009" for r in registry.selected(select, ignore)):
+        lr_findings, lr_note = logged_lr_findings(run, config)
+        findings += lr_findings
+        lr_codes = ("LR009",) if lr_note is None else ()
     return Report(
         command=COMMAND,
         findings=findings,
-        checks_run=tuple(check.code for check in checks),
+        checks_run=tuple(check.code for check in checks) + lr_codes,
         targets=(run.path,),
         context={"run": run.path, "format": run.format, "kind": run.kind,
-                 "steps": _step_span(run), "vocab_size": vocab, "config": config},
+                 "steps": _step_span(run), "vocab_size": vocab, "config": config, "logged_lr": lr_note},
         summary=_summary(run, findings),
         details=details(run, findings),
     )
+
+
+def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | None]:
+    """LR009 from lr-plot: the run's logged LR against the config's simulated schedule (trainer_state.json runs).
+
+    The simulation needs the training rows; they are taken as the rows that give the run's own step count
+    (max_steps / epochs × batch × accumulation), which is all the schedule depends on.
+    """
+    from mldebug_cli.core.errors import MldebugError
+    from mldebug_cli.pipelines import schedule
+    from mldebug_cli.sources.config_file import load_config
+
+    if run.format != "trainer-state":
+        return (), "LR009 needs a trainer_state.json run"
+    values = load_config(config)
+    max_steps, epochs = run.meta.get("max_steps"), run.meta.get("num_train_epochs") or values.get("num_train_epochs")
+    batch = values.get("per_device_train_batch_size") or values.get("micro_batch_size") or run.meta.get("train_batch_size")
+    accumulation = values.get("gradient_accumulation_steps") or 1
+    if not all(isinstance(v, (int, float)) and v > 0 for v in (max_steps, epochs, batch, accumulation)):
+        return (), "LR009 not run: the run's max_steps, epochs or batch size is unknown"
+    rows = math.ceil(max_steps / epochs) * int(batch) * int(accumulation)
+    try:
+        report = schedule.build_report(config=config, num_rows=rows, trainer_state=run.path, select=["LR009"],
+                                       engine="builtin")
+    except MldebugError as exc:
+        return (), f"LR009 not run: {exc.message}"
+    return report.findings, None
 
 
 def _context(check, thresholds, vocab, run_config):

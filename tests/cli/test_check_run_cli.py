@@ -145,3 +145,14 @@ def test_help_imports_no_heavy_library():
             "CliRunner().invoke(app, ['check-run', '--help']); "
             "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'plotext') if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
+
+
+def test_config_compares_the_logged_lr_with_the_simulated_schedule():
+    states = RUNS.parent / "trainer_state"
+    result = check_run(str(states / "per_micro_batch.json"), "--config", str(states / "overlay_config.json"),
+                       "-f", "json")
+    (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "LR009"]
+    assert "per micro-batch" in finding["message"]
+    clean = json.loads(check_run(str(states / "correct.json"), "--config", str(states / "overlay_config.json"),
+                                 "-f", "json").stdout)
+    assert not [f for f in clean["findings"] if f["code"] == "LR009"]

@@ -8,6 +8,7 @@ the dict (tqdm's ``5/200 [``), else the dict's position (a note says so).
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -127,6 +128,12 @@ def _line(line: str, number_: int, sink: LogSink | None, steps: _Steps) -> None:
 
 
 def _literal(text: str) -> dict | None:
+    try:  # the common case, ten times faster than literal_eval: plain keys and numbers or number strings
+        value = json.loads(text.replace("'", '"'))
+        if isinstance(value, dict):
+            return value
+    except ValueError:
+        pass
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):

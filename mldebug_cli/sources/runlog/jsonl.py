@@ -13,6 +13,7 @@ from mldebug_cli.sources.runlog.records import LogSink, as_step, numeric_items
 
 STEP_KEYS = ("current_steps", "step", "global_step", "iteration", "_step")
 PROGRESS_KEYS = ("current_steps", "total_steps", "percentage", "step", "global_step", "iteration", "_step")
+SKIPPED = frozenset(PROGRESS_KEYS)
 MAX_BAD_LINES_NOTED = 5
 
 
@@ -20,6 +21,7 @@ def read(path: Path, sink: LogSink) -> None:
     bad = 0
     rows = 0
     last_bad: tuple[int, str] | None = None
+    last_total = None
     try:
         with path.open("r", encoding="utf-8", errors="replace") as stream:
             for number, line in enumerate(stream, 1):
@@ -32,10 +34,14 @@ def read(path: Path, sink: LogSink) -> None:
                     if bad <= MAX_BAD_LINES_NOTED:
                         sink.note("bad-record", f"line {number} is not a JSON object; skipped", number)
                     continue
-                step = next((as_step(entry[k]) for k in STEP_KEYS if k in entry), None)
-                if "total_steps" in entry and as_step(entry["total_steps"]):
-                    sink.meta["max_steps"] = as_step(entry["total_steps"])
-                values = {k: v for k, v in numeric_items(entry).items() if k not in PROGRESS_KEYS}
+                step_key = next((k for k in STEP_KEYS if k in entry), None)
+                step = as_step(entry[step_key]) if step_key else None
+                total = entry.get("total_steps")
+                if total is not None and total != last_total:
+                    last_total = total
+                    if as_step(total):
+                        sink.meta["max_steps"] = as_step(total)
+                values = {k: v for k, v in numeric_items(entry).items() if k not in SKIPPED}
                 rows += 1
                 if values:
                     sink.add(step, values, number)

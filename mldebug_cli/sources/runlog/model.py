@@ -51,7 +51,8 @@ class SeriesBuilder:
         self.ordered = True
 
     def add(self, step: int, value: float, line: int) -> None:
-        if self.steps and step <= self.steps[-1]:
+        steps = self.steps
+        if steps and step <= steps[-1]:
             self.ordered = False
             if step == self.steps[-1]:
                 self.dups += 1
@@ -59,7 +60,7 @@ class SeriesBuilder:
                 self.backs += 1
                 if self.first_back is None:
                     self.first_back = (self.steps[-1], step, line)
-        self.steps.append(step)
+        steps.append(step)
         self.values.append(value)
         self.lines.append(line)
 
@@ -141,6 +142,7 @@ class _Rows:
         self.summary: dict[str, float] = {}
         self.counter = 0
         self.unstepped = 0
+        self.renamed: dict[str, str] = {}  # key as logged -> canonical name (a few dozen keys, a million rows)
 
     def add(self, step: int | None, values: dict[str, float], line: int | None = None) -> None:
         if any(k in values for k in ("train_runtime", "train/train_runtime")):
@@ -152,18 +154,22 @@ class _Rows:
             step = self.counter
         renamed: dict[str, float] = {}
         for key, value in values.items():
-            name = canonical(key, self.fmt)
+            name = self.renamed.get(key)
+            if name is None:
+                name = self.renamed[key] = canonical(key, self.fmt)
             if name in SUMMARY_KEYS:
                 continue
             if key == "completion_length" and "completions/mean_length" not in values:
                 name = "completions/mean_length"  # TRL <= 0.16; Unsloth logs both (then both are kept)
             renamed[name] = value
             self.names.setdefault(name, key)
+        line = line or 0
+        builders = self.builders
         for name, value in renamed.items():
-            builder = self.builders.get(name)
+            builder = builders.get(name)
             if builder is None:
-                builder = self.builders[name] = SeriesBuilder()
-            builder.add(step, value, line or 0)
+                builder = builders[name] = SeriesBuilder()
+            builder.add(step, value, line)
 
 
 def build_run(path: Path, fmt: str, fill: Callable[[LogSink], None]) -> Run:

@@ -16,7 +16,7 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog.records import LogSink, as_step, numeric_items
 
 FILE = "trainer_state.json"
-_STEP_LINE = re.compile(r'^\s*"step": (-?\d+),?\s*$')
+_HISTORY = re.compile(r'"log_history"\s*:\s*\[')
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 META_KEYS = ("max_steps", "global_step", "logging_steps", "eval_steps", "save_steps", "train_batch_size",
              "num_train_epochs", "best_metric", "best_global_step")
@@ -49,34 +49,82 @@ def read(path: Path, sink: LogSink) -> None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the trainer state ({exc})") from None
+    streamed = _stream_history(path, text, sink)
+    state = _parse(path, text if streamed is None else text[:streamed[0]] + "[]" + text[streamed[1]:])
+    if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+        raise InputError(f"{path}: no log_history list (is this a trainer_state.json?)")
+    for key in META_KEYS:
+        if key in state:
+            sink.meta[key] = state[key]
+    if streamed is None:
+        for index, entry in enumerate(state["log_history"]):
+            _entry(entry, index, None, sink)
+
+
+def _parse(path: Path, text: str):
     try:
-        state = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg}); a trainer_state.json "
                          "being rewritten? try again") from None
     except RecursionError:
         raise InputError(f"{path}: the JSON is nested too deeply to be a trainer_state.json") from None
-    history = state.get("log_history") if isinstance(state, dict) else None
-    if not isinstance(history, list):
-        raise InputError(f"{path}: no log_history list (is this a trainer_state.json?)")
-    for key in META_KEYS:
-        if key in state:
-            sink.meta[key] = state[key]
-    lines = _entry_lines(text, len(history))
-    for index, entry in enumerate(history):
-        if not isinstance(entry, dict):
-            sink.note("bad-record", f"log_history[{index}] is not an object; skipped")
-            continue
-        step = as_step(entry.get("step"))
-        if step is None:
-            sink.note("no-step", f"log_history[{index}] has no step; skipped")
-            continue
-        values = numeric_items(entry)
-        values.pop("step", None)
-        sink.add(step, values, lines[index] if lines else None)
 
 
-def _entry_lines(text: str, entries: int) -> list[int] | None:
-    """The line of each entry's ``"step"`` key (sort_keys puts it in every entry once), when they line up."""
-    found = [number for number, line in enumerate(text.splitlines(), 1) if _STEP_LINE.match(line)]
-    return found if len(found) == entries else None
+def _stream_history(path: Path, text: str, sink: LogSink) -> tuple[int, int] | None:
+    """Decode ``log_history`` entry by entry (a million-entry list never exists at once), with each entry's line.
+
+    Returns the span of the list in ``text``, or None when there is no ``"log_history": [`` (then the
+    whole document is parsed the ordinary way). A list that breaks off is the document's JSON error.
+    """
+    match = _HISTORY.search(text)
+    if match is None:
+        return None
+    decoder = json.JSONDecoder()
+    pos, line, counted = match.end(), 1 + text.count("\n", 0, match.end()), match.end()
+    index = 0
+    try:
+        while True:
+            pos = _skip(text, pos)
+            if text.startswith("]", pos):
+                break
+            entry, end = decoder.raw_decode(text, pos)
+            line += text.count("\n", counted, pos)
+            counted = pos
+            _entry(entry, index, line + (_step_offset(entry) if text.startswith("{\n", pos) else 0), sink)
+            index += 1
+            pos = _skip(text, end)
+            if text.startswith(",", pos):
+                pos += 1
+            elif not text.startswith("]", pos):
+                raise json.JSONDecodeError("expected ',' or ']' in log_history", text, pos)
+    except (json.JSONDecodeError, RecursionError):
+        _parse(path, text)  # raises the document's own error
+        raise InputError(f"{path}: log_history could not be read entry by entry") from None
+    return match.end() - 1, pos + 1
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _step_offset(entry) -> int:
+    """Lines from an entry's ``{`` to its ``"step"`` key under ``indent=2, sort_keys`` (the Trainer's layout)."""
+    if not isinstance(entry, dict) or "step" not in entry:
+        return 0
+    return 1 + sorted(entry).index("step")
+
+
+def _entry(entry, index: int, line: int | None, sink: LogSink) -> None:
+    if not isinstance(entry, dict):
+        sink.note("bad-record", f"log_history[{index}] is not an object; skipped", line)
+        return
+    step = as_step(entry.get("step"))
+    if step is None:
+        sink.note("no-step", f"log_history[{index}] has no step; skipped", line)
+        return
+    values = numeric_items(entry)
+    values.pop("step", None)
+    sink.add(step, values, line)
