@@ -12,10 +12,10 @@ import json
 import math
 
 import pytest
-from support import CORPUS_RUNS, RUNS, needs_corpus
 
 from mldebug_cli.core.findings import Severity
 from mldebug_cli.pipelines.check_run import build_report
+from support import CORPUS_RUNS, RUNS, needs_corpus
 
 QWEN_VOCAB = 151665  # len() of fixtures/tokenizers/qwen2.5-instruct, the tiny model's vocabulary
 

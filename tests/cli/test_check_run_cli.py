@@ -9,8 +9,9 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from support import RUNS
 from typer.testing import CliRunner
+
+from support import RUNS
 
 MASKED = RUNS / "sft-all-labels-masked"
 HEALTHY = RUNS / "sft-healthy"

@@ -8,11 +8,11 @@ import shutil
 import struct
 
 import pytest
-from support import CORPUS_RUNS, RUNS, needs_corpus
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog import detect, read_run
 from mldebug_cli.sources.runlog.model import PREFERENCE, RL, SFT
+from support import CORPUS_RUNS, RUNS, needs_corpus
 
 CORPUS_FILES = sorted(p.name for p in CORPUS_RUNS.iterdir() if p.name not in ("SOURCES.md", "MANIFEST.json")) \
     if CORPUS_RUNS.is_dir() else []

@@ -19,9 +19,7 @@ Fix
 
 from __future__ import annotations
 
-import math
-
-from mldebug_cli.checks.run.common import fmt, hit, is_rl
+from mldebug_cli.checks.run.common import fmt, hit, is_rl, points_where, share
 
 SEVERITY = "warning"
 SUBJECT = "run"
@@ -34,9 +32,9 @@ def run(subject, ctx):
     series = subject.get("clip_ratio/region_mean") or subject.get("clip_ratio")
     if series is None:
         return
-    high = [i for i, v in enumerate(series.values) if math.isfinite(v) and v > ctx.limit("max_clip_ratio")]
+    high = points_where(series, lambda v: v > ctx.limit("max_clip_ratio"))
     if high:
         yield hit(subject, series, high[0], high[-1],
-                  f"{series.key} above {ctx.limit('max_clip_ratio'):g} at {len(high)} of {len(series)} logged points "
+                  f"{series.key} above {ctx.limit('max_clip_ratio'):g} {share(high, series)} "
                   f"(max {fmt(max(series.values[i] for i in high))})",
                   "lower the LR, reduce num_iterations/steps_per_generation, or widen epsilon")

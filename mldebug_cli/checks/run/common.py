@@ -204,3 +204,14 @@ def accumulation_pattern(pairs: list[tuple[int, float, float]], accumulation: An
         factor = 2 ** round(math.log2(median))
     near = [k for k, r in enumerate(ratios) if abs(r - factor) <= tolerance * factor]
     return (factor, near) if len(near) >= max(min_evals, share * len(ratios)) else None
+
+
+def points_where(series: Series, test) -> list[int]:
+    """Indices of the finite logged values that pass ``test``."""
+    values = series.values
+    return [i for i in range(len(values)) if math.isfinite(values[i]) and test(values[i])]
+
+
+def share(indices: list[int], series: Series) -> str:
+    """``at 3 of 40 logged points``."""
+    return f"at {len(indices)} of {len(series)} logged points"

@@ -18,9 +18,7 @@ Fix
 
 from __future__ import annotations
 
-import math
-
-from mldebug_cli.checks.run.common import fmt, hit, is_rl
+from mldebug_cli.checks.run.common import fmt, hit, is_rl, points_where, share
 
 SEVERITY = "warning"
 SUBJECT = "run"
@@ -31,10 +29,10 @@ def run(subject, ctx):
     entropy = subject.get("entropy")
     if entropy is None or not is_rl(subject):
         return
-    low = [i for i, v in enumerate(entropy.values) if math.isfinite(v) and v < ctx.limit("min_entropy")]
+    low = points_where(entropy, lambda v: v < ctx.limit("min_entropy"))
     if low:
         yield hit(subject, entropy, low[0], low[-1],
-                  f"entropy below {ctx.limit('min_entropy'):g} at {len(low)} of {len(entropy)} logged points "
+                  f"entropy below {ctx.limit('min_entropy'):g} {share(low, entropy)} "
                   f"(min {fmt(min(entropy.values[i] for i in low))}; it started at {fmt(entropy.values[0])})",
                   "lower the LR, raise the temperature, use an entropy bonus (use_adaptive_entropy) or keep an "
                   "earlier checkpoint")

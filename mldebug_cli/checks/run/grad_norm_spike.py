@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from mldebug_cli.checks.run.common import cluster, fmt, hit, is_rl, spikes
+from mldebug_cli.checks.run.common import cluster, fmt, hit, is_rl, share, spikes
 
 SEVERITY = "warning"
 SUBJECT = "run"
@@ -41,7 +41,7 @@ def run(subject, ctx):
     if above:
         top = max(above, key=lambda i: grad.values[i])
         yield hit(subject, grad, above[0], above[-1],
-                  f"grad_norm above {fmt(limit)} at {len(above)} of {len(grad)} logged points "
+                  f"grad_norm above {fmt(limit)} {share(above, grad)} "
                   f"(max {fmt(grad.values[top])} at step {grad.steps[top]})",
                   "lower the learning rate or lengthen warmup, keep max_grad_norm at 1.0; check the loss is "
                   "averaged over tokens")

@@ -21,9 +21,7 @@ Fix
 
 from __future__ import annotations
 
-import math
-
-from mldebug_cli.checks.run.common import fmt, hit, is_rl
+from mldebug_cli.checks.run.common import fmt, hit, is_rl, points_where, share
 
 SEVERITY = "warning"
 SUBJECT = "run"
@@ -35,15 +33,15 @@ def run(subject, ctx):
         return
     ratio = subject.get("sampling/importance_sampling_ratio/min")
     if ratio is not None:
-        low = [i for i, v in enumerate(ratio.values) if math.isfinite(v) and v < ctx.limit("min_ratio")]
+        low = points_where(ratio, lambda v: v < ctx.limit("min_ratio"))
         if low:
             yield hit(subject, ratio, low[0], low[-1],
-                      f"{ratio.key} below {ctx.limit('min_ratio'):g} at {len(low)} of {len(ratio)} logged points "
+                      f"{ratio.key} below {ctx.limit('min_ratio'):g} {share(low, ratio)} "
                       f"(min {fmt(min(ratio.values[i] for i in low))})",
                       "check the vLLM weight sync and lower steps_per_generation")
     diff = subject.get("sampling/sampling_logp_difference/mean")
     if diff is not None:
-        high = [i for i, v in enumerate(diff.values) if math.isfinite(v) and v > ctx.limit("max_logp_difference")]
+        high = points_where(diff, lambda v: v > ctx.limit("max_logp_difference"))
         if high:
             yield hit(subject, diff, high[0], high[-1],
                       f"{diff.key} above {ctx.limit('max_logp_difference'):g} at {len(high)} of {len(diff)} logged "

@@ -20,9 +20,7 @@ Fix
 
 from __future__ import annotations
 
-import math
-
-from mldebug_cli.checks.run.common import fmt, hit, is_rl
+from mldebug_cli.checks.run.common import fmt, hit, is_rl, points_where, share
 
 SEVERITY = "warning"
 SUBJECT = "run"
@@ -33,7 +31,7 @@ def run(subject, ctx):
     kl = subject.get("kl")
     if kl is None or not is_rl(subject):
         return
-    high = [i for i, v in enumerate(kl.values) if math.isfinite(v) and v > ctx.limit("max_kl")]
+    high = points_where(kl, lambda v: v > ctx.limit("max_kl"))
     if not high:
         return
     top = max(kl.values[i] for i in high)
@@ -44,5 +42,5 @@ def run(subject, ctx):
                   "load the reference from the same weights, adapters and dtype as the policy")
     else:
         yield hit(subject, kl, high[0], high[-1],
-                  f"kl above {ctx.limit('max_kl'):g} at {len(high)} of {len(kl)} logged points (max {fmt(top)})",
+                  f"kl above {ctx.limit('max_kl'):g} {share(high, kl)} (max {fmt(top)})",
                   f"raise {ctx.config_key('beta')} or lower the learning rate")

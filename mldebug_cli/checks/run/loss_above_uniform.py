@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from mldebug_cli.checks.run.common import fmt, hit
+from mldebug_cli.checks.run.common import fmt, hit, points_where
 
 SEVERITY = "error"
 SUBJECT = "run"
@@ -37,7 +37,7 @@ def run(subject, ctx):
         series = subject.get(key)
         if series is None:
             continue
-        above = [i for i, v in enumerate(series.values) if math.isfinite(v) and v > limit]
+        above = points_where(series, lambda v: v > limit)
         if above:
             top = max(series.values[i] for i in above)
             yield hit(subject, series, above[0], above[-1],

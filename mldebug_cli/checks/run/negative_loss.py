@@ -20,9 +20,7 @@ Fix
 
 from __future__ import annotations
 
-import math
-
-from mldebug_cli.checks.run.common import fmt, hit, is_rl
+from mldebug_cli.checks.run.common import fmt, hit, is_rl, points_where, share
 from mldebug_cli.core.findings import Severity
 
 SEVERITY = "error"
@@ -37,13 +35,13 @@ def run(subject, ctx):
         series = subject.get(key)
         if series is None:
             continue
-        below = [i for i, v in enumerate(series.values) if math.isfinite(v) and v < ctx.limit("below")]
+        below = points_where(series, lambda v: v < ctx.limit("below"))
         if not below:
             continue
         lowest = min(series.values[i] for i in below)
         rounding = lowest >= ctx.limit("rounding")
         yield hit(subject, series, below[0], below[-1],
-                  f"{key} below 0 at {len(below)} of {len(series)} logged points (min {fmt(lowest)})"
+                  f"{key} below 0 {share(below, series)} (min {fmt(lowest)})"
                   + ("; tiny: rounding of a loss near 0 (the model memorised its data)" if rounding else ""),
                   "a loss at 0 means memorisation: fewer epochs or more data" if rounding else
                   "check the custom compute_loss and auxiliary loss terms for a flipped sign",

@@ -21,7 +21,7 @@ Fix
 
 from __future__ import annotations
 
-from mldebug_cli.checks.run.common import fmt, hit, is_rl, mean
+from mldebug_cli.checks.run.common import fmt, hit, is_rl, mean, share
 
 SEVERITY = "error"
 SUBJECT = "run"
@@ -44,7 +44,7 @@ def run(subject, ctx):
         return
     if flagged and len(flagged) > ctx.limit("share") * len(series):
         yield hit(subject, series, flagged[0], flagged[-1],
-                  f"{what} at {len(flagged)} of {len(series)} logged points{detail}: completions of a prompt "
+                  f"{what} {share(flagged, series)}{detail}: completions of a prompt "
                   "all score alike, so advantages and gradients are 0",
                   f"raise {ctx.config_key('num_generations')} and the temperature, drop prompts the model always or "
                   "never solves, use a graded reward")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from mldebug_cli.checks.run.common import after, hit
+from mldebug_cli.checks.run.common import after, hit, share
 from mldebug_cli.core.findings import Severity
 
 SEVERITY = "error"
@@ -50,10 +50,10 @@ def run(subject, ctx):
     loss_bad = "loss" in firsts
     for key in order:
         series, bad = firsts[key]
-        share = len(bad) / len(series)
+        portion = len(bad) / len(series)
         kinds = sorted({"NaN" if math.isnan(series.values[i]) else "Inf" for i in bad})
-        rare_scaler = key == "grad_norm" and not loss_bad and share <= ctx.limit("rare_share")
-        message = (f"{key} is {'/'.join(kinds)} at {len(bad)} of {len(series)} logged points "
+        rare_scaler = key == "grad_norm" and not loss_bad and portion <= ctx.limit("rare_share")
+        message = (f"{key} is {'/'.join(kinds)} {share(bad, series)} "
                    f"(first at step {series.steps[bad[0]]})")
         if key == first_key and len(order) > 1:
             message += f"; {key} went non-finite first: " + ("the backward pass" if key == "grad_norm" else "the forward pass")

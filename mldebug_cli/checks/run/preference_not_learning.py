@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from mldebug_cli.checks.run.common import after, fmt, hit, mean, warmup_end_step
+from mldebug_cli.checks.run.common import after, fmt, hit, mean, share, warmup_end_step
 
 SEVERITY = "warning"
 SUBJECT = "run"
@@ -40,6 +40,6 @@ def run(subject, ctx):
     near = [v for v in values if abs(v - LN2) <= ctx.limit("tolerance")]
     if len(near) >= ctx.limit("share") * len(values):
         yield hit(subject, loss, start, len(loss) - 1,
-                  f"loss within {ctx.limit('tolerance'):g} of ln 2 at {len(near)} of {len(values)} logged points "
+                  f"loss within {ctx.limit('tolerance'):g} of ln 2 {share(near, values)} "
                   f"after warmup (mean {fmt(mean(values))}): the policy has not moved from the reference",
                   f"check {ctx.config_key('learning_rate')} and that adapters are trainable; raise beta or the LR")

@@ -30,9 +30,8 @@ def newest_state(folder: Path) -> Path | None:
         reverse=True,
     )
     own = folder / FILE
-    if own.is_file():
-        if not checkpoints or (_global_step(own) or 0) >= checkpoints[0][0]:
-            return own
+    if own.is_file() and (not checkpoints or (_global_step(own) or 0) >= checkpoints[0][0]):
+        return own
     return checkpoints[0][1] if checkpoints else None
 
 
