@@ -4,7 +4,7 @@ What it finds
     Logged train losses of exactly 0.0, either from the first logged step or in a stretch that jumps there
     from a real loss, or where the gradient norm is NaN/Inf at the same steps. A loss that glides down to
     0.0 under transformers 4.x's 4-decimal rounding is not reported. GRPO/RLOO runs are skipped: their
-    loss is about 0 by design (RUN-LOGS §0.6); so is a preference loss that saturates at 0 after real
+    loss is about 0 by design (trl#3452); so is a preference loss that saturates at 0 after real
     values (RN030), unless its gradient norm is NaN.
 
 Why it matters for training
