@@ -189,3 +189,12 @@ def test_rl_checks_are_silent_on_a_healthy_grpo_run(code):
 @pytest.mark.parametrize("code", ["RN030", "RN031"])
 def test_preference_checks_are_silent_on_a_learning_orpo_run(code):
     assert code not in codes(CORPUS_RUNS / "lf-orpo__rlhf-recsys-2.trainer_state.json")
+
+
+@needs_corpus
+def test_the_hint_names_the_config_key_and_its_line(tmp_path):
+    config = tmp_path / "sft.yaml"
+    config.write_text("model_name_or_path: unsloth/llama-3.1-8b\nlearning_rate: 2.0e-4\nwarmup_steps: 5\n")
+    (finding,) = [f for f in findings(CORPUS_RUNS / "hf-sft__5hiri.trainer_state.json", config=str(config))
+                  if f.code == "RN003"]
+    assert f"`learning_rate` ({config} line 2)" in finding.hint and f"`warmup_steps` ({config} line 3)" in finding.hint

@@ -43,8 +43,8 @@ def run(subject, ctx):
         yield hit(subject, grad, above[0], above[-1],
                   f"grad_norm above {fmt(limit)} {share(above, grad)} "
                   f"(max {fmt(grad.values[top])} at step {grad.steps[top]})",
-                  "lower the learning rate or lengthen warmup, keep max_grad_norm at 1.0; check the loss is "
-                  "averaged over tokens")
+                  f"lower {ctx.config_key('learning_rate')} or lengthen {ctx.config_key('warmup_steps')}, keep "
+                  "max_grad_norm at 1.0; check the loss is averaged over tokens")
     above_set = set(above)
     found = [p for p in spikes(grad, int(ctx.limit("window")), int(ctx.limit("min_window")), ctx.limit("sigma"),
                                ctx.limit("ratio")) if p[0] not in above_set]

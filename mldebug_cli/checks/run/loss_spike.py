@@ -47,8 +47,9 @@ def run(subject, ctx):
         yield hit(subject, loss, group[0][0], end,
                   f"loss {fmt(value)} at step {loss.steps[index]} is {value / window_mean:.1f}× its window mean "
                   f"{fmt(window_mean)}; {verdict}",
-                  "lower the learning rate or lengthen warmup, keep max_grad_norm, inspect the batches at that step; "
-                  "restart from an earlier checkpoint if it did not recover")
+                  f"lower {ctx.config_key('learning_rate')} or lengthen {ctx.config_key('warmup_steps')}, keep "
+                  "max_grad_norm, inspect the batches at that step; restart from an earlier checkpoint if it did not "
+                  "recover")
     if len(groups) > ctx.limit("max_reported"):
         rest = groups[int(ctx.limit("max_reported")):]
         yield hit(subject, loss, rest[0][0][0], rest[-1][-1][0],
