@@ -38,7 +38,7 @@ def build_report(
     run_config = _run_config(config) if config else None
     vocab = vocab_size or (tokenizer_vocab_size(tokenizer) if tokenizer else None)
     run = read_run(run_path, fmt)
-    findings = tuple(f for check in checks for f in check.findings(run, _context(check, thresholds, vocab, run_config)))
+    findings = run_checks(run, checks, thresholds, vocab, run_config)
     lr_codes: tuple[str, ...] = ()
     lr_note = None
     if config and any(r.code == "LR009" for r in registry.selected(select, ignore)):
@@ -55,6 +55,22 @@ def build_report(
         summary=_summary(run, findings),
         details=details(run, findings),
     )
+
+
+def run_checks(run, checks, thresholds=None, vocab=None, run_config=None) -> tuple[Finding, ...]:
+    return tuple(f for check in checks for f in check.findings(run, _context(check, thresholds, vocab, run_config)))
+
+
+def check_history(history: list, meta: Mapping[str, Any], select: Iterable[str] = (), ignore: Iterable[str] = (),
+                  vocab_size: int | None = None) -> tuple[Finding, ...]:
+    """The RN findings for a ``log_history`` held in memory (the training callback's view of a live run)."""
+    from mldebug_cli.core import registry
+    from mldebug_cli.sources.runlog.model import build_run
+    from mldebug_cli.sources.runlog.trainer_state import read_history
+
+    checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="RN")]
+    run = build_run(Path("log_history"), "trainer-state", lambda sink: read_history(history, dict(meta), sink))
+    return run_checks(run, checks, vocab=vocab_size)
 
 
 def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | None]:

@@ -116,6 +116,13 @@ def _step_offset(entry) -> int:
     return 1 + sorted(entry).index("step")
 
 
+def read_history(history: list, meta: dict, sink: LogSink) -> None:
+    """A ``log_history`` already in memory (a TrainerCallback's ``state.log_history``)."""
+    sink.meta.update({k: v for k, v in meta.items() if k in META_KEYS})
+    for index, entry in enumerate(history):
+        _entry(entry, index, None, sink)
+
+
 def _entry(entry, index: int, line: int | None, sink: LogSink) -> None:
     if not isinstance(entry, dict):
         sink.note("bad-record", f"log_history[{index}] is not an object; skipped", line)
