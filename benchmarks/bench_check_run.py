@@ -5,15 +5,14 @@
 Builds, in a temporary folder, a LLaMA-Factory ``trainer_log.jsonl``, an HF ``trainer_state.json`` and
 a console log (transformers 5 dicts of strings) of ``--steps`` logged steps each (loss, grad_norm,
 learning_rate; one planted loss spike), then runs ``mldebug check-run FILE -f json`` on each in a
-child process and reports its wall time and peak resident memory (``ru_maxrss`` of the child) next to
-the file size and the findings. Also runs ``--help`` for the process's base RSS. Not part of the test run.
+child process and reports its wall time and peak resident memory (the child's own ``ru_maxrss``) next
+to the file size and the findings. Also runs ``--help`` for the process's base RSS. Not part of the test run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -52,17 +51,26 @@ def build_console(path: Path, steps: int) -> None:
                          f"'epoch': '{s / steps:.4g}'}}\n")
 
 
+# The child reports its own peak RSS (ru_maxrss of RUSAGE_CHILDREN would be the largest child so far).
+CHILD = """
+import resource, sys
+from mldebug_cli.cli import main
+try:
+    main()
+finally:
+    sys.stderr.write(f"\\nMAXRSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n")
+"""
+
+
 def measure(args: list[str]) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB, stdout) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """(seconds, peak RSS in MiB, stdout) of one child process running ``mldebug ARGS``."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mldebug_cli", *args], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if done.returncode == 2:
         raise SystemExit(f"check-run failed: {done.stderr.strip()}")
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: run the smallest first (--help) and grow
-    return seconds, max(peak, before) / 1024, done.stdout
+    peak_kib = int(done.stderr.rsplit("MAXRSS ", 1)[1].split()[0])
+    return seconds, peak_kib / 1024, done.stdout
 
 
 def main() -> None:

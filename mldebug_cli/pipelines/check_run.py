@@ -174,15 +174,19 @@ def details(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
 
 
 def _stats(series) -> dict[str, Any]:
-    finite = [v for v in series.values if math.isfinite(v)]
+    low, high, finite = math.inf, -math.inf, 0
+    for value in series.values:
+        if math.isfinite(value):
+            finite += 1
+            low, high = min(low, value), max(high, value)
     return {
         "points": len(series),
         "first_step": series.steps[0] if len(series) else None,
         "last_step": series.steps[-1] if len(series) else None,
-        "min": min(finite) if finite else None,
-        "max": max(finite) if finite else None,
+        "min": low if finite else None,
+        "max": high if finite else None,
         "last": _clean(series.values[-1]) if len(series) else None,
-        "non_finite": len(series) - len(finite),
+        "non_finite": len(series) - finite,
     }
 
 

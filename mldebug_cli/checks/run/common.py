@@ -64,11 +64,11 @@ def warmup_end_step(run: Run) -> int:
     """The step where the logged LR first reaches its peak (0 when it starts there), else 10 % of the run."""
     lr = run.get("learning_rate")
     if lr is not None:
-        finite = [(s, v) for s, v in zip(lr.steps, lr.values) if math.isfinite(v)]
+        finite = points_where(lr, lambda v: True)
         if finite:
-            peak = max(v for _s, v in finite)
-            first = next(s for s, v in finite if v >= peak * 0.99)
-            return first if first > finite[0][0] else 0
+            peak = max(lr.values[i] for i in finite)
+            first = next(lr.steps[i] for i in finite if lr.values[i] >= peak * 0.99)
+            return first if first > lr.steps[finite[0]] else 0
     last = run.last_step or 0
     return int(last * WARMUP_SHARE_WITHOUT_LR)
 

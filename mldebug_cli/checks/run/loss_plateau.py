@@ -22,7 +22,7 @@ Fix
 
 from __future__ import annotations
 
-from mldebug_cli.checks.run.common import after, fmt, hit, mean, warmup_end_step
+from mldebug_cli.checks.run.common import after, fmt, hit, mean, points_where, warmup_end_step
 from mldebug_cli.sources.runlog.model import SFT
 
 SEVERITY = "warning"
@@ -36,17 +36,17 @@ def run(subject, ctx):
         return
     warm = warmup_end_step(subject)
     start = after(loss, warm)
-    points = [(i, v) for i, v in enumerate(loss.values) if i >= start and v == v and abs(v) != float("inf")]
+    points = [i for i in points_where(loss, lambda v: True) if i >= start]
     if len(points) < ctx.limit("min_points"):
         return
     size = max(int(ctx.limit("min_stretch")), int(len(points) * ctx.limit("stretch_share")))
-    first, last = mean(v for _i, v in points[:size]), mean(v for _i, v in points[-size:])
+    first, last = mean(loss.values[i] for i in points[:size]), mean(loss.values[i] for i in points[-size:])
     if first <= 0:
         return
     change = (last - first) / first
     if abs(change) > ctx.limit("tolerance"):
         return
-    yield hit(subject, loss, points[0][0], points[-1][0],
+    yield hit(subject, loss, points[0], points[-1],
               f"the loss went from {fmt(first)} to {fmt(last)} ({change:+.1%}) after warmup{_lr(subject, warm)}",
               f"check the learning rate ({ctx.config_key('learning_rate')}; `mldebug lr-plot`), that trainable "
               "parameters are in the optimizer, and that steps are not skipped")
