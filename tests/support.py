@@ -38,6 +38,8 @@ LLAMACPP_TEMPLATES = CORPUS / "templates" / "llamacpp"
 OLLAMA_CORPUS = CORPUS / "templates" / "ollama"
 CORPUS_GGUF = CORPUS / "gguf"
 PHI3_DEPLOY = ROOT / "build" / "deploy"  # built from the corpus by conftest (fixtures/deploy/make_ggufs.py)
+CORPUS_RUNS = CORPUS / "runs"
+RUNS = FIXTURES / "runs"  # our own logs from tools/make_run_logs.py (real HF Trainer / TRL on a tiny model)
 
 
 def write_jsonl(path: Path, rows: list) -> Path:

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from mldebug_cli import __version__
-from mldebug_cli.cli import check_template, explain, inspect_data, lr_plot, preflight, render
+from mldebug_cli.cli import check_run, check_template, explain, inspect_data, lr_plot, preflight, render
 from mldebug_cli.cli.common import State
 
 app = typer.Typer(
@@ -41,10 +41,11 @@ app.command("render")(render.render)
 app.command("check-template")(check_template.check_template)
 app.command("lr-plot")(lr_plot.lr_plot)
 app.command("preflight")(preflight.preflight)
+app.command("check-run")(check_run.check_run)
 
 
 # Commands that only read, render and tokenize: their processes never need torch.
-TORCH_FREE = frozenset({"inspect-data", "render", "check-template"})
+TORCH_FREE = frozenset({"inspect-data", "render", "check-template", "check-run"})
 
 
 def main() -> None:

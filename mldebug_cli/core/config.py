@@ -15,6 +15,8 @@ directory upward, or the file ``MLDEBUG_CONFIG`` names::
 
     [tool.mldebug.versions]           # the framework versions the run targets (default: the installed ones)
     transformers = "4.57.1"
+    [tool.mldebug.checks.loss-spike]           # a run check's documented thresholds (mldebug explain RN003)
+    sigma = 8
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Settings:
     fail_on: Severity | None = None  # None: not set (each command has its own default)
     severities: Mapping[str, Severity] = field(default_factory=dict)  # check code -> severity
     versions: Mapping[str, str] = field(default_factory=dict)  # package -> target version
+    thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # check code -> {name: value}
 
     def apply(self, report: Report) -> Report:
         """The report with the configured per-check severities."""
@@ -119,11 +122,13 @@ def _parse(path: Path) -> dict[str, Any]:
 def _settings(table: Mapping[str, Any], source: str, where: str) -> Settings:
     _known_keys(table, TOP_KEYS, f"{source}: {where}")
     fail_on = table.get("fail-on")
+    severities, thresholds = _check_options(table.get("checks", {}), source)
     return Settings(
         select=_selectors(table.get("select", []), f"{source}: select"),
         ignore=_selectors(table.get("ignore", []), f"{source}: ignore"),
         fail_on=None if fail_on is None else _severity(fail_on, f"{source}: fail-on"),
-        severities=_check_severities(table.get("checks", {}), source),
+        severities=severities,
+        thresholds=thresholds,
         versions=_versions(table.get("versions", {}), f"{source}: versions"),
     )
 
@@ -166,24 +171,35 @@ def _severity(value: Any, where: str) -> Severity:
     return Severity(value)
 
 
-def _check_severities(table: Any, source: str) -> dict[str, Severity]:
+def _check_options(table: Any, source: str) -> tuple[dict[str, Severity], dict[str, dict[str, float]]]:
+    """Per-check severities, and thresholds for the checks that document some (``THRESHOLDS``)."""
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: checks: expected a table keyed by check code or name, got {table!r}")
-    out: dict[str, Severity] = {}
+    severities: dict[str, Severity] = {}
+    thresholds: dict[str, dict[str, float]] = {}
+    seen: set[str] = set()
     for handle, options in table.items():
         where = f"{source}: checks.{handle}"
         try:
-            code = registry.lookup(handle).code
+            ref = registry.lookup(handle)
         except UsageError:
             raise ConfigError(f"{where}: unknown check {handle!r}", hint="`mldebug explain --all` lists every check") from None
-        if code in out:
-            raise ConfigError(f"{where}: {code} is configured twice (by code and by name)")
+        if ref.code in seen:
+            raise ConfigError(f"{where}: {ref.code} is configured twice (by code and by name)")
+        seen.add(ref.code)
         if not isinstance(options, dict):
             raise ConfigError(f"{where}: expected a table of options, got {options!r}")
-        _known_keys(options, CHECK_KEYS, where)
+        defaults = registry.load(ref).thresholds if ref.family == "RN" else {}
+        _known_keys(options, CHECK_KEYS + tuple(defaults), where)
         if "severity" in options:
-            out[code] = _severity(options["severity"], f"{where}.severity")
-    return out
+            severities[ref.code] = _severity(options["severity"], f"{where}.severity")
+        for name in defaults:
+            if name in options:
+                value = options[name]
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise ConfigError(f"{where}.{name}: expected a number, got {value!r}")
+                thresholds.setdefault(ref.code, {})[name] = float(value)
+    return severities, thresholds
 
 
 def _with_env(settings: Settings, env: Mapping[str, str]) -> Settings:

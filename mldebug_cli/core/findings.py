@@ -32,6 +32,8 @@ class Location:
     key: str | None = None  # config key path, e.g. "training.warmup_steps"
     probe: str | None = None  # probe conversation name (check-template)
     side: str | None = None  # "train" or "deploy" (check-template)
+    step: int | None = None  # first optimizer step of a run-log finding (check-run)
+    step_end: int | None = None  # last optimizer step of the range, when it spans several
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

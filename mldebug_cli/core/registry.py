@@ -8,8 +8,8 @@ or ``"setup"``) and ``run(subject, ctx)`` which yields :class:`Hit` objects.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from mldebug_cli.core.errors import UsageError
@@ -84,6 +84,29 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("CF001", "unknown-config-key", "config.unknown_config_key"),
     CheckRef("CF002", "invalid-config-value", "config.invalid_config_value"),
     CheckRef("CF003", "framework-version-semantics", "config.framework_version_semantics"),
+    CheckRef("RN001", "zero-loss", "run.zero_loss"),
+    CheckRef("RN002", "non-finite-values", "run.non_finite_values"),
+    CheckRef("RN003", "loss-spike", "run.loss_spike"),
+    CheckRef("RN004", "grad-norm-spike", "run.grad_norm_spike"),
+    CheckRef("RN005", "loss-plateau", "run.loss_plateau"),
+    CheckRef("RN006", "eval-loss-rising", "run.eval_loss_rising"),
+    CheckRef("RN007", "loss-above-uniform", "run.loss_above_uniform"),
+    CheckRef("RN008", "negative-loss", "run.negative_loss"),
+    CheckRef("RN009", "loss-scaled-by-accumulation", "run.loss_scaled_by_accumulation"),
+    CheckRef("RN010", "eval-below-train", "run.eval_below_train"),
+    CheckRef("RN011", "run-incomplete", "run.run_incomplete"),
+    CheckRef("RN012", "log-irregular", "run.log_irregular"),
+    CheckRef("RN020", "reward-stuck-at-zero", "run.reward_stuck_at_zero"),
+    CheckRef("RN021", "no-reward-variance", "run.no_reward_variance"),
+    CheckRef("RN022", "entropy-collapse", "run.entropy_collapse"),
+    CheckRef("RN023", "kl-divergence", "run.kl_divergence"),
+    CheckRef("RN024", "completions-truncated", "run.completions_truncated"),
+    CheckRef("RN025", "completion-length-runaway", "run.completion_length_runaway"),
+    CheckRef("RN026", "clip-ratio-high", "run.clip_ratio_high"),
+    CheckRef("RN027", "importance-ratio-collapse", "run.importance_ratio_collapse"),
+    CheckRef("RN030", "preference-loss-saturated", "run.preference_loss_saturated"),
+    CheckRef("RN031", "preference-not-learning", "run.preference_not_learning"),
+    CheckRef("RN032", "preference-margins-tiny", "run.preference_margins_tiny"),
 )
 
 
@@ -95,6 +118,7 @@ class Check:
     subject: str
     doc: str
     run: Callable[..., Iterable[Hit]]
+    thresholds: Mapping[str, float] = field(default_factory=dict)  # documented defaults, overridable per check
 
     def finding(self, hit: Hit) -> Finding:
         return Finding(
@@ -126,6 +150,7 @@ def load(ref: CheckRef) -> Check:
             subject=module.SUBJECT,
             doc=(module.__doc__ or "").strip(),
             run=module.run,
+            thresholds=dict(getattr(module, "THRESHOLDS", {})),
         )
         _LOADED[ref.code] = check
     return check

@@ -27,6 +27,10 @@ def finding_path(finding: Finding, report: Report) -> str | None:
 def place(location: Location) -> str:
     """The logical place of a finding, e.g. ``row 3 (line 121), message 2`` or ``key training.warmup_steps``."""
     parts = []
+    if location.step is not None:
+        end = location.step_end
+        parts.append(f"steps {location.step}-{end}" if end is not None and end != location.step
+                     else f"step {location.step}")
     if location.row is not None:
         parts.append(f"row {location.row}" + (f" (line {location.line})" if location.line is not None else ""))
     elif location.line is not None:

@@ -21,7 +21,7 @@ from mldebug_cli.formats.html_parts.style import CSS
 
 # Nothing may load or run: no script, no remote font, image or frame; only the inline stylesheet.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-PARTS = {"inspect-data": "rows", "check-template": "templates", "lr-plot": "schedule"}
+PARTS = {"inspect-data": "rows", "check-template": "templates", "lr-plot": "schedule", "check-run": "runlog"}
 MAX_CONTEXT_CHARS = 2_000
 _VERDICTS = {
     "error": ("verdict-error", "Errors found"),

@@ -65,6 +65,7 @@ svg.chart text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: #57606a;
 svg .axis { stroke: #8c959f; } svg .grid { stroke: #eaeef2; }
 svg .bar { fill: #54aeff; } svg .limit { stroke: var(--err); stroke-dasharray: 4 3; stroke-width: 1.5; }
 svg .curve { fill: none; stroke: #0969da; stroke-width: 2; }
+svg .finding-range { fill: var(--warn); opacity: 0.18; }
 svg .warmup-end { stroke: var(--warn); stroke-dasharray: 5 3; stroke-width: 1.5; }
 svg .peak { fill: var(--err); } svg .final { fill: #57606a; }
 svg .logged circle { fill: #fb8f44; fill-opacity: .8; }

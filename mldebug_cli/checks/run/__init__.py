@@ -1,0 +1,1 @@
+"""Checks on a training run's logged metrics (``check-run``): the RN family."""

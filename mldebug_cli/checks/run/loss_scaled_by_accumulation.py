@@ -1,0 +1,50 @@
+"""Loss scaled by accumulation: the logged train loss is about gradient_accumulation_steps × the eval loss.
+
+What it finds
+    Runs whose train loss divided by the eval loss at the same step is, at most eval points (at least 2),
+    within 20 % of ``gradient_accumulation_steps`` (from ``--config``), or without a config within 10 % of
+    a power of two from 2 up (the common accumulation values).
+
+Why it matters for training
+    transformers 4.46.x-4.47.0 logged the train loss multiplied by the accumulation steps
+    (transformers#35204, fixed by PR#35207). The training itself was fine, but the curves, the early
+    stopping on train loss and comparisons with other runs are off by that factor, and people "fix" a
+    healthy run.
+
+Example
+    ``train loss / eval loss is about 8.0 at 5 of 5 evaluations (8.9 vs 1.11 at step 400); gradient
+    accumulation is 8``.
+
+Fix
+    Upgrade transformers (>= 4.47.1) or divide the logged train loss by ``gradient_accumulation_steps``;
+    compare runs on the eval loss.
+"""
+
+from __future__ import annotations
+
+from mldebug_cli.checks.run.common import accumulation_pattern, fmt, hit, train_eval_pairs
+
+SEVERITY = "warning"
+SUBJECT = "run"
+THRESHOLDS = {"tolerance_with_config": 0.2, "tolerance_without": 0.1, "min_evals": 2, "share": 0.5}
+
+
+def run(subject, ctx):
+    pairs = train_eval_pairs(subject)
+    accumulation = ctx.config_value("gradient_accumulation_steps")
+    known = isinstance(accumulation, int) and accumulation >= 2
+    found = accumulation_pattern(pairs, accumulation,
+                                 ctx.limit("tolerance_with_config" if known else "tolerance_without"),
+                                 ctx.limit("share"), ctx.limit("min_evals"))
+    if found is None:
+        return
+    factor, near = found
+    i, train, value = pairs[near[0]]
+    evals = subject.get("eval_loss")
+    source = (f"gradient accumulation is {factor} ({ctx.config_key('gradient_accumulation_steps')})"
+              if known else f"is gradient_accumulation_steps {factor}? (pass --config to confirm)")
+    yield hit(subject, evals, i, pairs[near[-1]][0],
+              f"train loss / eval loss is about {factor} at {len(near)} of {len(pairs)} evaluations "
+              f"({fmt(train)} vs {fmt(value)} at step {evals.steps[i]}); {source}",
+              "transformers 4.46.x-4.47.0 logged the train loss × accumulation: upgrade to >= 4.47.1 or divide "
+              "the logged loss; compare runs on eval_loss")

@@ -1,0 +1,105 @@
+"""`mldebug check-run`: read a training run's logs and say what went wrong, where, and why (RN001-RN032)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from mldebug_cli.cli.common import (
+    ColorOpt,
+    ExitZeroOpt,
+    FailOnOpt,
+    IgnoreOpt,
+    OutputFormatOpt,
+    OutputOpt,
+    OutputOptions,
+    SelectOpt,
+    errors_exit,
+    print_error,
+    run_report,
+    split_list,
+)
+
+
+def check_run(
+    run: Path = typer.Argument(..., help="trainer_state.json (or a checkpoint/output folder), trainer_log.jsonl, "
+                               "a console log, a TensorBoard event file or folder, a .wandb file, a W&B CSV export."),
+    config: Path | None = typer.Option(None, "--config", "-c", help="The run's training config (gradient "
+                                       "accumulation, max_completion_length, beta... and their lines)."),
+    tokenizer: Path | None = typer.Option(None, "--tokenizer", help="Tokenizer folder: its vocabulary size bounds "
+                                          "the loss (RN007)."),
+    vocab_size: int | None = typer.Option(None, "--vocab-size", help="Vocabulary size for RN007."),
+    log_format: str | None = typer.Option(None, "--format", help="trainer-state, jsonl, console, tensorboard, wandb "
+                                          "or csv (default: detected)."),
+    watch: bool = typer.Option(False, "--watch", help="Follow a running job's log and print new findings."),
+    fail_fast: bool = typer.Option(False, "--fail-fast", help="With --watch: exit 1 at the first error."),
+    interval: float = typer.Option(10.0, "--interval", help="With --watch: seconds between reads."),
+    output_format: str = OutputFormatOpt,
+    output: Path | None = OutputOpt,
+    fail_on=FailOnOpt,
+    select: list[str] | None = SelectOpt,
+    ignore: list[str] | None = IgnoreOpt,
+    color=ColorOpt,
+    exit_zero: bool = ExitZeroOpt,
+) -> None:
+    """Check a training run's logged metrics: NaN, zero or spiking loss, overfitting, RL and DPO failure signs."""
+    from mldebug_cli.core import config as settings_file
+    from mldebug_cli.pipelines.check_run import build_report
+
+    def build():
+        return build_report(
+            run_path=str(run),
+            fmt=log_format,
+            config=None if config is None else str(config),
+            tokenizer=None if tokenizer is None else str(tokenizer),
+            vocab_size=vocab_size,
+            select=split_list(select),
+            ignore=split_list(ignore),
+            thresholds=settings_file.load().thresholds,
+        )
+
+    if watch:
+        _watch(build, run, interval, fail_fast)
+    run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
+
+
+def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
+    """Re-read the log whenever it changes; print each new finding once; stop at the first error with fail_fast."""
+    from mldebug_cli.core.exit import ExitCode
+    from mldebug_cli.core.findings import Severity
+    from mldebug_cli.formats.locations import describe
+
+    seen: set[tuple[str, str]] = set()
+    stamp = None
+    with errors_exit():
+        build()  # the first read must work: a wrong path is exit 2, not a silent wait
+    try:
+        while True:
+            current = _stamp(run)
+            if current != stamp:
+                stamp = current
+                try:
+                    report = build()
+                except Exception as exc:  # a file caught mid-rewrite: report it and read again next time
+                    print_error(exc)
+                    report = None
+                for finding in report.findings if report else ():
+                    key = (finding.code, finding.message)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    sys.stdout.write(f"{finding.severity.value} {finding.code} {finding.name}: {describe(finding)}\n")
+                    sys.stdout.flush()
+                    if fail_fast and finding.severity == Severity.ERROR:
+                        raise typer.Exit(ExitCode.FINDINGS)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return  # Ctrl-C: fall through to the full report of what was read last
+
+
+def _stamp(run: Path) -> tuple:
+    paths = [run] if run.is_file() else sorted(p for p in run.rglob("*") if p.is_file())
+    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths if p.exists())

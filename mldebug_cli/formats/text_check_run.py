@@ -1,0 +1,55 @@
+"""check-run's own text section: a small terminal chart (plotext) of each metric that has findings.
+
+The finding's steps are marked with ``x`` on the curve; non-finite points are left out of the line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from mldebug_cli.core.findings import Report
+
+CHART_HEIGHT = 10
+MAX_CHART_WIDTH = 90
+MAX_CHARTS = 4
+
+
+def render_details(report: Report, console) -> None:
+    details = report.details
+    flagged = [r["key"] for r in details.get("ranges", []) if r.get("key")]
+    shown = [k for k in dict.fromkeys(flagged) if k in details.get("charts", {})][:MAX_CHARTS]
+    color = console.color_system is not None
+    for key in shown:
+        points = [(s, v) for s, v in details["charts"][key] if v is not None]
+        if len(points) < 2:
+            continue
+        marks = _marks(details, key, points)
+        chart = chart_text(key, points, marks, width=min(console.width, MAX_CHART_WIDTH), color=color)
+        console.print(Text(key, style="bold"))
+        console.print(Text.from_ansi(chart) if color else Text(chart))
+        console.print()
+
+
+def _marks(details: dict[str, Any], key: str, points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    ranges = [(r["first"], r["last"]) for r in details["ranges"] if r.get("key") == key]
+    return [(s, v) for s, v in points if any(first <= s <= last for first, last in ranges)]
+
+
+def chart_text(key: str, points, marks, width: int, color: bool = False) -> str:
+    import plotext
+
+    figure = plotext.figure
+    figure.clear()
+    figure.plot_size(width, CHART_HEIGHT)
+    if not color:
+        figure.theme("colorless")
+    figure.draw(figure.signal([s for s, _v in points], [v for _s, v in points]).lines())
+    if marks:
+        figure.draw(figure.signal([s for s, _v in marks], [v for _s, v in marks], marker="x"))
+    figure.label("optimizer step", axis="x")
+    figure.legend(active=False)
+    text = figure.build().string(colorless=not color)
+    figure.clear()
+    return text

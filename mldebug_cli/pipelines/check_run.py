@@ -1,0 +1,204 @@
+"""`mldebug check-run`: read a run's logs into the metric model, run the RN checks, build the report."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.findings import Finding, Report
+
+COMMAND = "check-run"
+CONFIG_KEYS = ("gradient_accumulation_steps", "max_completion_length", "num_generations", "beta", "learning_rate",
+               "warmup_steps", "warmup_ratio", "max_steps", "logging_steps")
+CHART_POINTS = 400  # per series in the report: enough for a terminal or an SVG panel
+
+
+def build_report(
+    run_path: str,
+    fmt: str | None = None,
+    config: str | None = None,
+    tokenizer: str | None = None,
+    vocab_size: int | None = None,
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    thresholds: Mapping[str, Mapping[str, float]] | None = None,
+) -> Report:
+    from mldebug_cli.core import registry
+    from mldebug_cli.sources.runlog import read_run
+
+    if tokenizer is not None and vocab_size is not None:
+        raise UsageError("give either --tokenizer or --vocab-size, not both")
+    if vocab_size is not None and vocab_size < 2:
+        raise UsageError(f"--vocab-size must be at least 2, got {vocab_size}")
+    checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="RN")]
+    run_config = _run_config(config) if config else None
+    vocab = vocab_size or (tokenizer_vocab_size(tokenizer) if tokenizer else None)
+    run = read_run(run_path, fmt)
+    findings = run_checks(run, checks, thresholds, vocab, run_config)
+    lr_codes: tuple[str, ...] = ()
+    lr_note = None
+    if config and any(r.code == "LR009" for r in registry.selected(select, ignore)):
+        lr_findings, lr_note = logged_lr_findings(run, config)
+        findings += lr_findings
+        lr_codes = ("LR009",) if lr_note is None else ()
+    return Report(
+        command=COMMAND,
+        findings=findings,
+        checks_run=tuple(check.code for check in checks) + lr_codes,
+        targets=(run.path,),
+        context={"run": run.path, "format": run.format, "kind": run.kind,
+                 "steps": _step_span(run), "vocab_size": vocab, "config": config, "logged_lr": lr_note},
+        summary=_summary(run, findings),
+        details=details(run, findings),
+    )
+
+
+def run_checks(run, checks, thresholds=None, vocab=None, run_config=None) -> tuple[Finding, ...]:
+    return tuple(f for check in checks for f in check.findings(run, _context(check, thresholds, vocab, run_config)))
+
+
+def check_history(history: list, meta: Mapping[str, Any], select: Iterable[str] = (), ignore: Iterable[str] = (),
+                  vocab_size: int | None = None) -> tuple[Finding, ...]:
+    """The RN findings for a ``log_history`` held in memory (the training callback's view of a live run)."""
+    from mldebug_cli.core import registry
+    from mldebug_cli.sources.runlog.model import build_run
+    from mldebug_cli.sources.runlog.trainer_state import read_history
+
+    checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="RN")]
+    run = build_run(Path("log_history"), "trainer-state", lambda sink: read_history(history, dict(meta), sink))
+    return run_checks(run, checks, vocab=vocab_size)
+
+
+def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | None]:
+    """LR009 from lr-plot: the run's logged LR against the config's simulated schedule (trainer_state.json runs).
+
+    The simulation needs the training rows; they are taken as the rows that give the run's own step count
+    (max_steps / epochs × batch × accumulation), which is all the schedule depends on.
+    """
+    from mldebug_cli.core.errors import MldebugError
+    from mldebug_cli.pipelines import schedule
+    from mldebug_cli.sources.config_file import load_config
+
+    if run.format != "trainer-state":
+        return (), "LR009 needs a trainer_state.json run"
+    values = load_config(config)
+    max_steps, epochs = run.meta.get("max_steps"), run.meta.get("num_train_epochs") or values.get("num_train_epochs")
+    batch = values.get("per_device_train_batch_size") or values.get("micro_batch_size") or run.meta.get("train_batch_size")
+    accumulation = values.get("gradient_accumulation_steps") or 1
+    if not all(isinstance(v, (int, float)) and v > 0 for v in (max_steps, epochs, batch, accumulation)):
+        return (), "LR009 not run: the run's max_steps, epochs or batch size is unknown"
+    rows = math.ceil(max_steps / epochs) * int(batch) * int(accumulation)
+    try:
+        report = schedule.build_report(config=config, num_rows=rows, trainer_state=run.path, select=["LR009"],
+                                       engine="builtin")
+    except MldebugError as exc:
+        return (), f"LR009 not run: {exc.message}"
+    return report.findings, None
+
+
+def _context(check, thresholds, vocab, run_config):
+    from mldebug_cli.checks.run.common import RunContext
+
+    limits = dict(check.thresholds)
+    limits.update((thresholds or {}).get(check.code, {}))
+    return RunContext(limits=limits, vocab_size=vocab, config=run_config)
+
+
+def _run_config(path: str):
+    from mldebug_cli.checks.run.common import RunConfig
+    from mldebug_cli.sources.config_file import load_config
+
+    config = load_config(path)
+    values = {key: config.get(key) for key in CONFIG_KEYS if config.has(key)}
+    lines = {key: line for key in values if (line := config.line(key)) is not None}
+    return RunConfig(path=path, values=values, lines=lines)
+
+
+def tokenizer_vocab_size(folder: str) -> int:
+    """The vocabulary size of a tokenizer folder: the highest token id in tokenizer.json plus one."""
+    path = Path(folder)
+    path = path / "tokenizer.json" if path.is_dir() else path
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no tokenizer.json (pass --vocab-size instead)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the tokenizer ({exc})") from None
+    vocab = (data.get("model") or {}).get("vocab") if isinstance(data, dict) else None
+    ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab))) if isinstance(vocab, list) else []
+    ids += [t.get("id", 0) for t in data.get("added_tokens") or [] if isinstance(t, dict)]
+    ids = [i for i in ids if isinstance(i, int)]
+    if not ids:
+        raise InputError(f"{path}: no vocabulary in tokenizer.json (pass --vocab-size instead)")
+    return max(ids) + 1
+
+
+def _step_span(run) -> str | None:
+    last = run.last_step
+    return None if last is None else f"up to {last}" + (f" of {run.meta['max_steps']}" if run.meta.get("max_steps") else "")
+
+
+def _summary(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
+    loss = run.get("loss")
+    return {
+        "format": run.format,
+        "kind": run.kind,
+        "metrics": len(run.series),
+        "logged_points": max((len(s) for s in run.series.values()), default=0),
+        "last_step": run.last_step,
+        "final_loss": _clean(loss.values[-1]) if loss is not None else None,
+        "findings": len(findings),
+    }
+
+
+def details(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
+    """The command's JSON contract: each series' statistics and thinned points of the series with findings."""
+    flagged = {f.location.key for f in findings if f.location.key}
+    names = {run.original_keys.get(k, k): k for k in run.series}
+    charted = [names[k] for k in flagged if k in names]
+    for key in ("loss", "eval_loss", "grad_norm", "learning_rate", "reward"):
+        if key in run.series and key not in charted and len(charted) < 4:
+            charted.append(key)
+    return {
+        "run": {"path": run.path, "format": run.format, "kind": run.kind, "meta": _plain(run.meta)},
+        "series": {key: _stats(s) for key, s in sorted(run.series.items())},
+        "charts": {key: _thin(run.series[key]) for key in charted},
+        "ranges": [{"code": f.code, "key": f.location.key, "first": f.location.step,
+                    "last": f.location.step_end if f.location.step_end is not None else f.location.step}
+                   for f in findings if f.location.step is not None],
+    }
+
+
+def _stats(series) -> dict[str, Any]:
+    low, high, finite = math.inf, -math.inf, 0
+    for value in series.values:
+        if math.isfinite(value):
+            finite += 1
+            low, high = min(low, value), max(high, value)
+    return {
+        "points": len(series),
+        "first_step": series.steps[0] if len(series) else None,
+        "last_step": series.steps[-1] if len(series) else None,
+        "min": low if finite else None,
+        "max": high if finite else None,
+        "last": _clean(series.values[-1]) if len(series) else None,
+        "non_finite": len(series) - finite,
+    }
+
+
+def _thin(series) -> list[list[Any]]:
+    stride = max(1, math.ceil(len(series) / CHART_POINTS))
+    return [[series.steps[i], _clean(series.values[i])] for i in range(0, len(series), stride)]
+
+
+def _clean(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (_clean(v) if isinstance(v, float) else v) for k, v in meta.items()
+            if isinstance(v, (int, float, str, type(None)))}

@@ -1,0 +1,107 @@
+"""Training-run logs from every framework, read with the standard library: detection and dispatch.
+
+``read_run(path, fmt)`` returns a :class:`~mldebug_cli.sources.runlog.model.Run`: per-metric series
+with normalised keys and the step axis in optimizer steps, the run kind, and notes on what was repaired.
+"""
+
+from __future__ import annotations
+
+import importlib
+import struct
+from pathlib import Path
+
+from mldebug_cli.core.errors import InputError, UsageError
+
+FORMATS = {
+    "trainer-state": "trainer_state",
+    "jsonl": "jsonl",
+    "console": "console",
+    "tensorboard": "tensorboard",
+    "wandb": "wandb",
+    "csv": "csv_export",
+}
+SNIFF_BYTES = 4096
+
+
+def detect(path: Path) -> tuple[str, Path]:
+    """(format, the file or folder to read) for a run given as a file or a folder."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    if path.is_dir():
+        return _detect_folder(path)
+    return _detect_file(path), path
+
+
+def _detect_folder(folder: Path) -> tuple[str, Path]:
+    from mldebug_cli.sources.runlog import tensorboard, trainer_state, wandb
+
+    state = trainer_state.newest_state(folder)
+    if state is not None:
+        return "trainer-state", state
+    if (folder / "trainer_log.jsonl").is_file():
+        return "jsonl", folder / "trainer_log.jsonl"
+    if tensorboard.event_files(folder):
+        return "tensorboard", folder
+    found = wandb.find_file(folder)
+    if found is not None:
+        return "wandb", found
+    raise InputError(f"{folder}: no trainer_state.json, checkpoint-*/, trainer_log.jsonl, TensorBoard event file "
+                     "or .wandb file in this folder")
+
+
+def _detect_file(path: Path) -> str:
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(SNIFF_BYTES)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    if head.startswith(b":W&B"):
+        return "wandb"
+    if "tfevents" in path.name or _looks_like_tfrecord(head):
+        return "tensorboard"
+    text = head.decode("utf-8", "replace").lstrip("\ufeff")
+    stripped = text.lstrip()
+    if path.name.endswith(".jsonl") or (stripped.startswith("{\"") and "\n{" in stripped):
+        return "jsonl"
+    if stripped.startswith("{") and ("log_history" in text or path.name.endswith(".json")):
+        return "trainer-state"
+    if path.suffix.lower() == ".csv":
+        return "csv"
+    if b"\x00" in head:
+        raise InputError(f"{path}: binary data in no known run-log format",
+                         hint="pass --format to say what it is (" + ", ".join(FORMATS) + ")")
+    return "console"
+
+
+def _looks_like_tfrecord(head: bytes) -> bool:
+    """The first TFRecord holds the file_version event: a short length then ``brain.Event:`` inside."""
+    if len(head) < 12:
+        return False
+    length = struct.unpack("<Q", head[:8])[0]
+    return 0 < length < 1024 and b"brain.Event" in head[12:12 + length]
+
+
+def read_raw(path: Path, fmt: str, sink) -> None:
+    if fmt not in FORMATS:
+        raise UsageError(f"--format: unknown run-log format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
+    module = importlib.import_module(f"mldebug_cli.sources.runlog.{FORMATS[fmt]}")
+    if fmt == "trainer-state" and path.is_dir():
+        from mldebug_cli.sources.runlog.trainer_state import newest_state
+
+        found = newest_state(path)
+        if found is None:
+            raise InputError(f"{path}: no trainer_state.json here or in a checkpoint-*/ folder")
+        path = found
+    module.read(path, sink)
+
+
+def read_run(path: str | Path, fmt: str | None = None):
+    """Read a run log (format detected unless ``fmt`` is given) into a Run."""
+    from mldebug_cli.sources.runlog.model import build_run
+
+    path = Path(path)
+    if fmt is None:
+        fmt, path = detect(path)
+    elif not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    return build_run(path, fmt, lambda sink: read_raw(path, fmt, sink))

@@ -1,0 +1,153 @@
+"""Console output of a training job: the dicts HF Trainer/TRL print (``{'loss': 1.23, ...}``; under
+transformers 5 the values are ``.4g`` strings), and torchtune's ``Step N | key:value`` lines.
+
+Console dicts carry no step: the step is the training progress bar's count printed just before
+the dict (tqdm's ``5/200 [``), else the dict's position (a note says so).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.runlog.records import LogSink, number, numeric_items
+
+_DICT = re.compile(r"\{'[^{}\n]*\}")
+_PROGRESS = re.compile(r"(\d+)/(\d+) \[")
+_TORCHTUNE = re.compile(r"^Step (\d+) \| (.*)$")
+_PAIR = re.compile(r"(\S+?):(\S+)")
+METRIC_HINTS = ("loss", "eval_loss", "reward", "grad_norm", "learning_rate", "train_runtime")
+FINAL_KEYS = ("train_runtime", "train_loss")
+
+
+def read(path: Path, sink: LogSink) -> None:
+    scan = _Steps()
+    _each_line(path, lambda line, number_: _line(line, number_, None, scan))
+    if scan.dicts == 0:
+        raise InputError(f"{path}: no metric dicts ({{'loss': ...}}) or 'Step N | ...' lines found")
+    steps = _Steps(use_bars=scan.bars_ok)
+    train_dicts = scan.dicts - scan.eval_dicts
+    if not scan.bars_ok and scan.total and train_dicts and scan.total % train_dicts == 0:
+        steps.interval = scan.total // train_dicts
+    _each_line(path, lambda line, number_: _line(line, number_, sink, steps))
+    if not scan.bars_ok and not steps.torchtune:
+        sink.note("no-step", f"the progress bar does not count the {scan.dicts} logged dicts (buffered output, or "
+                  f"no bar): steps are their position in the log times {steps.interval}"
+                  + (f" ({scan.total} steps / {train_dicts} train logs)" if steps.interval > 1 else ""))
+    if scan.total:
+        sink.meta.setdefault("max_steps", scan.total)
+
+
+class _Steps:
+    """Where a dict's step comes from: the training bar printed since the previous dict, else its position.
+
+    The bar is used only if every train dict had a fresh bar count above the previous one (a first pass
+    over the file decides); eval dicts take the last train step.
+    """
+
+    def __init__(self, use_bars: bool = False) -> None:
+        self.use_bars = use_bars
+        self.dicts = 0
+        self.step = 0
+        self.bar: int | None = None
+        self.last_bar = 0
+        self.eval_dicts = 0
+        self.totals: Counter[int] = Counter()
+        self.interval = 1
+        self.bars_ok = True
+        self.torchtune = False
+
+    def progress(self, text: str) -> None:
+        for count, total in _PROGRESS.findall(text):
+            self.bar = int(count)
+            self.totals[int(total)] += 1
+
+    @property
+    def total(self) -> int:
+        """The training bar's total: the most printed one (dataset-map and eval bars print less)."""
+        return self.totals.most_common(1)[0][0] if self.totals else 0
+
+    def next(self, evaluation: bool) -> int:
+        self.dicts += 1
+        if evaluation and self.dicts > 1:
+            self.eval_dicts += 1
+            self.bar = None
+            return self.step
+        fresh = self.bar is not None and self.bar > self.last_bar
+        if fresh:
+            self.last_bar = self.bar
+        else:
+            self.bars_ok = False
+        if not self.use_bars:
+            self.step += self.interval
+        elif fresh:
+            self.step = self.bar
+        self.bar = None
+        return self.step
+
+
+def _each_line(path: Path, handle) -> None:
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as stream:
+            for number_, line in enumerate(stream, 1):
+                handle(line, number_)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the log ({exc})") from None
+
+
+def _line(line: str, number_: int, sink: LogSink | None, steps: _Steps) -> None:
+    torchtune = _TORCHTUNE.match(line.strip())
+    if torchtune:
+        values = {k: v for k, raw in _PAIR.findall(torchtune.group(2)) if (v := number(raw)) is not None}
+        if values:
+            steps.dicts += 1
+            steps.torchtune = True
+            if sink is not None:
+                sink.add(int(torchtune.group(1)), values, number_)
+        return
+    position = 0
+    for match in _DICT.finditer(line):
+        steps.progress(line[position:match.start()])
+        position = match.end()
+        entry = _literal(match.group(0))
+        if entry is None or not any(k in entry for k in METRIC_HINTS):
+            continue
+        values = numeric_items(entry)
+        if any(k in values for k in FINAL_KEYS) and "loss" not in values:
+            if sink is not None:
+                sink.meta.update({k: v for k, v in values.items() if k.startswith("train_")})
+            continue
+        step = steps.next(evaluation=all(k.startswith("eval_") or k == "epoch" for k in values))
+        if sink is not None:
+            sink.add(step, values, number_)
+    steps.progress(line[position:])
+
+
+def _literal(text: str) -> dict | None:
+    try:  # the common case, ten times faster than literal_eval: plain keys and numbers or number strings
+        value = json.loads(text.replace("'", '"'))
+        if isinstance(value, dict):
+            return value
+    except ValueError:
+        pass
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return _with_bare_specials(text)
+    return value if isinstance(value, dict) else None
+
+
+def _with_bare_specials(text: str) -> dict | None:
+    """4.x prints float NaN/inf as bare ``nan``/``inf``, which literal_eval refuses: quote them (``number`` reads them)."""
+    fixed = re.sub(r"(?<=: )(-?(?:nan|inf))(?=[,}])", r"'\1'", text)
+    if fixed == text:
+        return None
+    try:
+        value = ast.literal_eval(fixed)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,61 @@
+"""W&B history as CSV: the UI's panel export (``Step``, ``"<run> - <metric>"``, ``__MIN``/``__MAX``
+columns) or ``run.history().to_csv()`` (``_step``, ``train/loss``...). Panel exports may be down-sampled.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.runlog.records import LogSink, as_step, number
+
+STEP_COLUMNS = ("train/global_step", "Step", "step", "global_step", "_step")
+
+
+def read(path: Path, sink: LogSink) -> None:
+    try:
+        with path.open("r", encoding="utf-8", errors="replace", newline="") as stream:
+            reader = csv.reader(stream)
+            header = next(reader, None)
+            if not header:
+                raise InputError(f"{path}: empty CSV file")
+            step_index, columns = _columns(path, header, sink)
+            for number_, row in enumerate(reader, 2):
+                if step_index >= len(row):
+                    continue
+                step = as_step(row[step_index])
+                if step is None:
+                    continue
+                if header[step_index] == "_step":
+                    step += 1
+                values = {name: v for index, name in columns
+                          if index < len(row) and row[index] != "" and (v := number(row[index])) is not None}
+                if values:
+                    sink.add(step, values, number_)
+    except (OSError, csv.Error) as exc:
+        raise InputError(f"{path}: cannot read the CSV ({exc})") from None
+
+
+def _columns(path: Path, header: list[str], sink: LogSink) -> tuple[int, list[tuple[int, str]]]:
+    step_index = next((header.index(c) for c in STEP_COLUMNS if c in header), None)
+    if step_index is None:
+        raise InputError(f"{path}: no step column (one of {', '.join(STEP_COLUMNS)}) in the CSV header")
+    runs: list[str] = []
+    columns: list[tuple[int, str]] = []
+    for index, name in enumerate(header):
+        if index == step_index or name.endswith(("__MIN", "__MAX")) or name.startswith("_"):
+            continue
+        run, sep, metric = name.rpartition(" - ")
+        if sep:
+            if run not in runs:
+                runs.append(run)
+            if run != runs[0]:
+                continue
+            name = metric
+        columns.append((index, name))
+    if len(runs) > 1:
+        sink.note("bad-record", f"the CSV holds {len(runs)} runs; only the first ({runs[0]!r}) was read")
+    if runs:
+        sink.note("sampled", "a W&B panel export may be down-sampled: single-step spikes can be missing")
+    return step_index, columns

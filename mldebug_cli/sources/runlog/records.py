@@ -1,0 +1,84 @@
+"""What every run-log reader produces: rows of ``{key: value}`` at a step, notes on oddities, run metadata.
+
+Readers stream rows into a :class:`LogSink` so a log of a million steps never sits in memory as
+Python objects; :mod:`mldebug_cli.sources.runlog.model` turns the rows into per-metric series.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+_TENSOR = re.compile(r"^tensor\((.*?)(?:,.*)?\)$")
+
+
+@dataclass(frozen=True)
+class Note:
+    """An oddity a reader met and repaired (RN012 reports them): what it was, where, what was done."""
+
+    kind: str  # truncated | bad-record | restart | interleaved | duplicate | no-step | sampled
+    message: str
+    line: int | None = None
+
+
+class RowSink(Protocol):
+    def add(self, step: int | None, values: dict[str, float], line: int | None = None) -> None: ...
+
+
+@dataclass
+class LogSink:
+    """Where a reader puts what it reads; ``rows`` is any callable taking (step, values, line)."""
+
+    rows: RowSink
+    notes: list[Note] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.add = self.rows.add  # one call per row, not two: a million rows is a million calls
+
+    def note(self, kind: str, message: str, line: int | None = None) -> None:
+        self.notes.append(Note(kind, message, line))
+
+
+def number(value: Any) -> float | None:
+    """A logged value as a float: numbers, v5's ``.4g`` strings, ``"NaN"``, torchtune's ``tensor(0.12)``."""
+    if type(value) is float:
+        return value
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:  # a Python int beyond float range
+            return math.copysign(math.inf, value)
+    if isinstance(value, str):
+        text = value.strip()
+        match = _TENSOR.match(text)
+        if match:
+            text = match.group(1)
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
+def numeric_items(entry: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in entry.items():
+        if type(value) is float:  # the common case first: a million rows
+            out[key] = value
+            continue
+        parsed = number(value)
+        if parsed is not None and isinstance(key, str):
+            out[key] = parsed
+    return out
+
+
+def as_step(value: Any) -> int | None:
+    parsed = number(value)
+    if parsed is None or not math.isfinite(parsed) or abs(parsed) > 2**62:
+        return None
+    return int(parsed)

@@ -1,0 +1,126 @@
+"""TensorBoard event files (``events.out.tfevents.*``), read with the standard library.
+
+TFRecord framing: u64 length, u32 masked CRC, payload, u32 masked CRC (CRCs not verified; an
+impossible length or a short tail ends the file with a note). Each payload is an ``Event``
+(wall_time=1, step=2, summary=5); ``Summary.value`` (1) carries ``tag`` (1) and either
+``simple_value`` (2, float32: what HF and torchtune write) or a scalar ``tensor`` (8: TF2 / new
+PyTorch writers; float_val=5, double_val=6 or tensor_content=4). Tags keep HF's ``train/``/``eval/``
+prefixes; the model renames them.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.runlog.protobuf import WireError, as_double, as_float32, fields, signed64
+from mldebug_cli.sources.runlog.records import LogSink
+
+PATTERN = "events.out.tfevents*"
+MAX_RECORD = 1 << 28  # no scalar event comes near this; a bigger length means the bytes are not TFRecords
+DT_FLOAT, DT_DOUBLE = 1, 2
+
+
+def event_files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob(PATTERN), key=lambda p: (p.name, str(p)))
+
+
+def read(path: Path, sink: LogSink) -> None:
+    files = event_files(path) if path.is_dir() else [path]
+    if not files:
+        raise InputError(f"{path}: no TensorBoard event files (events.out.tfevents.*) in this folder")
+    events = 0
+    for file in files:
+        events += _read_file(file, sink)
+    if events == 0 and not path.is_dir():
+        raise InputError(f"{path}: not a TensorBoard event file (no TFRecord event could be read)")
+    sink.meta["event_files"] = len(files)
+
+
+def _read_file(path: Path, sink: LogSink) -> int:
+    events = 0
+    try:
+        with path.open("rb") as stream:
+            while True:
+                header = stream.read(12)
+                if not header:
+                    break
+                length = struct.unpack("<Q", header[:8])[0] if len(header) == 12 else -1
+                if length < 0 or length > MAX_RECORD:
+                    return _stop(sink, path, events, "an impossible record length")
+                payload = stream.read(length)
+                footer = stream.read(4)
+                if len(payload) < length or len(footer) < 4:
+                    return _stop(sink, path, events, "a truncated last record")
+                try:
+                    _event(payload, sink)
+                except WireError as exc:
+                    return _stop(sink, path, events, f"an unreadable event ({exc})")
+                events += 1
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the event file ({exc})") from None
+    return events
+
+
+def _stop(sink: LogSink, path: Path, events: int, what: str) -> int:
+    if events == 0:
+        raise InputError(f"{path}: not a TensorBoard event file ({what} at the start)")
+    sink.note("truncated", f"{path.name}: {what} after {events} events; the rest of the file was ignored")
+    return events
+
+
+def _event(payload: bytes, sink: LogSink) -> None:
+    step, summary = 0, None
+    for number, _wire, value in fields(payload):
+        if number == 2:
+            step = signed64(value)  # type: ignore[arg-type]
+        elif number == 5:
+            summary = value
+    if summary is None:
+        return
+    values: dict[str, float] = {}
+    for number, _wire, value in fields(summary):  # type: ignore[arg-type]
+        if number == 1:
+            tag_value = _scalar(value)  # type: ignore[arg-type]
+            if tag_value is not None:
+                values[tag_value[0]] = tag_value[1]
+    if values:
+        sink.add(step, values)
+
+
+def _scalar(value: bytes) -> tuple[str, float] | None:
+    tag, scalar = None, None
+    for number, _wire, item in fields(value):
+        if number == 1:
+            tag = item.decode("utf-8", "replace")  # type: ignore[union-attr]
+        elif number == 2:
+            scalar = as_float32(item)  # type: ignore[arg-type]
+        elif number == 8:
+            scalar = _tensor_scalar(item)  # type: ignore[arg-type]
+    return None if tag is None or scalar is None else (tag, scalar)
+
+
+def _tensor_scalar(tensor: bytes) -> float | None:
+    dtype, dims, found = 0, 0, []
+    for number, wire, item in fields(tensor):
+        if number == 1:
+            dtype = item
+        elif number == 2:
+            dims = sum(1 for n, _w, _v in fields(item) if n == 2)  # type: ignore[arg-type]
+        elif number == 4:
+            found = _unpack(item, dtype)  # type: ignore[arg-type]
+        elif number == 5:
+            found = [as_float32(item)] if wire == 5 else _unpack(item, DT_FLOAT)  # type: ignore[arg-type]
+        elif number == 6:
+            found = [as_double(item)] if wire == 1 else _unpack(item, DT_DOUBLE)  # type: ignore[arg-type]
+    if dtype not in (DT_FLOAT, DT_DOUBLE) or dims or len(found) != 1:
+        return None
+    return found[0]
+
+
+def _unpack(raw: bytes, dtype: int) -> list[float]:
+    size, fmt = (4, "f") if dtype == DT_FLOAT else (8, "d") if dtype == DT_DOUBLE else (0, "")
+    if not size or len(raw) % size:
+        return []
+    return list(struct.unpack(f"<{len(raw) // size}{fmt}", raw))
