@@ -16,6 +16,11 @@ PROMPT_LIMIT = 20_000  # characters of the rendered prompt shown
 
 
 def render_details(report, console) -> None:
+    if "pairs" in report.summary:  # DPO/KTO/GRPO rows
+        from mldebug_cli.formats import text_preference
+
+        text_preference.render_details(report, console)
+        return
     for row in report.details.get("rows", []):
         _render_row(row, console)
     _render_summary(report.summary, console)
