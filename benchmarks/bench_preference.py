@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -24,7 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS_DPO = ROOT.parent / "shared" / "corpus" / "datasets" / "llama-factory" / "dpo_en_demo.json"
+CORPUS = Path(os.environ.get("MLDEBUG_CORPUS") or ROOT.parent / "shared" / "corpus")
+CORPUS_DPO = CORPUS / "datasets" / "llama-factory" / "dpo_en_demo.json"
 OWN_DPO = ROOT / "fixtures" / "trl-1.16.0-preference" / "rows_dpo_conversational.json"
 
 

@@ -50,6 +50,9 @@ def with_eos(text: str, eos: str | None) -> str:
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    shorter = min(len(a), len(b))
+    if a[:shorter] == b[:shorter]:  # the usual case, compared in one step
+        return shorter
     n = 0
     for x, y in zip(a, b):
         if x != y:

@@ -6,6 +6,7 @@ batched call, as supervised rows are.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.frameworks import trl_preference as trl
 from mldebug_cli.pipelines.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
+from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary, tokens_through
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.preference_rows import TASK_COLUMNS, detect_task, to_trl_row
 from mldebug_cli.sources.row_formats import RowProblem
@@ -48,8 +50,10 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     if setup.conversational and renderer is None:
         raise InputError(f"{loaded.source}: the tokenizer has no chat template, and conversational rows need one",
                          hint="pass --chat-template FILE")
-    engine = _Engine(setup, renderer, loaded.tokenizer, source.display, [c for c in checks if c.subject == "pair"],
-                     frozenset(options.rows) if options.rows else None, options.show)
+    boundary = None if getattr(loaded.tokenizer, "split_special_tokens", False) else boundary_pattern(loaded.tokenizer)
+    engine = _Engine(setup, renderer, loaded.tokenizer, boundary, source.display,
+                     [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
+                     options.show)
     findings: list[Finding] = []
     dataset = PreferenceDataset()
     views: list[tuple[int, bool, dict]] = []
@@ -78,8 +82,6 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
 
 
 def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, Any]) -> PreferenceSetup:
-    import re
-
     try:
         trl_row = to_trl_row(first, task)
     except RowProblem as problem:
@@ -132,6 +134,7 @@ class _Engine:
     setup: PreferenceSetup
     renderer: ChatRenderer | None
     tokenizer: Any
+    boundary: re.Pattern | None  # added tokens a prompt+reply may be cut after (shared_prefix)
     path: str
     pair_checks: list
     wanted: frozenset[int] | None
@@ -139,7 +142,8 @@ class _Engine:
 
     def process(self, batch: list[Record]) -> _BatchResult:
         pairs = [self._prepare(record) for record in batch]
-        _tokenize(pairs, self.setup, self.tokenizer)
+        _render(pairs, self.setup, self.renderer)
+        _tokenize(pairs, self.setup, self.tokenizer, self.boundary)
         result = _BatchResult([], PreferenceDataset(), [], len(pairs))
         shown_ok = shown_flagged = 0
         for pair in pairs:
@@ -171,11 +175,7 @@ class _Engine:
             kind = "plain text" if self.setup.conversational else "messages"
             pair.problem = f"this row is {kind} while the first row decides the dataset is not"
             return pair
-        try:
-            _arrange(pair, row, self.setup)
-            _render(pair, self.setup, self.renderer)
-        except TemplateRenderError as exc:
-            pair.problem = f"the chat template raises: {exc}"
+        _arrange(pair, row, self.setup)
         return pair
 
 
@@ -195,33 +195,71 @@ def _arrange(pair: Pair, row: dict[str, Any], setup: PreferenceSetup) -> None:
     pair.replies = {side: row[side] if eos is None else trl.with_eos(row[side], eos) for side in sides}
 
 
-def _render(pair: Pair, setup: PreferenceSetup, renderer: ChatRenderer | None) -> None:
-    if not pair.ok:
-        return
+def _render(pairs: list[Pair], setup: PreferenceSetup, renderer: ChatRenderer | None) -> None:
+    """The prompts (with the generation prompt) and prompt+reply of a batch, two template calls for all of them."""
+    ready = [p for p in pairs if p.ok]
     if not setup.conversational:
-        pair.prompt_text = pair.prompt
+        for pair in ready:
+            pair.prompt_text = pair.prompt
         return
-    pair.prompt_text = renderer.render(pair.prompt, None, add_generation_prompt=True).text
-    pair.joint_text = {side: renderer.render(pair.prompt + reply).text for side, reply in pair.replies.items()}
+    try:
+        prompts = renderer.render_texts([p.prompt for p in ready], add_generation_prompt=True)
+        joint = iter(renderer.render_texts([p.prompt + reply for p in ready for reply in p.replies.values()]))
+    except TemplateRenderError:  # one row fails: render row by row so only that one is reported
+        for pair in ready:
+            _render_one(pair, renderer)
+        return
+    for pair, prompt in zip(ready, prompts):
+        pair.prompt_text = prompt
+        pair.joint_text = {side: next(joint) for side in pair.replies}
 
 
-def _tokenize(pairs: list[Pair], setup: PreferenceSetup, tokenizer) -> None:
-    """Every prompt and prompt+reply of the batch in one call to the Rust tokenizer."""
+def _render_one(pair: Pair, renderer: ChatRenderer) -> None:
+    try:
+        pair.prompt_text = renderer.render(pair.prompt, None, add_generation_prompt=True).text
+        pair.joint_text = {side: renderer.render(pair.prompt + reply).text for side, reply in pair.replies.items()}
+    except TemplateRenderError as exc:
+        pair.problem = f"the chat template raises: {exc}"
+
+
+def _tokenize(pairs: list[Pair], setup: PreferenceSetup, tokenizer, boundary: re.Pattern | None) -> None:
+    """Every prompt and prompt+reply of the batch in one call to the Rust tokenizer.
+
+    A rendered prompt+reply that extends the rendered prompt up to one of its added tokens is tokenized from there
+    on only, its start taken from the prompt's ids (shared_prefix: the ids are the same, the prompt is not
+    tokenized three times).
+    """
     ready = [p for p in pairs if p.ok]
     texts: list[str] = []
+    cuts: list[tuple[int, int] | None] = []
     for pair in ready:
         texts.append(pair.prompt_text)
-        if setup.conversational:
-            texts += [pair.joint_text[side] for side in pair.replies]
-        else:
-            texts += [pair.prompt + reply for reply in pair.replies.values()]
+        span = last_boundary(pair.prompt_text, boundary) if boundary is not None and setup.conversational else None
+        for side, reply in pair.replies.items():
+            joint = pair.joint_text[side] if setup.conversational else pair.prompt + reply
+            shared = span is not None and joint.startswith(pair.prompt_text[: span[1]])
+            cuts.append(span if shared else None)
+            texts.append(joint[span[1]:] if shared else joint)
     backend = tokenizer.backend_tokenizer
     backend.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
     # apply_chat_template encodes without special tokens; tokenizer(text) with them
     encodings = iter(backend.encode_batch(texts, add_special_tokens=not setup.conversational) if texts else [])
+    pending = iter(cuts)
+    whole: list[tuple[Pair, str]] = []  # the rare joint texts whose cut did not fall on a prompt token
     for pair in ready:
-        pair.prompt_ids = next(encodings).ids
-        pair.joint_ids = {side: next(encodings).ids for side in pair.replies}
+        prompt = next(encodings)
+        pair.prompt_ids = prompt.ids
+        for side in pair.replies:
+            rest, span = next(encodings).ids, next(pending)
+            kept = tokens_through(prompt.offsets, span) if span is not None else 0
+            if kept is None:
+                whole.append((pair, side))
+            pair.joint_ids[side] = pair.prompt_ids[:kept] + rest if span is not None else rest
+    if whole:
+        for (pair, side), encoding in zip(whole, backend.encode_batch([p.joint_text[s] for p, s in whole],
+                                                                        add_special_tokens=False)):
+            pair.joint_ids[side] = encoding.ids
+    for pair in ready:
         _collate(pair, setup)
 
 

@@ -31,12 +31,12 @@ def run(pair, setup) -> Iterator[Hit]:
     if not pair.ok or not setup.stop_ids or setup.task == "grpo":
         return
     for side in pair.joint_ids:
-        tail = [i for i in pair.completion_ids(side) if setup.decode([i]).strip() or i in setup.stop_ids]
+        ids = pair.completion_ids(side)
+        tail = _tail(ids, setup)
         if not tail:
             continue
         if tail[-1] not in setup.stop_ids:
-            stops = [pos for pos, i in enumerate(tail) if i in setup.stop_ids]
-            after = f", {len(tail) - 1 - stops[-1]} token(s) after its end-of-turn: they are trained too" if stops else \
+            after = ", after its end-of-turn: tokens after it are trained too" if set(ids) & setup.stop_ids else \
                 ", not an EOS/end-of-turn token: the model does not learn to stop"
             yield Hit(f"the {side} completion ends with {setup.decode(tail[-1:])!r}{after}",
                       "use a template that ends the conversation with the assistant's end-of-turn",
@@ -45,3 +45,14 @@ def run(pair, setup) -> Iterator[Hit]:
             yield Hit(f"the {side} completion ends with two EOS/end-of-turn tokens "
                       f"{setup.decode(tail[-2:])!r}", "remove the EOS text from the reply: TRL appends it",
                       pair.location(side))
+
+
+def _tail(ids: list[int], setup) -> list[int]:
+    """The last two ids that are not whitespace-only text (stop ids always count), in order."""
+    tail: list[int] = []
+    for i in reversed(ids):
+        if i in setup.stop_ids or setup.decode([i]).strip():
+            tail.insert(0, i)
+            if len(tail) == 2:
+                break
+    return tail
