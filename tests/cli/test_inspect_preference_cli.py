@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from support import FIXTURES, QWEN25, write_jsonl
 from test_inspect_data_cli import run
+
+from support import FIXTURES, QWEN25, write_jsonl
 
 ROWS = FIXTURES / "trl-1.16.0-preference"
 
