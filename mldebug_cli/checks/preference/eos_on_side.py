@@ -3,12 +3,12 @@ A side whose completion (before truncation) does not end with an EOS/end-of-turn
 
 Why it matters for training
 TRL 1.16 appends the EOS text to plain-text replies only when the string does not already end with it, and adds
-nothing to conversational ones (the template's end-of-turn is the end). A reply that already carries `<eos>\n`
+nothing to conversational ones (the template's end-of-turn is the end). A reply that already carries `<eos>\\n`
 gets a second EOS; a template that writes no end token leaves the model never learning to stop; when only one
 side of a pair has it, the model learns to prefer (or avoid) stopping rather than the better answer.
 
 Example
-plain text `"chosen": "2 and 3.</s>\n"` with Mistral: TRL appends another `</s>` after the newline. The original
+plain text `"chosen": "2 and 3.</s>\\n"` with Mistral: TRL appends another `</s>` after the newline. The original
 Llama-3-Instruct template always opens a new assistant header after the last turn, so every completion ends
 `<|eot_id|><|start_header_id|>assistant<|end_header_id|>` and the model is trained to continue past its stop.
 

@@ -1,6 +1,6 @@
 """What it finds
 A row whose prompt, tokenized alone, is not a token prefix of prompt+reply: the prompt's last token merges with
-the reply's first (plain text: `"."` + `'"'` -> `'."'`, Qwen: `assistant\n` + `"\n..."`), or the template renders the
+the reply's first (plain text: `"."` + `'"'` -> `'."'`, Qwen: `assistant\\n` + `"\\n..."`), or the template renders the
 prompt differently without a reply (Mistral-Nemo drops the system message).
 
 Why it matters for training
