@@ -171,6 +171,9 @@ class _Engine:
         except RowProblem as problem:
             pair.problem = problem.message
             return pair
+        if "prompt" not in row and self.setup.task == "dpo" and not self.setup.implicit:
+            pair.problem = "this row has no prompt while the first row has one (TRL decides from the first row)"
+            return pair
         if self.setup.conversational != trl.is_conversational(row.get("prompt", row.get("chosen"))):
             kind = "plain text" if self.setup.conversational else "messages"
             pair.problem = f"this row is {kind} while the first row decides the dataset is not"

@@ -116,7 +116,12 @@ def test_dp013_a_row_of_another_shape(tmp_path):
     rows = json.loads((ROWS / "rows_dpo_text.json").read_text())[:2]
     rows.append({"prompt": "Q?", "chosen": [{"role": "assistant", "content": "A"}], "rejected": "B"})
     rows.append({"prompt": "Q?", "chosen": "A", "rejected": None})
-    assert set(fired(write_jsonl(tmp_path / "mixed.jsonl", rows), QWEN25, "DP013")) == {2, 3}
+    rows.append({"chosen": " A", "rejected": " B"})  # no prompt while the first row has one
+    hits = fired(write_jsonl(tmp_path / "mixed.jsonl", rows), QWEN25, "DP013")
+    assert set(hits) == {2, 3, 4} and "first row has one" in hits[4]
+    chats = json.loads((ROWS / "rows_dpo_conversational.json").read_text())[:1]
+    chats.append({"chosen": chats[0]["chosen"], "rejected": chats[0]["rejected"]})
+    assert set(fired(write_jsonl(tmp_path / "chats.jsonl", chats), QWEN25, "DP013")) == {1}
 
 
 @needs_corpus
