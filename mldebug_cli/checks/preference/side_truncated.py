@@ -1,7 +1,7 @@
 """What it finds
-A side truncated to nothing, or truncated much more than the other side of its pair: with `keep_start` a long
-chosen reply loses its end (and its EOS) while the short rejected one is whole; with `keep_end` one sequence loses
-its prompt while the other keeps it.
+A side truncated much more than the other side of its pair: with `keep_start` a long chosen reply loses its end
+(and its EOS) while the short rejected one is whole; with `keep_end` a sequence loses all of its prompt. (TRL 1.16
+never cuts a reply to nothing: `keep_start` drops such rows first, DP005, and `keep_end` keeps the reply's end.)
 
 Why it matters for training
 The preference is then learnt between a cut-off reply and a complete one (or between a reply with context and
@@ -29,10 +29,6 @@ def run(pair, setup) -> Iterator[Hit]:
     if not pair.ok or pair.dropped or not pair.sides:
         return
     for side, seq in pair.sides.items():
-        if seq.completion_tokens and not seq.trained:
-            yield Hit(f"the {side} reply is truncated to nothing ({seq.completion_tokens} tokens cut at "
-                      f"max_length {setup.max_length})", "raise max_length or shorten the reply", pair.location(side))
-            return
         if seq.prompt_tokens and setup.truncation_mode == "keep_end" and seq.labels[0] != -100:
             yield Hit(f"the {side} sequence keeps none of its {seq.prompt_tokens} prompt tokens (keep_end)",
                       "use truncation_mode keep_start or raise max_length", pair.location(side))
