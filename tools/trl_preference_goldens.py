@@ -70,35 +70,34 @@ def labelled(batch, i: int) -> dict:
     return {"input_ids": ids, "labels": [t if m else IGNORE_INDEX for t, m in zip(ids, mask)]}
 
 
-def dpo(tok, model, rows, config: dict, workdir: str) -> dict:
+def prepared(trainer_class, config_class, tok, model, rows, config: dict, workdir: str):
+    """A real trainer built on the rows: its train_dataset is what TRL prepared, its data_collator what it feeds."""
     from datasets import Dataset
+
+    args = config_class(output_dir=workdir, report_to=[], per_device_train_batch_size=2, use_cpu=True, bf16=False,
+                        **config)
+    return trainer_class(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+
+
+def dpo(tok, model, rows, config: dict, workdir: str) -> dict:
     from trl import DPOConfig, DPOTrainer
 
-    args = DPOConfig(output_dir=workdir, report_to=[], per_device_train_batch_size=2, use_cpu=True, bf16=False,
-                     **config)
-    trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+    trainer = prepared(DPOTrainer, DPOConfig, tok, model, rows, config, workdir)
     out = []
     for example in trainer.train_dataset:
-        batch = trainer.data_collator([example])
-        sides = {}
-        for name, i in (("chosen", 0), ("rejected", 1)):
-            sides[name] = labelled(batch, i)
-        out.append({"row": example["_row"], **sides})
+        batch = trainer.data_collator([example])  # chosen first, then rejected
+        out.append({"row": example["_row"], "chosen": labelled(batch, 0), "rejected": labelled(batch, 1)})
     return {"rows": out}
 
 
 def kto(tok, model, rows, config: dict, workdir: str) -> dict:
-    from datasets import Dataset
     from trl import KTOConfig, KTOTrainer
 
-    args = KTOConfig(output_dir=workdir, report_to=[], per_device_train_batch_size=2, use_cpu=True, bf16=False,
-                     **config)
-    trainer = KTOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+    trainer = prepared(KTOTrainer, KTOConfig, tok, model, rows, config, workdir)
     out = []
     for example in trainer.train_dataset:
         batch = trainer.data_collator([example])
-        seq = labelled(batch, 0)
-        out.append({"row": example["_row"], **seq, "label": bool(batch["label"][0])})
+        out.append({"row": example["_row"], **labelled(batch, 0), "label": bool(batch["label"][0])})
     return {"rows": out}
 
 
