@@ -107,6 +107,19 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("RN030", "preference-loss-saturated", "run.preference_loss_saturated"),
     CheckRef("RN031", "preference-not-learning", "run.preference_not_learning"),
     CheckRef("RN032", "preference-margins-tiny", "run.preference_margins_tiny"),
+    CheckRef("DP001", "identical-chosen-rejected", "preference.identical_chosen_rejected"),
+    CheckRef("DP002", "empty-side", "preference.empty_side"),
+    CheckRef("DP003", "prompt-not-shared", "preference.prompt_not_shared"),
+    CheckRef("DP004", "prompt-boundary-merge", "preference.prompt_boundary_merge"),
+    CheckRef("DP005", "row-dropped", "preference.row_dropped"),
+    CheckRef("DP006", "side-truncated", "preference.side_truncated"),
+    CheckRef("DP007", "eos-on-side", "preference.eos_on_side"),
+    CheckRef("DP008", "special-token-in-reply", "preference.special_token_in_reply"),
+    CheckRef("DP009", "length-bias", "preference.length_bias"),
+    CheckRef("DP010", "kto-label-balance", "preference.kto_label_balance"),
+    CheckRef("DP011", "grpo-prompt-has-answer", "preference.grpo_prompt_has_answer"),
+    CheckRef("DP012", "reward-columns-missing", "preference.reward_columns_missing"),
+    CheckRef("DP013", "invalid-preference-row", "preference.invalid_preference_row"),
 )
 
 

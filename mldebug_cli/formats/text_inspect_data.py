@@ -23,6 +23,11 @@ FINDINGS_FIRST = True  # the findings fit the first screen; the rows (long) foll
 def render_details(report, console) -> None:
     """The summary, then the shown rows, most serious first: each as its prompt with the trained text marked;
     the rendered prompt and the per-token table only when asked (--tokens, or --rows)."""
+    if "pairs" in report.summary:  # DPO/KTO/GRPO rows
+        from mldebug_cli.formats import text_preference
+
+        text_preference.render_details(report, console)
+        return
     _render_summary(report.summary, console)
     full = bool(report.details.get("token_table"))
     rows = report.details.get("rows", [])

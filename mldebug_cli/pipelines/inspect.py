@@ -36,6 +36,7 @@ from mldebug_cli.sources.row_formats import (
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
 FRAMEWORKS = ("trl", "transformers", "axolotl", "llama-factory")
+TASKS = ("sft", "dpo", "kto", "grpo")
 DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
 BATCH_SIZE = 256
@@ -65,13 +66,21 @@ class InspectOptions:
     trust_remote_code: bool = False
     workers: int | None = None  # None: one per available core for large runs
     axolotl: axolotl.AxolotlOptions | None = None  # None: axolotl's defaults, with --train-on
+    task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
+    truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
+    reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
     _validate(options)
     require_local_or_cached(options.tokenizer, "tokenizer")  # a typo fails at once, before the dataset is read
-    checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
     source = DatasetSource(options.dataset, options.split)
+    task = _preference_task(source, options)
+    if task is not None:
+        from mldebug_cli.pipelines import preference
+
+        return preference.build_report(options, task, progress)
+    checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
     total = len(source)
     indices = _indices(options, total)
     detection = _detection(source, options)
@@ -273,6 +282,8 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError(f"--train-on: unknown value {options.train_on!r}", hint=f"one of {', '.join(TRAIN_ON)}")
     if options.max_length is not None and options.max_length < 1:
         raise UsageError("--max-length must be at least 1")
+    if options.task is not None and options.task not in TASKS:
+        raise UsageError(f"--task: unknown task {options.task!r}", hint=f"one of {', '.join(TASKS)}")
     if sum(bool(x) for x in (options.rows, options.sample, options.all_rows)) > 1:
         raise UsageError("--rows, --sample and --all exclude each other")
 
@@ -289,6 +300,15 @@ def _indices(options: InspectOptions, total: int) -> list[int] | None:
     if n >= total:
         return None
     return sorted({round(i * (total - 1) / (n - 1)) for i in range(n)}) if n > 1 else [0]
+
+
+def _preference_task(source: DatasetSource, options: InspectOptions) -> str | None:
+    """dpo, kto or grpo when --task says so or the rows' columns do (and --data-format does not say otherwise)."""
+    if options.data_format is not None and options.task is None:
+        return None
+    from mldebug_cli.pipelines.preference import preference_task
+
+    return preference_task([r.data for r in _first_records(source, 1) if r.error is None], options.task)
 
 
 def _detection(source: DatasetSource, options: InspectOptions):

@@ -97,9 +97,8 @@ def _detect_row(row: dict[str, Any], source: str) -> Detection:
     preference = next((pair for pair in PREFERENCE_COLUMNS if set(pair) <= keys), None)
     if preference:  # LLaMA-Factory's ranking rows also carry the prompt as conversations: check this first
         raise InputError(
-            f"{source}: a preference dataset (columns {'/'.join(preference)}, for DPO/ORPO/KTO); inspect-data "
-            "checks supervised fine-tuning rows",
-            hint="to check one side, write its conversations out as messages rows and inspect those",
+            f"{source}: a preference dataset (columns {'/'.join(preference)}, for DPO/ORPO/KTO), not supervised rows",
+            hint="inspect it as the trainer does with --task dpo (or leave --task out)",
         )
     for key in ("messages", "conversations", "conversation"):
         value = row.get(key)

@@ -198,12 +198,14 @@ def test_a_parquet_dataset_reads_in_a_process_that_keeps_torch_out(tmp_path):
 
 @needs_corpus
 def test_data_format_overrides_a_detection_that_refuses(tmp_path):
-    """The hint says "pass --data-format": it must work where detection gives up (here LLaMA-Factory ranking rows)."""
+    """Ranking rows are inspected as DPO pairs; --task sft refuses them, and --data-format reads them as chats."""
     rows = [{"conversations": [{"from": "human", "value": r["instruction"]}, {"from": "gpt", "value": r["output"]}],
              "chosen": {"from": "gpt", "value": r["output"]}, "rejected": {"from": "gpt", "value": "no"}}
             for r in json.loads(ALPACA.read_text())[:3]]
     path = write_jsonl(tmp_path / "ranking.jsonl", rows)
-    refused = run("inspect-data", path, "-t", QWEN25)
+    as_pairs = json.loads(run("inspect-data", path, "-t", QWEN25, "--all", "-f", "json", "--exit-zero").stdout)
+    assert as_pairs["summary"]["pairs"] == 3 and as_pairs["context"]["format"].startswith("dpo rows")
+    refused = run("inspect-data", path, "-t", QWEN25, "--task", "sft")
     assert refused.exit_code == 2 and "a preference dataset" in refused.stderr
     forced = run("inspect-data", path, "-t", QWEN25, "--data-format", "sharegpt", "--all", "-f", "json")
     doc = json.loads(forced.stdout)

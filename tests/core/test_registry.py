@@ -14,14 +14,15 @@ def test_codes_and_names_are_unique_and_well_formed():
     codes = [r.code for r in registry.REGISTRY]
     names = [r.name for r in registry.REGISTRY]
     assert len(set(codes)) == len(codes) and len(set(names)) == len(names)
-    assert all(c[:2] in ("DS", "CT", "LR", "CF", "RN") and c[2:].isdigit() for c in codes)
+    assert all(c[:2] in ("DS", "CT", "LR", "CF", "RN", "DP") and c[2:].isdigit() for c in codes)
     assert all(n == n.lower() and " " not in n for n in names)
 
 
 @pytest.mark.parametrize("ref", registry.REGISTRY, ids=lambda r: r.code)
 def test_every_check_loads_with_its_documentation(ref):
     check = registry.load(ref)
-    assert check.code == ref.code and check.subject in ("row", "setup", "schedule", "probe", "template", "config", "run")
+    assert check.code == ref.code and check.subject in (
+        "row", "setup", "schedule", "probe", "template", "config", "run", "pair", "preference-dataset")
     positions = [check.doc.find(h) for h in HEADINGS]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), ref.code
 

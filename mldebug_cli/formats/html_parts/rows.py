@@ -37,6 +37,8 @@ def render(doc: dict[str, Any], prefix: str, findings: list[dict[str, Any]]) -> 
 def _summary(summary: dict[str, Any], prefix: str) -> Html | None:
     if not summary:
         return None
+    if "pairs" in summary:
+        return _preference_summary(summary, prefix)
     tokens, trained = summary.get("tokens", 0), summary.get("trainable_tokens", 0)
     pct = summary.get("length_percentiles") or {}
     facts = [
@@ -51,6 +53,20 @@ def _summary(summary: dict[str, Any], prefix: str) -> Html | None:
     return el("section", el("h2", "Summary"), facts_list(facts),
               _histogram(summary.get("length_histogram") or {}, summary.get("max_length")),
               class_="summary", id=f"{prefix}-summary")
+
+
+def _preference_summary(summary: dict[str, Any], prefix: str) -> Html:
+    labels = summary.get("labels") or {}
+    share = summary.get("chosen_longer_share")
+    facts = [
+        ("rows checked", f"{summary.get('rows_checked', 0):,} of {summary.get('rows', 0):,}"),
+        ("pairs", summary.get("pairs") or None),
+        ("chosen/rejected completion length ratio", summary.get("chosen_rejected_length_ratio")),
+        ("chosen longer in", f"{100 * share:.0f}% of pairs" if share is not None else None),
+        ("KTO labels", f"{labels['desirable']} desirable, {labels['undesirable']} undesirable"
+         if any(labels.values()) else None),
+    ]
+    return el("section", el("h2", "Summary"), facts_list(facts), class_="summary", id=f"{prefix}-summary")
 
 
 def _histogram(histogram: dict[str, Any], max_length: int | None) -> Html:
@@ -102,12 +118,52 @@ def _rows(rows: list[dict[str, Any]], prefix: str, findings: list[dict[str, Any]
 def _row(row: dict[str, Any], prefix: str, findings: list[dict[str, Any]], tokens: int, chars: int) -> Html:
     """One row; ``tokens`` and ``chars`` are how many chips and prompt characters it may still show."""
     flagged = any(SEVERITY_ORDER.get(f["severity"], 3) <= 1 for f in findings)
-    body = [el("p", "Not rendered: ", row["error"], class_="error-text")] if row.get("error") else [
-        el("h4", "Rendered prompt"), _prompt(row, chars),
-        el("h4", "Tokens"), _legend(), _chips(row, tokens),
-    ]
-    return el("article", el("h3", f"row {row['row']} ", _row_meta(row), badges(findings, prefix)), body,
+    if row.get("error"):
+        body = [el("p", "Not rendered: ", row["error"], class_="error-text")]
+    elif "task" in row:
+        body = _preference_body(row, tokens, chars)
+    else:
+        body = [el("h4", "Rendered prompt"), _prompt(row, chars), el("h4", "Tokens"), _legend(), _chips(row, tokens)]
+    meta = _preference_meta(row) if "task" in row else _row_meta(row)
+    return el("article", el("h3", f"row {row['row']} ", meta, badges(findings, prefix)), body,
               class_="row flagged" if flagged else "row", id=row_anchor(prefix, row["row"]), data_row=row["row"])
+
+
+def _preference_body(row: dict[str, Any], tokens: int, chars: int) -> list[Html]:
+    """The prompt once, then each side's tokens (the prompt tokens too: truncation may cut them), the first token
+    where chosen and rejected differ outlined."""
+    from mldebug_cli.formats.text_preference import sides
+
+    body = [] if row["task"] == "grpo" else [el("h4", "Prompt (shared)" if "chosen" in row else "Prompt"),
+                                             _prompt(row, chars)]
+    body.append(_legend())
+    marked = row.get("first_difference") if "chosen" in row else None
+    for title, side in sides(row):
+        texts = side.get("texts") or []
+        ids = side.get("input_ids") or []
+        trained = sum(1 for label in side.get("labels") or [] if label != IGNORE_INDEX)
+        chips_row = {"input_ids": ids, "labels": side.get("labels"), "pieces": side.get("pieces") or texts,
+                     "prompt": "".join(texts), "offsets": _offsets(texts)}
+        note = f" · {len(ids)} tokens · {trained} trained" + (
+            f" · truncated from {side['truncated_from']}" if side.get("truncated_from") else "")
+        body += [el("h4", title, el("span", note, class_="meta")), _chips(chips_row, tokens, marked)]
+    return body
+
+
+def _offsets(texts: list[str]) -> list[tuple[int, int]]:
+    out, at = [], 0
+    for text in texts:
+        out.append((at, at + len(text)))
+        at += len(text)
+    return out
+
+
+def _preference_meta(row: dict[str, Any]) -> Html:
+    parts = [f"line {row['line']}" if row.get("line") is not None else None, row["task"],
+             f"prompt {row['prompt_tokens']} tokens" if row.get("prompt_tokens") is not None else None,
+             f"chosen and rejected differ from token {row['first_difference']}" if "first_difference" in row else None,
+             "dropped by the trainer" if row.get("dropped") else None]
+    return el("span", " · ".join(p for p in parts if p), class_="meta")
 
 
 def _row_meta(row: dict[str, Any]) -> Html:
@@ -144,22 +200,24 @@ def _legend() -> Html:
               class_="legend")
 
 
-def _chips(row: dict[str, Any], allowance: int) -> Html:
+def _chips(row: dict[str, Any], allowance: int, marked: int | None = None) -> Html:
     ids, labels = row.get("input_ids") or [], row.get("labels") or []
     texts, pieces = covered_texts(row), _pieces(row)
     shown = min(len(ids), allowance)
-    chips = [_chip(pos, ids[pos], labels[pos] if pos < len(labels) else IGNORE_INDEX, texts[pos], pieces[pos])
-             for pos in range(shown)]
+    chips = [_chip(pos, ids[pos], labels[pos] if pos < len(labels) else IGNORE_INDEX, texts[pos], pieces[pos],
+                   pos == marked) for pos in range(shown)]
     note = cut_note("tokens of this row", len(ids) - shown, " (the page keeps its size bounded; see --output-format json)")
     return join([el("div", chips, class_="chips"), note])
 
 
-def _chip(pos: int, token_id: int, label: int, text: str, piece: str) -> Html:
+def _chip(pos: int, token_id: int, label: int, text: str, piece: str, marked: bool = False) -> Html:
     trained = label != IGNORE_INDEX
     classes = "tok t" if trained else "tok m"
     if _SPECIAL_PIECE.fullmatch(piece):
         classes += " sp"
-    title = f"#{pos} id {token_id} label {label} {text!r}"
+    if marked:
+        classes += " diff"
+    title = f"#{pos} id {token_id} label {label} {text!r}" + (" (first token where chosen and rejected differ)" if marked else "")
     chip = el("span", visible(text, ends_line=False, newline=""), class_=classes, title=title, data_id=token_id)
     return join([chip, void("br")]) if text.endswith("\n") else chip
 

@@ -50,6 +50,7 @@ pre { background: var(--soft); border: 1px solid var(--line); border-radius: 4px
 .tok.t { background: var(--trained); border-color: var(--trained-edge); }
 .tok.m { background: var(--masked); color: var(--masked-ink); }
 .tok.sp { font-weight: 700; color: var(--special); }
+.tok.diff { outline: 2px solid var(--special); }
 .tok .ws { color: inherit; opacity: .55; }
 #show-ids { position: fixed; top: 11px; right: 20px; z-index: 3; margin: 0; }
 label.show-ids { position: fixed; top: 6px; right: 12px; z-index: 2; background: #fff; border: 1px solid var(--line);

@@ -1,0 +1,33 @@
+"""What it finds
+A pair whose chosen and rejected completions are the same tokens after TRL prepares them.
+
+Why it matters for training
+DPO's loss depends on the difference between the two log-probabilities: for identical sides it is a constant
+(ln 2 at the start) with zero gradient, so the pair costs compute and teaches nothing; a set full of them
+flattens the loss at 0.693. Identical pairs usually come from a generation step that sampled the same answer
+twice, or a join on the wrong key.
+
+Example
+`{"prompt": [...], "chosen": [{"role": "assistant", "content": "Yes, 17 is prime."}], "rejected": [the same]}`
+
+Fix
+Drop the pair, or regenerate the rejected answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldebug_cli.core.findings import Hit
+
+SEVERITY = "error"
+SUBJECT = "pair"
+
+
+def run(pair, setup) -> Iterator[Hit]:
+    if not pair.ok or setup.task != "dpo" or pair.dropped:
+        return
+    chosen = pair.completion_ids("chosen")
+    if chosen == pair.completion_ids("rejected"):
+        yield Hit(f"chosen and rejected are the same {len(chosen)} tokens: the pair has no gradient",
+                  "drop the pair or regenerate the rejected answer", pair.location("rejected"))

@@ -1,0 +1,29 @@
+"""What it finds
+A row that does not fit its task: chosen/rejected missing or of different kinds (text and messages), a KTO
+label that is not true/false, messages without a role, a row that is text while the first row is messages, or a
+chat template that raises on the row.
+
+Why it matters for training
+TRL decides the dataset's shape from its first row and maps every row the same way: a row of another shape makes
+`dataset.map` raise mid-preparation, after the tokenizer and model have loaded.
+
+Example
+`{"prompt": "Q?", "chosen": [{"role": "assistant", "content": "A"}], "rejected": "B"}`
+
+Fix
+Give every row the same columns and kinds as the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldebug_cli.core.findings import Hit
+
+SEVERITY = "error"
+SUBJECT = "pair"
+
+
+def run(pair, setup) -> Iterator[Hit]:
+    if pair.problem is not None:
+        yield Hit(pair.problem, "give every row the columns and kinds of the first row", pair.location())

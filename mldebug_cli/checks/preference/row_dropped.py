@@ -1,0 +1,28 @@
+"""What it finds
+A row the trainer drops: its prompt alone fills `max_length` (DPO with `truncation_mode="keep_start"`, KTO always).
+
+Why it matters for training
+TRL 1.16 filters such rows out of the dataset without a warning or a count: the run trains on fewer rows than the
+dataset holds, and the longest prompts (often the hardest examples) are the ones that vanish.
+
+Example
+`max_length=48` and a 57-token question: the row is gone from `trainer.train_dataset`.
+
+Fix
+Raise `max_length`, shorten the prompt, or drop the row yourself so the count is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldebug_cli.core.findings import Hit
+
+SEVERITY = "error"
+SUBJECT = "pair"
+
+
+def run(pair, setup) -> Iterator[Hit]:
+    if pair.ok and pair.dropped:
+        yield Hit(f"the prompt alone has {pair.prompt_len} tokens, reaching max_length {setup.max_length}: "
+                  "TRL drops the row without a warning", "raise max_length or shorten the prompt", pair.location())

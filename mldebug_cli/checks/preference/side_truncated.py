@@ -1,0 +1,45 @@
+"""What it finds
+A side truncated much more than the other side of its pair: with `keep_start` a long chosen reply loses its end
+(and its EOS) while the short rejected one is whole; with `keep_end` a sequence loses all of its prompt. (TRL 1.16
+never cuts a reply to nothing: `keep_start` drops such rows first, DP005, and `keep_end` keeps the reply's end.)
+
+Why it matters for training
+The preference is then learnt between a cut-off reply and a complete one (or between a reply with context and
+one without): the model learns that unfinished answers are preferred, or prefers by length, not by quality.
+
+Example
+`max_length=48`: chosen keeps 5 of its 62 reply tokens, rejected keeps all 4.
+
+Fix
+Raise `max_length`, or shorten the long reply; prefer `keep_start` (the default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldebug_cli.core.findings import Hit
+
+SEVERITY = "warning"
+SUBJECT = "pair"
+GAP = 0.5  # share of a side's completion cut beyond the other side's
+
+
+def run(pair, setup) -> Iterator[Hit]:
+    if not pair.ok or pair.dropped or not pair.sides:
+        return
+    for side, seq in pair.sides.items():
+        if seq.prompt_tokens and setup.truncation_mode == "keep_end" and seq.labels[0] != -100:
+            yield Hit(f"the {side} sequence keeps none of its {seq.prompt_tokens} prompt tokens (keep_end)",
+                      "use truncation_mode keep_start or raise max_length", pair.location(side))
+            return
+    if len(pair.sides) != 2:
+        return
+    share = {side: seq.completion_cut / seq.completion_tokens if seq.completion_tokens else 0.0
+             for side, seq in pair.sides.items()}
+    (a, cut_a), (b, cut_b) = sorted(share.items(), key=lambda kv: -kv[1])
+    if cut_a - cut_b >= GAP:
+        seq = pair.sides[a]
+        yield Hit(f"the {a} reply keeps {seq.trained} of its {seq.completion_tokens} tokens, the {b} reply "
+                  f"{pair.sides[b].trained} of {pair.sides[b].completion_tokens}: one side is cut much more",
+                  "raise max_length or shorten the long reply", pair.location(a))

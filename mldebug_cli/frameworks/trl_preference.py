@@ -1,0 +1,102 @@
+"""TRL 1.16's preference and RL data semantics: how DPO, KTO and GRPO turn rows into trained sequences.
+
+Learnt from trl 1.16.0 (``trainer/dpo_trainer.py``, ``trainer/kto_trainer.py``, ``trainer/grpo_trainer.py``,
+``data_utils.py``) and checked against goldens made by running those trainers (tools/trl_preference_goldens.py).
+Pure functions on texts, messages and ids: rendering and tokenizing are the caller's.
+
+- The first row decides for the whole dataset: no ``prompt`` column -> the prompt is extracted from chosen/rejected;
+  not conversational -> EOS text is appended to each reply that does not already end with it.
+- Prompt and prompt+reply are tokenized separately (conversations: the prompt with the generation prompt); the
+  completion starts where the ids diverge, and what the prompt alone had beyond that is left out of training.
+- ``max_length`` (1024 by default): DPO with ``keep_start`` and KTO drop rows whose prompt alone fills it;
+  the collator then cuts each sequence on its own (``keep_start``: the end, ``keep_end``: the start).
+- GRPO does no preparation: the prompt is rendered with the generation prompt when sampling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+IGNORE_INDEX = -100
+TASKS = ("dpo", "kto", "grpo")
+TRUNCATION_MODES = ("keep_start", "keep_end")
+DEFAULT_MAX_LENGTH = 1024  # DPOConfig.max_length and KTOConfig.max_length
+
+
+def is_conversational(value: Any) -> bool:
+    """A list whose first element is a message with a role (TRL looks at one column of the first row)."""
+    return isinstance(value, list) and bool(value) and isinstance(value[0], dict) and "role" in value[0]
+
+
+def extract_prompt(chosen: Sequence, rejected: Sequence) -> tuple[Sequence, Sequence, Sequence]:
+    """(prompt, chosen, rejected) split where chosen and rejected first differ (messages or characters).
+
+    When nothing differs the last element is split off; a cut after a space moves one to the left.
+    """
+    idx = 0
+    for idx in range(min(len(chosen), len(rejected))):
+        if chosen[idx] != rejected[idx]:
+            if chosen[idx - 1] == " ":
+                idx -= 1
+            break
+    return chosen[:idx], chosen[idx:], rejected[idx:]
+
+
+def with_eos(text: str, eos: str | None) -> str:
+    """The reply as TRL tokenizes plain text: EOS text appended unless the string already ends with it."""
+    return text if not eos or text.endswith(eos) else text + eos
+
+
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    shorter = min(len(a), len(b))
+    if a[:shorter] == b[:shorter]:  # the usual case, compared in one step
+        return shorter
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class Collated:
+    """One sequence as the collator hands it to the model."""
+
+    input_ids: list[int]
+    labels: list[int]
+    prompt_tokens: int  # prompt tokens before truncation
+    completion_tokens: int  # completion tokens before truncation
+
+    @property
+    def trained(self) -> int:
+        return len(self.labels) - self.labels.count(IGNORE_INDEX)
+
+    @property
+    def completion_cut(self) -> int:
+        """Completion tokens truncation removed."""
+        return self.completion_tokens - self.trained
+
+
+def collate(prompt_ids: list[int], completion_ids: list[int], max_length: int | None, mode: str) -> Collated:
+    """prompt + completion, labels -100 over the prompt, cut to max_length as the collator cuts."""
+    ids = prompt_ids + completion_ids
+    labels = [IGNORE_INDEX] * len(prompt_ids) + list(completion_ids)
+    if max_length is not None and len(ids) > max_length:
+        cut = slice(None, max_length) if mode == "keep_start" else slice(-max_length, None)
+        ids, labels = ids[cut], labels[cut]
+    return Collated(ids, labels, len(prompt_ids), len(completion_ids))
+
+
+def prompt_split(prompt_ids: Sequence[int], *joint: Sequence[int]) -> int:
+    """Where the completion starts: the shortest common prefix of the prompt alone with each prompt+reply."""
+    return min(common_prefix_length(prompt_ids, ids) for ids in joint)
+
+
+def dropped(prompt_tokens: int, max_length: int | None, task: str, mode: str) -> bool:
+    """The dataset filter: rows whose prompt alone fills max_length leave (DPO: with keep_start only)."""
+    if max_length is None or (task == "dpo" and mode != "keep_start"):
+        return False
+    return prompt_tokens >= max_length

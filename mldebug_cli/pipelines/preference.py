@@ -1,0 +1,357 @@
+"""inspect-data for DPO/KTO/GRPO rows: each side's ids and labels as TRL prepares them -> DP findings -> Report.
+
+Rows go in batches; every text of a batch (the prompts, and prompt+reply for each side) is tokenized in one
+batched call, as supervised rows are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mldebug_cli.core import registry
+from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.frameworks import trl_preference as trl
+from mldebug_cli.pipelines.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
+from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
+from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary, tokens_through
+from mldebug_cli.sources.dataset import DatasetSource, Record
+from mldebug_cli.sources.preference_rows import TASK_COLUMNS, detect_task, to_trl_row
+from mldebug_cli.sources.row_formats import RowProblem
+from mldebug_cli.sources.tokenizer import load_tokenizer
+
+SIDES = {"dpo": ("chosen", "rejected"), "kto": ("completion",), "grpo": ()}
+
+
+def preference_task(head: list[Any], requested: str | None) -> str | None:
+    """The task the rows are for: --task when given (sft: none), else what the first readable row's columns say."""
+    if requested is not None:
+        return None if requested == "sft" else requested
+    first = next((r for r in head if isinstance(r, dict) and r), None)
+    return detect_task(first) if first is not None else None
+
+
+def build_report(options, task: str, progress: Callable[[int, int], None] | None = None) -> Report:
+    from mldebug_cli.pipelines.inspect import BATCH_SIZE, _batches, _first_records, _indices, _run_batches, _workers
+
+    checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DP")]
+    source = DatasetSource(options.dataset, options.split)
+    total = len(source)
+    indices = _indices(options, total)
+    loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
+    head = [r.data for r in _first_records(source, 1) if r.error is None]
+    if not head or not isinstance(head[0], dict):
+        raise InputError(f"{source.display}: the first row is not a JSON object", hint=f"{task} rows need {TASK_COLUMNS}")
+    setup = _setup(options, task, source, loaded, head[0])
+    renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, loaded.chat_template) if loaded.chat_template else None
+    if setup.conversational and renderer is None:
+        raise InputError(f"{loaded.source}: the tokenizer has no chat template, and conversational rows need one",
+                         hint="pass --chat-template FILE")
+    boundary = None if getattr(loaded.tokenizer, "split_special_tokens", False) else boundary_pattern(loaded.tokenizer)
+    engine = _Engine(setup, renderer, loaded.tokenizer, boundary, source.display,
+                     [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
+                     options.show)
+    findings: list[Finding] = []
+    dataset = PreferenceDataset()
+    views: list[tuple[int, bool, dict]] = []
+    checked_total = total if indices is None else len(indices)
+    rows = 0
+    workers = _workers(options.workers, checked_total)
+    for result in _run_batches(engine, _batches(source.records(indices, parse=False), BATCH_SIZE), workers):
+        findings.extend(result.findings)
+        dataset.merge(result.dataset)
+        views += result.views
+        rows += result.rows
+        if progress is not None:
+            progress(rows, checked_total)
+    for check in checks if not options.rows else ():  # a hand-picked set of rows says nothing of the dataset
+        if check.subject == "preference-dataset":
+            findings.extend(check.findings(dataset, setup))
+    return Report(
+        command="inspect-data",
+        findings=tuple(findings),
+        checks_run=tuple(c.code for c in checks),
+        targets=(source.display,),
+        context=_context(setup, options, checked_total, total, loaded),
+        summary=_summary(rows, total, dataset, findings),
+        details={"rows": [_with_pieces(v, loaded.tokenizer) for v in _shown(views, options)]},
+    )
+
+
+def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, Any]) -> PreferenceSetup:
+    try:
+        trl_row = to_trl_row(first, task)
+    except RowProblem as problem:
+        raise InputError(f"{source.display}: row 0 does not fit {task} rows: {problem.message}",
+                         hint=f"{task} rows need {TASK_COLUMNS}") from None
+    tok = loaded.tokenizer
+    mode = options.truncation_mode or "keep_start"
+    if mode not in trl.TRUNCATION_MODES:
+        raise UsageError(f"--truncation-mode: unknown mode {mode!r}", hint=f"one of {', '.join(trl.TRUNCATION_MODES)}")
+    max_length = None if task == "grpo" else (options.max_length or trl.DEFAULT_MAX_LENGTH)
+    implicit = task != "grpo" and "prompt" not in trl_row
+    sample = trl_row.get("prompt", trl_row.get("chosen"))
+    from mldebug_cli.pipelines.inspect import _single_id, _special_texts
+    from mldebug_cli.render.probe import probe_template
+
+    specials = _special_texts(tok)
+    stop_ids = {tok.eos_token_id, *loaded.generation_eos_ids}
+    if loaded.chat_template:  # the token that closes assistant turns in the template (<|eot_id|>, <|im_end|>)
+        facts = probe_template(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok.bos_token,
+                               list(tok.get_added_vocab()))
+        stop_ids.add(_single_id(tok, facts.end_of_turn) if facts.end_of_turn else None)
+    return PreferenceSetup(
+        task=task,
+        dataset_path=source.display,
+        tokenizer_source=loaded.source,
+        implicit=implicit,
+        conversational=trl.is_conversational(sample),
+        max_length=max_length,
+        truncation_mode=mode,
+        eos_id=tok.eos_token_id,
+        eos_text=tok.eos_token,
+        stop_ids=frozenset(i for i in stop_ids if i is not None),
+        special_texts=tuple(specials),
+        special_pattern=re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) if specials else None,
+        reward_columns=tuple(options.reward_columns),
+        decode=tok.decode,
+    )
+
+
+@dataclass
+class _BatchResult:
+    findings: list[Finding]
+    dataset: PreferenceDataset
+    views: list[tuple[int, bool, dict]]
+    rows: int
+
+
+@dataclass
+class _Engine:
+    setup: PreferenceSetup
+    renderer: ChatRenderer | None
+    tokenizer: Any
+    boundary: re.Pattern | None  # added tokens a prompt+reply may be cut after (shared_prefix)
+    path: str
+    pair_checks: list
+    wanted: frozenset[int] | None
+    show: int
+
+    def process(self, batch: list[Record]) -> _BatchResult:
+        pairs = [self._prepare(record) for record in batch]
+        _render(pairs, self.setup, self.renderer)
+        _tokenize(pairs, self.setup, self.tokenizer, self.boundary)
+        result = _BatchResult([], PreferenceDataset(), [], len(pairs))
+        shown_ok = shown_flagged = 0
+        for pair in pairs:
+            pair_findings = [f for c in self.pair_checks for f in c.findings(pair, self.setup)]
+            result.findings.extend(pair_findings)
+            result.dataset.add(pair, self.setup.reward_columns)
+            flagged = any(f.severity.rank >= 1 for f in pair_findings)
+            keep = (pair.index in self.wanted) if self.wanted is not None else (
+                (flagged and shown_flagged < self.show) or (pair.ok and not flagged and shown_ok < self.show))
+            if keep:
+                shown_flagged += flagged
+                shown_ok += pair.ok and not flagged
+                result.views.append((pair.index, flagged, _view(pair, self.setup)))
+        return result
+
+    def _prepare(self, record: Record) -> Pair:
+        record = record.parsed()
+        pair = Pair(index=record.index, line=record.line, path=self.path)
+        if record.error is not None:
+            pair.problem = record.error
+            return pair
+        pair.columns = frozenset(record.data) if isinstance(record.data, dict) else frozenset()
+        try:
+            row = to_trl_row(record.data, self.setup.task)
+        except RowProblem as problem:
+            pair.problem = problem.message
+            return pair
+        if "prompt" not in row and self.setup.task == "dpo" and not self.setup.implicit:
+            pair.problem = "this row has no prompt while the first row has one (TRL decides from the first row)"
+            return pair
+        if self.setup.conversational != trl.is_conversational(row.get("prompt", row.get("chosen"))):
+            kind = "plain text" if self.setup.conversational else "messages"
+            pair.problem = f"this row is {kind} while the first row decides the dataset is not"
+            return pair
+        _arrange(pair, row, self.setup)
+        return pair
+
+
+def _arrange(pair: Pair, row: dict[str, Any], setup: PreferenceSetup) -> None:
+    """The prompt and replies as TRL holds them before tokenizing: extracted (implicit), EOS text appended (text)."""
+    sides = SIDES[setup.task]
+    if setup.task == "dpo" and setup.implicit:
+        pair.original = {"chosen": row["chosen"], "rejected": row["rejected"]}
+        prompt, chosen, rejected = trl.extract_prompt(row["chosen"], row["rejected"])
+        row = {"prompt": prompt, "chosen": chosen, "rejected": rejected}
+        if setup.conversational and not prompt:
+            pair.refused = ("the chosen and rejected conversations share no leading message: TRL extracts an empty "
+                            "prompt and raises for the whole dataset")
+    pair.prompt = row.get("prompt", "")
+    pair.label = row.get("label")
+    eos = None if setup.conversational else setup.eos_text
+    pair.replies = {side: row[side] if eos is None else trl.with_eos(row[side], eos) for side in sides}
+
+
+def _render(pairs: list[Pair], setup: PreferenceSetup, renderer: ChatRenderer | None) -> None:
+    """The prompts (with the generation prompt) and prompt+reply of a batch, two template calls for all of them."""
+    ready = [p for p in pairs if p.ok]
+    if not setup.conversational:
+        for pair in ready:
+            pair.prompt_text = pair.prompt
+        return
+    try:
+        prompts = renderer.render_texts([p.prompt for p in ready], add_generation_prompt=True)
+        joint = iter(renderer.render_texts([p.prompt + reply for p in ready for reply in p.replies.values()]))
+    except TemplateRenderError:  # one row fails: render row by row so only that one is reported
+        for pair in ready:
+            _render_one(pair, renderer)
+        return
+    for pair, prompt in zip(ready, prompts):
+        pair.prompt_text = prompt
+        pair.joint_text = {side: next(joint) for side in pair.replies}
+
+
+def _render_one(pair: Pair, renderer: ChatRenderer) -> None:
+    try:
+        pair.prompt_text = renderer.render(pair.prompt, None, add_generation_prompt=True).text
+        pair.joint_text = {side: renderer.render(pair.prompt + reply).text for side, reply in pair.replies.items()}
+    except TemplateRenderError as exc:
+        pair.problem = f"the chat template raises: {exc}"
+
+
+def _tokenize(pairs: list[Pair], setup: PreferenceSetup, tokenizer, boundary: re.Pattern | None) -> None:
+    """Every prompt and prompt+reply of the batch in one call to the Rust tokenizer.
+
+    A rendered prompt+reply that extends the rendered prompt up to one of its added tokens is tokenized from there
+    on only, its start taken from the prompt's ids (shared_prefix: the ids are the same, the prompt is not
+    tokenized three times).
+    """
+    ready = [p for p in pairs if p.ok]
+    texts: list[str] = []
+    cuts: list[tuple[int, int] | None] = []
+    for pair in ready:
+        texts.append(pair.prompt_text)
+        span = last_boundary(pair.prompt_text, boundary) if boundary is not None and setup.conversational else None
+        for side, reply in pair.replies.items():
+            joint = pair.joint_text[side] if setup.conversational else pair.prompt + reply
+            shared = span is not None and joint.startswith(pair.prompt_text[: span[1]])
+            cuts.append(span if shared else None)
+            texts.append(joint[span[1]:] if shared else joint)
+    backend = tokenizer.backend_tokenizer
+    backend.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
+    # apply_chat_template encodes without special tokens; tokenizer(text) with them
+    encodings = iter(backend.encode_batch(texts, add_special_tokens=not setup.conversational) if texts else [])
+    pending = iter(cuts)
+    whole: list[tuple[Pair, str]] = []  # the rare joint texts whose cut did not fall on a prompt token
+    for pair in ready:
+        prompt = next(encodings)
+        pair.prompt_ids = prompt.ids
+        for side in pair.replies:
+            rest, span = next(encodings).ids, next(pending)
+            kept = tokens_through(prompt.offsets, span) if span is not None else 0
+            if kept is None:
+                whole.append((pair, side))
+            pair.joint_ids[side] = pair.prompt_ids[:kept] + rest if span is not None else rest
+    if whole:
+        for (pair, side), encoding in zip(whole, backend.encode_batch([p.joint_text[s] for p, s in whole],
+                                                                        add_special_tokens=False)):
+            pair.joint_ids[side] = encoding.ids
+    for pair in ready:
+        _collate(pair, setup)
+
+
+def _collate(pair: Pair, setup: PreferenceSetup) -> None:
+    if setup.task == "grpo":
+        return
+    pair.prompt_len = trl.prompt_split(pair.prompt_ids, *pair.joint_ids.values())
+    pair.dropped = trl.dropped(pair.prompt_len, setup.max_length, setup.task, setup.truncation_mode)
+    prompt = pair.prompt_ids[: pair.prompt_len]
+    mode = setup.truncation_mode if setup.task == "dpo" else "keep_start"
+    pair.sides = {side: trl.collate(prompt, pair.completion_ids(side), setup.max_length, mode) for side in pair.joint_ids}
+
+
+def _view(pair: Pair, setup: PreferenceSetup) -> dict[str, Any]:
+    view: dict[str, Any] = {"row": pair.index, "task": setup.task}
+    if pair.line is not None:
+        view["line"] = pair.line
+    if not pair.ok:
+        view["error"] = pair.problem or pair.refused
+        return view
+    view["prompt"] = pair.prompt_text
+    if pair.dropped:
+        view["dropped"] = True
+    if setup.task == "grpo":
+        view["prompt_input_ids"] = pair.prompt_ids
+        return view
+    view["prompt_tokens"] = pair.prompt_len
+    for side, seq in pair.sides.items():
+        part = {"input_ids": seq.input_ids, "labels": seq.labels, "pieces": None}
+        if seq.completion_cut:
+            part["truncated_from"] = seq.prompt_tokens + seq.completion_tokens
+        if setup.task == "kto":
+            view.update(part)
+            view["label"] = pair.label
+        else:
+            view[side] = part
+    if setup.task == "dpo":
+        view["first_difference"] = trl.common_prefix_length(pair.sides["chosen"].input_ids,
+                                                            pair.sides["rejected"].input_ids)
+    return view
+
+
+def _with_pieces(view: dict[str, Any], tokenizer) -> dict[str, Any]:
+    """Token pieces, and the text each token decodes to (for the views), on the rows finally shown."""
+    for part in (view, view.get("chosen"), view.get("rejected")):
+        if isinstance(part, dict) and "pieces" in part:
+            part["pieces"] = tokenizer.convert_ids_to_tokens(part["input_ids"]) if part["input_ids"] else []
+            part["texts"] = [tokenizer.decode([i]) for i in part["input_ids"]]
+    if "prompt_input_ids" in view:
+        view["prompt_pieces"] = tokenizer.convert_ids_to_tokens(view["prompt_input_ids"])
+        view["prompt_texts"] = [tokenizer.decode([i]) for i in view["prompt_input_ids"]]
+    return view
+
+
+def _shown(views: list[tuple[int, bool, dict]], options) -> list[dict[str, Any]]:
+    if options.rows:
+        return [v for _, _, v in sorted(views, key=lambda v: v[0])]
+    limit = max(options.show, 1) if options.show else 0
+    chosen = [v for v in views if v[1]][:limit]
+    chosen += [v for v in views if not v[1] and "error" not in v[2]][: limit - len(chosen)]
+    return [v for _, _, v in sorted(chosen, key=lambda v: v[0])]
+
+
+def _summary(rows: int, total: int, dataset: PreferenceDataset, findings: list[Finding]) -> dict[str, Any]:
+    by_check: dict[str, int] = {}
+    for f in findings:
+        by_check[f.code] = by_check.get(f.code, 0) + 1
+    ratio = dataset.length_ratio
+    return {
+        "rows": total,
+        "rows_checked": rows,
+        "pairs": dataset.pairs,
+        "chosen_rejected_length_ratio": round(ratio, 3) if ratio is not None else None,
+        "chosen_longer_share": round(dataset.chosen_longer / dataset.pairs, 3) if dataset.pairs else None,
+        "labels": {"desirable": dataset.labels[True], "undesirable": dataset.labels[False]},
+        "by_check": dict(sorted(by_check.items())),
+    }
+
+
+def _context(setup: PreferenceSetup, options, checked: int, total: int, loaded) -> dict[str, Any]:
+    prompt = "implicit (extracted from chosen/rejected)" if setup.implicit else "explicit"
+    kind = "conversational" if setup.conversational else "plain text (EOS text appended to replies)"
+    return {
+        "dataset": setup.dataset_path,
+        "format": f"{setup.task} rows, {kind}" + (f", prompt {prompt}" if setup.task == "dpo" else ""),
+        "tokenizer": loaded.source,
+        "chat_template": loaded.template_source,
+        "framework": "trl 1.16 (prompt and prompt+reply tokenized apart; the completion starts where they diverge)",
+        "max_length": setup.max_length,
+        "truncation_mode": setup.truncation_mode if setup.task == "dpo" else None,
+        "rows_checked": f"{checked} of {total}",
+    }
