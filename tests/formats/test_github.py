@@ -20,13 +20,14 @@ def test_matches_the_expected_file_and_writes_no_summary_without_the_variable(mo
 
 def test_annotations_carry_file_line_and_title_inside_groups(monkeypatch):
     lines = rendered("github", demo_report(), monkeypatch).splitlines()
-    assert lines[0] == "::group::DS024 tool-call-dropped (2)"
-    assert lines[1].startswith(
+    group = lines.index("::group::DS024 tool-call-dropped (2)")
+    assert lines[0] == "::group::DS013 special-token-in-content (1)"  # errors first, then by code
+    assert lines[group + 1].startswith(
         "::error file=fixtures/datasets/demo/support_chat.jsonl,line=7,title=DS024 tool-call-dropped::"
         "row 6 (line 7), message 2: "
     )
-    assert "%0Ahint: use a chat template that renders tool_calls" in lines[1]
-    assert lines.count("::endgroup::") == 5 and lines[-1] == "mldebug inspect-data: 2 errors, 5 warnings in 5 checks"
+    assert "%0Ahint: use a chat template that renders tool_calls" in lines[group + 1]
+    assert lines.count("::endgroup::") == 5 and lines[-1] == "mldebug inspect-data: 3 errors, 4 warnings in 5 checks"
     eos = next(line for line in lines if "DS023" in line and line.startswith("::warning"))
     assert ",line=" not in eos  # no line is known for a setup finding: the file alone
 

@@ -18,10 +18,10 @@ def test_matches_the_expected_file(name, build, monkeypatch):
 
 def test_verdict_table_and_details(monkeypatch):
     text = rendered("markdown", demo_report(), monkeypatch)
-    assert text.startswith("## mldebug inspect-data: 2 errors, 5 warnings in 5 checks\n")
+    assert text.startswith("## mldebug inspect-data: 3 errors, 4 warnings in 5 checks\n")
     table = [line for line in text.splitlines() if line.startswith("| DS")]
     assert [row.split(" | ")[0] for row in table] == [
-        "| DS024 `tool-call-dropped`", "| DS012 `empty-turn`", "| DS013 `special-token-in-content`",
+        "| DS013 `special-token-in-content`", "| DS024 `tool-call-dropped`", "| DS012 `empty-turn`",
         "| DS023 `eos-mismatch`", "| DS025 `tools-not-rendered`"]
     assert all(len(re.findall(r"(?<!\\)\|", row)) == 5 for row in table)  # data pipes never add a column
     assert "<details><summary>DS024 tool-call-dropped: 2 findings</summary>" in text

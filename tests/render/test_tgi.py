@@ -17,7 +17,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from transformers.utils.chat_template_utils import render_jinja_template
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.render import chat, tgi_process
+from mldebug_cli.render import chat, tgi, tgi_process
 from mldebug_cli.render.chat import RenderLimitError
 from mldebug_cli.render.tgi import DEFAULT_TOOL_PROMPT, TGIRenderLimitError, render_tgi
 from support import LLAMACPP_TEMPLATES, needs_corpus
@@ -217,6 +217,7 @@ def test_a_render_over_the_time_limit_is_a_render_limit_error_and_its_child_is_k
 ) -> None:
     # long enough for a trivial render on a busy machine (the renders before and after the loop share the limit)
     monkeypatch.setattr(chat, "DEFAULT_LIMITS", chat.RenderLimits(seconds=2.0))
+    monkeypatch.setattr(tgi, "FUEL", 10**15)  # the clock, not minijinja's instruction budget, must stop this loop
     loop = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
     tgi_render("")
     child = tgi_process._current.process
