@@ -20,6 +20,7 @@ from mldebug_cli.formats.locations import place
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 MAX_LOCATIONS_SHOWN = 2  # per check, in full; the rest as places on one line (every finding is in JSON/HTML)
+MANY = 3  # a check with this many places or more shows one in full: the rest say only where
 MAX_MORE_PLACES = 3
 
 
@@ -78,15 +79,16 @@ def _render_findings(findings: tuple[Finding, ...], console) -> None:
         if len(group) > 1 or first.location.row is not None:
             head.append(f"  ({plural(len(group), 'place')})", style="dim")
         console.print(head)
-        for f in group[:MAX_LOCATIONS_SHOWN]:
+        in_full = 1 if len(group) >= MANY else MAX_LOCATIONS_SHOWN
+        for f in group[:in_full]:
             where = place(f.location)
             line = Text("  ")
             if where:
                 line.append(f"{where}: ", style="dim")
             line.append(f.message)
             console.print(line)
-        if len(group) > MAX_LOCATIONS_SHOWN:
-            rest = [place(f.location) for f in group[MAX_LOCATIONS_SHOWN:]]
+        if len(group) > in_full:
+            rest = [place(f.location) for f in group[in_full:]]
             shown = "; ".join(rest[:MAX_MORE_PLACES]) + ("; …" if len(rest) > MAX_MORE_PLACES else "")
             console.print(Text(f"  … and {len(rest)} more: {shown}", style="dim"))
         if first.hint:
