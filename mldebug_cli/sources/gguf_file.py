@@ -231,6 +231,11 @@ class _Field(NamedTuple):
     value: Any  # str, int, float, bool, or a tuple of them for an array
 
 
+def printable(text: str) -> str:
+    """Text from the file (a key name) fit for a one-line message: control characters escaped as Python does."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 @dataclass(frozen=True)
 class _Metadata:
     fields: Mapping[str, _Field]  # the decoded keys only
@@ -251,7 +256,7 @@ class _Cursor:
         return len(self.buffer) - self.offset
 
     def fail(self, what: str) -> InputError:
-        return InputError(f"{self.path}: corrupt GGUF: {what} (at byte {self.offset})")
+        return InputError(f"{self.path}: corrupt GGUF: {printable(what)} (at byte {self.offset})")
 
     def take(self, fmt: str) -> Any:
         size = struct.calcsize(fmt)
@@ -486,7 +491,7 @@ def _vocab_from_fields(path: Path, fields: Mapping[str, _Field], keys: tuple[str
 
 def _wrong_type(path: Path, key: str, expected: str, types: tuple[GGUFValueType, ...]) -> InputError:
     found = "/".join(t.name.lower() for t in types) or "nothing"
-    return InputError(f"{path}: metadata key {key} should be {expected}, found {found}")
+    return InputError(f"{path}: metadata key {printable(key)} should be {expected}, found {found}")
 
 
 def _decode(raw: Any) -> str:

@@ -353,3 +353,17 @@ def test_any_corruption_reads_or_fails_cleanly(tmp_path: Path, data: st.DataObje
         read_gguf_vocab(path)
     except InputError as exc:
         assert "\n" not in exc.message
+
+
+def test_a_key_name_with_a_newline_stays_on_one_line_in_the_error(tmp_path: Path) -> None:
+    """Found by the corruption property: a flipped byte made a key name hold a newline, and the message two lines."""
+    data = bytearray(_tiny_bytes(tmp_path))
+    key = data.index(b"general.architecture")
+    data[key + 3] = ord("\n")
+    length_at = key + len(b"general.architecture") + 4  # after the key: the value's type, then the string's length
+    data[length_at:length_at + 8] = struct.pack("<Q", 10**6)
+    path = tmp_path / "newline-key.gguf"
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError) as caught:
+        read_gguf_vocab(path)
+    assert "\n" not in caught.value.message and "gen\\nral.architecture" in caught.value.message
