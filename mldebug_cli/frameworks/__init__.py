@@ -89,22 +89,15 @@ def key_schema(config: ConfigFile, framework: str, targets: versions.TargetVersi
     return None
 
 
-def profile(framework: str):
-    """The profile module of a framework that renders and masks rows (transformers, trl, axolotl, llama-factory)."""
+ROW_PROFILES = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama-factory": "llama_factory"}
+
+
+def row_profile(framework: str, options: Any, loaded: Any, row_format: str):
+    """How ``framework`` turns rows into ids and labels (a frameworks.rows.RowProfile), for these inspect
+    options (their ``framework_options``), tokenizer and row format."""
     import importlib
 
-    module = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama-factory": "llama_factory"}[framework]
-    return importlib.import_module(f"mldebug_cli.frameworks.{module}")
-
-
-def truncation_mode(framework: str) -> str:
-    """How the framework shortens a row longer than its max length (see render.truncation)."""
-    return profile(framework).TRUNCATION
-
-
-def masks_pad_by_id(framework: str) -> bool:
-    """Whether the framework's collator masks labels equal to the pad id (so a pad-as-EOS loses every EOS label)."""
-    return profile(framework).PAD_MASKED_BY_ID
+    return importlib.import_module(f"mldebug_cli.frameworks.{ROW_PROFILES[framework]}").row_profile(options, loaded, row_format)
 
 
 def read_plan(config: ConfigFile, framework: str, allow_outside: bool = False):

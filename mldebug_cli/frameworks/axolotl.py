@@ -8,10 +8,14 @@ axolotl's own cosine variants, and ``lr_scheduler: one_cycle|rex`` its alternate
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.hf import hf_scheduler_choice
+from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.formulas import HF_SCHEDULER_TYPES
 from mldebug_cli.schedule.model import AXOLOTL_FAMILY, Packing, RunSpec, SchedulerChoice
@@ -19,8 +23,6 @@ from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, local, set_key, template_setting
 
 DEFAULT_SEQUENCE_LEN = 2048
-TRUNCATION = "drop"  # excess_length_strategy: drop, the default
-PAD_MASKED_BY_ID = False
 STORED_KEYS = "axolotl-0.19.0.json"
 ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
 DATASET_TYPES = {"alpaca": "alpaca", "sharegpt": "sharegpt", "chat_template": None, "completion": "text"}
@@ -211,3 +213,75 @@ def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
             raise InputError(f"{at(config, key)}: message_field_training must name a message key")
         found.append((name, Setting(value, key)))
     return tuple(found)
+
+
+# --- how axolotl turns rows into ids and labels ---------------------------------------------------------
+
+CHAT_FORMATS = ("messages", "sharegpt", "alpaca")
+
+
+class Rows(RowProfile):
+    """axolotl: chat rows masked by its chat_template strategy (``render.axolotl``: its turn rules, EOS/EOT
+    training), EOS appended to text, rows longer than sequence_len dropped (excess_length_strategy: drop)."""
+
+    framework = "axolotl"
+    default_train_on = "assistant"
+    truncation = "drop"
+    appends_eos = True
+
+    def __init__(self, options: Any = None, masking: Any = None) -> None:
+        self.options = options  # render.axolotl.AxolotlOptions from a config, else None (its defaults with --train-on)
+        self.masking = masking  # resolved against the tokenizer: chat rows only
+
+    @property
+    def masking_method(self) -> str | None:
+        return f"axolotl chat_template masking ({self.masking.describe()})" if self.masking is not None else None
+
+    def train_on(self, given: str | None, row_format: str) -> str:
+        if self.options is not None and not (row_format == "prompt-completion" and given is None):
+            return "all" if self.options.trains_beyond_assistant else "assistant"
+        return super().train_on(given, row_format)
+
+    def reads(self, sample: Any, raw: Any) -> Any:
+        from mldebug_cli.render import axolotl
+        from mldebug_cli.sources.row_formats import Chat
+
+        if self.masking is None or not isinstance(sample, Chat):
+            return sample
+        return replace(sample, messages=axolotl.as_axolotl_reads(sample.messages, raw))
+
+    def locator(self, renderer: Any, setup: Any) -> Any:
+        from mldebug_cli.render import axolotl
+
+        return axolotl.AxolotlLocator(renderer, self.masking) if self.masking is not None else super().locator(renderer, setup)
+
+    def lay_out(self, sample: Any, setup: Any, renderer: Any, locator: Any) -> Any:
+        from mldebug_cli.sources.row_formats import Chat
+
+        if self.masking is None or not isinstance(sample, Chat):
+            return None
+        return locator.layout(sample.messages, sample.tools)
+
+    def label(self, row: Any, encoding: Any, ids: list[int], setup: Any):
+        from mldebug_cli.render import axolotl
+
+        if row.layout is None or row.layout.method != axolotl.METHOD:
+            return None
+        return axolotl.label_tokens(encoding, ids, row.layout, self.masking)
+
+
+def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
+    """axolotl's masking for chat rows: the config's settings, else its defaults with --train-on all or last."""
+    from mldebug_cli.core.errors import InputError
+    from mldebug_cli.render import axolotl
+
+    given = options.framework_options
+    if row_format not in CHAT_FORMATS:
+        return Rows(given)
+    train_on = options.train_on
+    settings = given or axolotl.AxolotlOptions(train_on_inputs=train_on == "all", last_turn_only=train_on == "last")
+    try:
+        masking = axolotl.AxolotlMasking.resolve(settings, loaded.tokenizer, loaded.chat_template)
+    except axolotl.AxolotlConfigError as exc:
+        raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot") from None
+    return Rows(given, masking)

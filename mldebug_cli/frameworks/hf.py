@@ -11,8 +11,11 @@ read a ``warmup_steps`` below 1 as a ratio; 5.2 removed ``warmup_ratio``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.schedule.formulas import (
     HF_IGNORES_WARMUP,
     HF_KWARGS_DROPPED,
@@ -23,8 +26,6 @@ from mldebug_cli.schedule.model import HF_FAMILY, Packing, RunSpec, SchedulerCho
 from mldebug_cli.sources.config_file import ConfigFile
 
 LLAMA_FACTORY_DEFAULT_CUTOFF = 2048
-TRUNCATION = "keep_start"  # a bare Trainer's tokenization keeps the first max_length tokens
-PAD_MASKED_BY_ID = True  # DataCollatorForLanguageModeling sets labels equal to the pad id to -100
 
 
 def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions) -> RunSpec:
@@ -194,3 +195,15 @@ def training_arguments_schema(targets: versions.TargetVersions, seq2seq: bool = 
                       for k in older["schemas"]["config"] if k not in keys}, **renamed}
     return schema.KeySchema("transformers", source, keys, HF_ON_UNKNOWN, renamed=renamed, converts_text=False,
                             version_dependent=VERSION_DEPENDENT)
+
+
+class Rows(RowProfile):
+    """A bare Trainer: the whole row is trained, no EOS appended, the first max_length tokens kept, and
+    DataCollatorForLanguageModeling sets every label equal to the pad id to -100."""
+
+    framework = "transformers"
+    pad_masked_by_id = True
+
+
+def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
+    return Rows()

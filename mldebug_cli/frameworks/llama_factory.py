@@ -15,15 +15,15 @@ from the per-dataset sizes preflight measures.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
 STORED_KEYS = "llamafactory-0.9.5.json"
-TRUNCATION = "pairs"  # each prompt/response pair gets a share of cutoff_len (infer_seqlen)
-PAD_MASKED_BY_ID = False  # its collators pad labels with IGNORE_INDEX by position
 DATACLASSES = {"ModelArguments": "model_args", "DataArguments": "data_args", "TrainingArguments": "training_args",
                "FinetuningArguments": "finetuning_args", "GeneratingArguments": "generating_args"}
 # DataArguments.__post_init__ (hparams/data_args.py) raises on these
@@ -96,3 +96,17 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     max_length = Setting(int(config.get("cutoff_len", hf.LLAMA_FACTORY_DEFAULT_CUTOFF)), set_key(config, "cutoff_len"))
     return TrainingPlan("llama-factory", Setting(config.get("model_name_or_path"), "model_name_or_path"), Setting(None),
                         tuple(datasets), train_on, max_length, tuple(notes))
+
+
+class Rows(RowProfile):
+    """LLaMA-Factory's supervised processor: prompts masked, EOS appended to text, each prompt/response pair
+    given a share of cutoff_len (infer_seqlen); its collators pad labels by position."""
+
+    framework = "llama-factory"
+    default_train_on = "assistant"
+    truncation = "pairs"
+    appends_eos = True
+
+
+def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
+    return Rows()

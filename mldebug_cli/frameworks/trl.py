@@ -26,8 +26,10 @@ import importlib
 import importlib.util
 from dataclasses import dataclass, replace
 from importlib import metadata, resources
+from typing import Any
 
 from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import Truncated, truncate
 from mldebug_cli.sources.config_file import ConfigFile
@@ -38,7 +40,6 @@ DEFAULT_LR = 2e-5
 DEFAULT_LOGGING_STEPS = 10
 DEFAULT_MAX_LENGTH = 1024
 TRUNCATION = "keep_start"  # truncation_mode keep_start, the default
-PAD_MASKED_BY_ID = False  # its collator masks padding by position
 STORED = "trl-1.16.0.json"
 CONFIG_CLASSES = {
     "SFTConfig": "trl.trainer.sft_config",
@@ -175,3 +176,36 @@ def truncated(ids: list[int], labels: list[int], max_len: int) -> Truncated:
     if any(label != IGNORE_INDEX for label in cut.labels):
         return cut
     return replace(cut, dropped=True, dropped_by="nothing-trained")
+
+
+class Rows(RowProfile):
+    """SFTTrainer: EOS appended to text, max_length 1024 unless given, the first max_length tokens kept, rows
+    left with no trained token dropped; assistant_only_loss renders with TRL's training template."""
+
+    framework = NAME
+    appends_eos = True  # its collator masks padding by position
+
+    def max_length(self, given: int | None) -> int:
+        return max_length(given)
+
+    def training_template(self, loaded: Any, row_format: str, train_on: str) -> tuple[Any, TrainingTemplate | None]:
+        if train_on != "assistant" or not loaded.chat_template:
+            return loaded, None
+        if row_format not in ("messages", "sharegpt", "alpaca", "prompt-completion"):
+            return loaded, None
+        from mldebug_cli.render.chat import ChatRenderer
+
+        chosen = training_template(loaded.chat_template, ChatRenderer(loaded.chat_template, {}).has_generation_markers)
+        if chosen.outcome == "swapped":
+            loaded = replace(loaded, chat_template=chosen.text, template_source=chosen.describe())
+        return loaded, chosen
+
+    def truncated(self, ids: list[int], labels: list[int], max_length: int | None, turns: list[tuple[int, int]]) -> Truncated:
+        return truncated(ids, labels, max_length) if max_length is not None else truncate(ids, labels, None, TRUNCATION)
+
+    def describe(self) -> str:
+        return f"{super().describe()}; {DESCRIPTION}"
+
+
+def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
+    return Rows()

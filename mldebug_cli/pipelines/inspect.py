@@ -13,14 +13,13 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.frameworks import trl, truncation_mode
-from mldebug_cli.pipelines.inspect_subjects import Row, Setup, TurnTokens
-from mldebug_cli.render import axolotl
+from mldebug_cli.frameworks import ROW_PROFILES, row_profile
+from mldebug_cli.frameworks.rows import EncodedRow, end_texts
+from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
-from mldebug_cli.render.masking import TRAIN_ON, ShapeCache, layout_chat, layout_completion
+from mldebug_cli.render.masking import TRAIN_ON, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
-from mldebug_cli.render.truncation import truncate
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.hub import require_local_or_cached
 from mldebug_cli.sources.row_formats import (
@@ -35,15 +34,12 @@ from mldebug_cli.sources.row_formats import (
 )
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
-FRAMEWORKS = ("trl", "transformers", "axolotl", "llama-factory")
+FRAMEWORKS = tuple(ROW_PROFILES)
 TASKS = ("sft", "dpo", "kto", "grpo")
 DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
 BATCH_SIZE = 256
 HISTOGRAM_BINS = 40
-
-# What each trainer trains by default when no masking option is given.
-_DEFAULT_TRAIN_ON = {"trl": "all", "transformers": "all", "axolotl": "assistant", "llama-factory": "assistant"}
 
 
 @dataclass(frozen=True)
@@ -65,7 +61,7 @@ class InspectOptions:
     split: str | None = None
     trust_remote_code: bool = False
     workers: int | None = None  # None: one per available core for large runs
-    axolotl: axolotl.AxolotlOptions | None = None  # None: axolotl's defaults, with --train-on
+    framework_options: Any = None  # the framework's own settings from a config (axolotl: AxolotlOptions); None: its defaults
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
     truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
@@ -85,14 +81,15 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     indices = _indices(options, total)
     detection = _detection(source, options)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
-    train_on = _train_on(options, detection.row_format)
-    loaded, training_template = _training_template(options, loaded, detection.row_format, train_on)
-    setup = replace(_setup(options, source, loaded, detection.row_format, train_on), training_template=training_template)
+    rows = row_profile(options.framework, options, loaded, detection.row_format)
+    train_on = rows.train_on(options.train_on, detection.row_format)
+    loaded, training_template = rows.training_template(loaded, detection.row_format, train_on)
+    setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template)
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
         setup = replace(setup, render=lambda messages, tools, add_generation_prompt=False:
                         renderer.render(messages, tools, add_generation_prompt).text)
-    locator = _locator(setup, renderer)
+    locator = rows.locator(renderer, setup) if renderer is not None else None
 
     findings: list[Finding] = []
     for check in checks:
@@ -177,7 +174,7 @@ class _RowEngine:
     detection: Any
     setup: Setup
     renderer: ChatRenderer | None
-    locator: ShapeCache | axolotl.AxolotlLocator | None  # where chat turns are (per-shape caches)
+    locator: Any  # where chat turns are (per-shape caches; from the row profile)
     tokenizer: Any
     path: str
     row_checks: list
@@ -336,54 +333,8 @@ def _first_records(source: DatasetSource, n: int) -> list[Record]:
     return out
 
 
-def _train_on(options: InspectOptions, row_format: str) -> str:
-    if row_format == "prompt-completion" and options.train_on is None:
-        return "completion"
-    if options.framework == "axolotl" and options.axolotl is not None:
-        return "all" if options.axolotl.trains_beyond_assistant else "assistant"
-    if options.train_on is not None:
-        return options.train_on
-    return _DEFAULT_TRAIN_ON[options.framework]
-
-
-def _training_template(options: InspectOptions, loaded: LoadedTokenizer, row_format: str, train_on: str):
-    """TRL's assistant_only_loss renders with its own training template when it ships one for this template."""
-    if options.framework != trl.NAME or train_on != "assistant" or not loaded.chat_template:
-        return loaded, None
-    if row_format not in ("messages", "sharegpt", "alpaca", "prompt-completion"):
-        return loaded, None
-    chosen = trl.training_template(loaded.chat_template, ChatRenderer(loaded.chat_template, {}).has_generation_markers)
-    if chosen.outcome == "swapped":
-        loaded = replace(loaded, chat_template=chosen.text, template_source=chosen.describe())
-    return loaded, chosen
-
-
-def _axolotl_options(options: InspectOptions, train_on: str) -> axolotl.AxolotlOptions:
-    """The config's settings, else axolotl's defaults with --train-on all (train_on_inputs) or last."""
-    if options.axolotl is not None:
-        return options.axolotl
-    return axolotl.AxolotlOptions(train_on_inputs=train_on == "all", last_turn_only=train_on == "last")
-
-
-def _axolotl_masking(options: InspectOptions, loaded: LoadedTokenizer, row_format: str, train_on: str):
-    """axolotl's chat_template masking for chat rows (None for other frameworks and row formats)."""
-    if options.framework != "axolotl" or row_format not in ("messages", "sharegpt", "alpaca"):
-        return None
-    try:
-        return axolotl.AxolotlMasking.resolve(_axolotl_options(options, train_on), loaded.tokenizer, loaded.chat_template)
-    except axolotl.AxolotlConfigError as exc:
-        raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot") from None
-
-
-def _locator(setup: Setup, renderer: ChatRenderer | None):
-    if renderer is None:
-        return None
-    if setup.axolotl is not None:
-        return axolotl.AxolotlLocator(renderer, setup.axolotl)
-    return ShapeCache(renderer, _end_texts(setup), _turn_end(setup))
-
-
-def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokenizer, row_format: str, train_on: str) -> Setup:
+def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokenizer, row_format: str, train_on: str,
+           rows) -> Setup:
     tok = loaded.tokenizer
     template = loaded.chat_template
     needs_template = row_format in ("messages", "sharegpt", "alpaca")
@@ -412,7 +363,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         row_format=row_format,
         framework=options.framework,
         train_on=train_on,
-        max_length=trl.max_length(options.max_length) if options.framework == trl.NAME else options.max_length,
+        max_length=rows.max_length(options.max_length),
         bos_id=tok.bos_token_id,
         bos_text=tok.bos_token,
         eos_id=tok.eos_token_id,
@@ -430,7 +381,8 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         special_pattern=re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) if specials else None,
         id_to_piece=tok.convert_ids_to_tokens,
         encode=lambda text: tok.encode(text, add_special_tokens=False),
-        axolotl=_axolotl_masking(options, loaded, row_format, train_on),
+        rows=rows,
+        axolotl=getattr(rows, "masking", None),
     )
 
 
@@ -485,28 +437,33 @@ def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: s
     except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a row shape no converter foresaw: one finding, not a crash
         row.problem = RowProblem("DS010", f"the row does not fit the {detection.row_format} format ({type(exc).__name__}: {exc})")
         return row
-    if setup.axolotl is not None and isinstance(row.sample, Chat):
-        try:
-            row.sample = replace(row.sample, messages=axolotl.as_axolotl_reads(row.sample.messages, record.data))
-        except ValueError as exc:
-            row.problem = RowProblem("DS010", str(exc))
-            return row
     try:
-        _lay_out(row, setup, renderer, locator)
+        row.sample = setup.rows.reads(row.sample, record.data)
+    except ValueError as exc:
+        row.problem = RowProblem("DS010", str(exc))
+        return row
+    try:
+        if setup.rows.encodes(row.sample):
+            _store_encoded(row, setup.rows.encode(row.sample, setup))
+        else:
+            _lay_out(row, setup, renderer, locator)
     except TemplateRenderError as exc:
         row.render_error = str(exc)
+    except RowProblem as problem:
+        row.problem = problem
     return row
 
 
 def _lay_out(row: Row, setup: Setup, renderer, locator) -> None:
     sample = row.sample
-    if isinstance(sample, Chat) and setup.axolotl is not None:
-        row.layout = locator.layout(sample.messages, sample.tools)
+    own = setup.rows.lay_out(sample, setup, renderer, locator) if renderer is not None else None
+    if own is not None:
+        row.layout = own
     elif isinstance(sample, Chat):
-        row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, _end_texts(setup), locator,
+        row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, end_texts(setup), locator,
                                  _turn_end(setup))
     elif isinstance(sample, PromptCompletion):
-        eos = setup.eos_text if _appends_eos(setup) else None
+        eos = setup.eos_text if setup.rows.appends_eos else None
         if sample.conversational and renderer is None:
             raise TemplateRenderError("conversational prompt/completion rows need a chat template")
         row.layout = layout_completion(renderer, sample.prompt, sample.completion, sample.tools, eos)
@@ -514,7 +471,7 @@ def _lay_out(row: Row, setup: Setup, renderer, locator) -> None:
             row.layout = replace(row.layout, trained_spans=((0, len(row.layout.text)),), method="all")
     elif isinstance(sample, Text):
         text = sample.text
-        if _appends_eos(setup) and setup.eos_text and not text.endswith(setup.eos_text):
+        if setup.rows.appends_eos and setup.eos_text and not text.endswith(setup.eos_text):
             text += setup.eos_text
             row.appended_eos = True
         row.text = text
@@ -523,24 +480,15 @@ def _lay_out(row: Row, setup: Setup, renderer, locator) -> None:
         row.text = row.layout.text
 
 
-def _end_texts(setup: Setup) -> tuple[str, ...]:
-    return tuple(t for t in (setup.eos_text,) if t)
-
-
 def _turn_end(setup: Setup) -> str | None:
     return setup.template_facts.end_of_turn if setup.template_facts else None
-
-
-def _appends_eos(setup: Setup) -> bool:
-    """TRL, axolotl and LLaMA-Factory append EOS to plain text and completions; a bare Trainer does not."""
-    return setup.framework != "transformers"
 
 
 def _tokenize(rows: list[Row], setup: Setup, tokenizer) -> None:
     """One batched call to the Rust tokenizer per special-token setting, as the fast tokenizer's __call__ makes."""
     backend = tokenizer.backend_tokenizer
     backend.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
-    text_rows = [r for r in rows if r.ok and not isinstance(r.sample, Tokens)]
+    text_rows = [r for r in rows if r.ok and not r.encoded and not isinstance(r.sample, Tokens)]
     for add_special in (True, False):
         group = [r for r in text_rows if _adds_special_tokens(r, setup) == add_special]
         if group:
@@ -561,8 +509,9 @@ def _label(row: Row, encoding, setup: Setup) -> None:
     ids = encoding.ids
     row.encoding = encoding
     layout = row.layout
-    if layout is not None and layout.method == axolotl.METHOD:
-        labels, straddles, ranges = axolotl.label_tokens(encoding, ids, layout, setup.axolotl)
+    own = setup.rows.label(row, encoding, ids, setup)
+    if own is not None:
+        labels, straddles, ranges = own
         row.turns = [TurnTokens(t.message_index, start, end, t.trained, t.located_by, True)
                      for t, (start, end) in zip(layout.turns, ranges)]
         _store(row, ids, labels, straddles, setup)
@@ -589,12 +538,8 @@ def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], se
     row.full_length = len(ids)
     row.trained_before_truncation = len(labels) - labels.count(IGNORE_INDEX)
     row.first_trained = _first_trained(labels) if row.trained_before_truncation else None
-    if setup.framework == trl.NAME:
-        mode = trl.TRUNCATION
-        cut = trl.truncated(ids, labels, setup.max_length)
-    else:
-        mode = truncation_mode(setup.framework)
-        cut = truncate(ids, labels, setup.max_length, mode, [(t.start, t.end) for t in row.turns])
+    mode = setup.rows.truncation
+    cut = setup.rows.truncated(ids, labels, setup.max_length, [(t.start, t.end) for t in row.turns])
     row.dropped, row.dropped_by = cut.dropped, cut.dropped_by
     row.cut_ids, row.cut_labels = cut.cut_ids, cut.cut_labels
     if cut.cut_ids:
@@ -604,6 +549,22 @@ def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], se
             row.turns = []  # positions moved: turn ranges no longer apply
     row.input_ids, row.labels, row.straddles = cut.ids, cut.labels, straddles
     row.trained = len(cut.labels) - cut.labels.count(IGNORE_INDEX)
+
+
+def _store_encoded(row: Row, encoded: EncodedRow) -> None:
+    """A row the framework's own data code encoded (its templates or prompters): ids and labels as it made them."""
+    row.encoded = True
+    row.text = encoded.text
+    row.full_length = encoded.full_length
+    row.trained_before_truncation = encoded.trained_before_truncation
+    row.input_ids, row.labels = encoded.input_ids, encoded.labels
+    row.first_trained = _first_trained(encoded.labels) if encoded.trained_before_truncation else None
+    row.trained = len(encoded.labels) - encoded.labels.count(IGNORE_INDEX)
+    row.dropped, row.dropped_by = encoded.dropped, encoded.dropped_by
+    row.cut_ids, row.cut_labels = encoded.cut_ids, encoded.cut_labels
+    row.turns = [TurnTokens(t.message_index, t.start, t.end, t.trained, t.located_by, True) for t in encoded.turns]
+    row._offsets = list(encoded.offsets)
+    row.masking = encoded.method
 
 
 def _first_trained(labels: list[int]) -> int:
@@ -627,8 +588,8 @@ def _row_view(row: Row) -> dict[str, Any]:
     )
     if row.dropped:
         view["dropped"] = True
-    if row.layout is not None:
-        view["masking"] = row.layout.method
+    if row.masking or row.layout is not None:
+        view["masking"] = row.masking or row.layout.method
     if not row.ok:
         view["error"] = row.problem.message if row.problem else row.render_error
     return view
@@ -723,8 +684,8 @@ def _histogram(lengths: Counter[int], max_length: int | None) -> dict[str, Any]:
 
 def _context(setup: Setup, detection, loaded, train_on: str, options, checked: int, total: int, workers: int) -> dict[str, Any]:
     method = None
-    if setup.axolotl is not None:
-        method = f"axolotl chat_template masking ({setup.axolotl.describe()})"
+    if setup.rows.masking_method is not None:
+        method = setup.rows.masking_method
     elif setup.chat and train_on in ("assistant", "last"):
         method = "generation-markers" if setup.has_generation_markers else "turn-diff (per-turn prefix renders)"
     return {
@@ -732,7 +693,7 @@ def _context(setup: Setup, detection, loaded, train_on: str, options, checked: i
         "format": f"{detection.row_format} ({'assumed from ' + detection.reason if detection.reason != '--data-format' else 'from --data-format'})",
         "tokenizer": loaded.source,
         "chat_template": setup.template_source,
-        "framework": _framework_line(setup),
+        "framework": setup.rows.describe(),
         "train_on": train_on + (f" via {method}" if method else ""),
         "max_length": setup.max_length,
         "rows_checked": f"{checked} of {total}" + _which_rows(options, checked, total),
@@ -744,11 +705,3 @@ def _which_rows(options: InspectOptions, checked: int, total: int) -> str:
     if checked == total:
         return ""
     return " (--rows)" if options.rows else " (evenly spaced sample; --all checks every row)"
-
-
-def _framework_line(setup: Setup) -> str:
-    text = "tokenized with special tokens, EOS appended" if _appends_eos(setup) else "tokenized with special tokens, no EOS appended"
-    line = f"{setup.framework} (chat: rendered, tokenized without special tokens; text/completion: {text})"
-    if setup.framework == trl.NAME:
-        line += f"; {trl.DESCRIPTION}"
-    return line

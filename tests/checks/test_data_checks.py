@@ -107,7 +107,7 @@ def test_ds004_under_axolotl_defaults_phi3_never_trains_its_end_token(chats, alp
     report = build_report(InspectOptions(dataset=str(path), tokenizer=str(PHI3), framework="axolotl", select=("DS004",), all_rows=True))
     assert "eot_tokens" in report.findings[0].hint
     fixed = build_report(InspectOptions(dataset=str(path), tokenizer=str(PHI3), framework="axolotl", select=("DS004",),
-                                        all_rows=True, axolotl=AxolotlOptions(eot_tokens=("<|end|>",))))
+                                        all_rows=True, framework_options=AxolotlOptions(eot_tokens=("<|end|>",))))
     assert fixed.findings == ()
 
 

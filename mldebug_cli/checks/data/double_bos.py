@@ -18,15 +18,19 @@ Tokenize pre-rendered chat text with `add_special_tokens=False`, or remove BOS f
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.sources.row_formats import Text, Tokens
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     ids = row.input_ids
     if setup.bos_id is None or len(ids) < 2 or ids[0] != setup.bos_id or ids[1] != setup.bos_id:
         return

@@ -18,14 +18,18 @@ or set the tokenizer's eos_token to it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Setup
 
 SEVERITY = "warning"
 SUBJECT = "setup"
 
 
-def run(setup, ctx) -> Iterator[Hit]:
+def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
     facts = setup.template_facts
     if not setup.chat or facts is None or not facts.end_of_turn or facts.end_of_turn == setup.eos_text:
         return

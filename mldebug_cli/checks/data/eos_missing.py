@@ -17,15 +17,19 @@ Append the EOS token to each text, or use a trainer that appends it (`--framewor
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.sources.row_formats import PromptCompletion, Text, Tokens
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if not row.ok or not row.input_ids or not setup.stop_ids:
         return
     sample = row.sample

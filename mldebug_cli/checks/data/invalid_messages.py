@@ -16,13 +16,17 @@ Repair or drop the row; check the converter that produced the file.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if row.problem is not None and row.problem.code == "DS010":
         yield Hit(row.problem.message, "repair or drop the row", row.location(row.problem.message_index))

@@ -18,16 +18,20 @@ them itself.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.row_formats import Tokens
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
+
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if not row.ok or not isinstance(row.sample, Tokens) or row.sample.labels is None:
         return
     ids, labels = row.sample.input_ids, row.sample.labels

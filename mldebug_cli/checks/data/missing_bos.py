@@ -17,14 +17,18 @@ Tokenize with the tokenizer's default special tokens, or let the chat template w
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "warning"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if setup.bos_id is None or not row.input_ids or row.input_ids[0] == setup.bos_id:
         return
     writes = setup.template_facts is not None and setup.template_facts.writes_bos

@@ -23,14 +23,18 @@ some in `trl/chat_templates/`), or pass it with `--chat-template`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit, Severity
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Setup
 
 SEVERITY = "info"
 SUBJECT = "setup"
 
 
-def run(setup, ctx) -> Iterator[Hit]:
+def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
     if not setup.chat or setup.train_on not in ("assistant", "last"):
         return
     if setup.training_template is not None and setup.training_template.outcome != "own":

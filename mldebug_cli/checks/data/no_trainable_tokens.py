@@ -18,16 +18,20 @@ Map the roles (`roles_to_train`, ShareGPT role mapping), raise the max length, o
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.data.common import dropped_note
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.sources.row_formats import Chat, Tokens
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
+
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if not row.ok or not row.input_ids or row.trained:
         return
     yield Hit(f"all {len(row.labels)} labels are -100: {_cause(row, setup)}{dropped_note(row, setup)}", _hint(row, setup), row.location())

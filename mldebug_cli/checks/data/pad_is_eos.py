@@ -18,16 +18,19 @@ padding by position (TRL's SFTTrainer).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
-from mldebug_cli.frameworks import masks_pad_by_id
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Setup
 
 SEVERITY = "warning"
 SUBJECT = "setup"
 
 
-def run(setup, ctx) -> Iterator[Hit]:
-    if setup.pad_id is None or not masks_pad_by_id(setup.framework):
+def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
+    if setup.pad_id is None or not setup.rows.pad_masked_by_id:
         return
     if setup.pad_id in (setup.eos_id, setup.end_of_turn_id):
         yield Hit(

@@ -16,15 +16,19 @@ Raise the max length or drop rows whose prompt is longer than it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.data.common import dropped_note
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if not row.ok or setup.max_length is None or row.first_trained is None:
         return
     if row.truncated and not row.trained and row.trained_before_truncation:

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.data.common import show
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.masking import content_text
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "warning"
 SUBJECT = "row"
@@ -30,7 +34,7 @@ REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
 THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.S)
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if not row.ok or not row.text:
         return
     dropped = []

@@ -18,14 +18,18 @@ Append EOS only when the text does not already end with a stop token.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "warning"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     ids = row.input_ids
     if not row.ok or len(ids) < 2 or not setup.stop_ids:
         return

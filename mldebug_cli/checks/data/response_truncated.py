@@ -19,15 +19,19 @@ Raise the max length, drop or split long rows, or use a truncation mode that kee
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.labels import IGNORE_INDEX
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "warning"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if row.ok and row.dropped and row.dropped_by == "length":
         yield Hit(
             f"the row is {row.full_length} tokens, longer than the max length {setup.max_length}:"

@@ -22,16 +22,20 @@ Remove or escape the literal from the data, or tokenize content with special-tok
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit, Severity
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.masking import content_text
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
+
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if row.problem is not None or setup.special_pattern is None:
         return
     cursor = 0

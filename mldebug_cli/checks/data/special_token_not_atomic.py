@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Setup
 
 SEVERITY = "error"
 SUBJECT = "setup"
@@ -28,7 +32,7 @@ SPECIAL_LOOKING = re.compile(r"<\|[^|<>\s]{1,48}\|>|<(?:start|end)_of_turn>|</?s
 BRACKET_CONTROL = re.compile(r"\[/?[A-Z][A-Z_]{1,30}\]")
 
 
-def run(setup, ctx) -> Iterator[Hit]:
+def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
     if not setup.template:
         return
     candidates = set(SPECIAL_LOOKING.findall(setup.template))

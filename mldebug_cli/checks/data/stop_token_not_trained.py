@@ -20,17 +20,21 @@ Train the end-of-turn token with the answer (axolotl: list it in `eot_tokens`, w
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.data.common import trained_runs
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.row_formats import Tokens
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
+
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if not row.ok or not row.input_ids or not setup.stop_ids:
         return
     stop_name = _stop_name(setup)

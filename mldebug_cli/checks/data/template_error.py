@@ -17,14 +17,18 @@ Repair the row (merge or reorder turns, add the missing fields) or use a templat
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if row.render_error is not None:
         yield Hit(f"the chat template raised: {row.render_error}",
                   "fix the row to fit the template (roles, required fields) or drop it", row.location())

@@ -17,16 +17,20 @@ Use a template that renders `tools`, or put the tool definitions into the system
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.render.chat import TemplateRenderError
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
+
 SEVERITY = "warning"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     tools = getattr(row.sample, "tools", None)
     if not row.ok or not row.text or not tools or setup.render is None:
         return

@@ -17,15 +17,19 @@ Move the generation markers around the assistant reply only, or fix the role map
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.masking import content_text
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
 
 SEVERITY = "warning"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if not row.ok or setup.train_on not in ("assistant", "last") or row.layout is None or not row.layout.trained_spans:
         return
     cursor = 0

@@ -24,17 +24,21 @@ that supports it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.data.common import show
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.masking import content_text
 from mldebug_cli.sources.row_formats import CHAT_ROLES
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
+
 SEVERITY = "error"
 SUBJECT = "row"
 
 
-def run(row, setup) -> Iterator[Hit]:
+def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if row.problem is not None and row.problem.code == "DS011":
         yield Hit(row.problem.message, row.problem.hint or "map the tag to a chat role (user/assistant/system/tool)",
                   row.location(row.problem.message_index))

@@ -1,18 +1,21 @@
-"""What the data checks look at: the run's setup (tokenizer, template, options) and each inspected row."""
+"""What the data checks look at: the run's setup (tokenizer, template, framework profile) and each inspected row."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.findings import Location
-from mldebug_cli.frameworks.trl import TrainingTemplate
+from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.render.axolotl import AxolotlMasking
 from mldebug_cli.render.masking import ChatLayout
 from mldebug_cli.render.probe import TemplateFacts
 from mldebug_cli.sources.row_formats import RowProblem, Sample
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.trl import TrainingTemplate
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Setup:
     id_to_piece: Any  # callable id -> token text
     encode: Any  # callable text -> ids without special tokens
     render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
+    rows: RowProfile = field(default_factory=RowProfile)  # how the framework turns rows into ids and labels
     axolotl: AxolotlMasking | None = None  # chat rows masked as axolotl's chat_template masks them
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
 
@@ -99,6 +103,8 @@ class Row:
     dropped_by: str = "length"  # why: "length" (longer than the max length) or "nothing-trained" (after truncation)
     cut_ids: list[int] = field(default_factory=list)  # what truncation removed
     cut_labels: list[int] = field(default_factory=list)
+    encoded: bool = False  # ids and labels came from the framework's own encoding (RowProfile.encode)
+    masking: str | None = None  # the masking the framework's own encoding used
     _offsets: list[tuple[int, int]] | None = field(default=None, repr=False)
 
     @property
@@ -118,9 +124,9 @@ class Row:
     @property
     def offsets(self) -> list[tuple[int, int]]:
         """Character span of each kept token in ``text`` (empty for pre-tokenized rows)."""
-        if self.encoding is None:
-            return []
         if self._offsets is None:
+            if self.encoding is None:
+                return []
             self._offsets = self.encoding.offsets[: len(self.input_ids)]
         return self._offsets
 

@@ -1,0 +1,115 @@
+"""How a framework turns one dataset row into ``input_ids`` and ``labels``: the row half of a profile.
+
+``RowProfile`` is the path most trainers share: render the chat template, tokenize the whole text in
+one batched call (``render.labels`` maps trained character spans to tokens), truncate. A framework
+module subclasses it where its trainer differs (TRL drops rows left untrained, axolotl masks with its
+own turn rules and drops long rows, LLaMA-Factory splits a budget between prompt and response).
+
+A framework with its own prompt format (LLaMA-Factory's template registry, axolotl's prompters)
+overrides ``encodes``/``encode``: it returns an ``EncodedRow`` made by its own tokenization, and the
+pipeline skips rendering and batched tokenization for that row.
+
+The inspect pipeline calls only these hooks: it holds no framework-specific branch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mldebug_cli.render.masking import ChatLayout, ShapeCache
+from mldebug_cli.render.truncation import Truncated, truncate
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.subjects import Row, Setup
+    from mldebug_cli.render.chat import ChatRenderer
+    from mldebug_cli.sources.row_formats import Sample
+
+
+@dataclass(frozen=True)
+class EncodedTurn:
+    """A trained (or masked) reply in an encoded row: token positions [start, end) in the kept ids."""
+
+    message_index: int
+    start: int
+    end: int
+    trained: bool
+    located_by: str
+
+
+@dataclass(frozen=True)
+class EncodedRow:
+    """A row as a framework's own data code tokenizes it (after its truncation)."""
+
+    text: str  # what the view shows as the rendered prompt
+    input_ids: list[int]
+    labels: list[int]
+    full_length: int  # tokens before truncation
+    trained_before_truncation: int
+    offsets: list[tuple[int, int]] = field(default_factory=list)  # character span of each kept token in ``text``
+    turns: tuple[EncodedTurn, ...] = ()
+    method: str = ""  # the masking, as the row view names it
+    dropped: bool = False
+    dropped_by: str = "length"
+    cut_ids: list[int] = field(default_factory=list)
+    cut_labels: list[int] = field(default_factory=list)
+
+
+class RowProfile:
+    """The shared path: chat template render, one batched tokenization, character-span labels, truncation."""
+
+    framework = "transformers"
+    default_train_on = "all"  # what the trainer trains when no masking option is given
+    truncation = "keep_start"  # see render.truncation
+    appends_eos = False  # EOS appended to plain text and completions
+    pad_masked_by_id = False  # the collator masks labels equal to the pad id
+    masking_method: str | None = None  # the context's masking line when the profile decides it (None: the generic one)
+
+    def max_length(self, given: int | None) -> int | None:
+        return given
+
+    def train_on(self, given: str | None, row_format: str) -> str:
+        """What is trained: --train-on when given; prompt/completion rows train the completion by default."""
+        if given is not None:
+            return given
+        return "completion" if row_format == "prompt-completion" else self.default_train_on
+
+    def training_template(self, loaded: Any, row_format: str, train_on: str) -> tuple[Any, Any]:
+        """The loaded tokenizer as the trainer renders with it, and the trainer's template choice (None: its own)."""
+        return loaded, None
+
+    def reads(self, sample: Sample, raw: Any) -> Sample:
+        """The sample as the framework reads the row (raises ValueError for a row it refuses)."""
+        return sample
+
+    def encodes(self, sample: Sample) -> bool:
+        """Whether ``encode`` makes this row's ids and labels itself (its own templates or prompters)."""
+        return False
+
+    def encode(self, sample: Sample, setup: Setup) -> EncodedRow:
+        raise NotImplementedError
+
+    def locator(self, renderer: ChatRenderer, setup: Setup) -> Any:
+        """What finds the assistant turns in a render (cached per conversation shape)."""
+        turn_end = setup.template_facts.end_of_turn if setup.template_facts else None
+        return ShapeCache(renderer, end_texts(setup), turn_end)
+
+    def lay_out(self, sample: Sample, setup: Setup, renderer: ChatRenderer, locator: Any) -> ChatLayout | None:
+        """A chat row's layout when the profile lays it out itself (None: the generic layout)."""
+        return None
+
+    def label(self, row: Row, encoding: Any, ids: list[int], setup: Setup) -> tuple[list[int], list[int], list[tuple[int, int]]] | None:
+        """(labels, straddling positions, turn token ranges) when the profile labels the row itself (None: generic)."""
+        return None
+
+    def truncated(self, ids: list[int], labels: list[int], max_length: int | None, turns: list[tuple[int, int]]) -> Truncated:
+        return truncate(ids, labels, max_length, self.truncation, turns)
+
+    def describe(self) -> str:
+        """The context's framework line."""
+        text = "tokenized with special tokens, EOS appended" if self.appends_eos else "tokenized with special tokens, no EOS appended"
+        return f"{self.framework} (chat: rendered, tokenized without special tokens; text/completion: {text})"
+
+
+def end_texts(setup: Setup) -> tuple[str, ...]:
+    return tuple(t for t in (setup.eos_text,) if t)
