@@ -41,6 +41,10 @@ def inspect_data(
     task: str | None = typer.Option(None, "--task", help="sft, dpo (also ORPO/IPO pairs), kto or grpo (default: from the columns)."),
     truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="DPO: keep_start (default) or keep_end."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, e.g. answer."),
+    instruction_part: str | None = typer.Option(None, "--instruction-part", help="Unsloth train_on_responses_only's "
+                                                "instruction_part, e.g. '<|im_start|>user\\n' (\\n and \\t are read as escapes)."),
+    response_part: str | None = typer.Option(None, "--response-part", help="Unsloth train_on_responses_only's "
+                                             "response_part, e.g. '<|im_start|>assistant\\n'."),
     rows: str | None = typer.Option(None, "--rows", help="Check and show these rows, e.g. 3,10-12 (0-based)."),
     sample: int | None = typer.Option(None, "--sample", help="Check N rows evenly spaced over the dataset (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row."),
@@ -78,7 +82,7 @@ def inspect_data(
             tokenizer=tokenizer or "",
             chat_template=str(chat_template) if chat_template else None,
             data_format=data_format,
-            framework=framework or "trl",
+            framework=framework or ("unsloth" if instruction_part or response_part else "trl"),
             train_on=train_on,
             max_length=max_length,
             rows=parse_rows(rows) if rows else None,
@@ -94,6 +98,7 @@ def inspect_data(
             task=task,
             truncation_mode=truncation_mode,
             reward_columns=tuple(split_list(reward_columns)),
+            unsloth=response_parts(instruction_part, response_part),
         )
         if config is not None:
             build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {
@@ -101,6 +106,18 @@ def inspect_data(
                 "framework": framework, "train_on": train_on, "max_length": max_length, "split": split})
     opts = OutputOptions(output_format, output, fail_on, color, exit_zero)
     run_report(lambda: _with_progress(build_report, options), opts)
+
+
+def response_parts(instruction_part: str | None, response_part: str | None):
+    """--instruction-part/--response-part as Unsloth's train_on_responses_only takes them (both, or neither)."""
+    if instruction_part is None and response_part is None:
+        return None
+    if instruction_part is None or response_part is None:
+        raise UsageError("give both --instruction-part and --response-part", hint="Unsloth needs both markers")
+    from mldebug_cli.frameworks.unsloth import ResponseParts
+
+    unescape = lambda text: text.replace("\\n", "\n").replace("\\t", "\t")  # noqa: E731
+    return ResponseParts(unescape(instruction_part), unescape(response_part))
 
 
 def _require_without_config(dataset: str | None, tokenizer: str | None) -> None:

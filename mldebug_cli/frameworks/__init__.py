@@ -93,7 +93,8 @@ def profile(framework: str):
     """The profile module of a framework that renders and masks rows (transformers, trl, axolotl, llama-factory)."""
     import importlib
 
-    module = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama-factory": "llama_factory"}[framework]
+    module = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama-factory": "llama_factory",
+              "unsloth": "unsloth"}[framework]
     return importlib.import_module(f"mldebug_cli.frameworks.{module}")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.frameworks import trl, truncation_mode
+from mldebug_cli.frameworks import trl, truncation_mode, unsloth
 from mldebug_cli.pipelines.inspect_subjects import Row, Setup, TurnTokens
 from mldebug_cli.render import axolotl
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
@@ -35,7 +35,7 @@ from mldebug_cli.sources.row_formats import (
 )
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
-FRAMEWORKS = ("trl", "transformers", "axolotl", "llama-factory")
+FRAMEWORKS = ("trl", "transformers", "axolotl", "llama-factory", "unsloth")
 TASKS = ("sft", "dpo", "kto", "grpo")
 DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
@@ -43,7 +43,8 @@ BATCH_SIZE = 256
 HISTOGRAM_BINS = 40
 
 # What each trainer trains by default when no masking option is given.
-_DEFAULT_TRAIN_ON = {"trl": "all", "transformers": "all", "axolotl": "assistant", "llama-factory": "assistant"}
+_DEFAULT_TRAIN_ON = {"trl": "all", "transformers": "all", "axolotl": "assistant", "llama-factory": "assistant",
+                     "unsloth": "assistant"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class InspectOptions:
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
     truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
+    unsloth: unsloth.ResponseParts | None = None  # --framework unsloth: train_on_responses_only's parts
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -412,7 +414,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         row_format=row_format,
         framework=options.framework,
         train_on=train_on,
-        max_length=trl.max_length(options.max_length) if options.framework == trl.NAME else options.max_length,
+        max_length=trl.max_length(options.max_length) if options.framework in (trl.NAME, unsloth.NAME) else options.max_length,
         bos_id=tok.bos_token_id,
         bos_text=tok.bos_token,
         eos_id=tok.eos_token_id,
@@ -431,7 +433,26 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         id_to_piece=tok.convert_ids_to_tokens,
         encode=lambda text: tok.encode(text, add_special_tokens=False),
         axolotl=_axolotl_masking(options, loaded, row_format, train_on),
+        unsloth=_unsloth_masking(options, tok, train_on),
     )
+
+
+def _unsloth_masking(options: InspectOptions, tokenizer, train_on: str) -> unsloth.ResponseMasker | None:
+    if options.framework != unsloth.NAME:
+        if options.unsloth is not None:
+            raise UsageError(f"--instruction-part/--response-part are Unsloth's, not {options.framework}'s",
+                             hint="pass --framework unsloth")
+        return None
+    if train_on not in ("assistant", "last"):
+        raise UsageError(f"--framework unsloth trains the responses (--train-on assistant) or the last one (last), "
+                         f"not {train_on}", hint="to train every token, use --framework trl")
+    if options.unsloth is None:
+        raise UsageError("--framework unsloth needs --instruction-part and --response-part (train_on_responses_only's "
+                         "markers)", hint="e.g. --instruction-part '<|im_start|>user\\n' --response-part '<|im_start|>assistant\\n'")
+    try:
+        return unsloth.ResponseMasker.resolve(replace(options.unsloth, last_response_only=train_on == "last"), tokenizer)
+    except unsloth.UnslothPartsError as exc:
+        raise UsageError(f"Unsloth refuses these parts: {exc}") from None
 
 
 def _special_texts(tok) -> list[str]:
@@ -572,6 +593,8 @@ def _label(row: Row, encoding, setup: Setup) -> None:
         labels, straddles = list(ids), []
     else:
         labels, straddles = labels_from_encoding(encoding, layout.trained_spans, ids)
+    if setup.unsloth is not None:
+        labels, straddles = setup.unsloth.labels(ids), []
     if layout is not None:
         for turn in layout.turns:
             start, end = token_range(encoding, turn.start, turn.end)
@@ -592,6 +615,9 @@ def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], se
     if setup.framework == trl.NAME:
         mode = trl.TRUNCATION
         cut = trl.truncated(ids, labels, setup.max_length)
+    elif setup.unsloth is not None:
+        mode = unsloth.TRUNCATION
+        cut = setup.unsloth.truncated(ids, setup.max_length)
     else:
         mode = truncation_mode(setup.framework)
         cut = truncate(ids, labels, setup.max_length, mode, [(t.start, t.end) for t in row.turns])
@@ -725,6 +751,8 @@ def _context(setup: Setup, detection, loaded, train_on: str, options, checked: i
     method = None
     if setup.axolotl is not None:
         method = f"axolotl chat_template masking ({setup.axolotl.describe()})"
+    elif setup.unsloth is not None:
+        method = setup.unsloth.describe()
     elif setup.chat and train_on in ("assistant", "last"):
         method = "generation-markers" if setup.has_generation_markers else "turn-diff (per-turn prefix renders)"
     return {
@@ -749,6 +777,6 @@ def _which_rows(options: InspectOptions, checked: int, total: int) -> str:
 def _framework_line(setup: Setup) -> str:
     text = "tokenized with special tokens, EOS appended" if _appends_eos(setup) else "tokenized with special tokens, no EOS appended"
     line = f"{setup.framework} (chat: rendered, tokenized without special tokens; text/completion: {text})"
-    if setup.framework == trl.NAME:
+    if setup.framework in (trl.NAME, unsloth.NAME):
         line += f"; {trl.DESCRIPTION}"
     return line

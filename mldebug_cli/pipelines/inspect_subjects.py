@@ -9,6 +9,7 @@ from typing import Any
 
 from mldebug_cli.core.findings import Location
 from mldebug_cli.frameworks.trl import TrainingTemplate
+from mldebug_cli.frameworks.unsloth import ResponseMasker
 from mldebug_cli.render.axolotl import AxolotlMasking
 from mldebug_cli.render.masking import ChatLayout
 from mldebug_cli.render.probe import TemplateFacts
@@ -47,6 +48,7 @@ class Setup:
     render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
     axolotl: AxolotlMasking | None = None  # chat rows masked as axolotl's chat_template masks them
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
+    unsloth: ResponseMasker | None = None  # rows relabelled as Unsloth's train_on_responses_only relabels them
 
     @property
     def chat(self) -> bool:
