@@ -672,6 +672,8 @@ class _Stats:
         self.max_length = max_length
         self.rows = self.tokens = self.trainable = self.truncated = self.failed = self.dropped = 0
         self.lengths: Counter[int] = Counter()
+        self.kept_lengths: Counter[int] = Counter()  # after truncation, of the rows that train (for packing)
+        self.untrained_lengths: Counter[int] = Counter()  # after truncation, of rows dropped with nothing trained
 
     def add(self, row: Row) -> None:
         self.rows += 1
@@ -682,7 +684,10 @@ class _Stats:
         self.lengths[row.full_length] += 1
         if row.dropped:  # the trainer leaves it out: none of its tokens is trained
             self.dropped += 1
+            if row.dropped_by == "nothing-trained":
+                self.untrained_lengths[len(row.input_ids)] += 1
             return
+        self.kept_lengths[len(row.input_ids)] += 1
         self.tokens += len(row.input_ids)
         self.trainable += row.trained
 
@@ -694,6 +699,8 @@ class _Stats:
         self.truncated += other.truncated
         self.dropped += other.dropped
         self.lengths.update(other.lengths)
+        self.kept_lengths.update(other.kept_lengths)
+        self.untrained_lengths.update(other.untrained_lengths)
 
     def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
         by_check: dict[str, int] = {}
@@ -712,6 +719,8 @@ class _Stats:
             "rows_truncated": self.truncated,  # truncated, or dropped for being too long
             "rows_dropped": self.dropped,  # left out of training by the trainer (their tokens are not counted)
             "tokens_kept": self.tokens,  # tokens of the rows that train, after truncation
+            "lengths_kept": sorted(self.kept_lengths.items()),  # (tokens, rows) of the rows that train (packing)
+            "lengths_untrained": sorted(self.untrained_lengths.items()),  # rows dropped with nothing left to train
             "by_check": dict(sorted(by_check.items())),
         }
 

@@ -311,10 +311,14 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
 
 def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
     """What the data sections measured, for the step count: rows per dataset less the rows the framework
-    drops for length, and the tokens of the rows that train (for packing); scaled up from a sample."""
+    drops for length, and the token length of every row (for packing); scaled up from a sample."""
+    from collections import Counter
+
     from mldebug_cli.schedule.dataset_size import DatasetSize
 
     per_dataset, tokens, exact = [], 0.0, True
+    lengths: Counter[int] = Counter()
+    untrained: Counter[int] = Counter()
     for section in sections:
         summary = section["report"].summary
         rows, checked = summary.get("rows", 0), summary.get("rows_checked", 0)
@@ -322,12 +326,16 @@ def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
         exact = exact and checked == rows
         per_dataset.append(rows - round(summary.get("rows_dropped", 0) * scale))
         tokens += summary.get("tokens_kept", 0) * scale
+        lengths.update({length: round(n * scale) for length, n in summary.get("lengths_kept", ())})
+        untrained.update({length: round(n * scale) for length, n in summary.get("lengths_untrained", ())})
     if not sum(per_dataset):
         return None
     basis = f"{round(tokens)} tokens of the rows that train, " + (
         "counted" if exact else "scaled up from the rows checked")
-    return DatasetSize(rows=sum(per_dataset), source="the config's datasets: " + " + ".join(map(str, per_dataset)), token_range=(round(tokens), round(tokens)),
-                       tokens_exact=exact, per_dataset=tuple(per_dataset), token_basis=basis)
+    return DatasetSize(rows=sum(per_dataset), source="the config's datasets: " + " + ".join(map(str, per_dataset)),
+                       token_range=(round(tokens), round(tokens)), tokens_exact=exact, per_dataset=tuple(per_dataset),
+                       token_basis=basis, lengths=tuple(sorted((+lengths).items())),
+                       untrained_lengths=tuple(sorted((+untrained).items())))
 
 
 def _schedule_section(options, framework: str, size, progress) -> dict[str, Any]:
