@@ -115,7 +115,7 @@ def read_plan(config: ConfigFile, framework: str, allow_outside: bool = False):
     from mldebug_cli.sources.training_plan import finished
 
     readers = {"axolotl": axolotl.read_plan, "llama-factory": llama_factory.read_plan, "trl": trl.read_plan,
-               "transformers": trl.read_plan}
+               "transformers": trl.read_plan, "unsloth": trl.read_plan}  # Unsloth runs TRL's SFTConfig
     if framework not in readers:
         raise InputError(f"{config.path}: preflight's data checks support axolotl, LLaMA-Factory and TRL/HF configs, not {framework}")
     return finished(config, readers[framework](config), allow_outside)

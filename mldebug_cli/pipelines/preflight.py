@@ -172,13 +172,18 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
     pointing = replace(plan, **{name: Setting(getattr(plan, name).value) for name in ("tokenizer", "chat_template",
                                 "train_on", "max_length") if name in given})
     context = {
-        "config": f"{config.path} ({plan.framework}: " + (f"--framework, over {detected} detected from its keys)"
-                                                          if "framework" in given else "detected from its keys)"),
+        "config": f"{config.path} ({configured.framework}: {_framework_source(detected, configured.framework, given)})",
         "from_config": _from_config(config, plan, chosen, given) or None,
         "flags_over_config": _overridden(config, plan, chosen, given) or None,
         "config_notes": "; ".join((*plan.notes, *([note] if note else []))) or None,
     }
     return ConfiguredInspect(configured, config, pointing, chosen, context)
+
+
+def _framework_source(detected: str, framework: str, given: frozenset[str]) -> str:
+    if "framework" not in given:
+        return "detected from its keys"
+    return "--framework, as its keys say" if framework == detected else f"--framework, over {detected} detected from its keys"
 
 
 def inspect_with_config(configured: ConfiguredInspect, progress=None) -> Report:

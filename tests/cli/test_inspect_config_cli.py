@@ -150,3 +150,13 @@ def test_bad_configs_are_one_line_errors_with_file_and_line(tmp_path, text, expe
 def test_without_a_config_the_dataset_and_tokenizer_are_required():
     assert error_of("-t", QWEN25) == "Error: give the DATASET to inspect"
     assert error_of(PREFLIGHT / "trl" / "train.jsonl").startswith("Error: --tokenizer is required")
+
+
+def test_an_unsloth_run_reads_its_sft_config_and_masks_with_the_parts_given():
+    parts = ("--instruction-part", "<|im_start|>user\\n", "--response-part", "<|im_start|>assistant\\n")
+    configured = report("--config", TRL, "--framework", "unsloth", *parts, "--rows", "0-23")
+    by_flags = report(PREFLIGHT / "trl" / "train_fixed.jsonl", "-t", QWEN25, "--chat-template",
+                      FIXTURES / "templates" / "chatml_generation.jinja", *parts, "--max-length", "1024", "--rows", "0-23")
+    assert trained(configured) == trained(by_flags) and len(trained(configured)) == 24
+    assert configured["context"]["train_on"].startswith("assistant via Unsloth train_on_responses_only")
+    assert configured["context"]["config"] == f"{TRL} (unsloth: --framework, over trl detected from its keys)"
