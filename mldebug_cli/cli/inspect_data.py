@@ -45,6 +45,8 @@ def inspect_data(
                                                 "instruction_part, e.g. '<|im_start|>user\\n' (\\n and \\t are read as escapes)."),
     response_part: str | None = typer.Option(None, "--response-part", help="Unsloth train_on_responses_only's "
                                              "response_part, e.g. '<|im_start|>assistant\\n'."),
+    unsloth_template: str | None = typer.Option(None, "--unsloth-template", help="Unsloth's get_chat_template name, "
+                                                "e.g. llama-3.1: the tokenizer as the installed unsloth leaves it."),
     rows: str | None = typer.Option(None, "--rows", help="Check and show these rows, e.g. 3,10-12 (0-based)."),
     sample: int | None = typer.Option(None, "--sample", help="Check N rows evenly spaced over the dataset (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row."),
@@ -82,7 +84,7 @@ def inspect_data(
             tokenizer=tokenizer or "",
             chat_template=str(chat_template) if chat_template else None,
             data_format=data_format,
-            framework=framework or ("unsloth" if instruction_part or response_part else "trl"),
+            framework=framework or ("unsloth" if instruction_part or response_part or unsloth_template else "trl"),
             train_on=train_on,
             max_length=max_length,
             rows=parse_rows(rows) if rows else None,
@@ -104,8 +106,27 @@ def inspect_data(
             build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {
                 "tokenizer": tokenizer, "chat_template": chat_template, "data_format": data_format,
                 "framework": framework, "train_on": train_on, "max_length": max_length, "split": split})
+        if unsloth_template is not None:
+            build_report = _with_unsloth_template(build_report, unsloth_template)
     opts = OutputOptions(output_format, output, fail_on, color, exit_zero)
     run_report(lambda: _with_progress(build_report, options), opts)
+
+
+def _with_unsloth_template(build, name: str):
+    """``build`` on the tokenizer Unsloth's get_chat_template(tokenizer, name) makes (the report says so)."""
+    from dataclasses import replace
+
+    from mldebug_cli.frameworks.unsloth import NAME, with_named_template
+
+    def built(options, progress=None):
+        if options.framework != NAME:
+            raise UsageError(f"--unsloth-template is Unsloth's, not {options.framework}'s", hint="pass --framework unsloth")
+        source = options.tokenizer
+        report = build(replace(options, tokenizer=with_named_template(source, name)), progress)
+        made = f"{source} after Unsloth's get_chat_template(tokenizer, {name!r}) (its template and EOS)"
+        return replace(report, context={**report.context, "tokenizer": made, "chat_template": f"Unsloth's {name}"})
+
+    return built
 
 
 def response_parts(instruction_part: str | None, response_part: str | None):
@@ -134,7 +155,9 @@ def _configured(config: str, dataset: str | None, options, allow_outside_paths: 
 
     given = frozenset(name for name, value in flags.items() if value is not None)
     configured = configured_inspect(config, dataset, options, given, allow_outside_paths)
-    return (lambda _options, progress=None: inspect_with_config(configured, progress)), configured.options
+    from dataclasses import replace
+
+    return (lambda options, progress=None: inspect_with_config(replace(configured, options=options), progress)), configured.options
 
 
 def parse_rows(text: str) -> tuple[int, ...]:

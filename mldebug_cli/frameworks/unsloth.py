@@ -15,8 +15,12 @@ searches the prepared ids for the token ids of the two parts, learnt from unslot
 
 Checked row for row against the real function (tests/frameworks/test_unsloth_goldens.py, goldens written by
 tools/unsloth_goldens.py into fixtures/unsloth-2026.10.9/). Not emulated: ``mask_out_tokens``,
-``force_match=False``, parts auto-detected from the template (both parts must be given), and Unsloth's named chat
-templates (``get_chat_template``): pass the template it installs with ``--chat-template``.
+``force_match=False`` and parts auto-detected from the template (both parts must be given).
+
+Unsloth's named chat templates (``get_chat_template(tokenizer, "llama-3.1")``) change more than the template: they
+can map the EOS token to the template's stop word and rename tokens. ``with_named_template`` has the installed
+``unsloth`` do it, in a child process (importing unsloth patches transformers and TRL), and inspects the tokenizer it
+saves; mldebug does not carry Unsloth's templates.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mldebug_cli.core.errors import InputError
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import Truncated
 
@@ -208,3 +213,34 @@ def _before_optional(ids: Sequence[int], j: int, optional: tuple[int, ...]) -> i
             break
         j -= 1
     return j
+
+
+# run by the installed Python: argv = tokenizer folder, template name, output folder
+_NAMED_TEMPLATE_SCRIPT = """
+import sys
+from transformers import AutoTokenizer
+from unsloth.chat_templates import CHAT_TEMPLATES, get_chat_template
+source, name, out = sys.argv[1:4]
+if name not in CHAT_TEMPLATES:
+    sys.exit("unknown template name %r: Unsloth's are %s" % (name, ", ".join(sorted(CHAT_TEMPLATES))))
+get_chat_template(AutoTokenizer.from_pretrained(source), name).save_pretrained(out)
+"""
+
+
+def with_named_template(tokenizer: str, name: str) -> str:
+    """A tokenizer folder as ``get_chat_template(tokenizer, name)`` of the installed unsloth leaves it."""
+    import importlib.util
+    import subprocess
+    import sys
+    import tempfile
+
+    if importlib.util.find_spec("unsloth") is None:
+        raise InputError(f"--unsloth-template {name}: needs the unsloth package, which is not installed: mldebug reads "
+                         "Unsloth's templates from it", hint="pip install unsloth, or pass the template with --chat-template")
+    out = tempfile.mkdtemp(prefix="mldebug-unsloth-")
+    done = subprocess.run([sys.executable, "-c", _NAMED_TEMPLATE_SCRIPT, tokenizer, name, out],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise InputError(f"--unsloth-template {name}: Unsloth's get_chat_template failed: {last}")
+    return out

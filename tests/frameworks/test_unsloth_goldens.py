@@ -70,3 +70,15 @@ def test_escaped_newlines_in_the_parts_read_as_newlines():
                                       "--rows", "0-6", "-f", "json"])
     labels = {r["row"]: r["labels"] for r in json.loads(result.stdout)["rows"]}
     assert labels == {r["row"]: r["labels"] for r in case["rows"]}
+
+
+def test_a_named_unsloth_template_without_unsloth_installed_says_what_is_missing():
+    import importlib.util
+
+    if importlib.util.find_spec("unsloth") is not None:
+        pytest.skip("unsloth is installed here: the template is read from it")
+    result = CliRunner().invoke(app, ["inspect-data", str(ROWS), "-t", str(TOKENIZERS / "llama3-instruct"),
+                                      "--unsloth-template", "llama-3.1", "--instruction-part", "x", "--response-part", "y"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == ("Error: --unsloth-template llama-3.1: needs the unsloth package, which is "
+                                             "not installed: mldebug reads Unsloth's templates from it")
