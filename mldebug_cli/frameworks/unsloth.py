@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import Truncated
 
@@ -162,6 +162,26 @@ class ResponseMasker:
         cut_labels = self.labels(ids)[max_length:] if cut else []  # what the whole row would have trained there
         return Truncated(kept, labels, cut, cut_labels, dropped=dropped,
                          dropped_by="nothing-trained" if dropped else "length")
+
+
+def masking(framework: str, parts: ResponseParts | None, tokenizer: Any, train_on: str) -> ResponseMasker | None:
+    """The relabelling of an inspect-data run: None unless the framework is Unsloth; refuses what Unsloth refuses."""
+    if framework != NAME:
+        if parts is not None:
+            raise UsageError(f"--instruction-part/--response-part are Unsloth's, not {framework}'s",
+                             hint="pass --framework unsloth")
+        return None
+    if train_on not in ("assistant", "last", "completion"):
+        raise UsageError(f"--framework unsloth trains the responses (--train-on assistant) or the last one (last), "
+                         f"not {train_on}", hint="to train every token, use --framework trl")
+    if parts is None:
+        raise UsageError("--framework unsloth needs --instruction-part and --response-part (train_on_responses_only's "
+                         "markers)", hint="e.g. --instruction-part '<|im_start|>user\\n' --response-part '<|im_start|>assistant\\n'")
+    try:
+        return ResponseMasker.resolve(ResponseParts(parts.instruction_part, parts.response_part, train_on == "last"),
+                                      tokenizer)
+    except UnslothPartsError as exc:
+        raise UsageError(f"Unsloth refuses these parts: {exc}") from None
 
 
 def _marker(text: str, encode: Callable[[str], list[int]], added: dict[int, str]) -> Marker:

@@ -433,26 +433,8 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         id_to_piece=tok.convert_ids_to_tokens,
         encode=lambda text: tok.encode(text, add_special_tokens=False),
         axolotl=_axolotl_masking(options, loaded, row_format, train_on),
-        unsloth=_unsloth_masking(options, tok, train_on),
+        unsloth=unsloth.masking(options.framework, options.unsloth, tok, train_on),
     )
-
-
-def _unsloth_masking(options: InspectOptions, tokenizer, train_on: str) -> unsloth.ResponseMasker | None:
-    if options.framework != unsloth.NAME:
-        if options.unsloth is not None:
-            raise UsageError(f"--instruction-part/--response-part are Unsloth's, not {options.framework}'s",
-                             hint="pass --framework unsloth")
-        return None
-    if train_on not in ("assistant", "last"):
-        raise UsageError(f"--framework unsloth trains the responses (--train-on assistant) or the last one (last), "
-                         f"not {train_on}", hint="to train every token, use --framework trl")
-    if options.unsloth is None:
-        raise UsageError("--framework unsloth needs --instruction-part and --response-part (train_on_responses_only's "
-                         "markers)", hint="e.g. --instruction-part '<|im_start|>user\\n' --response-part '<|im_start|>assistant\\n'")
-    try:
-        return unsloth.ResponseMasker.resolve(replace(options.unsloth, last_response_only=train_on == "last"), tokenizer)
-    except unsloth.UnslothPartsError as exc:
-        raise UsageError(f"Unsloth refuses these parts: {exc}") from None
 
 
 def _special_texts(tok) -> list[str]:
