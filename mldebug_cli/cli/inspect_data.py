@@ -35,7 +35,7 @@ def inspect_data(
     chat_template: Path | None = typer.Option(None, "--chat-template", help="A .jinja file overriding the tokenizer's template."),
     data_format: str | None = typer.Option(None, "--data-format", help="messages, sharegpt, alpaca, prompt-completion, text or tokenized (default: detected)."),
     framework: str | None = typer.Option(None, "--framework", help="Whose tokenization to emulate: trl (the default "
-                                         "without --config), transformers, axolotl, llama-factory."),
+                                         "without --config), transformers, axolotl, llama-factory, unsloth."),
     train_on: str | None = typer.Option(None, "--train-on", help="assistant, all, last or completion (default: the framework's default)."),
     max_length: int | None = typer.Option(None, "--max-length", help="Truncate to this many tokens, as the trainer would."),
     task: str | None = typer.Option(None, "--task", help="sft, dpo (also ORPO/IPO pairs), kto or grpo (default: from the columns)."),
