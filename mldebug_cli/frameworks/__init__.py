@@ -89,7 +89,8 @@ def key_schema(config: ConfigFile, framework: str, targets: versions.TargetVersi
     return None
 
 
-ROW_PROFILES = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama-factory": "llama_factory"}
+ROW_PROFILES = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama-factory": "llama_factory",
+                "unsloth": "unsloth"}
 
 
 def row_profile(framework: str, options: Any, loaded: Any, row_format: str):
@@ -107,7 +108,7 @@ def read_plan(config: ConfigFile, framework: str, allow_outside: bool = False):
     from mldebug_cli.sources.training_plan import finished
 
     readers = {"axolotl": axolotl.read_plan, "llama-factory": llama_factory.read_plan, "trl": trl.read_plan,
-               "transformers": trl.read_plan}
+               "transformers": trl.read_plan, "unsloth": trl.read_plan}  # Unsloth runs TRL's SFTConfig
     if framework not in readers:
         raise InputError(f"{config.path}: preflight's data checks support axolotl, LLaMA-Factory and TRL/HF configs, not {framework}")
     return finished(config, readers[framework](config), allow_outside)

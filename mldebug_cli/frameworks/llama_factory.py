@@ -83,7 +83,7 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
         else:
             spec = entry.get("hf_hub_url") or entry.get("ms_hub_url") or entry.get("script_url") or name
         fmt = FORMATS.get(entry.get("formatting", "alpaca"))
-        datasets.append(DatasetPlan(spec, "dataset", fmt, entry.get("split")))
+        datasets.append(DatasetPlan(spec, "dataset", fmt, entry.get("split"), name=name))
     if config.get("train_on_prompt") is True:
         train_on = Setting("all", "train_on_prompt")
     elif config.get("mask_history") is True:

@@ -65,6 +65,7 @@ class InspectOptions:
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
     truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
+    unsloth: Any = None  # --framework unsloth: train_on_responses_only's parts (frameworks.unsloth.ResponseParts)
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -513,7 +514,7 @@ def _label(row: Row, encoding, setup: Setup) -> None:
     if own is not None:
         labels, straddles, ranges = own
         row.turns = [TurnTokens(t.message_index, start, end, t.trained, t.located_by, True)
-                     for t, (start, end) in zip(layout.turns, ranges)]
+                     for t, (start, end) in zip(layout.turns if layout is not None else (), ranges)]
         _store(row, ids, labels, straddles, setup)
         return
     trains_everything = layout is None or layout.method == "all" or (layout.method == "completion" and setup.train_on == "all")
@@ -607,6 +608,8 @@ class _Stats:
         self.max_length = max_length
         self.rows = self.tokens = self.trainable = self.truncated = self.failed = self.dropped = 0
         self.lengths: Counter[int] = Counter()
+        self.kept_lengths: Counter[int] = Counter()  # after truncation, of the rows that train (for packing)
+        self.untrained_lengths: Counter[int] = Counter()  # after truncation, of rows dropped with nothing trained
 
     def add(self, row: Row) -> None:
         self.rows += 1
@@ -617,7 +620,10 @@ class _Stats:
         self.lengths[row.full_length] += 1
         if row.dropped:  # the trainer leaves it out: none of its tokens is trained
             self.dropped += 1
+            if row.dropped_by == "nothing-trained":
+                self.untrained_lengths[len(row.input_ids)] += 1
             return
+        self.kept_lengths[len(row.input_ids)] += 1
         self.tokens += len(row.input_ids)
         self.trainable += row.trained
 
@@ -629,6 +635,8 @@ class _Stats:
         self.truncated += other.truncated
         self.dropped += other.dropped
         self.lengths.update(other.lengths)
+        self.kept_lengths.update(other.kept_lengths)
+        self.untrained_lengths.update(other.untrained_lengths)
 
     def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
         by_check: dict[str, int] = {}
@@ -647,6 +655,8 @@ class _Stats:
             "rows_truncated": self.truncated,  # truncated, or dropped for being too long
             "rows_dropped": self.dropped,  # left out of training by the trainer (their tokens are not counted)
             "tokens_kept": self.tokens,  # tokens of the rows that train, after truncation
+            "lengths_kept": sorted(self.kept_lengths.items()),  # (tokens, rows) of the rows that train (packing)
+            "lengths_untrained": sorted(self.untrained_lengths.items()),  # rows dropped with nothing left to train
             "by_check": dict(sorted(by_check.items())),
         }
 

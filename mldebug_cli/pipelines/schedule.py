@@ -172,6 +172,7 @@ def details(sim: Simulation, plot_path: str | None = None) -> dict[str, Any]:
         "epochs_requested": plan.epochs_requested,
         "epoch_loops": plan.epoch_loops,
         "total_optimizer_steps_range": list(plan.total_steps_range) if plan.total_steps_range else None,
+        "packing": plan.packing_basis,
         "log_offset": spec.log_offset,
         "schedule": [
             {"step": p.step, "lr": p.lr, "epoch": p.epoch, "micro_batch": p.micro_batch} for p in sim.schedule

@@ -27,6 +27,8 @@ def plan_steps(spec: RunSpec, size: DatasetSize | None) -> StepPlan:
     plan = _plan_for_rows(spec, rows)
     if packed is None:
         return plan
+    if packed.exact:
+        return replace(plan, packing_basis=packed.basis)
     low = None if packed.low is None else _plan_for_rows(spec, packed.low).total_steps
     return replace(
         plan,
@@ -85,12 +87,17 @@ def training_rows(spec: RunSpec, size: DatasetSize | None) -> tuple[int | None, 
     if not spec.packing.enabled:
         return kept, None
     packed = packed_rows(size, spec.packing.sequence_len)
+    if size.lengths and spec.packing.sequence_len:
+        from mldebug_cli.schedule.packing import packed_from_lengths
+
+        packed = packed_from_lengths(spec.framework, size, spec.packing.sequence_len)
     share = kept / size.rows if size.rows else 0.0  # the packer only sees the rows left for training
     scaled = PackedRows(
         estimate=math.ceil(packed.estimate * share),
         low=None if packed.low is None else math.ceil(packed.low * share),
         high=math.ceil(packed.high * share),
         basis=packed.basis,
+        exact=packed.exact and share == 1,
     )
     return scaled.estimate, scaled
 

@@ -32,6 +32,7 @@ class DatasetPlan:
     split: str | None = None
     # axolotl chat_template masking settings the config sets, by option name (AxolotlOptions fields)
     masking: tuple[tuple[str, Setting], ...] = ()
+    name: str | None = None  # the name the config calls it by, when not its path (LLaMA-Factory's dataset_info names)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,15 @@ def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
         return
     if setup.has_generation_markers:
         return
+    if setup.framework == "unsloth":
+        yield Hit(
+            "the chat template has no {% generation %} markers (Unsloth does not use them either); the rows were"
+            " relabelled as Unsloth's train_on_responses_only relabels them: from each response marker to the EOS, the"
+            " next instruction marker or the end of the row",
+            "--instruction-part and --response-part decide the mask: they must match the template's role headers",
+            setup.location(),
+        )
+        return
     if setup.axolotl is not None:
         yield Hit(
             "the chat template has no {% generation %} markers (axolotl does not use them either); assistant turns"
