@@ -26,14 +26,17 @@ from mldebug_cli.cli.common import (
 
 def check_run(
     run: Path = typer.Argument(..., help="trainer_state.json (or a checkpoint/output folder), trainer_log.jsonl, "
-                               "a console log, a TensorBoard event file or folder, a .wandb file, a W&B CSV export."),
+                               "a console log, a TensorBoard event file or folder, a .wandb file, a W&B CSV export, "
+                               "an MLflow store (mlruns/, an experiment or run folder, mlflow.db), a torchtune log."),
     config: Path | None = typer.Option(None, "--config", "-c", help="The run's training config (gradient "
                                        "accumulation, max_completion_length, beta... and their lines)."),
     tokenizer: Path | None = typer.Option(None, "--tokenizer", help="Tokenizer folder: its vocabulary size bounds "
                                           "the loss (RN007)."),
     vocab_size: int | None = typer.Option(None, "--vocab-size", help="Vocabulary size for RN007."),
-    log_format: str | None = typer.Option(None, "--format", help="trainer-state, jsonl, console, tensorboard, wandb "
-                                          "or csv (default: detected)."),
+    log_format: str | None = typer.Option(None, "--format", help="trainer-state, jsonl, console, tensorboard, wandb, "
+                                          "csv, mlflow or torchtune (default: detected)."),
+    run_id: str | None = typer.Option(None, "--run-id", help="MLflow: the run to read (an id, its prefix or the run "
+                                      "name; default: the newest)."),
     watch: bool = typer.Option(False, "--watch", help="Follow a running job's log and print new findings."),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="With --watch: exit 1 at the first error."),
     interval: float = typer.Option(10.0, "--interval", help="With --watch: seconds between reads."),
@@ -53,6 +56,7 @@ def check_run(
         return build_report(
             run_path=str(run),
             fmt=log_format,
+            run_id=run_id,
             config=None if config is None else str(config),
             tokenizer=None if tokenizer is None else str(tokenizer),
             vocab_size=vocab_size,

@@ -21,6 +21,7 @@ def build_report(
     run_path: str,
     fmt: str | None = None,
     config: str | None = None,
+    run_id: str | None = None,
     tokenizer: str | None = None,
     vocab_size: int | None = None,
     select: Iterable[str] = (),
@@ -37,7 +38,7 @@ def build_report(
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="RN")]
     run_config = _run_config(config) if config else None
     vocab = vocab_size or (tokenizer_vocab_size(tokenizer) if tokenizer else None)
-    run = read_run(run_path, fmt)
+    run = read_run(run_path, fmt, run_id)
     findings = run_checks(run, checks, thresholds, vocab, run_config)
     lr_codes: tuple[str, ...] = ()
     lr_note = None

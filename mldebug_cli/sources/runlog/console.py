@@ -14,12 +14,11 @@ from collections import Counter
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.runlog.records import LogSink, number, numeric_items
+from mldebug_cli.sources.runlog.records import LogSink, numeric_items
+from mldebug_cli.sources.runlog.torchtune import parse as torchtune_line
 
 _DICT = re.compile(r"\{'[^{}\n]*\}")
 _PROGRESS = re.compile(r"(\d+)/(\d+) \[")
-_TORCHTUNE = re.compile(r"^Step (\d+) \| (.*)$")
-_PAIR = re.compile(r"(\S+?):(\S+)")
 METRIC_HINTS = ("loss", "eval_loss", "reward", "grad_norm", "learning_rate", "train_runtime")
 FINAL_KEYS = ("train_runtime", "train_loss")
 
@@ -100,14 +99,14 @@ def _each_line(path: Path, handle) -> None:
 
 
 def _line(line: str, number_: int, sink: LogSink | None, steps: _Steps) -> None:
-    torchtune = _TORCHTUNE.match(line.strip())
-    if torchtune:
-        values = {k: v for k, raw in _PAIR.findall(torchtune.group(2)) if (v := number(raw)) is not None}
+    torchtune = torchtune_line(line) if line.startswith("Step ") else None
+    if torchtune is not None:
+        step, values = torchtune
         if values:
             steps.dicts += 1
             steps.torchtune = True
             if sink is not None:
-                sink.add(int(torchtune.group(1)), values, number_)
+                sink.add(step, values, number_)
         return
     position = 0
     for match in _DICT.finditer(line):

@@ -4,7 +4,8 @@ Key names follow HF Trainer/TRL's ``log_history`` (``loss``, ``eval_loss``, ``gr
 ``learning_rate``, ``reward``, ``rewards/margins``, ``logps/chosen``...). Mirrors are renamed:
 TensorBoard/W&B's ``train/x`` -> ``x`` and ``eval/x`` -> ``eval_x``; LLaMA-Factory's ``lr`` ->
 ``learning_rate`` and ``accuracy`` -> ``rewards/accuracies``; torchtune's ``log_probs/*`` -> ``logps/*``,
-``val_loss`` -> ``eval_loss``, ``rewards`` -> ``reward``; TRL <= 0.16's ``completion_length`` ->
+``val_loss`` -> ``eval_loss``, ``rewards`` -> ``reward``, PPO/GRPO's ``response_lengths`` ->
+``completions/mean_length`` and ``clipfrac`` -> ``clip_ratio/region_mean``; TRL <= 0.16's ``completion_length`` ->
 ``completions/mean_length`` (when the run does not log both). Series are stored as ``array`` so a
 million-step log stays small; steps logged twice keep the last write (a resume replays steps).
 """
@@ -21,7 +22,8 @@ from typing import Any
 from mldebug_cli.sources.runlog.records import LogSink, Note
 
 SFT, PREFERENCE, RL, REWARD_MODEL = "sft", "preference", "rl", "reward-model"
-RENAMES = {"lr": "learning_rate", "val_loss": "eval_loss", "rewards": "reward", "train_loss_step": "loss"}
+RENAMES = {"lr": "learning_rate", "val_loss": "eval_loss", "rewards": "reward", "train_loss_step": "loss",
+           "response_lengths": "completions/mean_length", "clipfrac": "clip_ratio/region_mean"}
 FORMAT_RENAMES = {"jsonl": {"accuracy": "rewards/accuracies"}}
 SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos",
                           "train_loss"})

@@ -82,3 +82,39 @@ def as_step(value: Any) -> int | None:
     if parsed is None or not math.isfinite(parsed) or abs(parsed) > 2**62:
         return None
     return int(parsed)
+
+
+class AppendedLines:
+    """The complete lines of a text file from where the last read stopped, read in chunks.
+
+    ``--watch`` keeps one per growing file (JSONL, torchtune and console logs, MLflow metric files) and
+    parses only what was appended; a last line without its newline waits for the next read (``tail``
+    says whether one is waiting). ``line`` is the 1-based number of the last line handed out.
+    """
+
+    CHUNK = 1 << 20
+
+    def __init__(self, path) -> None:
+        self.path = path
+        self.offset = 0
+        self.line = 0
+        self.tail = b""
+
+    def __iter__(self):
+        with open(self.path, "rb") as stream:
+            stream.seek(self.offset)
+            pending = b""
+            while True:
+                chunk = stream.read(self.CHUNK)
+                if not chunk:
+                    break
+                pending += chunk
+                end = pending.rfind(b"\n") + 1
+                if not end:
+                    continue
+                complete, pending = pending[:end], pending[end:]
+                self.offset += end
+                for raw in complete.splitlines():
+                    self.line += 1
+                    yield raw.decode("utf-8", "replace")
+            self.tail = pending
