@@ -229,3 +229,17 @@ def test_junk_under_every_forced_format_is_one_input_error(tmp_path, fmt):
     path.write_bytes(bytes(range(256)) * 64)
     with pytest.raises(InputError):
         read_run(path, fmt)
+
+
+def test_trainer_state_read_in_small_chunks_gives_the_same_run(monkeypatch):
+    import mldebug_cli.sources.runlog.trainer_state as trainer_state
+
+    paths = sorted(RUNS.glob("*/trainer_state.json"))
+    whole = [read_run(path) for path in paths]
+    monkeypatch.setattr(trainer_state, "CHUNK_CHARS", 7)  # every entry straddles chunk boundaries
+    for path, expected in zip(paths, whole):
+        run = read_run(path)
+        assert run.meta == expected.meta and set(run.series) == set(expected.series)
+        for key, series in expected.series.items():
+            assert list(run.series[key].steps) == list(series.steps) and list(run.series[key].lines) == list(series.lines)
+            assert run.series[key].values.tobytes() == series.values.tobytes()

@@ -54,6 +54,10 @@ def number(value: Any) -> float | None:
         except OverflowError:  # a Python int beyond float range
             return math.copysign(math.inf, value)
     if isinstance(value, str):
+        try:  # the common case first: v5's ".4g" strings, "nan"
+            return float(value)
+        except ValueError:
+            pass
         text = value.strip()
         match = _TENSOR.match(text)
         if match:
