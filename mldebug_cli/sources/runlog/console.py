@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.runlog.records import LogSink, numeric_items
+from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, numeric_items
 from mldebug_cli.sources.runlog.torchtune import parse as torchtune_line
 
 _DICT = re.compile(r"\{'[^{}\n]*\}")
@@ -150,3 +150,26 @@ def _with_bare_specials(text: str) -> dict | None:
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+class ConsoleFollower:
+    """``--watch`` on a console log: the lines appended since the last read, as long as the training
+    bar gives every dict its step. Without a fresh bar count the steps depend on the whole file (its
+    dict count and bar total), so ``feed`` then says the log must be read whole."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines = AppendedLines(path)
+        self.steps = _Steps(use_bars=True)
+
+    def feed(self, sink: LogSink) -> bool:
+        try:
+            for text in self.lines:
+                _line(text, self.lines.line, sink, self.steps)
+                if not self.steps.bars_ok:
+                    return False
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read the log ({exc})") from None
+        if self.steps.total:
+            sink.meta["max_steps"] = self.steps.total
+        return True

@@ -113,14 +113,18 @@ def _meta(path: Path) -> dict[str, str]:
 
 
 def _read_file_store(folder: Path, sink: LogSink, run_id: str | None) -> None:
-    run = choose(file_store_runs(folder), run_id, folder, sink)
-    assert run.where is not None
-    metrics = run.where / "metrics"
-    files = sorted(p for p in metrics.rglob("*") if p.is_file())
+    where = run_folder(folder, run_id, sink)
+    files = metric_files(where)
     if not files:
-        raise InputError(f"{run.where}: the MLflow run has no metric files")
-    for file in files:
-        MetricFile(file, file.relative_to(metrics).as_posix()).feed(sink, final=True)
+        raise InputError(f"{where}: the MLflow run has no metric files")
+    for file, key in files:
+        MetricFile(file, key).feed(sink, final=True)
+
+
+def run_folder(folder: Path, run_id: str | None, sink: LogSink) -> Path:
+    """The folder of the run to read (the chosen or the newest one), its step counts put in the metadata."""
+    run = choose(file_store_runs(store_path(folder)), run_id, folder, sink)
+    assert run.where is not None
     params = {}
     for key in META_PARAMS:
         try:
@@ -128,6 +132,13 @@ def _read_file_store(folder: Path, sink: LogSink, run_id: str | None) -> None:
         except OSError:
             continue
     _params_meta(params, sink)
+    return run.where
+
+
+def metric_files(run: Path) -> list[tuple[Path, str]]:
+    """(file, metric key) of each metric file of a run folder; a key with ``/`` is nested folders."""
+    metrics = run / "metrics"
+    return [(p, p.relative_to(metrics).as_posix()) for p in sorted(metrics.rglob("*")) if p.is_file()]
 
 
 def _params_meta(params: dict[str, str], sink: LogSink) -> None:
