@@ -44,16 +44,10 @@ class LogSink:
 
 def number(value: Any) -> float | None:
     """A logged value as a float: numbers, v5's ``.4g`` strings, ``"NaN"``, torchtune's ``tensor(0.12)``."""
-    if type(value) is float:
+    kind = type(value)
+    if kind is float:
         return value
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        try:
-            return float(value)
-        except OverflowError:  # a Python int beyond float range
-            return math.copysign(math.inf, value)
-    if isinstance(value, str):
+    if kind is str:
         try:  # the common case first: v5's ".4g" strings, "nan"
             return float(value)
         except ValueError:
@@ -66,6 +60,13 @@ def number(value: Any) -> float | None:
             return float(text)
         except ValueError:
             return None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:  # a Python int beyond float range
+            return math.copysign(math.inf, value)
     return None
 
 
@@ -82,6 +83,8 @@ def numeric_items(entry: dict[str, Any]) -> dict[str, float]:
 
 
 def as_step(value: Any) -> int | None:
+    if type(value) is int and -2**62 <= value <= 2**62:
+        return value
     parsed = number(value)
     if parsed is None or not math.isfinite(parsed) or abs(parsed) > 2**62:
         return None
