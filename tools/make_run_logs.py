@@ -205,7 +205,7 @@ def sft_mlflow(name: str, work: Path) -> dict:
     stores = {"mlruns": f"file:{work / name / 'mlruns'}", "mlflow.db": f"sqlite:///{work / name / 'mlflow.db'}"}
     os.environ["MLFLOW_EXPERIMENT_NAME"] = "mldebug-fixtures"
     os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3 keeps the file store only on request
-    for store, uri in stores.items():
+    for uri in stores.values():
         os.environ["MLFLOW_TRACKING_URI"] = uri
         tok = tokenizer()
         args = TrainingArguments(

@@ -196,7 +196,8 @@ def test_unreadable_input_is_one_input_error(tmp_path, content):
     assert "junk.bin" in str(error.value) and "\n" not in str(error.value)
 
 
-@pytest.mark.parametrize("fmt", ["trainer-state", "jsonl", "console", "tensorboard", "wandb", "csv"])
+@pytest.mark.parametrize("fmt", ["trainer-state", "jsonl", "console", "tensorboard", "wandb", "csv", "mlflow",
+                                 "torchtune"])
 def test_junk_under_every_forced_format_is_one_input_error(tmp_path, fmt):
     path = tmp_path / "junk"
     path.write_bytes(bytes(range(256)) * 64)
@@ -216,3 +217,14 @@ def test_trainer_state_read_in_small_chunks_gives_the_same_run(monkeypatch):
         for key, series in expected.series.items():
             assert list(run.series[key].steps) == list(series.steps) and list(run.series[key].lines) == list(series.lines)
             assert run.series[key].values.tobytes() == series.values.tobytes()
+
+
+def test_evenly_spaced_steps_and_lines_are_ranges_until_they_are_not(tmp_path):
+    path = tmp_path / "trainer_log.jsonl"
+    rows = [json.dumps({"current_steps": s, "loss": 2.0 - s / 100}) for s in range(5, 55, 5)]
+    path.write_text("\n".join(rows) + "\n")
+    loss = read_run(path).get("loss")
+    assert loss.steps == range(5, 55, 5) and loss.lines == range(1, 11)  # no array of a million steps
+    path.write_text("\n".join(rows[:6] + rows[4:]) + "\n")  # a resume replays two steps
+    loss = read_run(path).get("loss")
+    assert list(loss.steps) == list(range(5, 55, 5)) and loss.line(4) == 7 and not isinstance(loss.steps, range)

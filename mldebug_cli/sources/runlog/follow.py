@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mldebug_cli.sources.runlog import detect, read_raw
-from mldebug_cli.sources.runlog.model import Run, RowStore, finish
+from mldebug_cli.sources.runlog.model import RowStore, Run, finish
 from mldebug_cli.sources.runlog.records import LogSink
 
 INCREMENTAL = ("jsonl", "torchtune", "console", "tensorboard", "mlflow")
@@ -58,7 +58,7 @@ class Follower:
         self._feed()
 
     def _feed(self) -> None:
-        for file, reader in self._readers().items():
+        for reader in self._readers().values():
             if reader.feed(self.sink) is False:  # a console log whose steps now need the whole file
                 self.incremental = False
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Mapping
-from itertools import islice
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +60,9 @@ class Column:
 @dataclass(frozen=True)
 class Series:
     key: str
-    steps: array
+    steps: array | range  # a range when the steps are evenly spaced
     values: array
-    lines: array  # 1-based line in the log, 0 when unknown
+    lines: array | range  # 1-based line in the log, 0 when unknown
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -113,6 +113,61 @@ class Run:
 _SUMMARY = object()  # a signature whose rows are the final summary entry
 
 
+class Axis:
+    """An integer column (steps, lines) kept as a ``range`` while it is arithmetic, as most logs' steps
+    and lines are (every ``logging_steps``, one line per row): then a million rows cost no memory here.
+    The first value that breaks the pattern turns it into an array."""
+
+    __slots__ = ("first", "stride", "count", "values", "typecode")
+
+    def __init__(self, typecode: str) -> None:
+        self.typecode = typecode
+        self.first = self.stride = self.count = 0
+        self.values: array | None = None
+
+    def append(self, value: int) -> None:
+        if self.values is not None:
+            self.values.append(value)
+        elif self.count == 0:
+            self.first = value
+        elif self.count == 1 and value >= self.first:
+            self.stride = value - self.first  # 0: a constant column (lines of a log that has none)
+        elif self.count == 1 or value != self.first + self.count * self.stride:
+            self.values = array(self.typecode, self.view())
+            self.values.append(value)
+        self.count += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def view(self) -> array | range | Repeated:
+        """The column so far, as a sequence (a range, a repeated value, or the array itself)."""
+        if self.values is not None:
+            return self.values
+        if self.stride == 0 and self.count > 1:
+            return Repeated(self.first, self.count)
+        return range(self.first, self.first + self.count * (self.stride or 1), self.stride or 1)
+
+
+class Repeated(Sequence):
+    """One value ``count`` times: the line column of a log without line numbers."""
+
+    __slots__ = ("value", "count")
+
+    def __init__(self, value: int, count: int) -> None:
+        self.value, self.count = value, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Repeated(self.value, len(range(self.count)[index]))
+        if not -self.count <= index < self.count:
+            raise IndexError(index)
+        return self.value
+
+
 class RowStore:
     """The sink's row handler, columnar: one shared step and line per row, one value column per metric.
 
@@ -122,8 +177,8 @@ class RowStore:
 
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
-        self.steps = array("q")
-        self.lines = array("I")
+        self.steps = Axis("q")
+        self.lines = Axis("I")
         self.columns: dict[str, Column] = {}
         self.names: dict[str, str] = {}  # canonical -> as logged
         self.summary: dict[str, float] = {}
@@ -180,11 +235,11 @@ class RowStore:
         """The metric's series in step order (a step logged twice keeps its last write) and what was repaired."""
         column = self.columns[name]
         index = column.index()
-        steps_of, lines_of = self.steps, self.lines
-        if column.rows is None:  # value i is row i: share the rows' arrays unless the store keeps growing
-            shared = len(index) == len(steps_of) and not copy
-            steps = steps_of if shared else steps_of[:len(index)]
-            lines = lines_of if shared else lines_of[:len(index)]
+        steps_of, lines_of = self.steps.view(), self.lines.view()
+        if column.rows is None:  # value i is row i: share the rows' columns unless the store keeps growing
+            whole = len(index) == len(steps_of)
+            steps = steps_of if whole and not copy else _copy(steps_of[:len(index)])
+            lines = lines_of if whole and not copy else _copy(lines_of[:len(index)])
         else:
             steps = array("q", (steps_of[i] for i in index))
             lines = array("I", (lines_of[i] for i in index))
@@ -205,6 +260,10 @@ class RowStore:
         return Series(name, out_steps, out_values, out_lines), disorder
 
 
+def _copy(column):
+    return array(column.typecode, column) if isinstance(column, array) else column  # ranges are immutable
+
+
 @dataclass(frozen=True)
 class Disorder:
     """How a metric's logged steps left order: repeats, steps going back, the first go-back."""
@@ -218,8 +277,8 @@ class Disorder:
         return not (self.backs or self.dups)
 
     @classmethod
-    def of(cls, steps: array, lines: array, index) -> Disorder:
-        if all(a < b for a, b in zip(steps, islice(steps, 1, None))):
+    def of(cls, steps: array | range, lines: array | range, index) -> Disorder:
+        if isinstance(steps, range) and steps.step > 0 or all(a < b for a, b in zip(steps, islice(steps, 1, None))):
             return cls()
         backs = dups = 0
         first_back = None
