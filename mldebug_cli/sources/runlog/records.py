@@ -108,6 +108,13 @@ class AppendedLines:
         self.tail = b""
 
     def __iter__(self):
+        for first, lines in self.batches():
+            for number_, line in enumerate(lines, first):
+                self.line = number_
+                yield line
+
+    def batches(self):
+        """(number of the first line, the lines) of each chunk's complete lines; ``line`` ends at the last."""
         with open(self.path, "rb") as stream:
             stream.seek(self.offset)
             pending = b""
@@ -121,7 +128,8 @@ class AppendedLines:
                     continue
                 complete, pending = pending[:end], pending[end:]
                 self.offset += end
-                for raw in complete.splitlines():
-                    self.line += 1
-                    yield raw.decode("utf-8", "replace")
+                lines = [raw.decode("utf-8", "replace") for raw in complete.splitlines()]
+                first = self.line + 1
+                self.line += len(lines)
+                yield first, lines
             self.tail = pending
