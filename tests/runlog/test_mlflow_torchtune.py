@@ -52,9 +52,10 @@ def test_file_store_matches_the_same_runs_trainer_state(where):
     assert "train_loss" not in run.series and not run.notes
 
 
-def test_a_folder_holding_only_mlruns_is_an_mlflow_store(tmp_path):
+def test_a_folder_holding_only_mlruns_is_an_mlflow_store_and_a_metric_file_is_its_run(tmp_path):
     shutil.copytree(MLRUNS, tmp_path / "mlruns")
     assert detect(tmp_path) == ("mlflow", tmp_path / "mlruns")
+    assert detect(RUN_FOLDER / "metrics" / "loss") == ("mlflow", RUN_FOLDER)
 
 
 def test_file_store_oddities_are_notes_not_crashes(tmp_path):
@@ -138,6 +139,18 @@ def test_corrupt_foreign_and_locked_databases_are_one_line_errors(tmp_path):
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+def test_a_corrupt_database_is_one_line_error_on_the_command_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    corrupt = tmp_path / "mlflow.db"
+    corrupt.write_bytes(DB.read_bytes()[:4096] + b"\x00junk" * 1000)
+    result = CliRunner().invoke(app, ["check-run", str(corrupt)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.startswith(f"Error: {corrupt}") and len(result.stderr.strip().splitlines()) <= 2
 
 
 def test_mlflows_own_client_reads_the_same_points(tmp_path, monkeypatch):

@@ -4,8 +4,7 @@ What it finds
     What the reader had to repair: steps logged twice (the last value is kept), steps going back (a
     resumed job replaying steps, or re-runs appended to one file), many back-and-forth jumps (two writers
     interleaved in one file, seen in LLaMA-Factory logs), a cut last record (a job killed while writing,
-    or a W&B log copied while open), lines that are not records, steps taken from positions, several
-    runs in one MLflow store (the newest was read; ``--run-id`` picks another).
+    or a W&B log copied while open), lines that are not records, steps taken from positions.
 
 Why it matters for training
     The checks read the repaired series; the note tells you what the log looked like so that a curve in

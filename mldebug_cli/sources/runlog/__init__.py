@@ -33,6 +33,11 @@ def detect(path: Path) -> tuple[str, Path]:
         raise InputError(f"{path}: no such file or folder")
     if path.is_dir():
         return _detect_folder(path)
+    from mldebug_cli.sources.runlog import mlflow
+
+    run = mlflow.run_of_metric_file(path)
+    if run is not None:  # one metric file of an MLflow run: the run it belongs to
+        return "mlflow", run
     return _detect_file(path), path
 
 

@@ -81,6 +81,14 @@ def file_store_runs(folder: Path) -> list[RunInfo]:
     return [run for run in found if run.status != "deleted"]
 
 
+def run_of_metric_file(path: Path) -> Path | None:
+    """The run folder of a file under ``<run>/metrics/`` (a metric named with ``/`` is nested), else None."""
+    for parent in path.parents:
+        if parent.name == "metrics" and _is_run_folder(parent.parent):
+            return parent.parent
+    return None
+
+
 def _is_run_folder(folder: Path) -> bool:
     return (folder / "meta.yaml").is_file() and (folder / "metrics").is_dir()
 
