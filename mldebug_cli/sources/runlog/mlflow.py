@@ -200,7 +200,7 @@ def _add(sink: LogSink, key: str, step: int, value: float) -> None:
     if key in SUMMARY_KEYS:
         sink.meta[key] = value
     else:
-        sink.add(step, {key: value})
+        sink.add_point(key, step, value)
 
 
 def choose(runs: list[RunInfo], run_id: str | None, where: Path, sink: LogSink) -> RunInfo:

@@ -45,13 +45,15 @@ def canonical(key: str, fmt: str) -> str:
 
 class Column:
     """One metric's values as logged, with the rows they came from (``rows`` stays None while the metric
-    was in every row so far: then value i belongs to row i and no index is stored)."""
+    was in every row so far: then value i belongs to row i and no index is stored). A metric logged on
+    its own (MLflow keeps one file per metric) has its own ``steps`` instead of rows."""
 
-    __slots__ = ("values", "rows")
+    __slots__ = ("values", "rows", "steps")
 
-    def __init__(self) -> None:
+    def __init__(self, own_steps: bool = False) -> None:
         self.values = array("d")
         self.rows: array | None = None
+        self.steps: Axis | None = Axis("q") if own_steps else None
 
     def index(self) -> array | range:
         return range(len(self.values)) if self.rows is None else self.rows
@@ -183,6 +185,7 @@ class RowStore:
         self.names: dict[str, str] = {}  # canonical -> as logged
         self.summary: dict[str, float] = {}
         self.plans: dict[tuple, object] = {}
+        self.point_columns: dict[str, Column] = {}  # key as logged -> its own column (add_point)
         self.counter = 0
         self.unstepped = 0
 
@@ -211,6 +214,16 @@ class RowStore:
             column.rows.append(row)
             column_values.append(values[key])
 
+    def add_point(self, key: str, step: int, value: float) -> None:
+        """One point of a metric logged on its own (no rows shared with other metrics, no line)."""
+        column = self.point_columns.get(key)
+        if column is None:
+            name = canonical(key, self.fmt)
+            self.names.setdefault(name, key)
+            column = self.point_columns[key] = self.columns[name] = Column(own_steps=True)
+        column.steps.append(step)  # type: ignore[union-attr]
+        column.values.append(value)
+
     def _plan(self, signature: tuple) -> object:
         if "train_runtime" in signature or "train/train_runtime" in signature:
             return _SUMMARY
@@ -235,7 +248,10 @@ class RowStore:
         """The metric's series in step order (a step logged twice keeps its last write) and what was repaired."""
         column = self.columns[name]
         index = column.index()
-        steps_of, lines_of = self.steps.view(), self.lines.view()
+        if column.steps is not None:
+            steps_of, lines_of = column.steps.view(), Repeated(0, len(column.steps))
+        else:
+            steps_of, lines_of = self.steps.view(), self.lines.view()
         if column.rows is None:  # value i is row i: share the rows' columns unless the store keeps growing
             whole = len(index) == len(steps_of)
             steps = steps_of if whole and not copy else _copy(steps_of[:len(index)])

@@ -37,6 +37,8 @@ class LogSink:
 
     def __post_init__(self) -> None:
         self.add = self.rows.add  # one call per row, not two: a million rows is a million calls
+        # (key, step, value) of a metric logged on its own, as MLflow stores them
+        self.add_point = getattr(self.rows, "add_point", None) or (lambda key, step, value: self.rows.add(step, {key: value}))
 
     def note(self, kind: str, message: str, line: int | None = None) -> None:
         self.notes.append(Note(kind, message, line))
@@ -99,7 +101,7 @@ class AppendedLines:
     says whether one is waiting). ``line`` is the 1-based number of the last line handed out.
     """
 
-    CHUNK = 1 << 20
+    CHUNK = 1 << 18
 
     def __init__(self, path) -> None:
         self.path = path
