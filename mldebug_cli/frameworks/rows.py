@@ -64,6 +64,7 @@ class RowProfile:
     appends_eos = False  # EOS appended to plain text and completions
     pad_masked_by_id = False  # the collator masks labels equal to the pad id
     masking_method: str | None = None  # the context's masking line when the profile decides it (None: the generic one)
+    own_templates = False  # chat rows are encoded by the framework's own templates (no chat template needed)
 
     def max_length(self, given: int | None) -> int | None:
         return given

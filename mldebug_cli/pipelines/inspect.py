@@ -62,6 +62,7 @@ class InspectOptions:
     trust_remote_code: bool = False
     workers: int | None = None  # None: one per available core for large runs
     framework_options: Any = None  # the framework's own settings from a config (axolotl: AxolotlOptions); None: its defaults
+    template: str | None = None  # the framework's own template by name (LLaMA-Factory's registry)
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
     truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
@@ -338,7 +339,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
     tok = loaded.tokenizer
     template = loaded.chat_template
     needs_template = row_format in ("messages", "sharegpt", "alpaca")
-    if needs_template and not template:
+    if needs_template and not template and not rows.own_templates:
         raise InputError(
             f"{loaded.source}: the tokenizer has no chat template, and {row_format} rows need one",
             hint="pass --chat-template FILE",

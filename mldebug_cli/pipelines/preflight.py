@@ -98,7 +98,7 @@ def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: st
         select=options.select,
         ignore=options.ignore,
         split=dataset.split,
-        framework_options=_axolotl_options(dataset) if plan.framework == "axolotl" else None,
+        framework_options=_axolotl_options(dataset) if plan.framework == "axolotl" else plan.framework_options,
     )
     try:
         report = inspect.build_report(inspect_options)

@@ -1,0 +1,66 @@
+"""mldebug's LLaMA-Factory emulation against LLaMA-Factory 0.9.5 itself (fixtures/llamafactory-0.9.5/, written by
+tools/llamafactory_goldens.py from the project's rows in fixtures/llamafactory-rows/): input_ids and labels row for row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
+from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+from support import CORPUS, ROOT, TOKENIZERS, needs_corpus
+
+GOLDENS = ROOT / "fixtures" / "llamafactory-0.9.5"
+ROWS = ROOT / "fixtures" / "llamafactory-rows"
+FORMATS = {"lf_alpaca": ("alpaca.json", "alpaca"), "lf_sharegpt": ("sharegpt.json", "sharegpt")}
+
+
+def _cases():
+    for path in sorted(GOLDENS.glob("*.json")):
+        golden = json.loads(path.read_text(encoding="utf-8"))
+        marks = [needs_corpus] if golden["tokenizer_origin"] == "corpus" else []
+        for setting in golden["settings"]:
+            for dataset in FORMATS:
+                yield pytest.param(path.name, setting, dataset, marks=marks, id=f"{path.stem}-{setting}-{dataset}")
+
+
+def compare(name: str, setting: str, dataset: str) -> tuple[int, int, list[str]]:
+    """(matched rows, rows, first differences) of mldebug against one golden case."""
+    golden = json.loads((GOLDENS / name).read_text(encoding="utf-8"))
+    folder = TOKENIZERS / golden["tokenizer"] if golden["tokenizer_origin"] == "npm" else CORPUS / "tokenizers" / golden["tokenizer"]
+    overrides = golden["settings"][setting]["overrides"]
+    expected = golden["settings"][setting]["datasets"][dataset]
+    file, row_format = FORMATS[dataset]
+    options = LlamaFactoryOptions(template=golden["template"], tool_date=golden["tool_date"], **overrides)
+    report = build_report(InspectOptions(dataset=str(ROWS / file), tokenizer=str(folder), data_format=row_format,
+                                         framework="llama-factory", framework_options=options,
+                                         rows=tuple(range(len(expected))), show=len(expected)))
+    views = {v["row"]: v for v in report.details["rows"]}
+    matched, problems = 0, []
+    for i, want in enumerate(expected):
+        view = views[i]
+        if want.get("dropped"):
+            same = "error" in view and "drops the row" in view["error"]
+        else:
+            same = view["input_ids"] == want["input_ids"] and view["labels"] == want["labels"]
+        matched += same
+        if not same:
+            problems.append(f"row {i}: {view.get('error') or _first_difference(view, want)}")
+    return matched, len(expected), problems
+
+
+def _first_difference(view: dict, want: dict) -> str:
+    for key in ("input_ids", "labels"):
+        got, exp = view[key], want.get(key, [])
+        if got != exp:
+            at = next((k for k, (a, b) in enumerate(zip(got, exp)) if a != b), min(len(got), len(exp)))
+            return f"{key} differ at {at} (lengths {len(got)} vs {len(exp)}): {got[at:at + 6]} vs {exp[at:at + 6]}"
+    return "?"
+
+
+@pytest.mark.parametrize(("name", "setting", "dataset"), list(_cases()))
+def test_rows_match_llama_factory(name, setting, dataset):
+    matched, total, problems = compare(name, setting, dataset)
+    assert matched == total, problems[:3]
