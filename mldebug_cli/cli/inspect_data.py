@@ -28,6 +28,8 @@ def inspect_data(
     chat_template: Path | None = typer.Option(None, "--chat-template", help="A .jinja file overriding the tokenizer's template."),
     data_format: str | None = typer.Option(None, "--data-format", help="messages, sharegpt, alpaca, prompt-completion, text or tokenized (default: detected)."),
     framework: str = typer.Option("trl", "--framework", help="Whose tokenization to emulate: trl, transformers, axolotl, llama-factory."),
+    template: str | None = typer.Option(None, "--template", help="llama-factory: its own template by name, e.g. qwen3 "
+                                        "(default: parsed from the tokenizer's chat template, as LLaMA-Factory does)."),
     train_on: str | None = typer.Option(None, "--train-on", help="assistant, all, last or completion (default: the framework's default)."),
     max_length: int | None = typer.Option(None, "--max-length", help="Truncate to this many tokens, as the trainer would."),
     task: str | None = typer.Option(None, "--task", help="sft, dpo (also ORPO/IPO pairs), kto or grpo (default: from the columns)."),
@@ -68,6 +70,7 @@ def inspect_data(
             chat_template=str(chat_template) if chat_template else None,
             data_format=data_format,
             framework=framework,
+            template=template,
             train_on=train_on,
             max_length=max_length,
             rows=parse_rows(rows) if rows else None,

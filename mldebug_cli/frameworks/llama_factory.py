@@ -21,7 +21,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
-from mldebug_cli.frameworks.rows import EncodedRow, EncodedTurn, RowProfile
+from mldebug_cli.frameworks.rows import EncodedRow, EncodedTurn, NotEmulated, RowProfile
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
@@ -94,8 +94,12 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     else:
         train_on = Setting("assistant", set_key(config, "train_on_prompt"))
     max_length = Setting(options.cutoff_len, set_key(config, "cutoff_len"))
+    if options.template:
+        note = f"chat rows encoded with LLaMA-Factory's template {options.template!r}, not the tokenizer's chat template"
+    else:
+        note = "no `template` key: LLaMA-Factory parses the tokenizer's chat template into its slots, and so does mldebug"
     return TrainingPlan("llama-factory", Setting(config.get("model_name_or_path"), "model_name_or_path"), Setting(None),
-                        tuple(datasets), train_on, max_length, framework_options=options)
+                        tuple(datasets), train_on, max_length, (note,), framework_options=options)
 
 
 SETTING_KEYS = {"template": str, "default_system": str, "tool_format": str, "enable_thinking": bool,
@@ -113,8 +117,8 @@ def lf_options(config: ConfigFile) -> LlamaFactoryOptions:
             raise InputError(f"{at(config, key)}: {key} must be {kind.__name__ if kind is not str else 'text'}, not {value!r}")
         values[key] = value
     packing = [k for k in ("packing", "neat_packing") if config.get(k) is True]
-    return LlamaFactoryOptions(**values, config_path=config.path, lines={k: config.line(k) for k in values},
-                               packing=tuple(packing))
+    return LlamaFactoryOptions(**values, config_path=config.path, packing=tuple(packing),
+                               lines={k: config.line(k) for k in (*values, *packing)})
 
 
 @dataclass(frozen=True)
@@ -137,13 +141,15 @@ class Rows(RowProfile):
     appends_eos = True
     own_templates = True
 
-    def __init__(self, options: LlamaFactoryOptions, chosen: LfTemplate, tokenizer: Any, parsed: bool) -> None:
+    def __init__(self, options: LlamaFactoryOptions, chosen: LfTemplate, tokenizer: Any, parsed: bool,
+                 unemulated: str | None = None) -> None:
         from mldebug_cli.frameworks.llama_factory_data import Encoder
 
         self.options = options
         self.template = chosen
         self.parsed = parsed  # no template named: parsed from the tokenizer's chat template, as LLaMA-Factory does
         self.tokenizer = tokenizer
+        self.unemulated = unemulated  # the named template, when it is LLaMA-Factory's but not one mldebug emulates
         self.encoder = Encoder(chosen, options, tokenizer)
 
     @property
@@ -152,7 +158,7 @@ class Rows(RowProfile):
 
     @property
     def template_name(self) -> str:
-        return self.template.name if not self.parsed else "parsed from the tokenizer's chat template"
+        return repr(self.template.name) if not self.parsed else "parsed from the tokenizer's chat template"
 
     def _masking(self) -> str:
         if self.options.train_on_prompt:
@@ -194,20 +200,33 @@ class Rows(RowProfile):
                           result.trained_before_truncation, result.offsets, tuple(replies), self.masking_method,
                           cut_ids=result.cut_ids, cut_labels=result.cut_labels)
 
-    def not_emulated(self) -> list[tuple[str | None, str]]:
-        """(config key, what differs) for settings whose effect on rows mldebug does not reproduce."""
+    def chat_template_line(self, source: str | None) -> str | None:
+        if self.parsed:
+            return f"{source}, cut into LLaMA-Factory template slots (parse_template)"
+        return f"LLaMA-Factory's template {self.template.name!r} for chat rows (the tokenizer's is not used)"
+
+    def not_emulated(self) -> list[NotEmulated]:
+        options = self.options
         out = []
+        if self.unemulated:
+            out.append(self._at("template", f"template {self.unemulated!r} is LLaMA-Factory's, but mldebug does not "
+                                f"emulate it; rows were encoded with the template {self.template_name}"))
         if self.template.multimodal:
-            out.append(("template", f"template {self.template.name!r} has a multimodal plugin; image/video/audio "
-                        "placeholders are not expanded as LLaMA-Factory expands them"))
-        for key in self.options.packing:
-            out.append((key, f"{key}: LLaMA-Factory packs rows into blocks of cutoff_len; mldebug shows each row "
-                        "on its own (ids and labels per row are the same, the sequences trained are not)"))
+            out.append(self._at("template", f"template {self.template.name!r} has a multimodal plugin: image, video "
+                                "and audio placeholders are left as text, LLaMA-Factory expands them"))
+        for key in options.packing:
+            out.append(self._at(key, f"{key}: LLaMA-Factory packs rows into blocks of cutoff_len; each row is shown "
+                                "on its own (its ids and labels are LLaMA-Factory's, the packed blocks are not)"))
         return out
 
+    def _at(self, key: str, message: str) -> NotEmulated:
+        return NotEmulated(message, key, self.options.config_path, self.options.lines.get(key))
+
     def describe(self) -> str:
-        return (f"llama-factory {VERSION} supervised processor (template {self.template_name}; each slot tokenized "
-                "on its own; pairs share cutoff_len by infer_seqlen)")
+        named = (", as LLaMA-Factory does when no template is named (name one with `template:` or --template)"
+                 if self.parsed and not self.unemulated else "")
+        return (f"llama-factory {VERSION} supervised processor (template {self.template_name}{named}; each slot "
+                "tokenized on its own; pairs share cutoff_len by infer_seqlen)")
 
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
@@ -224,18 +243,21 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     if getattr(options, "template", None):
         settings = replace(settings, template=options.template)
     where = f"{settings.config_path}: " if settings.config_path else ""
+    unemulated = None
     try:
-        chosen, parsed = (lft.template(settings.template), False) if settings.template else (None, True)
+        chosen = lft.template(settings.template) if settings.template else None
     except lft.UnknownTemplate as exc:
-        raise InputError(f"{where}{exc}", hint="name one of LLaMA-Factory's templates (`template:` or --template)") from None
-    if parsed:
-        if not isinstance(loaded.chat_template, str):
-            chosen, parsed = lft.TEMPLATES["empty"], False  # LLaMA-Factory's placeholder when there is nothing to parse
-        else:
-            chosen = lft.parse_template(loaded.tokenizer)
+        if settings.template not in lft.REGISTERED:
+            raise InputError(f"{where}{exc}", hint="name one of LLaMA-Factory's templates (`template:` or --template)") from None
+        chosen, unemulated = None, settings.template
+    parsed = chosen is None
+    if parsed and not isinstance(loaded.chat_template, str):
+        chosen, parsed = lft.TEMPLATES["empty"], False  # LLaMA-Factory's placeholder when there is nothing to parse
+    elif parsed:
+        chosen = lft.parse_template(loaded.tokenizer)
     if settings.tool_format:
         chosen = chosen.with_tool_format(settings.tool_format)
     refused = settings.conflicts(chosen)
     if refused:
         raise InputError(f"{where}LLaMA-Factory refuses these settings: {refused}")
-    return Rows(settings, chosen, fixed_tokenizer(loaded.tokenizer, chosen), parsed)
+    return Rows(settings, chosen, fixed_tokenizer(loaded.tokenizer, chosen), parsed, unemulated)

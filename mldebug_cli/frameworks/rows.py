@@ -38,6 +38,16 @@ class EncodedTurn:
 
 
 @dataclass(frozen=True)
+class NotEmulated:
+    """A framework setting whose effect on rows mldebug does not reproduce (DS026), and where it is set."""
+
+    message: str
+    key: str | None = None
+    path: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class EncodedRow:
     """A row as a framework's own data code tokenizes it (after its truncation)."""
 
@@ -89,6 +99,14 @@ class RowProfile:
 
     def encode(self, sample: Sample, setup: Setup) -> EncodedRow:
         raise NotImplementedError
+
+    def chat_template_line(self, source: str | None) -> str | None:
+        """The context's chat-template line: where the template the rows are rendered with comes from."""
+        return source
+
+    def not_emulated(self) -> list[NotEmulated]:
+        """Settings of the framework that change rows in ways this profile does not reproduce."""
+        return []
 
     def locator(self, renderer: ChatRenderer, setup: Setup) -> Any:
         """What finds the assistant turns in a render (cached per conversation shape)."""

@@ -276,6 +276,9 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
     if options.framework not in FRAMEWORKS:
         raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(FRAMEWORKS)}")
+    if options.template is not None and options.framework != "llama-factory":
+        raise UsageError(f"--template names one of LLaMA-Factory's own templates; it needs --framework llama-factory, "
+                         f"not {options.framework}", hint="for another framework pass the template file with --chat-template")
     if options.train_on is not None and options.train_on not in TRAIN_ON:
         raise UsageError(f"--train-on: unknown value {options.train_on!r}", hint=f"one of {', '.join(TRAIN_ON)}")
     if options.max_length is not None and options.max_length < 1:
@@ -693,7 +696,7 @@ def _context(setup: Setup, detection, loaded, train_on: str, options, checked: i
         "dataset": setup.dataset_path,
         "format": f"{detection.row_format} ({'assumed from ' + detection.reason if detection.reason != '--data-format' else 'from --data-format'})",
         "tokenizer": loaded.source,
-        "chat_template": setup.template_source,
+        "chat_template": setup.rows.chat_template_line(setup.template_source),
         "framework": setup.rows.describe(),
         "train_on": train_on + (f" via {method}" if method else ""),
         "max_length": setup.max_length,

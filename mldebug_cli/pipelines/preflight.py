@@ -218,7 +218,7 @@ def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, d
         key = None
     if finding.location.row is not None:
         return replace(finding, location=replace(finding.location, key=key or dataset_key))
-    key = key or dataset_key
+    key = key or finding.location.key or dataset_key  # a setup finding that names its own key (DS026) keeps it
     return replace(finding, location=Location(path=config.path, line=config.line(key), key=key))
 
 
