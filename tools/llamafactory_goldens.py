@@ -44,6 +44,19 @@ CASES = (
     (None, "qwen2.5-instruct", "npm"),
     (None, "llama3-instruct", "npm"),
     ("phi", "phi-3-mini-instruct", "corpus"),
+    # the other emulated templates, on a tokenizer that has their special tokens or gets them added (not gemma3
+    # and mistral_small: their multimodal plugins need the model's processor, which a tokenizer folder lacks)
+    ("alpaca", "llama3-instruct", "npm"),
+    ("vicuna", "llama3-instruct", "npm"),
+    ("cohere", "qwen2.5-instruct", "npm"),
+    ("deepseek3", "llama3-instruct", "npm"),
+    ("deepseekr1", "qwen3", "npm"),
+    ("gemma", "llama3-instruct", "npm"),
+    ("gemma2", "llama3-instruct", "npm"),
+    ("glm4", "qwen2.5-instruct", "npm"),
+    ("llama2", "mistral-nemo-instruct", "npm"),
+    ("ministral", "mistral-nemo-instruct", "npm"),
+    ("phi4", "qwen2.5-instruct", "npm"),
 )
 # setting name -> DataArguments overrides
 SETTINGS = {
@@ -74,9 +87,12 @@ def run_case(template: str | None, tokenizer_dir: Path, settings: dict) -> dict:
     from llamafactory.hparams import DataArguments, ModelArguments
     from llamafactory.model import load_tokenizer
 
-    data_args = DataArguments(template=template, dataset_dir=str(ROWS), **settings)
-    tokenizer = load_tokenizer(ModelArguments(model_name_or_path=str(tokenizer_dir)))["tokenizer"]
-    chosen = get_template_and_fix_tokenizer(tokenizer, data_args)
+    try:
+        data_args = DataArguments(template=template, dataset_dir=str(ROWS), **settings)
+        tokenizer = load_tokenizer(ModelArguments(model_name_or_path=str(tokenizer_dir)))["tokenizer"]
+        chosen = get_template_and_fix_tokenizer(tokenizer, data_args)
+    except ValueError as exc:  # LLaMA-Factory refuses the settings (e.g. train_on_prompt with efficient_eos)
+        return {"refused": str(exc)}
     processor = SupervisedDatasetProcessor(template=chosen, tokenizer=tokenizer, processor=None, data_args=data_args)
     out = {}
     for name, attr in zip(DATASETS, get_dataset_list(list(DATASETS), str(ROWS))):
@@ -85,7 +101,11 @@ def run_case(template: str | None, tokenizer_dir: Path, settings: dict) -> dict:
         results = []
         for example in rows:
             converted = {key: [value] for key, value in converter(example).items()}
-            encoded = processor.preprocess_dataset(converted)
+            try:
+                encoded = processor.preprocess_dataset(converted)
+            except (ValueError, RuntimeError) as exc:  # the template raises on the row: LLaMA-Factory's run stops
+                results.append({"error": str(exc)})
+                continue
             if not encoded["input_ids"]:
                 results.append({"dropped": True})
             else:
@@ -97,6 +117,7 @@ def run_case(template: str | None, tokenizer_dir: Path, settings: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"), help="the shared corpus (Phi-3)")
+    parser.add_argument("--only", nargs="*", help="write only these templates' goldens (parsed: the no-template cases)")
     args = parser.parse_args()
     _without_audio()
     import datasets
@@ -106,6 +127,8 @@ def main() -> None:
 
     OUT.mkdir(parents=True, exist_ok=True)
     for template, folder, origin in CASES:
+        if args.only and (template or "parsed") not in args.only:
+            continue
         tokenizer_dir = NPM / folder if origin == "npm" else Path(args.corpus) / "tokenizers" / folder
         if not tokenizer_dir.is_dir():
             print(f"skipped {template} on {folder}: {tokenizer_dir} not found", file=sys.stderr)

@@ -190,9 +190,14 @@ class Rows(RowProfile):
 
     def encode(self, sample: Any, setup: Any) -> EncodedRow:
         from mldebug_cli.frameworks.llama_factory_data import lf_messages, supervise
+        from mldebug_cli.render.chat import TemplateRenderError
 
         system, turns = lf_messages(sample.messages)
-        pairs = self.encoder.pairs(system, turns, sample.tools)
+        try:
+            pairs = self.encoder.pairs(system, turns, sample.tools)
+        except (ValueError, KeyError, TypeError) as exc:  # the template's formatter raises: the run stops on this row
+            raise TemplateRenderError(f"LLaMA-Factory's template {self.template_name} raises on this row "
+                                      f"({type(exc).__name__}: {exc}); its run stops here") from None
         result = supervise(pairs, self.options, self.template, self.tokenizer.eos_token_id)
         replies = [EncodedTurn(turns[2 * n + 1].index, start, end, trained, "llama-factory template")
                    for n, start, end, trained in result.replies]
