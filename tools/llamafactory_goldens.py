@@ -14,6 +14,7 @@ It runs LLaMA-Factory's own data code on fixtures/llamafactory-rows/ (read throu
 ``load_tokenizer``, ``get_template_and_fix_tokenizer``, the alpaca/ShareGPT converters (``get_dataset_list``
 + ``get_dataset_converter``) and ``SupervisedDatasetProcessor.preprocess_dataset``, one row at a time (a row
 the processor leaves out is recorded as dropped). Rows are read with ``datasets`` as LLaMA-Factory reads them.
+For some templates it also runs ``PairwiseDatasetProcessor`` (stage dpo/orpo) on the ranking rows ``pairwise.json``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ SETTINGS = {
     "cutoff_24_train_on_prompt": {"cutoff_len": 24, "train_on_prompt": True},
 }
 EXTRA = {"qwen3": {"no_thinking": {"enable_thinking": False}}}
+# the pairwise processor (stage dpo/orpo) on fixtures/llamafactory-rows/pairwise.json, for these templates
+PAIRWISE = ("qwen", "qwen3", "llama3", "mistral", "phi", "default", "glm4")
+PAIRWISE_SETTINGS = ("defaults", "cutoff_48")
 
 
 def _without_audio() -> None:
@@ -114,6 +118,32 @@ def run_case(template: str | None, tokenizer_dir: Path, settings: dict) -> dict:
     return out
 
 
+def run_pairwise(template: str, tokenizer_dir: Path, settings: dict) -> list[dict]:
+    from datasets import load_dataset
+    from llamafactory.data.converter import get_dataset_converter
+    from llamafactory.data.parser import get_dataset_list
+    from llamafactory.data.processor.pairwise import PairwiseDatasetProcessor
+    from llamafactory.data.template import get_template_and_fix_tokenizer
+    from llamafactory.hparams import DataArguments, ModelArguments
+    from llamafactory.model import load_tokenizer
+
+    data_args = DataArguments(template=template, dataset_dir=str(ROWS), **settings)
+    tokenizer = load_tokenizer(ModelArguments(model_name_or_path=str(tokenizer_dir)))["tokenizer"]
+    chosen = get_template_and_fix_tokenizer(tokenizer, data_args)
+    processor = PairwiseDatasetProcessor(template=chosen, tokenizer=tokenizer, processor=None, data_args=data_args)
+    [attr] = get_dataset_list(["lf_pairwise"], str(ROWS))
+    converter = get_dataset_converter(attr.formatting, attr, data_args)
+    results = []
+    for example in load_dataset("json", data_files=str(ROWS / attr.dataset_name), split="train"):
+        encoded = processor.preprocess_dataset({key: [value] for key, value in converter(example).items()})
+        if not encoded["chosen_input_ids"]:
+            results.append({"dropped": True})
+        else:
+            results.append({key: encoded[key][0] for key in
+                            ("chosen_input_ids", "chosen_labels", "rejected_input_ids", "rejected_labels")})
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"), help="the shared corpus (Phi-3)")
@@ -143,6 +173,10 @@ def main() -> None:
             "settings": {name: {"overrides": overrides, "datasets": run_case(template, tokenizer_dir, overrides)}
                          for name, overrides in settings.items()},
         }
+        if template in PAIRWISE:
+            golden["pairwise"] = {name: {"overrides": settings[name], "rows": run_pairwise(template, tokenizer_dir,
+                                                                                      settings[name])}
+                                  for name in (*PAIRWISE_SETTINGS, *EXTRA.get(template, {}))}
         if datetime.now().strftime("%d %b %Y") != date:
             raise SystemExit("the date changed during the run (Llama 3's tool prompt): run again")
         name = f"{template or 'parsed'}.{folder}.json"

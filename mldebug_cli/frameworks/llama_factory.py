@@ -180,6 +180,13 @@ class Rows(RowProfile):
 
         return isinstance(sample, Chat)
 
+    def encode_pair(self, raw: dict[str, Any]) -> tuple[Any, Any]:
+        """A ranking row (stage dpo/orpo) as the pairwise processor encodes it: (chosen, rejected) PairSides; raises
+        InvalidRow (a ValueError) for a row it drops. The hook for the preference pipeline."""
+        from mldebug_cli.frameworks.llama_factory_data import pairwise, ranked_row
+
+        return pairwise(self.encoder, ranked_row(raw), self.tokenizer.eos_token_id)
+
     def reads(self, sample: Any, raw: Any) -> Any:
         """A chat row the converter refuses (role order, odd turn count) raises: it never reaches training."""
         from mldebug_cli.frameworks.llama_factory_data import lf_messages

@@ -210,7 +210,7 @@ class Encoder:
         turns = list(turns)
         for i in range(1, len(turns), 2):
             if not thinking or (discard and i < len(turns) - 2):
-                turns[i] = LfMessage(turns[i].role, self.remove_thought(turns[i].content), turns[i].index, turns[i].calls)
+                turns[i] = self._thoughtless(turns[i])
         pieces = self.messages(system, turns, tools)
         open_word, close_word = (w.strip() for w in self.template.thought_words)
         empty = self.text("".join(self.template.thought_words))
@@ -222,6 +222,35 @@ class Encoder:
                 else:
                     pieces[i] = pieces[i].add(empty)
         return [(pieces[i], pieces[i + 1]) for i in range(0, len(pieces), 2)]
+
+    def oneturn(self, system: str, turns: list[LfMessage], tools: list[Any] | None) -> tuple[Piece, Piece]:
+        """encode_oneturn: everything before the last message is the prompt; reasoning templates strip history's
+        think blocks (unless preserve_thinking) and give a reply without one an empty block."""
+        if self.template.kind == "reasoning":
+            turns = list(turns)
+            last = len(turns) - 1
+            for i in range(1, last - 1, 2):
+                if not self.settings.preserve_thinking:
+                    turns[i] = self._thoughtless(turns[i])
+            if self.settings.enable_thinking is False:
+                turns[last] = self._thoughtless(turns[last])
+        pieces = self.messages(system, turns, tools)
+        prompt = Piece()
+        for piece in pieces[:-1]:
+            prompt = prompt.add(piece)
+        reply = pieces[-1]
+        if self.template.kind == "reasoning":
+            open_word, close_word = (w.strip() for w in self.template.thought_words)
+            if open_word not in turns[-1].content and close_word not in turns[-1].content:
+                empty = self.text("".join(self.template.thought_words))
+                if self.settings.enable_thinking:
+                    reply = empty.add(reply)
+                else:
+                    prompt = prompt.add(empty)
+        return prompt, reply
+
+    def _thoughtless(self, turn: LfMessage) -> LfMessage:
+        return LfMessage(turn.role, self.remove_thought(turn.content), turn.index, turn.calls)
 
     def remove_thought(self, content: str) -> str:
         start, end = (re.escape(w) for w in self.template.thought_words)
@@ -300,3 +329,86 @@ def _labels(source: list[int], target: list[int], turn_idx: int, settings: Setti
         source_label = [IGNORE_INDEX] * len(source)
     target_label = [IGNORE_INDEX] * len(target) if settings.mask_history and turn_idx != 0 else list(target)
     return source_label, target_label
+
+
+# --- the pairwise processor (stage dpo/orpo): chosen and rejected through the same template ---------------------
+
+SHAREGPT_TAGS = {"human": USER, "user": USER, "gpt": ASSISTANT, "assistant": ASSISTANT, "observation": OBSERVATION,
+                 "function_call": FUNCTION}
+
+
+@dataclass(frozen=True)
+class RankedRow:
+    """A preference row as LLaMA-Factory's converter reads it (``ranking: true``)."""
+
+    system: str
+    prompt: list[LfMessage]
+    chosen: LfMessage
+    rejected: LfMessage
+    tools: list[Any] | None = None
+
+
+def ranked_row(row: dict[str, Any]) -> RankedRow:
+    """A ShareGPT (``conversations`` + ``chosen``/``rejected`` turns) or alpaca (``instruction`` + ``chosen``/
+    ``rejected`` text) ranking row; raises InvalidRow where the converter or processor drops it."""
+    tools = row.get("tools")
+    tools = json.loads(tools) if isinstance(tools, str) and tools else (tools or None)
+    if "conversations" in row:
+        turns = list(row["conversations"])
+        system = row.get("system") or ""
+        if turns and turns[0].get("from") == "system":
+            system, turns = turns[0].get("value", ""), turns[1:]
+        prompt = []
+        for i, turn in enumerate(turns):
+            role = SHAREGPT_TAGS.get(turn.get("from"))
+            if role not in (PROMPT_ROLES if i % 2 == 0 else REPLY_ROLES):
+                raise InvalidRow(f"turn {i} ({turn.get('from')}) is out of order: LLaMA-Factory drops the row (Invalid role tag)")
+            prompt.append(_ranked_message(role, turn.get("value", ""), i))
+        if len(prompt) % 2 == 0:
+            raise InvalidRow(f"{len(prompt)} prompt turns, an even count: LLaMA-Factory drops the row (Invalid message count)")
+        replies = []
+        for name in ("chosen", "rejected"):
+            reply = row.get(name)
+            role = SHAREGPT_TAGS.get(reply.get("from")) if isinstance(reply, dict) else None
+            if role not in REPLY_ROLES:
+                raise InvalidRow(f"{name} is not an assistant or function_call turn: LLaMA-Factory drops the row")
+            replies.append(_ranked_message(role, reply.get("value", ""), len(prompt)))
+        return RankedRow(system, prompt, replies[0], replies[1], tools)
+    history = [m for old, new in (row.get("history") or []) for m in ((USER, old), (ASSISTANT, new))]
+    query = "\n".join(q for q in (row.get("instruction"), row.get("input")) if q)
+    prompt = [LfMessage(role, text, i) for i, (role, text) in enumerate([*history, (USER, query)])]
+    return RankedRow(row.get("system") or "", prompt, LfMessage(ASSISTANT, row["chosen"], len(prompt)),
+                     LfMessage(ASSISTANT, row["rejected"], len(prompt)), tools)
+
+
+def _ranked_message(role: str, value: str, index: int) -> LfMessage:
+    if role != FUNCTION:
+        return LfMessage(role, value, index)
+    calls = json.loads(value)
+    calls = calls if isinstance(calls, list) else [calls]
+    return LfMessage(role, value, index, tuple((c["name"], c["arguments"]) for c in calls))
+
+
+@dataclass(frozen=True)
+class PairSide:
+    input_ids: list[int]
+    labels: list[int]
+    prompt_length: int  # prompt tokens kept
+
+
+def pairwise(encoder: Encoder, row: RankedRow, eos_id: int | None) -> tuple[PairSide, PairSide]:
+    """PairwiseDatasetProcessor: each side encoded in one turn (prompt, reply); the prompt and the longer reply share
+    cutoff_len by infer_seqlen, both replies cut to the same length; the prompt is never trained."""
+    prompt, chosen = encoder.oneturn(row.system, [*row.prompt, row.chosen], row.tools)
+    _, rejected = encoder.oneturn(row.system, [*row.prompt, row.rejected], row.tools)
+    chosen_ids, rejected_ids = list(chosen.ids), list(rejected.ids)
+    if encoder.template.efficient_eos and eos_id is not None:
+        chosen_ids.append(eos_id)
+        rejected_ids.append(eos_id)
+    source_len, target_len = infer_seqlen(len(prompt.ids), max(len(chosen_ids), len(rejected_ids)),
+                                          encoder.settings.cutoff_len)
+    prompt_ids = prompt.ids[:source_len]
+    sides = []
+    for reply in (chosen_ids[:target_len], rejected_ids[:target_len]):
+        sides.append(PairSide(prompt_ids + reply, [IGNORE_INDEX] * source_len + reply, source_len))
+    return sides[0], sides[1]

@@ -71,3 +71,36 @@ def _first_difference(view: dict, want: dict) -> str:
 def test_rows_match_llama_factory(name, setting, dataset):
     matched, total, problems = compare(name, setting, dataset)
     assert matched == total, problems[:3]
+
+
+def _pairwise_cases():
+    for path in sorted(GOLDENS.glob("*.json")):
+        golden = json.loads(path.read_text(encoding="utf-8"))
+        marks = [needs_corpus] if golden["tokenizer_origin"] == "corpus" else []
+        for setting in golden.get("pairwise", {}):
+            yield pytest.param(path.name, setting, marks=marks, id=f"{path.stem}-{setting}")
+
+
+@pytest.mark.parametrize(("name", "setting"), list(_pairwise_cases()))
+def test_pairs_match_llama_factory(name, setting):
+    """The pairwise processor (stage dpo/orpo): chosen and rejected ids and labels, rows it drops."""
+    from mldebug_cli.frameworks.llama_factory import row_profile
+    from mldebug_cli.frameworks.llama_factory_data import InvalidRow
+    from mldebug_cli.sources.tokenizer import load_tokenizer
+
+    golden = json.loads((GOLDENS / name).read_text(encoding="utf-8"))
+    folder = TOKENIZERS / golden["tokenizer"] if golden["tokenizer_origin"] == "npm" else CORPUS / "tokenizers" / golden["tokenizer"]
+    case = golden["pairwise"][setting]
+    options = LlamaFactoryOptions(template=golden["template"], tool_date=golden["tool_date"], **case["overrides"])
+    rows = row_profile(InspectOptions(dataset="", tokenizer=str(folder), framework_options=options),
+                       load_tokenizer(str(folder)), "sharegpt")
+    raw = json.loads((ROWS / "pairwise.json").read_text(encoding="utf-8"))
+    for i, (row, want) in enumerate(zip(raw, case["rows"], strict=True)):
+        if want.get("dropped"):
+            with pytest.raises(InvalidRow):
+                rows.encode_pair(row)
+            continue
+        chosen, rejected = rows.encode_pair(row)
+        got = {"chosen_input_ids": chosen.input_ids, "chosen_labels": chosen.labels,
+               "rejected_input_ids": rejected.input_ids, "rejected_labels": rejected.labels}
+        assert got == want, f"row {i}"
