@@ -36,6 +36,8 @@ def inspect_data(
     data_format: str | None = typer.Option(None, "--data-format", help="messages, sharegpt, alpaca, prompt-completion, text or tokenized (default: detected)."),
     framework: str | None = typer.Option(None, "--framework", help="Whose tokenization to emulate: trl (the default "
                                          "without --config), transformers, axolotl, llama-factory, unsloth."),
+    template: str | None = typer.Option(None, "--template", help="llama-factory: its own template by name, e.g. qwen3 "
+                                        "(default: parsed from the tokenizer's chat template, as LLaMA-Factory does)."),
     train_on: str | None = typer.Option(None, "--train-on", help="assistant, all, last or completion (default: the framework's default)."),
     max_length: int | None = typer.Option(None, "--max-length", help="Truncate to this many tokens, as the trainer would."),
     task: str | None = typer.Option(None, "--task", help="sft, dpo (also ORPO/IPO pairs), kto or grpo (default: from the columns)."),
@@ -85,6 +87,7 @@ def inspect_data(
             chat_template=str(chat_template) if chat_template else None,
             data_format=data_format,
             framework=framework or ("unsloth" if instruction_part or response_part or unsloth_template else "trl"),
+            template=template,
             train_on=train_on,
             max_length=max_length,
             rows=parse_rows(rows) if rows else None,

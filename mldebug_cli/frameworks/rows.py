@@ -35,6 +35,17 @@ class EncodedTurn:
     end: int
     trained: bool
     located_by: str
+    cut: bool = False  # truncation removed the end of the reply
+
+
+@dataclass(frozen=True)
+class NotEmulated:
+    """A framework setting whose effect on rows mldebug does not reproduce (DS026), and where it is set."""
+
+    message: str
+    key: str | None = None
+    path: str | None = None
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,7 @@ class RowProfile:
     appends_eos = False  # EOS appended to plain text and completions
     pad_masked_by_id = False  # the collator masks labels equal to the pad id
     masking_method: str | None = None  # the context's masking line when the profile decides it (None: the generic one)
+    own_templates = False  # chat rows are encoded by the framework's own templates (no chat template needed)
 
     def max_length(self, given: int | None) -> int | None:
         return given
@@ -88,6 +100,14 @@ class RowProfile:
 
     def encode(self, sample: Sample, setup: Setup) -> EncodedRow:
         raise NotImplementedError
+
+    def chat_template_line(self, source: str | None) -> str | None:
+        """The context's chat-template line: where the template the rows are rendered with comes from."""
+        return source
+
+    def not_emulated(self) -> list[NotEmulated]:
+        """Settings of the framework that change rows in ways this profile does not reproduce."""
+        return []
 
     def locator(self, renderer: ChatRenderer, setup: Setup) -> Any:
         """What finds the assistant turns in a render (cached per conversation shape)."""

@@ -62,6 +62,7 @@ class InspectOptions:
     trust_remote_code: bool = False
     workers: int | None = None  # None: one per available core for large runs
     framework_options: Any = None  # the framework's own settings from a config (axolotl: AxolotlOptions); None: its defaults
+    template: str | None = None  # the framework's own template by name (LLaMA-Factory's registry)
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
     truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
@@ -276,6 +277,9 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
     if options.framework not in FRAMEWORKS:
         raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(FRAMEWORKS)}")
+    if options.template is not None and options.framework != "llama-factory":
+        raise UsageError(f"--template names one of LLaMA-Factory's own templates; it needs --framework llama-factory, "
+                         f"not {options.framework}", hint="for another framework pass the template file with --chat-template")
     if options.train_on is not None and options.train_on not in TRAIN_ON:
         raise UsageError(f"--train-on: unknown value {options.train_on!r}", hint=f"one of {', '.join(TRAIN_ON)}")
     if options.max_length is not None and options.max_length < 1:
@@ -339,7 +343,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
     tok = loaded.tokenizer
     template = loaded.chat_template
     needs_template = row_format in ("messages", "sharegpt", "alpaca")
-    if needs_template and not template:
+    if needs_template and not template and not rows.own_templates:
         raise InputError(
             f"{loaded.source}: the tokenizer has no chat template, and {row_format} rows need one",
             hint="pass --chat-template FILE",
@@ -563,7 +567,7 @@ def _store_encoded(row: Row, encoded: EncodedRow) -> None:
     row.trained = len(encoded.labels) - encoded.labels.count(IGNORE_INDEX)
     row.dropped, row.dropped_by = encoded.dropped, encoded.dropped_by
     row.cut_ids, row.cut_labels = encoded.cut_ids, encoded.cut_labels
-    row.turns = [TurnTokens(t.message_index, t.start, t.end, t.trained, t.located_by, True) for t in encoded.turns]
+    row.turns = [TurnTokens(t.message_index, t.start, t.end, t.trained, t.located_by, True, t.cut) for t in encoded.turns]
     row._offsets = list(encoded.offsets)
     row.masking = encoded.method
 
@@ -702,7 +706,7 @@ def _context(setup: Setup, detection, loaded, train_on: str, options, checked: i
         "dataset": setup.dataset_path,
         "format": f"{detection.row_format} ({'assumed from ' + detection.reason if detection.reason != '--data-format' else 'from --data-format'})",
         "tokenizer": loaded.source,
-        "chat_template": setup.template_source,
+        "chat_template": setup.rows.chat_template_line(setup.template_source),
         "framework": setup.rows.describe(),
         "train_on": train_on + (f" via {method}" if method else ""),
         "max_length": setup.max_length,

@@ -105,6 +105,8 @@ def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: fro
     configured = replace(options, **{name: value for name, value in settings.items() if name not in given})
     if configured.framework == "axolotl" and plan.framework == "axolotl":
         configured = replace(configured, framework_options=_axolotl_options(dataset, configured.train_on if "train_on" in given else None))
+    elif configured.framework == plan.framework:
+        configured = replace(configured, framework_options=plan.framework_options)
     return configured
 
 
@@ -401,7 +403,7 @@ def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, d
         key = None
     if finding.location.row is not None:
         return replace(finding, location=replace(finding.location, key=key or dataset_key))
-    key = key or dataset_key
+    key = key or finding.location.key or dataset_key  # a setup finding that names its own key (DS026) keeps it
     return replace(finding, location=Location(path=config.path, line=config.line(key), key=key))
 
 

@@ -44,6 +44,7 @@ class TrainingPlan:
     train_on: Setting
     max_length: Setting
     notes: tuple[str, ...] = ()  # assumptions mldebug had to make, said in the report
+    framework_options: Any = None  # the framework's own row settings (LLaMA-Factory: LlamaFactoryOptions)
 
 
 def finished(config: ConfigFile, plan: TrainingPlan, allow_outside: bool) -> TrainingPlan:

@@ -35,8 +35,8 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
-    if not setup.chat or setup.train_on not in ("assistant", "last"):
-        return
+    if not setup.chat or setup.train_on not in ("assistant", "last") or setup.rows.own_templates:
+        return  # a framework's own templates (LLaMA-Factory) mask by their slots, not the chat template
     if setup.training_template is not None and setup.training_template.outcome != "own":
         yield from _trl(setup)
         return
