@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from mldebug_cli.frameworks.rows import RowDropped
 from mldebug_cli.frameworks.llama_factory_templates import BOS, EOS, LfTemplate, Settings, describe_tools, write_calls
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import infer_seqlen
@@ -33,7 +34,7 @@ USER, ASSISTANT, OBSERVATION, FUNCTION = "user", "assistant", "observation", "fu
 PROMPT_ROLES, REPLY_ROLES = (USER, OBSERVATION), (ASSISTANT, FUNCTION)
 
 
-class InvalidRow(ValueError):
+class InvalidRow(RowDropped):
     """A row LLaMA-Factory's converter refuses: it leaves the row out of training."""
 
 

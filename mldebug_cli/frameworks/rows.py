@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from mldebug_cli.sources.row_formats import Sample
 
 
+class RowDropped(ValueError):
+    """A row the framework's data code leaves out of training (its converter refuses it; the run goes on)."""
+
+
 @dataclass(frozen=True)
 class EncodedTurn:
     """A trained (or masked) reply in an encoded row: token positions [start, end) in the kept ids."""
@@ -91,7 +95,8 @@ class RowProfile:
         return loaded, None
 
     def reads(self, sample: Sample, raw: Any) -> Sample:
-        """The sample as the framework reads the row (raises ValueError for a row it refuses)."""
+        """The sample as the framework reads the row (raises RowDropped for a row it leaves out, ValueError for one
+        it cannot read)."""
         return sample
 
     def encodes(self, sample: Sample) -> bool:

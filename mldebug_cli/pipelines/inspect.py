@@ -14,7 +14,7 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.frameworks import ROW_PROFILES, row_profile
-from mldebug_cli.frameworks.rows import EncodedRow, end_texts
+from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
@@ -445,7 +445,7 @@ def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: s
     try:
         row.sample = setup.rows.reads(row.sample, record.data)
     except ValueError as exc:
-        row.problem = RowProblem("DS010", str(exc))
+        row.problem = RowProblem("DS010", str(exc), dropped=isinstance(exc, RowDropped))
         return row
     try:
         if setup.rows.encodes(row.sample):
@@ -619,6 +619,7 @@ class _Stats:
         self.rows += 1
         if not row.ok:
             self.failed += 1
+            self.dropped += bool(row.problem and row.problem.dropped)  # counted in both: unreadable, and left out
             return
         self.truncated += row.truncated or row.dropped
         self.lengths[row.full_length] += 1

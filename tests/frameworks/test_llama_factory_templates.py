@@ -63,6 +63,7 @@ def test_rows_the_converter_refuses_are_reported_as_dropped():
     messages = sorted(f["message"] for f in report["findings"] if f["code"] == "DS010")
     assert len(messages) == 2 and all("drops the row" in m for m in messages)
     assert "Invalid message count" in messages[0] and "Invalid role tag" in messages[1]
+    assert report["summary"]["rows_dropped"] == 2  # left out of training: preflight's step count does not count them
 
 
 def test_mistral_rows_with_a_system_message_train_their_eos():
