@@ -30,7 +30,7 @@ def inspect_data(
     framework: str = typer.Option("trl", "--framework", help="Whose tokenization to emulate: trl, transformers, axolotl, llama-factory."),
     train_on: str | None = typer.Option(None, "--train-on", help="assistant, all, last or completion (default: the framework's default)."),
     max_length: int | None = typer.Option(None, "--max-length", help="Truncate to this many tokens, as the trainer would."),
-    task: str | None = typer.Option(None, "--task", help="sft, dpo (also ORPO/IPO pairs), kto or grpo (default: from the columns)."),
+    task: str | None = typer.Option(None, "--task", help="sft, dpo (also IPO pairs), orpo, kto (also on chosen/rejected pairs) or grpo (default: from the columns)."),
     truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="DPO: keep_start (default) or keep_end."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, e.g. answer."),
     rows: str | None = typer.Option(None, "--rows", help="Check and show these rows, e.g. 3,10-12 (0-based)."),

@@ -36,7 +36,7 @@ from mldebug_cli.sources.row_formats import (
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
 FRAMEWORKS = ("trl", "transformers", "axolotl", "llama-factory")
-TASKS = ("sft", "dpo", "kto", "grpo")
+TASKS = ("sft", "dpo", "kto", "orpo", "grpo")
 DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
 BATCH_SIZE = 256
@@ -69,6 +69,7 @@ class InspectOptions:
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
     truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
+    not_emulated: tuple[str, ...] = ()  # preflight: what the config's trainer does to the rows that mldebug does not
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
