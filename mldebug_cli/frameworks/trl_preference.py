@@ -126,11 +126,6 @@ def orpo_sides(prompt_ids: Sequence[int], joint: dict[str, list[int]], bos_id: i
     return out
 
 
-def prompt_split(prompt_ids: Sequence[int], *joint: Sequence[int]) -> int:
-    """Where the completion starts: the shortest common prefix of the prompt alone with each prompt+reply."""
-    return min(common_prefix_length(prompt_ids, ids) for ids in joint)
-
-
 def dropped(prompt_tokens: int, max_length: int | None, task: str, mode: str) -> bool:
     """The dataset filter: rows whose prompt alone fills max_length leave (DPO: with keep_start only)."""
     if max_length is None or (task == "dpo" and mode != "keep_start"):

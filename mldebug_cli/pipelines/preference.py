@@ -18,7 +18,7 @@ from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.frameworks import trl_preference as trl
 from mldebug_cli.pipelines.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
-from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary, tokens_through
+from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.preference_rows import TASK_COLUMNS, detect_task, to_trl_row
 from mldebug_cli.sources.row_formats import RowProblem
@@ -273,43 +273,51 @@ def _render_one(pair: Pair, renderer: ChatRenderer, task: str) -> None:
 
 
 def _tokenize(pairs: list[Pair], setup: PreferenceSetup, tokenizer, boundary: re.Pattern | None) -> None:
-    """Every prompt and prompt+reply of the batch in one call to the Rust tokenizer.
+    """Every prompt and prompt+reply of the batch in one call to the Rust tokenizer (ids only, no offsets).
 
-    A rendered prompt+reply that extends the rendered prompt up to one of its added tokens is tokenized from there
-    on only, its start taken from the prompt's ids (shared_prefix: the ids are the same, the prompt is not
-    tokenized three times).
+    A rendered prompt is cut after its last added token when each prompt+reply starts with the same text: the head
+    is tokenized once, then the rest of the prompt and of each prompt+reply on its own (shared_prefix: pieces
+    between added tokens are tokenized apart, so the ids are those of the whole texts). A head whose ids do not end
+    with that added token is tokenized whole again.
     """
     ready = [p for p in pairs if p.ok]
     texts: list[str] = []
     cuts: list[tuple[int, int] | None] = []
     for pair in ready:
-        texts.append(pair.prompt_text)
+        joints = [pair.joint_text[side] if setup.conversational else pair.prompt + reply
+                  for side, reply in pair.replies.items()]
         span = last_boundary(pair.prompt_text, boundary) if boundary is not None and setup.conversational else None
-        for side, reply in pair.replies.items():
-            joint = pair.joint_text[side] if setup.conversational else pair.prompt + reply
-            shared = span is not None and joint.startswith(pair.prompt_text[: span[1]])
-            cuts.append(span if shared else None)
-            texts.append(joint[span[1]:] if shared else joint)
+        head = pair.prompt_text[: span[1]] if span is not None else ""
+        span = span if span is not None and all(j.startswith(head) for j in joints) else None
+        cuts.append(span)
+        cut = span[1] if span is not None else 0
+        texts += [head] if span is not None else []
+        texts += [pair.prompt_text[cut:], *(j[cut:] for j in joints)]
     backend = tokenizer.backend_tokenizer
     backend.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
     # apply_chat_template encodes without special tokens, tokenizer(text) with them; ORPO never adds them
+    # (a cut is only made in rendered chats, which are encoded without: no piece gets a BOS of its own)
     specials = not setup.conversational and setup.task != "orpo"
-    encodings = iter(backend.encode_batch(texts, add_special_tokens=specials) if texts else [])
-    pending = iter(cuts)
-    whole: list[tuple[Pair, str]] = []  # the rare joint texts whose cut did not fall on a prompt token
-    for pair in ready:
-        prompt = next(encodings)
-        pair.prompt_ids = prompt.ids
+    encodings = iter(backend.encode_batch_fast(texts, add_special_tokens=specials) if texts else [])
+    whole: list[Pair] = []  # the rare heads that did not end on their added token
+    for pair, span in zip(ready, cuts):
+        head = next(encodings).ids if span is not None else []
+        if span is not None and (not head or head[-1] != backend.token_to_id(pair.prompt_text[span[0]:span[1]])):
+            whole.append(pair)
+        prompt_rest = next(encodings).ids
+        pair.prompt_ids = head + prompt_rest
         for side in pair.replies:
-            rest, span = next(encodings).ids, next(pending)
-            kept = tokens_through(prompt.offsets, span) if span is not None else 0
-            if kept is None:
-                whole.append((pair, side))
-            pair.joint_ids[side] = pair.prompt_ids[:kept] + rest if span is not None else rest
+            rest = next(encodings).ids
+            pair.joint_ids[side] = head + rest
+            # the ids prompt and prompt+reply share, compared on the short pieces after the head
+            pair.shared[side] = len(head) + trl.common_prefix_length(prompt_rest, rest)
     if whole:
-        for (pair, side), encoding in zip(whole, backend.encode_batch([p.joint_text[s] for p, s in whole],
-                                                                        add_special_tokens=False)):
-            pair.joint_ids[side] = encoding.ids
+        texts = [t for pair in whole for t in (pair.prompt_text, *pair.joint_text.values())]
+        redone = iter(backend.encode_batch_fast(texts, add_special_tokens=False))
+        for pair in whole:
+            pair.prompt_ids = next(redone).ids
+            pair.joint_ids = {side: next(redone).ids for side in pair.replies}
+            pair.shared = {side: trl.common_prefix_length(pair.prompt_ids, ids) for side, ids in pair.joint_ids.items()}
     for pair in ready:
         if setup.task == "orpo":
             _collate_orpo(pair, setup)
@@ -319,7 +327,7 @@ def _tokenize(pairs: list[Pair], setup: PreferenceSetup, tokenizer, boundary: re
 
 def _collate(pair: Pair, setup: PreferenceSetup) -> None:
     """DPO: one prompt split for both sides; KTO: each (unpaired) row its own."""
-    splits = {side: trl.prompt_split(pair.prompt_ids, ids) for side, ids in pair.joint_ids.items()}
+    splits = dict(pair.shared)
     pair.prompt_len = min(splits.values())
     if setup.task == "dpo":
         splits = dict.fromkeys(splits, pair.prompt_len)

@@ -56,6 +56,7 @@ class Pair:
     prompt_ids: list[int] = field(default_factory=list)  # the prompt alone, tokenized
     prompt_len: int = 0  # where the completion starts in prompt+reply (the shortest over the sides)
     joint_ids: dict[str, list[int]] = field(default_factory=dict)  # side -> prompt+reply ids
+    shared: dict[str, int] = field(default_factory=dict)  # side -> leading ids the prompt shares with prompt+reply
     completions: dict[str, list[int]] = field(default_factory=dict)  # side -> completion ids before truncation
     sides: dict[str, Collated] = field(default_factory=dict)  # side -> the collated sequence
     dropped_sides: frozenset[str] = frozenset()  # sides the trainer's length filter removes
