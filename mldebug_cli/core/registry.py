@@ -121,6 +121,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DP011", "grpo-prompt-has-answer", "preference.grpo_prompt_has_answer"),
     CheckRef("DP012", "reward-columns-missing", "preference.reward_columns_missing"),
     CheckRef("DP013", "invalid-preference-row", "preference.invalid_preference_row"),
+    CheckRef("DP014", "preparation-not-emulated", "preference.preparation_not_emulated"),
 )
 
 

@@ -35,7 +35,7 @@ from mldebug_cli.sources.row_formats import (
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
 FRAMEWORKS = tuple(ROW_PROFILES)
-TASKS = ("sft", "dpo", "kto", "grpo")
+TASKS = ("sft", "dpo", "kto", "orpo", "grpo")
 DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
 BATCH_SIZE = 256
@@ -67,6 +67,7 @@ class InspectOptions:
     truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
     unsloth: Any = None  # --framework unsloth: train_on_responses_only's parts (frameworks.unsloth.ResponseParts)
+    not_emulated: tuple[str, ...] = ()  # preflight: what the config's trainer does to the rows that mldebug does not
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:

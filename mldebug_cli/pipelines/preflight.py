@@ -32,16 +32,21 @@ class PreflightOptions:
     allow_outside_paths: bool = False
     target_versions: Mapping[str, str | None] = field(default_factory=dict)  # --<package>-version flags
     configured_versions: Mapping[str, str] = field(default_factory=dict)  # mldebug.toml [versions]
+    task: str | None = None  # sft, dpo, kto, orpo, grpo; None: from the config's keys
+    reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read, over what the config implies
 
 
 def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
-    from mldebug_cli.frameworks import detect_framework, read_plan
+    from mldebug_cli.frameworks import detect_framework, read_plan, versions
+    from mldebug_cli.frameworks.preference_config import read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
     try:
         plan = read_plan(config, framework, options.allow_outside_paths)
+        targets = versions.resolve(config.path, options.target_versions, options.configured_versions)
+        preference = read_preference(config, framework, options.task, targets)
     except InputError as exc:
         raise _with_config_errors(exc, config, framework, options) from None
     tokenizer = options.tokenizer or plan.tokenizer.value
@@ -50,8 +55,9 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
                          hint="pass --tokenizer DIR")
     _require_datasets(config, plan)  # a missing file fails at once, before the tokenizer loads
     _load_tokenizer(config, plan, tokenizer, from_config=options.tokenizer is None)
-    sections = [_data_section(options, config, plan, tokenizer, d, progress) for d in plan.datasets]
-    sections.append(_schedule_section(options, framework, _dataset_size(config, sections), progress))
+    sections = [_data_section(options, config, plan, tokenizer, d, progress, preference) for d in plan.datasets]
+    sections.append(_schedule_section(options, framework, _dataset_size(config, sections), progress,
+                                      preference.task if preference else None))
     sections += [_template_section(options, tokenizer, plan, d, progress) for d in options.deploy]
     findings = tuple(f for s in sections for f in s["findings"])
     return Report(
@@ -59,7 +65,7 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
         findings=findings,
         checks_run=tuple(dict.fromkeys(code for s in sections for code in s["report"].checks_run)),
         targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
-        context={**_context(config, plan, tokenizer, options),
+        context={**_context(config, plan, tokenizer, options, preference),
                  "versions": sections[len(plan.datasets)]["report"].context.get("versions")},
         summary={"sections": [_section_summary(s) for s in sections], "by_check": _by_check(findings)},
         details={"sections": [_section_details(s) for s in sections]},
@@ -72,28 +78,33 @@ def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, opt
     from mldebug_cli.pipelines.schedule import config_findings
 
     targets = versions.resolve(config.path, options.target_versions, options.configured_versions)
-    errors = [f for f in config_findings(config, framework, targets) if f.code in ("CF001", "CF002")]
+    errors = [f for f in config_findings(config, framework, targets, task=options.task)
+              if f.code in ("CF001", "CF002")]
     if not errors:
         return exc
     more = f" (and {len(errors) - 1} more config key errors)" if len(errors) > 1 else ""
     return InputError(exc.message, f"{errors[0].code} {errors[0].message}{more}")
 
 
-def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: str, dataset, progress) -> dict[str, Any]:
+def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: str, dataset, progress,
+                  preference=None) -> dict[str, Any]:
     from mldebug_cli.pipelines import inspect
 
     if progress:
         progress(f"checking {dataset.spec}")
-    inspect_options = inspect.InspectOptions(
-        dataset=dataset.spec,
-        tokenizer=tokenizer,
-        sample=options.sample,
-        all_rows=options.all_rows,
-        show=1,
-        select=options.select,
-        ignore=options.ignore,
-    )
-    report = _inspected(_as_configured(inspect_options, plan, dataset), config, plan, dataset)
+    if preference:
+        inspect_options = _preference_options(options, plan, tokenizer, dataset, preference)
+    else:
+        inspect_options = _as_configured(inspect.InspectOptions(
+            dataset=dataset.spec,
+            tokenizer=tokenizer,
+            sample=options.sample,
+            all_rows=options.all_rows,
+            show=1,
+            select=options.select,
+            ignore=options.ignore,
+        ), plan, dataset)
+    report = _inspected(inspect_options, config, plan, dataset, preference=preference)
     return {"command": "inspect-data", "target": dataset.spec, "report": report, "findings": report.findings}
 
 
@@ -110,7 +121,8 @@ def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: fro
     return configured
 
 
-def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan, progress=None) -> Report:
+def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan, progress=None,
+               preference=None) -> Report:
     """inspect-data on one of the config's datasets, its errors and findings pointed at the config key behind them."""
     from mldebug_cli.pipelines import inspect
 
@@ -119,7 +131,29 @@ def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: Dataset
     except InputError as exc:
         key = (_terminator_key(dataset) or dataset.key) if exc.message.startswith("axolotl refuses") else dataset.key
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint) from None
-    return replace(report, findings=tuple(_point_at_config(f, config, plan, dataset) for f in report.findings))
+    return replace(report, findings=tuple(_point_at_config(f, config, plan, dataset, preference) for f in report.findings))
+
+
+def _preference_options(options, plan: TrainingPlan, tokenizer: str, dataset: DatasetPlan, preference):
+    """inspect-data on preference rows with the trainer's settings: the rows' own columns decide their format."""
+    from mldebug_cli.pipelines import inspect
+
+    return inspect.InspectOptions(
+        dataset=dataset.spec,
+        tokenizer=tokenizer,
+        chat_template=plan.chat_template.value,
+        max_length=preference.max_length.value,
+        sample=options.sample,
+        all_rows=options.all_rows,
+        show=1,
+        select=options.select,
+        ignore=options.ignore,
+        split=dataset.split,
+        task=preference.task,
+        truncation_mode=preference.truncation_mode.value,
+        reward_columns=tuple(dict.fromkeys((*preference.reward_columns.value, *options.reward_columns))),
+        not_emulated=preference.not_emulated,
+    )
 
 
 def _axolotl_options(dataset: DatasetPlan, train_on: str | None = None):
@@ -331,7 +365,8 @@ def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
         rows, checked = summary.get("rows", 0), summary.get("rows_checked", 0)
         scale = rows / checked if checked else 0.0
         exact = exact and checked == rows
-        per_dataset.append(rows - round(summary.get("rows_dropped", 0) * scale))
+        trained = rows * summary.get("sequences_per_row", 1)  # KTO unpairs each chosen/rejected row into two
+        per_dataset.append(trained - round(summary.get("rows_dropped", 0) * scale))
         tokens += summary.get("tokens_kept", 0) * scale
         lengths.update({length: round(n * scale) for length, n in summary.get("lengths_kept", ())})
         untrained.update({length: round(n * scale) for length, n in summary.get("lengths_untrained", ())})
@@ -345,7 +380,7 @@ def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
                        untrained_lengths=tuple(sorted((+untrained).items())))
 
 
-def _schedule_section(options, framework: str, size, progress) -> dict[str, Any]:
+def _schedule_section(options, framework: str, size, progress, task: str | None = None) -> dict[str, Any]:
     from mldebug_cli.pipelines import schedule
 
     if progress:
@@ -353,7 +388,7 @@ def _schedule_section(options, framework: str, size, progress) -> dict[str, Any]
     report = schedule.build_report(
         config=options.config, framework=framework, world_size=options.world_size,
         select=options.select, ignore=options.ignore, size=size,
-        target_versions=options.target_versions, configured_versions=options.configured_versions,
+        target_versions=options.target_versions, configured_versions=options.configured_versions, task=task,
     )
     return {"command": "lr-plot", "target": options.config, "report": report, "findings": report.findings}
 
@@ -395,10 +430,18 @@ def _terminator_key(dataset: DatasetPlan) -> str | None:
     return next((masking[k].key for k in ("eot_tokens", "train_on_eot", "train_on_eos") if k in masking), None)
 
 
-def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan) -> Finding:
+def _preference_key(code: str, preference) -> str | None:
+    """The key behind a DP finding: the length limit for dropped and cut rows, the reward functions, the trainer."""
+    return {"DP005": preference.max_length.key, "DP006": preference.max_length.key,
+            "DP012": preference.reward_columns.key,
+            "DP014": preference.decided_by if preference.decided_by != "--task" else None}.get(code)
+
+
+def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan,
+                     preference=None) -> Finding:
     """Row findings keep their row and name the config key behind them; setup findings point at that key's line."""
     dataset_key = dataset.key
-    key = _config_key(finding.code, plan, dataset)
+    key = _preference_key(finding.code, preference) if preference else _config_key(finding.code, plan, dataset)
     if finding.code == "DS001" and "truncation" not in finding.message:
         key = None
     if finding.location.row is not None:
@@ -412,17 +455,21 @@ def _where(config: ConfigFile, key: str | None) -> str:
     return f"{config.path}:{line}" if line else config.path
 
 
-def _context(config: ConfigFile, plan: TrainingPlan, tokenizer: str, options: PreflightOptions) -> dict[str, Any]:
+def _context(config: ConfigFile, plan: TrainingPlan, tokenizer: str, options: PreflightOptions,
+             preference=None) -> dict[str, Any]:
+    notes = preference.notes if preference else plan.notes  # the plan's notes are about supervised rows
+    trainer = {"trainer": f"{preference.trainer} (from {preference.decided_by})"} if preference else {}
     return {
         "config": config.path,
         "framework": plan.framework,
+        **trainer,
         "tokenizer": tokenizer + (" (--tokenizer)" if options.tokenizer else f" ({plan.tokenizer.key})"),
         "chat_template": plan.chat_template.value or "the tokenizer's",
         "datasets": ", ".join(d.spec for d in plan.datasets) or None,
-        "train_on": plan.train_on.value or "the framework's default",
-        "max_length": plan.max_length.value,
+        "train_on": None if preference else plan.train_on.value or "the framework's default",
+        "max_length": preference.max_length.value if preference else plan.max_length.value,
         "deploy": ", ".join(options.deploy) or None,
-        "notes": "; ".join(plan.notes) or None,
+        "notes": "; ".join(notes) or None,
     }
 
 

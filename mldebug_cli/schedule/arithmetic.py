@@ -52,6 +52,14 @@ def hf_dataloader_length(rows: int, batch_size: int, world_size: int, drop_last:
     return batches // world_size if drop_last else math.ceil(batches / world_size)
 
 
+def grpo_dataloader_length(rows: int, spec: RunSpec) -> int:
+    """Micro-batches per process per epoch of GRPOTrainer's dataloader (TRL 1.16): RepeatSampler keeps whole
+    generation batches of ``generation_batch_size / num_generations`` prompts (the remainder is never sampled) and
+    yields each ``num_iterations * steps_per_generation`` times, one micro-batch per process each time."""
+    batching = spec.generation
+    return (rows // batching.prompts_per_generation) * batching.num_iterations * batching.steps_per_generation
+
+
 def hf_warmup_steps(spec: RunSpec, total: int) -> int:
     """TrainingArguments.get_warmup_steps: a count, or a ratio below 1 rounded up (warmup_ratio before 5.2)."""
     steps = spec.warmup_steps or 0
@@ -128,7 +136,10 @@ def _hf_plan(spec: RunSpec, rows: int | None, max_steps: int | None = None) -> S
             steps_run=max_steps, warmup_steps=hf_warmup_steps(spec, max_steps), epochs_requested=spec.num_epochs,
             epochs_run=None, epoch_loops=None,
         )
-    length = hf_dataloader_length(rows, spec.batch_size, spec.world_size, spec.drop_last)
+    if spec.generation is not None:
+        length = grpo_dataloader_length(rows, spec)
+    else:
+        length = hf_dataloader_length(rows, spec.batch_size, spec.world_size, spec.drop_last)
     per_epoch = max(length // spec.grad_accum + int(length % spec.grad_accum > 0), 1)
     total = max_steps if max_steps > 0 else math.ceil(spec.num_epochs * per_epoch)
     steps_run = total if length > 0 else 0  # an empty dataloader: the Trainer stops before step 1
