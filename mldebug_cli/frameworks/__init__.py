@@ -105,6 +105,13 @@ ROW_PROFILES = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama
                 "unsloth": "unsloth"}
 
 
+def profile_class(framework: str):
+    """The RowProfile class of ``framework`` (its class attributes say what it does without a tokenizer)."""
+    import importlib
+
+    return importlib.import_module(f"mldebug_cli.frameworks.{ROW_PROFILES[framework]}").Rows
+
+
 def row_profile(framework: str, options: Any, loaded: Any, row_format: str):
     """How ``framework`` turns rows into ids and labels (a frameworks.rows.RowProfile), for these inspect
     options (their ``framework_options``), tokenizer and row format."""

@@ -13,7 +13,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.frameworks import ROW_PROFILES, row_profile
+from mldebug_cli.frameworks import ROW_PROFILES, profile_class, row_profile
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
@@ -278,9 +278,10 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
     if options.framework not in FRAMEWORKS:
         raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(FRAMEWORKS)}")
-    if options.template is not None and options.framework != "llama-factory":
-        raise UsageError(f"--template names one of LLaMA-Factory's own templates; it needs --framework llama-factory, "
-                         f"not {options.framework}", hint="for another framework pass the template file with --chat-template")
+    if options.template is not None and not profile_class(options.framework).own_templates:
+        owners = " or ".join(f"--framework {f}" for f in FRAMEWORKS if profile_class(f).own_templates)
+        raise UsageError(f"--template names a framework's own template, and {options.framework} has none",
+                         hint=f"pass {owners} to use its template, or the template file with --chat-template")
     if options.train_on is not None and options.train_on not in TRAIN_ON:
         raise UsageError(f"--train-on: unknown value {options.train_on!r}", hint=f"one of {', '.join(TRAIN_ON)}")
     if options.max_length is not None and options.max_length < 1:
