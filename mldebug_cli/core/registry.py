@@ -53,6 +53,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS023", "eos-mismatch", "data.eos_mismatch"),
     CheckRef("DS024", "tool-call-dropped", "data.tool_call_dropped"),
     CheckRef("DS025", "tools-not-rendered", "data.tools_not_rendered"),
+    CheckRef("DS026", "not-emulated", "data.not_emulated"),
     CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),
     CheckRef("LR002", "warmup-fraction", "schedule.warmup_fraction"),
     CheckRef("LR003", "first-step-zero-lr", "schedule.first_step_zero_lr"),

@@ -25,7 +25,8 @@ from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
 DEFAULT_SEQUENCE_LEN = 2048
 STORED_KEYS = "axolotl-0.19.0.json"
 ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
-DATASET_TYPES = {"alpaca": "alpaca", "sharegpt": "sharegpt", "chat_template": None, "completion": "text"}
+DATASET_TYPES = {"sharegpt": "sharegpt", "chat_template": None, "completion": "text", "input_output": "text"}
+TYPE_KEYS = ("field", "conversation")  # a dataset entry's keys its prompt strategy reads besides type
 TERMINATORS = ("all", "turn", "last", "none")
 
 
@@ -169,15 +170,13 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     for i, entry in enumerate(config.get("datasets") or []):
         if not isinstance(entry, dict) or not entry.get("path"):
             raise InputError(f"{at(config, f'datasets.{i}')}: datasets[{i}] has no path")
-        kind = entry.get("type", "chat_template")
-        kind = kind if isinstance(kind, str) else "chat_template"
-        fmt = DATASET_TYPES.get(kind.split(".")[0])
-        if fmt is None and kind.split(".")[0] not in DATASET_TYPES:
-            notes.append(f"datasets[{i}] type {kind!r}: format detected from the rows")
-        if kind == "alpaca":
-            notes.append(f"datasets[{i}] type alpaca: axolotl formats it with its own Alpaca prompter; mldebug renders it with the chat template")
+        kind, type_options = _dataset_type(entry)
+        fmt = _row_format(kind)
         path = local(config, str(entry["path"]), entry.get("data_files"))
         masking = _masking(config, f"datasets.{i}")
+        if kind != "chat_template":
+            masking += (("dataset_type", Setting(kind, f"datasets.{i}.type")),
+                        ("type_options", Setting(type_options, f"datasets.{i}.type")))
         datasets.append(DatasetPlan(path, f"datasets.{i}.path", fmt, entry.get("split"), masking))
     template = config.get("chat_template")
     chat_template = Setting(None)
@@ -190,6 +189,26 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     if config.get("excess_length_strategy", "drop") == "drop":
         notes.append("axolotl drops rows longer than sequence_len (excess_length_strategy: drop): rows flagged as truncated are dropped from training")
     return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length, tuple(notes))
+
+
+def _dataset_type(entry: dict) -> tuple[str, tuple]:
+    """The dataset's type and the options its prompter reads (the dict form is axolotl's user_defined type)."""
+    kind = entry.get("type", "chat_template")
+    if isinstance(kind, dict):
+        return "user_defined", tuple(sorted((str(k), v) for k, v in kind.items()))
+    kind = str(kind) if kind is not None else "chat_template"
+    return kind, tuple((k, entry[k]) for k in TYPE_KEYS if entry.get(k) is not None)
+
+
+def _row_format(kind: str) -> str | None:
+    """mldebug's row format for a type: chat types from the rows, instruction prompters read their own fields."""
+    base = kind.split(":")[0].split(".")[0]
+    if base in DATASET_TYPES:
+        return DATASET_TYPES[base]
+    return "alpaca" if kind == "user_defined" or base.startswith("alpaca") or base in INSTRUCTION_TYPES else None
+
+
+INSTRUCTION_TYPES = ("gpteacher", "oasst", "jeopardy", "summarizetldr")
 
 
 def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
@@ -218,29 +237,76 @@ def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
 # --- how axolotl turns rows into ids and labels ---------------------------------------------------------
 
 CHAT_FORMATS = ("messages", "sharegpt", "alpaca")
+CHAT_TYPES = ("chat_template", "sharegpt", "messages")  # types masked by axolotl's chat_template strategy
 
 
 class Rows(RowProfile):
     """axolotl: chat rows masked by its chat_template strategy (``render.axolotl``: its turn rules, EOS/EOT
-    training), EOS appended to text, rows longer than sequence_len dropped (excess_length_strategy: drop)."""
+    training), instruction rows by its prompters (``axolotl_prompters``), EOS appended to text, rows longer
+    than sequence_len dropped (excess_length_strategy: drop)."""
 
     framework = "axolotl"
     default_train_on = "assistant"
     truncation = "drop"
     appends_eos = True
 
-    def __init__(self, options: Any = None, masking: Any = None) -> None:
+    def __init__(self, options: Any = None, masking: Any = None, prompter: Any = None, tokenizer: Any = None,
+                 unemulated: tuple[str, ...] = ()) -> None:
         self.options = options  # render.axolotl.AxolotlOptions from a config, else None (its defaults with --train-on)
         self.masking = masking  # resolved against the tokenizer: chat rows only
+        self.prompter = prompter  # axolotl_prompters.Prompter, "completion" or "input_output": rows it prompts itself
+        self.tokenizer = tokenizer
+        self.unemulated = unemulated
 
     @property
     def masking_method(self) -> str | None:
+        if self.prompter is not None:
+            kind = self.prompter if isinstance(self.prompter, str) else self.prompter.kind
+            return f"axolotl's {kind} prompter (its own prompt text and tokenization; no chat template)"
         return f"axolotl chat_template masking ({self.masking.describe()})" if self.masking is not None else None
 
+    @property
+    def train_on_inputs(self) -> bool:
+        return bool(self.options and self.options.train_on_inputs)
+
     def train_on(self, given: str | None, row_format: str) -> str:
+        if self.prompter is not None:
+            return "all" if self.train_on_inputs or self.prompter == "completion" else "completion"
         if self.options is not None and not (row_format == "prompt-completion" and given is None):
             return "all" if self.options.trains_beyond_assistant else "assistant"
         return super().train_on(given, row_format)
+
+    def renders_chat(self, row_format: str) -> bool:
+        return self.prompter is None and super().renders_chat(row_format)
+
+    def training_template(self, loaded: Any, row_format: str, train_on: str) -> tuple[Any, Any]:
+        """A prompter writes its own prompt text: the chat template plays no part (nor do the checks that read it)."""
+        if self.prompter is None:
+            return loaded, None
+        kind = self.prompter if isinstance(self.prompter, str) else self.prompter.kind
+        return replace(loaded, chat_template=None, template_source=f"none: axolotl's {kind} prompter writes the prompt"), None
+
+    def not_emulated(self) -> tuple[str, ...]:
+        return self.unemulated
+
+    def own_sample(self, raw: Any) -> Any:
+        from mldebug_cli.frameworks import axolotl_prompters
+
+        if self.prompter is None:
+            return None
+        field = dict(self.options.type_options).get("field") if self.options else None
+        return axolotl_prompters.read(self.prompter, raw, str(field or "text"))
+
+    def encodes(self, sample: Any) -> bool:
+        from mldebug_cli.frameworks.axolotl_prompters import Prompted
+
+        return isinstance(sample, Prompted)
+
+    def encode(self, sample: Any, setup: Any) -> Any:
+        from mldebug_cli.frameworks import axolotl_prompters
+
+        limit = setup.max_length if setup.max_length is not None else UNLIMITED
+        return axolotl_prompters.encode(sample, self.tokenizer, limit, self.train_on_inputs, len(sample.messages) - 1)
 
     def reads(self, sample: Any, raw: Any) -> Any:
         from mldebug_cli.render import axolotl
@@ -270,18 +336,36 @@ class Rows(RowProfile):
         return axolotl.label_tokens(encoding, ids, row.layout, self.masking)
 
 
+UNLIMITED = 1 << 40  # no sequence_len given (inspect-data without --max-length): nothing is cut or dropped
+
+
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
-    """axolotl's masking for chat rows: the config's settings, else its defaults with --train-on all or last."""
+    """axolotl's prompter for instruction types, else its chat_template masking for chat rows: the config's
+    settings, else its defaults with --train-on all or last."""
     from mldebug_cli.core.errors import InputError
+    from mldebug_cli.frameworks import axolotl_prompters
     from mldebug_cli.render import axolotl
 
     given = options.framework_options
+    kind = given.dataset_type if given is not None else None
+    kind = kind or ("alpaca" if row_format == "alpaca" else "chat_template")
+    unemulated: tuple[str, ...] = ()
+    if kind.split(":")[0] not in CHAT_TYPES:
+        prompter = axolotl_prompters.prompter(kind, dict(given.type_options) if given is not None else {})
+        if prompter is not None:
+            if given is None:
+                given = axolotl.AxolotlOptions(train_on_inputs=options.train_on == "all", dataset_type=kind)
+            return Rows(given, None, prompter, loaded.tokenizer)
+        how = ("rendered with the chat template and masked as axolotl's chat_template strategy masks"
+               if row_format in CHAT_FORMATS else f"read as {row_format} rows, as --framework axolotl reads them")
+        unemulated = (f"axolotl dataset type {kind!r}: mldebug does not emulate its prompt strategy; the rows were {how},"
+                      " so axolotl's ids and labels may differ",)
     if row_format not in CHAT_FORMATS:
-        return Rows(given)
+        return Rows(given, unemulated=unemulated)
     train_on = options.train_on
     settings = given or axolotl.AxolotlOptions(train_on_inputs=train_on == "all", last_turn_only=train_on == "last")
     try:
         masking = axolotl.AxolotlMasking.resolve(settings, loaded.tokenizer, loaded.chat_template)
     except axolotl.AxolotlConfigError as exc:
         raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot") from None
-    return Rows(given, masking)
+    return Rows(given, masking, unemulated=unemulated)

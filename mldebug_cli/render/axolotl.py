@@ -56,6 +56,8 @@ class AxolotlOptions:
     eot_tokens: tuple[str, ...] | None = None  # None: the tokenizer's EOS token
     message_field_training: str | None = None  # a message key whose value overrides the role rule
     last_turn_only: bool = False  # mldebug's --train-on last: as if earlier turns were marked untrained
+    dataset_type: str | None = None  # the dataset's ``type`` (None: chat_template, alpaca for alpaca rows)
+    type_options: tuple[tuple[str, Any], ...] = ()  # the dict form's keys, or the entry's ``field``/``conversation``
 
     @property
     def eot_option(self) -> str:

@@ -1,0 +1,96 @@
+"""axolotl's instruction prompters: the same ids and labels as axolotl 0.19.0 itself, from stored goldens."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from mldebug_cli.frameworks import axolotl as axolotl_framework
+from mldebug_cli.frameworks import axolotl_prompters
+from mldebug_cli.pipelines import inspect
+from mldebug_cli.pipelines.preflight import _axolotl_options
+from mldebug_cli.sources.config_file import load_config
+from mldebug_cli.sources.row_formats import RowProblem
+from support import FIXTURES, QWEN25, ROOT
+
+GOLDENS = FIXTURES / "axolotl-0.19.0" / "prompters"
+
+
+def report_for(cfg: dict, tokenizer: str, tmp_path, **extra):
+    """inspect-data's report for the config's first dataset, read by the same reader as preflight."""
+    config_path = tmp_path / "axolotl.yml"
+    config_path.write_text(yaml.safe_dump({"base_model": tokenizer, "learning_rate": 1e-5, **cfg}))
+    plan = axolotl_framework.read_plan(load_config(config_path))
+    dataset = plan.datasets[0]
+    options = inspect.InspectOptions(
+        dataset=dataset.spec, tokenizer=tokenizer, framework="axolotl", data_format=dataset.data_format,
+        max_length=plan.max_length.value, framework_options=_axolotl_options(dataset), **extra)
+    return inspect.build_report(options)
+
+
+def golden_report(golden, tmp_path):
+    expected = json.loads(golden.read_text())
+    cfg = expected["axolotl_cfg"]
+    cfg["datasets"] = [{**d, "path": str(GOLDENS / d["path"])} for d in cfg["datasets"]]
+    n = len(expected["rows"])
+    report = report_for(cfg, str(ROOT / expected["tokenizer"]), tmp_path, rows=tuple(range(n)), show=n)
+    return expected, {view["row"]: view for view in report.details["rows"]}, report
+
+
+@pytest.mark.parametrize("golden", sorted(GOLDENS.glob("*.*.json")), ids=lambda p: p.name[:-5])
+def test_inspect_data_gives_axolotls_own_prompter_ids_and_labels(golden, tmp_path):
+    """Goldens written by tools/axolotl_goldens.py from axolotl 0.19.0 (see fixtures/README.md)."""
+    expected, got, _ = golden_report(golden, tmp_path)
+    for want in expected["rows"]:
+        row = got[want["row"]]
+        if "rows" in want:  # completion: axolotl splits the row into rows of sequence_len, in order
+            assert row["input_ids"] == [i for r in want["rows"] for i in r["input_ids"]], f"row {want['row']}"
+            assert row["labels"] == [i for r in want["rows"] for i in r["labels"]], f"row {want['row']}"
+            assert all(r["kept"] for r in want["rows"]) == (not row.get("dropped", False))
+            continue
+        assert row["input_ids"] == want["input_ids"], f"row {want['row']}"
+        assert row["labels"] == want["labels"], f"row {want['row']}"
+        assert row.get("dropped", False) == (not want["kept"]), f"row {want['row']}"
+
+
+def test_the_prompter_replaces_the_chat_template_and_says_so(tmp_path):
+    golden = GOLDENS / "qwen2.5-instruct.alpaca.json"
+    _, got, report = golden_report(golden, tmp_path)
+    assert report.context["train_on"] == "completion via axolotl's alpaca prompter (its own prompt text and tokenization; no chat template)"
+    assert got[0]["prompt"].startswith("Below is an instruction that describes a task, paired with an input")
+    assert "<|im_start|>" not in got[0]["prompt"]
+    assert not any(f.code in ("DS015", "DS023", "DS026") for f in report.findings)
+
+
+def test_a_type_mldebug_does_not_emulate_is_a_finding_saying_what_it_did_instead(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"instruction": "Which?", "input": "", "output": "This one."}) + "\n")
+    report = report_for({"datasets": [{"path": str(rows), "type": "explainchoice"}]}, str(QWEN25), tmp_path)
+    finding = next(f for f in report.findings if f.code == "DS026")
+    assert "'explainchoice'" in finding.message and "chat template" in finding.message and "may differ" in finding.message
+    assert finding.severity.name == "WARNING"
+
+
+def test_alpaca_rows_without_a_config_take_axolotls_alpaca_prompter(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"instruction": "Hi", "output": "Hello!"}) + "\n")
+    options = inspect.InspectOptions(dataset=str(rows), tokenizer=str(QWEN25), framework="axolotl", train_on="all")
+    report = inspect.build_report(options)
+    view = report.details["rows"][0]
+    assert view["prompt"].startswith("Below is an instruction that describes a task. Write")
+    assert view["labels"] == view["input_ids"]  # --train-on all: train_on_inputs
+
+
+def test_styles_system_prompts_and_the_dict_form():
+    row = {"instruction": "Fix {this}", "input": "", "output": "ok", "system": "Be brief."}
+    chatml = axolotl_prompters.read(axolotl_prompters.prompter("alpaca:chatml", {}), row)
+    assert chatml.prompt.endswith("<|im_start|>user\nFix {this}<|im_end|>\n<|im_start|>assistant\n")
+    with_system = axolotl_prompters.read(axolotl_prompters.prompter("alpaca_w_system", {}), row)
+    assert with_system.prompt == "SYSTEM: Be brief.\nUSER: Fix {this}\nASSISTANT:"
+    custom = axolotl_prompters.prompter("user_defined", {"field_instruction": "q", "format": "Q: {instruction} {input}"})
+    assert axolotl_prompters.read(custom, {"q": "why", "input": "x", "output": "y"}).prompt == "Q: why x"
+    assert axolotl_prompters.prompter("alpaca:nope", {}) is None and axolotl_prompters.prompter("explainchoice", {}) is None
+    with pytest.raises(RowProblem, match="no 'instruction' field"):
+        axolotl_prompters.read(axolotl_prompters.prompter("alpaca", {}), {"output": "y"})
