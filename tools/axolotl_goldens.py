@@ -154,6 +154,38 @@ def segments() -> list[dict]:
             for q, a in QA[6:9]]
 
 
+MAPPED = {"field_messages": "dialogue", "message_property_mappings": {"role": "speaker", "content": "text"},
+          "roles": {"user": ["customer"], "assistant": ["mechanic"], "system": ["shop"]}}
+# name -> the chat_template dataset entry (read through axolotl's own SFTDataset schema), over chats.json
+CHAT_SETTINGS = {
+    "mapped": MAPPED,
+    "mapped.train_field": {**MAPPED, "message_field_training": "train"},
+    "mapped.roles_to_train": {**MAPPED, "roles_to_train": ["customer", "mechanic"], "train_on_eos": "all"},
+    "mapped.split_thinking": {**MAPPED, "split_thinking": True},
+    "older_keys": {"field_messages": "dialogue", "message_field_role": "speaker", "message_field_content": "text",
+                   "roles": MAPPED["roles"]},
+}
+
+
+def chats() -> list[dict]:
+    """Conversations under ``dialogue`` with speaker/text keys and the shop's own role names; some turns carry
+    ``train``; some replies a ``<think>`` block (split_thinking moves it to reasoning_content)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from make_fixture_data import QA, SYSTEM
+
+    def turn(speaker: str, text: str, **extra) -> dict:
+        return {"speaker": speaker, "text": text, **extra}
+
+    return [
+        {"dialogue": [turn("customer", QA[0][0]), turn("mechanic", QA[0][1])]},
+        {"dialogue": [turn("shop", SYSTEM), turn("customer", QA[1][0]), turn("mechanic", QA[1][1], train=False),
+                      turn("customer", QA[2][0]), turn("mechanic", QA[2][1], train=True)]},
+        {"dialogue": [turn("customer", QA[3][0]), turn("mechanic", f"<think>\nThe customer asks about truing.\n</think>\n\n{QA[3][1]}"),
+                      turn("customer", QA[4][0], train=True), turn("mechanic", f"<think>Sealant stock.</think>{QA[4][1]}")]},
+        {"dialogue": [turn("customer", QA[5][0]), turn("mechanic", f"<reasoning>chain wear</reasoning> <|begin_of_solution|> {QA[5][1]} <|end_of_solution|>")]},
+    ]
+
+
 def load_axolotl(wheel: Path):
     """axolotl's chat_template module from the unpacked wheel (``addict`` stubbed when it is not installed: the
     chat_template strategy imports it but reads no nested setting; the dict form of ``type`` needs the real one)."""
@@ -239,6 +271,47 @@ def prompter_goldens(wheel: Path) -> None:
 
 
 
+def chat_goldens(wheel: Path) -> None:
+    """chat_template with the settings that change how a conversation is read (CHAT_SETTINGS)."""
+    import transformers
+    from transformers import AutoTokenizer
+
+    chat_template, DictDefault = load_axolotl(wheel)
+    from axolotl.utils.schemas.datasets import SFTDataset
+
+    logging.disable(logging.WARNING)
+    rows = chats()
+    out_dir = OUT / "chat"
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "chats.json").write_text(_rows_json(rows), encoding="utf-8")
+    for name in TOKENIZERS:
+        folder = FIXTURES / "tokenizers" / name
+        for setting, entry in CHAT_SETTINGS.items():
+            tokenizer = AutoTokenizer.from_pretrained(str(folder))
+            cfg = DictDefault({"sequence_len": 100_000, "train_on_inputs": False})
+            # through axolotl's schema, dumped without unset keys, as its config loader (validate_config) does
+            ds_cfg = DictDefault(SFTDataset(path="chats.json", type="chat_template", **entry).model_dump(exclude_none=True))
+            strategy = chat_template.load(tokenizer, cfg, ds_cfg)
+            out = []
+            for i, row in enumerate(rows):
+                try:
+                    result = strategy.tokenize_prompt(json.loads(json.dumps(row)))
+                except Exception as exc:  # axolotl stops there
+                    out.append({"row": i, "error": f"{type(exc).__name__}: {exc}"})
+                    continue
+                out.append({"row": i, "input_ids": result["input_ids"], "labels": result["labels"]})
+            meta = {
+                "produced_by": "tools/axolotl_goldens.py",
+                "axolotl": "0.19.0",
+                "transformers": transformers.__version__,
+                "tokenizer": f"fixtures/tokenizers/{name}",
+                "dataset": "chats.json",
+                "axolotl_cfg": {"sequence_len": 100_000, "datasets": [{"path": "chats.json", "type": "chat_template", **entry}]},
+            }
+            (out_dir / f"{name}.{setting}.json").write_text(_rows_json(out, meta), encoding="utf-8")
+            print(f"{name} {setting}: {sum('labels' in r for r in out)} rows, {sum('error' in r for r in out)} refused")
+
+
 def goldens(wheel: Path) -> None:
     import transformers
     from transformers import AutoTokenizer
@@ -287,9 +360,8 @@ def _rows_json(rows: list[dict], meta: dict | None = None) -> str:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheel", type=Path, required=True, help="the unpacked axolotl-0.19.0 wheel")
-    parser.add_argument("--only", choices=("chat_template", "prompters"), help="write one set of goldens only")
+    parser.add_argument("--only", choices=("chat_template", "chat_settings", "prompters"), help="write one set only")
     args = parser.parse_args()
-    if args.only != "prompters":
-        goldens(args.wheel)
-    if args.only != "chat_template":
-        prompter_goldens(args.wheel)
+    for name, write in (("chat_template", goldens), ("chat_settings", chat_goldens), ("prompters", prompter_goldens)):
+        if args.only in (None, name):
+            write(args.wheel)

@@ -172,8 +172,10 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
             raise InputError(f"{at(config, f'datasets.{i}')}: datasets[{i}] has no path")
         kind, type_options = _dataset_type(entry)
         fmt = _row_format(kind)
+        if fmt is None and entry.get("field_messages"):
+            fmt = "messages"  # the conversation is under a key of the config's choosing: axolotl reads it there
         path = local(config, str(entry["path"]), entry.get("data_files"))
-        masking = _masking(config, f"datasets.{i}")
+        masking = _masking(config, f"datasets.{i}") + _reading(config, f"datasets.{i}", entry)
         if kind != "chat_template":
             masking += (("dataset_type", Setting(kind, f"datasets.{i}.type")),
                         ("type_options", Setting(type_options, f"datasets.{i}.type")))
@@ -209,6 +211,37 @@ def _row_format(kind: str) -> str | None:
 
 
 INSTRUCTION_TYPES = ("gpteacher", "oasst", "jeopardy", "summarizetldr")
+
+
+def _reading(config: ConfigFile, entry_key: str, entry: dict) -> tuple[tuple[str, Setting], ...]:
+    """How the chat_template strategy reads a conversation: field_messages, message_property_mappings (and the
+    older message_field_role / message_field_content), roles, split_thinking; checked as axolotl's schema does."""
+    found = []
+    where = lambda name: at(config, f"{entry_key}.{name}")  # noqa: E731
+    if entry.get("field_messages") is not None:
+        if not isinstance(entry["field_messages"], str):
+            raise InputError(f"{where('field_messages')}: field_messages must name the row's key holding the messages")
+        found.append(("field_messages", Setting(entry["field_messages"], f"{entry_key}.field_messages")))
+    mappings = entry.get("message_property_mappings") or {}
+    if not isinstance(mappings, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mappings.items()):
+        raise InputError(f"{where('message_property_mappings')}: message_property_mappings must map message keys to the row's keys")
+    mappings = dict(mappings)
+    for old, key in (("message_field_role", "role"), ("message_field_content", "content")):
+        if isinstance(entry.get(old), str):  # axolotl's schema folds the older keys into the mapping
+            mappings.setdefault(key, entry[old])
+    if mappings:
+        mappings = {"role": "role", "content": "content", **mappings}
+        found.append(("message_property_mappings", Setting(tuple(mappings.items()), f"{entry_key}.message_property_mappings")))
+    roles = entry.get("roles")
+    if roles is not None:
+        if not isinstance(roles, dict) or not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in roles.values()):
+            raise InputError(f"{where('roles')}: roles must map each role to a list of the names that stand for it")
+        found.append(("roles", Setting(tuple((str(k), tuple(v)) for k, v in roles.items()), f"{entry_key}.roles")))
+    if entry.get("split_thinking") is not None:
+        if not isinstance(entry["split_thinking"], bool):
+            raise InputError(f"{where('split_thinking')}: split_thinking must be true or false")
+        found.append(("split_thinking", Setting(entry["split_thinking"], f"{entry_key}.split_thinking")))
+    return tuple(found)
 
 
 def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
@@ -293,9 +326,21 @@ class Rows(RowProfile):
         from mldebug_cli.frameworks import axolotl_prompters
 
         if self.prompter is None:
-            return None
+            return self._conversation(raw)
         field = dict(self.options.type_options).get("field") if self.options else None
         return axolotl_prompters.read(self.prompter, raw, str(field or "text"))
+
+    def _conversation(self, raw: Any) -> Any:
+        """A chat row read as axolotl reads it when the config says where and how (None: the messages converter)."""
+        from mldebug_cli.render import axolotl
+        from mldebug_cli.sources.row_formats import Chat, RowProblem, _tools
+
+        if self.masking is None or self.options is None or not self.options.reads_own_messages:
+            return None
+        try:
+            return Chat(axolotl.read_conversation(raw, self.options), _tools(raw) if isinstance(raw, dict) else None)
+        except ValueError as exc:
+            raise RowProblem("DS010", str(exc)) from None
 
     def encodes(self, sample: Any) -> bool:
         from mldebug_cli.frameworks.axolotl_prompters import Prompted

@@ -94,3 +94,20 @@ def test_styles_system_prompts_and_the_dict_form():
     assert axolotl_prompters.prompter("alpaca:nope", {}) is None and axolotl_prompters.prompter("explainchoice", {}) is None
     with pytest.raises(RowProblem, match="no 'instruction' field"):
         axolotl_prompters.read(axolotl_prompters.prompter("alpaca", {}), {"output": "y"})
+
+
+CHAT_GOLDENS = FIXTURES / "axolotl-0.19.0" / "chat"
+
+
+@pytest.mark.parametrize("golden", sorted(CHAT_GOLDENS.glob("*.*.json")), ids=lambda p: p.name[:-5])
+def test_chat_template_reading_settings_give_axolotls_own_ids_and_labels(golden, tmp_path):
+    """field_messages, message_property_mappings (and the older keys), roles, per-message train, split_thinking."""
+    expected = json.loads(golden.read_text())
+    cfg = expected["axolotl_cfg"]
+    cfg["datasets"] = [{**d, "path": str(CHAT_GOLDENS / d["path"])} for d in cfg["datasets"]]
+    n = len(expected["rows"])
+    report = report_for(cfg, str(ROOT / expected["tokenizer"]), tmp_path, rows=tuple(range(n)), show=n)
+    got = {view["row"]: view for view in report.details["rows"]}
+    for want in expected["rows"]:
+        assert got[want["row"]]["input_ids"] == want["input_ids"], f"row {want['row']}"
+        assert got[want["row"]]["labels"] == want["labels"], f"row {want['row']}"
