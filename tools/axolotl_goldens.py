@@ -167,6 +167,15 @@ CHAT_SETTINGS = {
 }
 
 
+# tokenizer -> axolotl's named templates tried with it (chat_template: NAME, on conversations.json)
+NAMED_TEMPLATES = {
+    "qwen2.5-instruct": ("chatml", "qwen_25", "phi_3", "gemma3"),
+    "qwen3": ("chatml", "qwen3"),
+    "llama3-instruct": ("chatml", "llama3"),
+    "mistral-nemo-instruct": ("chatml", "mistral_v7_tekken"),
+}
+
+
 def chats() -> list[dict]:
     """Conversations under ``dialogue`` with speaker/text keys and the shop's own role names; some turns carry
     ``train``; some replies a ``<think>`` block (split_thinking moves it to reasoning_content)."""
@@ -312,6 +321,46 @@ def chat_goldens(wheel: Path) -> None:
             print(f"{name} {setting}: {sum('labels' in r for r in out)} rows, {sum('error' in r for r in out)} refused")
 
 
+def named_goldens(wheel: Path) -> None:
+    """chat_template: NAME (axolotl's own templates) on the conversations, as axolotl copies a top-level choice into
+    each chat_template dataset (normalize_cfg_datasets) and reads the entry through its schema."""
+    import transformers
+    from transformers import AutoTokenizer
+
+    chat_template, DictDefault = load_axolotl(wheel)
+    from axolotl.utils.schemas.datasets import SFTDataset
+
+    logging.disable(logging.WARNING)
+    rows = conversations()
+    out_dir = OUT / "named"
+    out_dir.mkdir(exist_ok=True)
+    for name, templates in NAMED_TEMPLATES.items():
+        for template in templates:
+            tokenizer = AutoTokenizer.from_pretrained(str(FIXTURES / "tokenizers" / name))
+            cfg = DictDefault({"sequence_len": 100_000, "train_on_inputs": False, "chat_template": template})
+            entry = SFTDataset(path="conversations.json", type="chat_template", chat_template=template)
+            strategy = chat_template.load(tokenizer, cfg, DictDefault(entry.model_dump(exclude_none=True)))
+            out = []
+            for i, row in enumerate(rows):
+                try:
+                    result = strategy.tokenize_prompt(json.loads(json.dumps(row)))
+                except Exception as exc:  # the template refuses the row: axolotl stops there
+                    out.append({"row": i, "error": f"{type(exc).__name__}: {exc}"})
+                    continue
+                out.append({"row": i, "input_ids": result["input_ids"], "labels": result["labels"]})
+            meta = {
+                "produced_by": "tools/axolotl_goldens.py",
+                "axolotl": "0.19.0",
+                "transformers": transformers.__version__,
+                "tokenizer": f"fixtures/tokenizers/{name}",
+                "dataset": "../conversations.json",
+                "axolotl_cfg": {"sequence_len": 100_000, "chat_template": template,
+                                "datasets": [{"path": "../conversations.json", "type": "chat_template"}]},
+            }
+            (out_dir / f"{name}.{template}.json").write_text(_rows_json(out, meta), encoding="utf-8")
+            print(f"{name} {template}: {sum('labels' in r for r in out)} rows, {sum('error' in r for r in out)} refused")
+
+
 def goldens(wheel: Path) -> None:
     import transformers
     from transformers import AutoTokenizer
@@ -360,8 +409,9 @@ def _rows_json(rows: list[dict], meta: dict | None = None) -> str:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheel", type=Path, required=True, help="the unpacked axolotl-0.19.0 wheel")
-    parser.add_argument("--only", choices=("chat_template", "chat_settings", "prompters"), help="write one set only")
+    parser.add_argument("--only", choices=("chat_template", "chat_settings", "named", "prompters"), help="write one set only")
     args = parser.parse_args()
-    for name, write in (("chat_template", goldens), ("chat_settings", chat_goldens), ("prompters", prompter_goldens)):
+    for name, write in (("chat_template", goldens), ("chat_settings", chat_goldens), ("named", named_goldens),
+                        ("prompters", prompter_goldens)):
         if args.only in (None, name):
             write(args.wheel)

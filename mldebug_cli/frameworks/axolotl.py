@@ -24,6 +24,8 @@ from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
 
 DEFAULT_SEQUENCE_LEN = 2048
 STORED_KEYS = "axolotl-0.19.0.json"
+STORED_TEMPLATES = "axolotl-0.19.0-chat-templates.json"  # tools/axolotl_chat_templates.py
+FALLBACK_PREFIX = "tokenizer_default_fallback_"
 ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
 DATASET_TYPES = {"sharegpt": "sharegpt", "chat_template": None, "completion": "text", "input_output": "text"}
 TYPE_KEYS = ("field", "conversation")  # a dataset entry's keys its prompt strategy reads besides type
@@ -180,17 +182,85 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
             masking += (("dataset_type", Setting(kind, f"datasets.{i}.type")),
                         ("type_options", Setting(type_options, f"datasets.{i}.type")))
         datasets.append(DatasetPlan(path, f"datasets.{i}.path", fmt, entry.get("split"), masking))
-    template = config.get("chat_template")
-    chat_template = Setting(None)
-    if template == "jinja":
-        chat_template = template_setting(config, "chat_template_jinja")
-    elif isinstance(template, str) and template != "tokenizer_default":
-        notes.append(f"chat_template {template!r} is one of axolotl's built-in templates; mldebug used the tokenizer's own")
+    chat_template = _chat_template(config, notes)
     train_on = Setting("all", "train_on_inputs") if config.get("train_on_inputs") is True else Setting("assistant", set_key(config, "train_on_inputs"))
     max_length = Setting(int(config.get("sequence_len", DEFAULT_SEQUENCE_LEN)), set_key(config, "sequence_len"))
     if config.get("excess_length_strategy", "drop") == "drop":
         notes.append("axolotl drops rows longer than sequence_len (excess_length_strategy: drop): rows flagged as truncated are dropped from training")
     return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length, tuple(notes))
+
+
+def _chat_template(config: ConfigFile, notes: list[str]) -> Setting:
+    """axolotl's ``chat_template`` choice: the tokenizer's (tokenizer_default), a .jinja (jinja), one of its named
+    templates (read from the installed axolotl, else the stored copy of 0.19.0's), or tokenizer_default_fallback_NAME."""
+    choice = config.get("chat_template")
+    for i, entry in enumerate(config.get("datasets") or []):
+        own = entry.get("chat_template") if isinstance(entry, dict) else None
+        if own and own != choice:
+            notes.append(f"datasets[{i}] sets its own chat_template {own!r}: mldebug renders every dataset with {choice!r}")
+    if choice in (None, "tokenizer_default"):
+        return Setting(None)
+    if choice == "jinja":
+        return template_setting(config, "chat_template_jinja")
+    if not isinstance(choice, str):
+        raise InputError(f"{at(config, 'chat_template')}: chat_template must name a template")
+    name = choice
+    if choice.startswith(FALLBACK_PREFIX):
+        tokenizer = local(config, str(config.get("tokenizer_config") or config.get("base_model") or ""))
+        if _has_template(tokenizer):
+            return Setting(None, "chat_template")
+        name = choice[len(FALLBACK_PREFIX):]
+    path, source = named_template(name)
+    if path is None:
+        import difflib
+
+        near = difflib.get_close_matches(name, source, n=1)
+        raise InputError(f"{at(config, 'chat_template')}: axolotl has no chat template named {name!r} (it raises "
+                         "\"Template not found\")", hint=f"did you mean {near[0]!r}?" if near else "use tokenizer_default or jinja")
+    notes.append(f"chat_template {choice!r}: axolotl's {name} template, read from {source}")
+    return Setting(str(path), "chat_template")
+
+
+def _has_template(tokenizer: str) -> bool:
+    """Whether a local tokenizer folder carries a chat template (a hub id: assumed to, as most do)."""
+    import json
+    from pathlib import Path
+
+    folder = Path(tokenizer)
+    if not folder.is_dir():
+        return True
+    if (folder / "chat_template.jinja").exists() or (folder / "chat_template.json").exists():
+        return True
+    try:
+        return bool(json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("chat_template"))
+    except (OSError, ValueError):
+        return False
+
+
+def named_template(name: str):
+    """(a .jinja file holding axolotl's template ``name``, where it came from); (None, the names there are) when
+    axolotl has none by that name. The installed axolotl's own file, else the stored 0.19.0 copy written out once."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("axolotl") if versions.installed("axolotl") else None
+    if spec is not None and spec.submodule_search_locations:
+        folder = Path(next(iter(spec.submodule_search_locations))) / "utils" / "chat_templates" / "templates"
+        if folder.is_dir():
+            path = folder / f"{name}.jinja"
+            names = sorted(p.stem for p in folder.glob("*.jinja"))
+            return (path, f"axolotl {versions.installed('axolotl')} (installed)") if path.exists() else (None, names)
+    table = schema.stored(STORED_TEMPLATES)
+    text = table["templates"].get(name)
+    if text is None:
+        return None, sorted(table["templates"])
+    folder = Path(tempfile.gettempdir()) / f"mldebug-axolotl-{table['version']}-templates"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{name}.jinja"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path, f"axolotl {table['version']} (stored copy; axolotl is not installed)"
 
 
 def _dataset_type(entry: dict) -> tuple[str, tuple]:
@@ -333,14 +403,16 @@ class Rows(RowProfile):
     def _conversation(self, raw: Any) -> Any:
         """A chat row read as axolotl reads it when the config says where and how (None: the messages converter)."""
         from mldebug_cli.render import axolotl
-        from mldebug_cli.sources.row_formats import Chat, RowProblem, _tools
+        from mldebug_cli.sources.row_formats import Chat, RowProblem, _tools, _validated_messages
 
         if self.masking is None or self.options is None or not self.options.reads_own_messages:
             return None
         try:
-            return Chat(axolotl.read_conversation(raw, self.options), _tools(raw) if isinstance(raw, dict) else None)
+            messages = axolotl.read_conversation(raw, self.options)
         except ValueError as exc:
             raise RowProblem("DS010", str(exc)) from None
+        key = self.options.field_messages or "messages"
+        return Chat(_validated_messages(messages, key), _tools(raw) if isinstance(raw, dict) else None)
 
     def encodes(self, sample: Any) -> bool:
         from mldebug_cli.frameworks.axolotl_prompters import Prompted

@@ -26,7 +26,8 @@ def report_for(cfg: dict, tokenizer: str, tmp_path, **extra):
     dataset = plan.datasets[0]
     options = inspect.InspectOptions(
         dataset=dataset.spec, tokenizer=tokenizer, framework="axolotl", data_format=dataset.data_format,
-        max_length=plan.max_length.value, framework_options=_axolotl_options(dataset), **extra)
+        max_length=plan.max_length.value, chat_template=plan.chat_template.value,
+        framework_options=_axolotl_options(dataset), **extra)
     return inspect.build_report(options)
 
 
@@ -111,3 +112,36 @@ def test_chat_template_reading_settings_give_axolotls_own_ids_and_labels(golden,
     for want in expected["rows"]:
         assert got[want["row"]]["input_ids"] == want["input_ids"], f"row {want['row']}"
         assert got[want["row"]]["labels"] == want["labels"], f"row {want['row']}"
+
+
+NAMED_GOLDENS = FIXTURES / "axolotl-0.19.0" / "named"
+
+
+@pytest.mark.parametrize("golden", sorted(NAMED_GOLDENS.glob("*.*.json")), ids=lambda p: p.name[:-5])
+def test_axolotls_named_chat_templates_give_its_own_ids_and_labels(golden, tmp_path):
+    """chat_template: chatml / qwen_25 / qwen3 / llama3 / mistral_v7_tekken / phi_3 / gemma3, from the installed
+    axolotl or the stored copy of 0.19.0's templates."""
+    expected = json.loads(golden.read_text())
+    cfg = expected["axolotl_cfg"]
+    cfg["datasets"] = [{**d, "path": str((NAMED_GOLDENS / d["path"]).resolve())} for d in cfg["datasets"]]
+    n = len(expected["rows"])
+    report = report_for(cfg, str(ROOT / expected["tokenizer"]), tmp_path, rows=tuple(range(n)), show=n)
+    assert report.context["chat_template"].endswith(f"{cfg['chat_template']}.jinja")
+    got = {view["row"]: view for view in report.details["rows"]}
+    for want in expected["rows"]:
+        row = got[want["row"]]
+        if "error" in want:  # the template raises on the row: axolotl stops, mldebug reports it (DS009)
+            assert row["input_ids"] == [] and row.get("error")
+            continue
+        assert row["input_ids"] == want["input_ids"], f"row {want['row']}"
+        assert row["labels"] == want["labels"], f"row {want['row']}"
+
+
+def test_an_unknown_named_template_is_refused_with_the_closest_name(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}) + "\n")
+    from mldebug_cli.core.errors import InputError
+
+    with pytest.raises(InputError, match="no chat template named 'chatmll'") as caught:
+        report_for({"chat_template": "chatmll", "datasets": [{"path": str(rows), "type": "chat_template"}]}, str(QWEN25), tmp_path)
+    assert caught.value.hint == "did you mean 'chatml'?"
