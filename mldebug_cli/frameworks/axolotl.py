@@ -311,7 +311,19 @@ def _reading(config: ConfigFile, entry_key: str, entry: dict) -> tuple[tuple[str
         if not isinstance(entry["split_thinking"], bool):
             raise InputError(f"{where('split_thinking')}: split_thinking must be true or false")
         found.append(("split_thinking", Setting(entry["split_thinking"], f"{entry_key}.split_thinking")))
+    skipped = tuple(f"{entry_key}.{key}: {what}" for key, what in UNEMULATED_KEYS.items() if entry.get(key) not in (None, False))
+    if skipped:
+        found.append(("unemulated", Setting(skipped, entry_key)))
     return tuple(found)
+
+
+# chat_template dataset keys mldebug reads but does not emulate: what it does instead
+UNEMULATED_KEYS = {
+    "message_field_training_detail": "per-character training spans are not emulated; mldebug trains each turn whole "
+                                     "by its role (and message_field_training)",
+    "drop_system_message": "not emulated; mldebug keeps the system message",
+    "chat_template_kwargs": "not passed to the template; mldebug renders with the template's defaults",
+}
 
 
 def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
@@ -466,7 +478,7 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     given = options.framework_options
     kind = given.dataset_type if given is not None else None
     kind = kind or ("alpaca" if row_format == "alpaca" else "chat_template")
-    unemulated: tuple[str, ...] = ()
+    unemulated = tuple(f"axolotl {what}: axolotl's ids and labels may differ" for what in given.unemulated) if given else ()
     if kind.split(":")[0] not in CHAT_TYPES:
         prompter = axolotl_prompters.prompter(kind, dict(given.type_options) if given is not None else {})
         if prompter is not None:
@@ -475,7 +487,7 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
             return Rows(given, None, prompter, loaded.tokenizer)
         how = ("rendered with the chat template and masked as axolotl's chat_template strategy masks"
                if row_format in CHAT_FORMATS else f"read as {row_format} rows, as --framework axolotl reads them")
-        unemulated = (f"axolotl dataset type {kind!r}: mldebug does not emulate its prompt strategy; the rows were {how},"
+        unemulated += (f"axolotl dataset type {kind!r}: mldebug does not emulate its prompt strategy; the rows were {how},"
                       " so axolotl's ids and labels may differ",)
     if row_format not in CHAT_FORMATS:
         return Rows(given, unemulated=unemulated)

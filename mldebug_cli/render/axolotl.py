@@ -64,6 +64,7 @@ class AxolotlOptions:
     message_property_mappings: tuple[tuple[str, str], ...] = ()  # message key -> the row's key (role, content, ...)
     roles: tuple[tuple[str, tuple[str, ...]], ...] | None = None  # custom ``roles:``: role -> the names that map to it
     split_thinking: bool = False  # assistant <think>...</think> moved into reasoning_content
+    unemulated: tuple[str, ...] = ()  # settings the config gives that mldebug does not emulate (DS026)
 
     @property
     def role_names(self) -> dict[str, str]:

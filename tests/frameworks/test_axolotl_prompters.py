@@ -145,3 +145,26 @@ def test_an_unknown_named_template_is_refused_with_the_closest_name(tmp_path):
     with pytest.raises(InputError, match="no chat template named 'chatmll'") as caught:
         report_for({"chat_template": "chatmll", "datasets": [{"path": str(rows), "type": "chat_template"}]}, str(QWEN25), tmp_path)
     assert caught.value.hint == "did you mean 'chatml'?"
+
+
+def test_chat_settings_mldebug_does_not_emulate_are_findings_too(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}) + "\n")
+    entry = {"path": str(rows), "type": "chat_template", "message_field_training_detail": "train_detail"}
+    report = report_for({"datasets": [entry]}, str(QWEN25), tmp_path)
+    finding = next(f for f in report.findings if f.code == "DS026")
+    assert "datasets.0.message_field_training_detail" in finding.message and "may differ" in finding.message
+    plain = report_for({"datasets": [{"path": str(rows), "type": "chat_template"}]}, str(QWEN25), tmp_path)
+    assert not any(f.code == "DS026" for f in plain.findings)
+
+
+def test_the_config_reader_refuses_malformed_reading_settings(tmp_path):
+    from mldebug_cli.core.errors import InputError
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("{}\n")
+    for bad, says in (({"roles": {"user": "human"}}, "roles must map each role"),
+                      ({"message_property_mappings": ["role"]}, "message_property_mappings must map"),
+                      ({"split_thinking": "yes"}, "split_thinking must be true or false")):
+        with pytest.raises(InputError, match=says):
+            report_for({"datasets": [{"path": str(rows), "type": "chat_template", **bad}]}, str(QWEN25), tmp_path)
