@@ -168,3 +168,24 @@ def test_the_config_reader_refuses_malformed_reading_settings(tmp_path):
                       ({"split_thinking": "yes"}, "split_thinking must be true or false")):
         with pytest.raises(InputError, match=says):
             report_for({"datasets": [{"path": str(rows), "type": "chat_template", **bad}]}, str(QWEN25), tmp_path)
+
+
+def test_tokenizer_default_fallback_takes_the_named_template_only_when_the_tokenizer_has_none(tmp_path):
+    import shutil
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}) + "\n")
+    bare = tmp_path / "bare"
+    shutil.copytree(QWEN25, bare)
+    config = json.loads((bare / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    (bare / "tokenizer_config.json").write_text(json.dumps(config))
+    for chat_template in (bare / "chat_template.jinja", bare / "chat_template.json"):
+        chat_template.unlink(missing_ok=True)
+    cfg = {"chat_template": "tokenizer_default_fallback_chatml", "datasets": [{"path": str(rows), "type": "chat_template"}]}
+    fallback = report_for(cfg, str(bare), tmp_path, rows=(0,), show=1)
+    assert fallback.context["chat_template"].endswith("chatml.jinja")
+    assert fallback.details["rows"][0]["prompt"] == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello<|im_end|>\n"
+    own = report_for(cfg, str(QWEN25), tmp_path, rows=(0,), show=1)
+    assert own.context["chat_template"] == report_for({"datasets": cfg["datasets"]}, str(QWEN25), tmp_path).context["chat_template"]
+    assert own.details["rows"][0]["prompt"].startswith("<|im_start|>system\nYou are Qwen")  # the tokenizer's own
