@@ -189,3 +189,17 @@ def test_tokenizer_default_fallback_takes_the_named_template_only_when_the_token
     own = report_for(cfg, str(QWEN25), tmp_path, rows=(0,), show=1)
     assert own.context["chat_template"] == report_for({"datasets": cfg["datasets"]}, str(QWEN25), tmp_path).context["chat_template"]
     assert own.details["rows"][0]["prompt"].startswith("<|im_start|>system\nYou are Qwen")  # the tokenizer's own
+
+
+def test_the_stored_named_templates_are_axolotls_own():
+    """The stored copy against the installed axolotl 0.19.0 (skipped without it: it pins another transformers)."""
+    from mldebug_cli.frameworks import axolotl as profile
+    from mldebug_cli.frameworks import schema, versions
+
+    table = schema.stored(profile.STORED_TEMPLATES)
+    assert {"chatml", "llama3", "qwen_25", "qwen3", "mistral_v7_tekken", "gemma3", "phi_3"} <= set(table["templates"])
+    if versions.installed("axolotl") != table["version"]:
+        pytest.skip(f"axolotl {table['version']} is not installed: nothing to compare the stored templates with")
+    for name, text in table["templates"].items():
+        path, _ = profile.named_template(name)
+        assert path.read_text(encoding="utf-8") == text, name
