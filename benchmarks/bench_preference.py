@@ -7,9 +7,12 @@ corpus; our fixtures/trl-1.16.0-preference/rows_dpo_conversational.json when the
 --rows rows:
   dpo: the ranking rows as they are (conversations + chosen + rejected): prompt, prompt+chosen and prompt+rejected
        rendered and tokenized per row;
-  sft: conversations + the chosen reply as one ShareGPT conversation.
+  sft: conversations + the chosen reply as one ShareGPT conversation;
+  sft_same_size: conversations + chosen + a user turn asking again + rejected: SFT rows holding as much text as the
+       pairs (the pairs' rejected reply is text the sft rows do not have, and tokenizing is most of the time).
 Each file is inspected end to end (`mldebug inspect-data --all -f json`, a fresh process, start-up included);
-the table gives rows/s and tokens rendered per second (median over --repeat, interleaved). Not part of the tests.
+the table gives rows/s and message characters per second (median over --repeat, interleaved). Not part of the
+tests. The machine is shared: compare the ratios of one run, not figures across runs.
 """
 
 from __future__ import annotations
@@ -63,9 +66,13 @@ def main() -> int:
     base = source_rows()
     rows = [base[i % len(base)] for i in range(args.rows)]
     sft = [{"conversations": r["conversations"] + [r["chosen"]]} for r in rows]
-    times: dict[str, list[float]] = {"dpo": [], "sft": []}
+    again = {"from": "human", "value": "Give me another answer."}
+    same_size = [{"conversations": r["conversations"] + [r["chosen"], again, r["rejected"]]} for r in rows]
+    chars = {"dpo": _chars(rows), "sft": _chars(sft), "sft_same_size": _chars(same_size)}
+    times: dict[str, list[float]] = {name: [] for name in chars}
     with tempfile.TemporaryDirectory() as folder:
-        files = {"dpo": write(Path(folder) / "dpo.jsonl", rows), "sft": write(Path(folder) / "sft.jsonl", sft)}
+        files = {"dpo": write(Path(folder) / "dpo.jsonl", rows), "sft": write(Path(folder) / "sft.jsonl", sft),
+                 "sft_same_size": write(Path(folder) / "sft_same_size.jsonl", same_size)}
         for _ in range(args.repeat):
             for name, path in files.items():
                 seconds, summary = timed(path, args.tokenizer, args.workers)
@@ -73,14 +80,22 @@ def main() -> int:
                 times[name].append(seconds)
     print(f"{args.rows} rows from {CORPUS_DPO.name if CORPUS_DPO.is_file() else OWN_DPO.name}, "
           f"workers {args.workers}, median of {args.repeat}")
-    print("| data | seconds (min-max) | rows/s |")
-    print("|---|---|---|")
+    print("| data | seconds (min-max) | rows/s | message chars/s |")
+    print("|---|---|---|---|")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"| {name} | {median:.1f} ({min(values):.1f}-{max(values):.1f}) | {args.rows / median:,.0f} |")
-    ratio = statistics.median(times["sft"]) / statistics.median(times["dpo"])
-    print(f"dpo rows/s = {ratio:.2f} x sft rows/s")
+        print(f"| {name} | {median:.1f} ({min(values):.1f}-{max(values):.1f}) | {args.rows / median:,.0f} |"
+              f" {chars[name] / median:,.0f} |")
+    for other in ("sft", "sft_same_size"):
+        ratio = statistics.median(times[other]) / statistics.median(times["dpo"])
+        print(f"dpo rows/s = {ratio:.2f} x {other} rows/s")
     return 0
+
+
+def _chars(rows: list[dict]) -> int:
+    """Characters of message text: the conversations, and the chosen and rejected replies where a row has them."""
+    turns = [t for r in rows for t in (*r["conversations"], r.get("chosen"), r.get("rejected")) if t]
+    return sum(len(t["value"]) for t in turns)
 
 
 if __name__ == "__main__":

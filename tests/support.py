@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,32 @@ def corpus_cases(cases, arity: int = 1) -> list:
     if HAVE_CORPUS:
         return list(cases())
     return [pytest.param(*([None] * arity), marks=needs_corpus)]
+
+
+# --- TensorBoard event records (protobuf by hand), for the run-log reader tests ---------------------------------
+
+def tf_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def tf_field(number: int, wire: int, payload: bytes) -> bytes:
+    key = tf_varint(number << 3 | wire)
+    return key + (tf_varint(len(payload)) + payload if wire == 2 else payload)
+
+
+def tf_event(step: int, tag: str, value: float, tensor: bool) -> bytes:
+    if tensor:  # TF2 / torch writers: TensorProto{dtype=DT_FLOAT, tensor_shape={}, float_val=[v]}
+        proto = tf_field(1, 0, tf_varint(1)) + tf_field(2, 2, b"") + tf_field(5, 2, struct.pack("<f", value))
+        item = tf_field(1, 2, tag.encode()) + tf_field(8, 2, proto)
+    else:
+        item = tf_field(1, 2, tag.encode()) + tf_field(2, 5, struct.pack("<f", value))
+    return tf_field(1, 1, struct.pack("<d", 1.0)) + tf_field(2, 0, tf_varint(step)) + tf_field(5, 2, tf_field(1, 2, item))
+
+
+def tf_record(payload: bytes) -> bytes:
+    return struct.pack("<Q", len(payload)) + b"\0" * 4 + payload + b"\0" * 4

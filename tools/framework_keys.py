@@ -39,9 +39,10 @@ TARGETS = {
                                              "deprecated": ["DeprecatedParameters"]}),
     "llamafactory": (("llamafactory/hparams",), {"config": ["ModelArguments", "DataArguments", "TrainingArguments",
                                                         "FinetuningArguments", "GeneratingArguments"]}),
-    "trl": (("trl/trainer", "trl/experimental/orpo", "trl/scripts/utils.py"),
+    "trl": (("trl/trainer", "trl/experimental/orpo", "trl/scripts/utils.py", "trl/scripts/grpo.py"),
             {**{name: [name] for name in ("SFTConfig", "DPOConfig", "GRPOConfig", "KTOConfig", "ORPOConfig")},
-             "script": ["ScriptArguments", "DatasetMixtureConfig", "ModelConfig"]}),  # what `trl sft` also parses
+             "script": ["ScriptArguments", "DatasetMixtureConfig", "ModelConfig"],  # what `trl sft` also parses
+             "grpo_script": ["GRPOScriptArguments"]}),  # and `trl grpo` (reward_funcs)
 }
 SKIPPED_ATTRIBUTES = {"model_config"}  # pydantic's own settings, not a config key
 

@@ -17,6 +17,15 @@ Scenarios (the check each must trip; tests/checks/test_run_checks.py holds them 
     sft-console          the healthy run's console (v5 dicts of strings)  reader test
     grpo-constant-reward TRL GRPO with a reward function returning 0      RN020, RN021
     dpo-lr-zero          TRL DPO with learning rate 0                     RN031
+    sft-mlflow           a short SFT run, HF's MLflowCallback into a file store (mlruns/) and an
+                         SQLite store (mlflow.db) side by side               reader tests
+    torchtune-sft        torchtune's DiskLogger fed as full_finetune_single_device feeds it, from a
+                         real training loop on the tiny model, LR far too high  reader test, RN003/RN004
+    torchtune-dpo        torchtune's DiskLogger fed as lora_dpo_single_device feeds it (torchtune's
+                         DPOLoss and get_batch_log_probs), learning rate 0   reader test, RN031
+
+The MLflow scenario needs ``pip install mlflow-skinny==3.17.2 sqlalchemy alembic torch==2.13.0``; the
+torchtune ones ``pip install torchtune==0.6.1 torchao==0.14.1 torch==2.13.0``.
 """
 
 from __future__ import annotations
@@ -189,6 +198,114 @@ def dpo_lr_zero(name: str, work: Path) -> dict:
     return {"trainer": "trl.DPOTrainer", "max_steps": 16, "learning_rate": 0.0}
 
 
+def sft_mlflow(name: str, work: Path) -> dict:
+    """The same short SFT run twice, logged by HF's MLflowCallback to a file store and to an SQLite store."""
+    from transformers import Trainer, TrainingArguments
+
+    stores = {"mlruns": f"file:{work / name / 'mlruns'}", "mlflow.db": f"sqlite:///{work / name / 'mlflow.db'}"}
+    os.environ["MLFLOW_EXPERIMENT_NAME"] = "mldebug-fixtures"
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3 keeps the file store only on request
+    for uri in stores.values():
+        os.environ["MLFLOW_TRACKING_URI"] = uri
+        tok = tokenizer()
+        args = TrainingArguments(
+            output_dir=str(work / name / "out"), max_steps=12, per_device_train_batch_size=4,
+            per_device_eval_batch_size=8, learning_rate=3e-3, warmup_steps=2, logging_steps=2, eval_strategy="steps",
+            eval_steps=6, save_strategy="no", report_to=["mlflow"], use_cpu=True, seed=SEED, disable_tqdm=True,
+        )
+        trainer = Trainer(model=tiny_model(len(tok)), args=args, train_dataset=lm_dataset(tok, FACTS[:24]),
+                          eval_dataset=lm_dataset(tok, FACTS[24:]), data_collator=collator(tok))
+        with contextlib.redirect_stdout(io.StringIO()):
+            trainer.train()
+        trainer.save_state()
+    target = OUT / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(work / name / "mlruns", target / "mlruns", ignore=shutil.ignore_patterns(".trash"))
+    shutil.copyfile(work / name / "mlflow.db", target / "mlflow.db")
+    keep(work / name / "out" / "trainer_state.json", f"{name}/trainer_state.json")
+    return {"trainer": "transformers.Trainer + MLflowCallback", "max_steps": 12, "stores": sorted(stores)}
+
+
+def torchtune_sft(name: str, work: Path) -> dict:
+    """A plain training loop logging what torchtune's full_finetune_single_device logs, through its DiskLogger."""
+    import time
+
+    import torch
+    from torchtune.training.metric_logging import DiskLogger
+
+    tok = tokenizer()
+    model = tiny_model(len(tok))
+    data = lm_dataset(tok, FACTS)
+    batches = [collator(tok)([data[i] for i in range(start, start + 4)]) for start in range(0, len(data), 4)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3.0)
+    logger = DiskLogger(log_dir=str(work / name / "logs"))
+    for step in range(1, 33):
+        start = time.perf_counter()
+        batch = batches[(step - 1) % len(batches)]
+        tokens = (batch["labels"] != -100).sum()
+        loss = model(**batch).loss
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        logger.log_dict({"loss": loss.item(), "lr": optimizer.param_groups[0]["lr"],
+                         "tokens_per_second_per_gpu": tokens / (time.perf_counter() - start),
+                         "grad_norm": grad_norm}, step=step)
+    logger.close()
+    keep(logger.path_to_log_file(), f"{name}/{logger.path_to_log_file().name}")
+    return {"logger": "torchtune.training.metric_logging.DiskLogger", "steps": 32, "learning_rate": 3.0,
+            "vocab_size": len(tok)}
+
+
+def torchtune_dpo(name: str, work: Path) -> dict:
+    """What lora_dpo_single_device logs (rewards/*, log_probs/*, logits/*) with torchtune's own DPO loss."""
+    import time
+
+    import torch
+    from torchtune import rlhf
+    from torchtune.rlhf.loss import DPOLoss
+    from torchtune.training.metric_logging import DiskLogger
+
+    tok = tokenizer()
+    policy, reference = tiny_model(len(tok)), tiny_model(len(tok))  # same seed: the reference is the start
+    rows = [(q, a, FACTS[(i + 5) % len(FACTS)][1]) for i, (q, a) in enumerate(FACTS)]
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=0.0)
+    loss_fn = DPOLoss(beta=0.1)
+    logger = DiskLogger(log_dir=str(work / name / "logs"))
+    collate = collator(tok)
+    for step in range(1, 17):
+        start = time.perf_counter()
+        chosen = lm_dataset(tok, [(q, a) for q, a, _r in rows[(step - 1) % 8 * 4:][:4]])
+        rejected = lm_dataset(tok, [(q, r) for q, _a, r in rows[(step - 1) % 8 * 4:][:4]])
+        batch = collate([chosen[i] for i in range(len(chosen))] + [rejected[i] for i in range(len(rejected))])
+        logits = policy(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        log_probs = rlhf.get_batch_log_probs(logits, batch["labels"])  # it shifts labels against logits itself
+        with torch.no_grad():
+            ref_logits = reference(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            ref_log_probs = rlhf.get_batch_log_probs(ref_logits, batch["labels"])
+        half = len(chosen)
+        loss, chosen_rewards, rejected_rewards = loss_fn(log_probs[:half], log_probs[half:], ref_log_probs[:half],
+                                                         ref_log_probs[half:])
+        loss = loss.mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        logger.log_dict({
+            "loss": loss.item(), "lr": optimizer.param_groups[0]["lr"],
+            "tokens_per_second_per_gpu": batch["input_ids"].numel() / (time.perf_counter() - start),
+            "rewards/chosen": chosen_rewards.mean().cpu(), "rewards/rejected": rejected_rewards.mean().cpu(),
+            "rewards/accuracies": (chosen_rewards > rejected_rewards).float().mean().cpu(),
+            "rewards/margins": (chosen_rewards - rejected_rewards).mean().cpu(),
+            "log_probs/rejected": log_probs[half:].detach().mean().cpu(),
+            "log_probs/chosen": log_probs[:half].detach().mean().cpu(),
+            "logits/rejected": logits[half:].detach().mean().cpu(), "logits/chosen": logits[:half].detach().mean().cpu(),
+        }, step=step)
+    logger.close()
+    keep(logger.path_to_log_file(), f"{name}/{logger.path_to_log_file().name}")
+    return {"logger": "torchtune.training.metric_logging.DiskLogger", "loss": "torchtune.rlhf.loss.DPOLoss",
+            "steps": 16, "learning_rate": 0.0, "beta": 0.1}
+
+
 SCENARIOS = {
     "sft-healthy": lambda work: sft("sft-healthy", work, lr=3e-3, steps=60, train_rows=FACTS[:24],
                                     eval_rows=FACTS[24:], eval_steps=10, warmup_steps=6),
@@ -201,6 +318,9 @@ SCENARIOS = {
                                             eval_rows=FACTS[16:], eval_steps=8, logging_steps=4),
     "grpo-constant-reward": lambda work: grpo_constant_reward("grpo-constant-reward", work),
     "dpo-lr-zero": lambda work: dpo_lr_zero("dpo-lr-zero", work),
+    "sft-mlflow": lambda work: sft_mlflow("sft-mlflow", work),
+    "torchtune-sft": lambda work: torchtune_sft("torchtune-sft", work),
+    "torchtune-dpo": lambda work: torchtune_dpo("torchtune-dpo", work),
 }
 
 
@@ -217,9 +337,16 @@ def write(relative: str, text: str) -> None:
 
 
 def versions() -> dict:
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-    return {name: version(name) for name in ("torch", "transformers", "trl", "datasets", "accelerate", "tokenizers")}
+    found = {}
+    for name in ("torch", "transformers", "trl", "datasets", "accelerate", "tokenizers", "mlflow-skinny", "sqlalchemy",
+                 "torchtune", "torchao"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
 
 
 def main() -> None:

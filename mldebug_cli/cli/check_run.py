@@ -26,14 +26,17 @@ from mldebug_cli.cli.common import (
 
 def check_run(
     run: Path = typer.Argument(..., help="trainer_state.json (or a checkpoint/output folder), trainer_log.jsonl, "
-                               "a console log, a TensorBoard event file or folder, a .wandb file, a W&B CSV export."),
+                               "a console log, a TensorBoard event file or folder, a .wandb file, a W&B CSV export, "
+                               "an MLflow store (mlruns/, an experiment or run folder, mlflow.db), a torchtune log."),
     config: Path | None = typer.Option(None, "--config", "-c", help="The run's training config (gradient "
                                        "accumulation, max_completion_length, beta... and their lines)."),
     tokenizer: Path | None = typer.Option(None, "--tokenizer", help="Tokenizer folder: its vocabulary size bounds "
                                           "the loss (RN007)."),
     vocab_size: int | None = typer.Option(None, "--vocab-size", help="Vocabulary size for RN007."),
-    log_format: str | None = typer.Option(None, "--format", help="trainer-state, jsonl, console, tensorboard, wandb "
-                                          "or csv (default: detected)."),
+    log_format: str | None = typer.Option(None, "--format", help="trainer-state, jsonl, console, tensorboard, wandb, "
+                                          "csv, mlflow or torchtune (default: detected)."),
+    run_id: str | None = typer.Option(None, "--run-id", help="MLflow: the run to read (an id, its prefix or the run "
+                                      "name; default: the newest)."),
     watch: bool = typer.Option(False, "--watch", help="Follow a running job's log and print new findings."),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="With --watch: exit 1 at the first error."),
     interval: float = typer.Option(10.0, "--interval", help="With --watch: seconds between reads."),
@@ -49,33 +52,39 @@ def check_run(
     from mldebug_cli.core import config as settings_file
     from mldebug_cli.pipelines.check_run import build_report
 
-    def build():
+    def build(run_log=None):
         return build_report(
             run_path=str(run),
             fmt=log_format,
             config=None if config is None else str(config),
+            run_id=run_id,
             tokenizer=None if tokenizer is None else str(tokenizer),
             vocab_size=vocab_size,
             select=split_list(select),
             ignore=split_list(ignore),
             thresholds=settings_file.load().thresholds,
+            run=run_log,
         )
 
     if watch:
-        _watch(build, run, interval, fail_fast)
+        from mldebug_cli.sources.runlog.follow import Follower
+
+        with errors_exit():  # a wrong path or format is exit 2, not a silent wait
+            follower = Follower(run, log_format, run_id)
+        _watch(lambda: build(follower.poll()), run, interval, fail_fast)
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
 
 
 def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
-    """Re-read the log whenever it changes; print each new finding once; stop at the first error with fail_fast."""
+    """Read what the log gained whenever it changes; print each new finding once; stop at the first error with
+    fail_fast. A finding is new when its check, metric and first step are (a growing range is not new)."""
     from mldebug_cli.core.exit import ExitCode
     from mldebug_cli.core.findings import Severity
     from mldebug_cli.formats.locations import describe
 
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple] = set()
     stamp = None
-    with errors_exit():
-        build()  # the first read must work: a wrong path is exit 2, not a silent wait
+    first = True
     try:
         while True:
             current = _stamp(run)
@@ -83,11 +92,15 @@ def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
                 stamp = current
                 try:
                     report = build()
-                except Exception as exc:  # a file caught mid-rewrite: report it and read again next time
-                    print_error(exc)
+                except Exception as exc:
+                    if first:  # the first read must work: a wrong path is exit 2, not a silent wait
+                        with errors_exit():
+                            raise
+                    print_error(exc)  # a file caught mid-rewrite: say so and read again next time
                     report = None
+                first = False
                 for finding in report.findings if report else ():
-                    key = (finding.code, finding.message)
+                    key = (finding.code, finding.location.key, finding.location.step if finding.code != "RN011" else None)
                     if key in seen:
                         continue
                     seen.add(key)

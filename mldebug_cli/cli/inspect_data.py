@@ -23,16 +23,32 @@ from mldebug_cli.core.errors import UsageError
 
 
 def inspect_data(
-    dataset: str = typer.Argument(..., help="A .json/.jsonl/.parquet/.csv file, a save_to_disk folder, or a cached hub id."),
-    tokenizer: str = typer.Option(..., "--tokenizer", "-t", help="Tokenizer folder (or cached hub id)."),
+    dataset: str | None = typer.Argument(None, help="A .json/.jsonl/.parquet/.csv file, a save_to_disk folder, or a cached "
+                                         "hub id; with --config, one of its datasets by path or name (default: its first)."),
+    tokenizer: str | None = typer.Option(None, "--tokenizer", "-t", help="Tokenizer folder (or cached hub id); default "
+                                         "with --config: the config's model when it is a local folder."),
+    config: Path | None = typer.Option(None, "--config", help="A training config (axolotl, TRL/HF, LLaMA-Factory): "
+                                       "its framework, tokenizer, template, masking and max length, as preflight reads "
+                                       "them; flags given here win."),
+    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
+                                             "the working directory and its own folder."),
     chat_template: Path | None = typer.Option(None, "--chat-template", help="A .jinja file overriding the tokenizer's template."),
     data_format: str | None = typer.Option(None, "--data-format", help="messages, sharegpt, alpaca, prompt-completion, text or tokenized (default: detected)."),
-    framework: str = typer.Option("trl", "--framework", help="Whose tokenization to emulate: trl, transformers, axolotl, llama-factory."),
+    framework: str | None = typer.Option(None, "--framework", help="Whose tokenization to emulate: trl (the default "
+                                         "without --config), transformers, axolotl, llama-factory, unsloth."),
+    template: str | None = typer.Option(None, "--template", help="llama-factory: its own template by name, e.g. qwen3 "
+                                        "(default: parsed from the tokenizer's chat template, as LLaMA-Factory does)."),
     train_on: str | None = typer.Option(None, "--train-on", help="assistant, all, last or completion (default: the framework's default)."),
     max_length: int | None = typer.Option(None, "--max-length", help="Truncate to this many tokens, as the trainer would."),
-    task: str | None = typer.Option(None, "--task", help="sft, dpo (also ORPO/IPO pairs), kto or grpo (default: from the columns)."),
+    task: str | None = typer.Option(None, "--task", help="sft, dpo (also IPO pairs), orpo, kto (also on chosen/rejected pairs) or grpo (default: from the columns)."),
     truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="DPO: keep_start (default) or keep_end."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, e.g. answer."),
+    instruction_part: str | None = typer.Option(None, "--instruction-part", help="Unsloth train_on_responses_only's "
+                                                "instruction_part, e.g. '<|im_start|>user\\n' (\\n and \\t are read as escapes)."),
+    response_part: str | None = typer.Option(None, "--response-part", help="Unsloth train_on_responses_only's "
+                                             "response_part, e.g. '<|im_start|>assistant\\n'."),
+    unsloth_template: str | None = typer.Option(None, "--unsloth-template", help="Unsloth's get_chat_template name, "
+                                                "e.g. llama-3.1: the tokenizer as the installed unsloth leaves it."),
     rows: str | None = typer.Option(None, "--rows", help="Check and show these rows, e.g. 3,10-12 (0-based)."),
     sample: int | None = typer.Option(None, "--sample", help="Check N rows evenly spaced over the dataset (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row."),
@@ -58,16 +74,20 @@ def inspect_data(
 
     with errors_exit():  # flags and names first: a typo fails before the pipeline and its libraries load
         check_format(resolve_output_format(output_format))
-        require_local_or_cached(tokenizer, "tokenizer")
+        if config is None:
+            _require_without_config(dataset, tokenizer)
+        if tokenizer is not None:
+            require_local_or_cached(tokenizer, "tokenizer")
     from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 
     with errors_exit():
         options = InspectOptions(
-            dataset=dataset,
-            tokenizer=tokenizer,
+            dataset=dataset or "",
+            tokenizer=tokenizer or "",
             chat_template=str(chat_template) if chat_template else None,
             data_format=data_format,
-            framework=framework,
+            framework=framework or ("unsloth" if instruction_part or response_part or unsloth_template else "trl"),
+            template=template,
             train_on=train_on,
             max_length=max_length,
             rows=parse_rows(rows) if rows else None,
@@ -83,9 +103,67 @@ def inspect_data(
             task=task,
             truncation_mode=truncation_mode,
             reward_columns=tuple(split_list(reward_columns)),
+            unsloth=response_parts(instruction_part, response_part),
         )
+        if config is not None:
+            build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {
+                "tokenizer": tokenizer, "chat_template": chat_template, "data_format": data_format,
+                "framework": framework, "train_on": train_on, "max_length": max_length, "split": split})
+        if options.unsloth is not None and options.framework != "unsloth":
+            raise UsageError(f"--instruction-part/--response-part are Unsloth's, not {options.framework}'s",
+                             hint="pass --framework unsloth")
+        if unsloth_template is not None:
+            build_report = _with_unsloth_template(build_report, unsloth_template)
     opts = OutputOptions(output_format, output, fail_on, color, exit_zero)
     run_report(lambda: _with_progress(build_report, options), opts)
+
+
+def _with_unsloth_template(build, name: str):
+    """``build`` on the tokenizer Unsloth's get_chat_template(tokenizer, name) makes (the report says so)."""
+    from dataclasses import replace
+
+    from mldebug_cli.frameworks.unsloth import NAME, with_named_template
+
+    def built(options, progress=None):
+        if options.framework != NAME:
+            raise UsageError(f"--unsloth-template is Unsloth's, not {options.framework}'s", hint="pass --framework unsloth")
+        source = options.tokenizer
+        report = build(replace(options, tokenizer=with_named_template(source, name)), progress)
+        made = f"{source} after Unsloth's get_chat_template(tokenizer, {name!r}) (its template and EOS)"
+        return replace(report, context={**report.context, "tokenizer": made, "chat_template": f"Unsloth's {name}"})
+
+    return built
+
+
+def response_parts(instruction_part: str | None, response_part: str | None):
+    """--instruction-part/--response-part as Unsloth's train_on_responses_only takes them (both, or neither)."""
+    if instruction_part is None and response_part is None:
+        return None
+    if instruction_part is None or response_part is None:
+        raise UsageError("give both --instruction-part and --response-part", hint="Unsloth needs both markers")
+    from mldebug_cli.frameworks.unsloth import ResponseParts
+
+    unescape = lambda text: text.replace("\\n", "\n").replace("\\t", "\t")  # noqa: E731
+    return ResponseParts(unescape(instruction_part), unescape(response_part))
+
+
+def _require_without_config(dataset: str | None, tokenizer: str | None) -> None:
+    if dataset is None:
+        raise UsageError("give the DATASET to inspect", hint="or --config CONFIG to inspect the training config's dataset")
+    if tokenizer is None:
+        raise UsageError("--tokenizer is required (or --config CONFIG naming a local model)",
+                         hint="pass the tokenizer folder: --tokenizer DIR")
+
+
+def _configured(config: str, dataset: str | None, options, allow_outside_paths: bool, flags: dict):
+    """The config's settings under the flags given (a flag left at its default is None): (build, options)."""
+    from mldebug_cli.pipelines.preflight import configured_inspect, inspect_with_config
+
+    given = frozenset(name for name, value in flags.items() if value is not None)
+    configured = configured_inspect(config, dataset, options, given, allow_outside_paths)
+    from dataclasses import replace
+
+    return (lambda options, progress=None: inspect_with_config(replace(configured, options=options), progress)), configured.options
 
 
 def parse_rows(text: str) -> tuple[int, ...]:

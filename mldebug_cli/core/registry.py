@@ -53,7 +53,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS023", "eos-mismatch", "data.eos_mismatch"),
     CheckRef("DS024", "tool-call-dropped", "data.tool_call_dropped"),
     CheckRef("DS025", "tools-not-rendered", "data.tools_not_rendered"),
-    CheckRef("DS026", "not-emulated", "data.not_emulated"),
+    CheckRef("DS026", "framework-setting-not-emulated", "data.setting_not_emulated"),
     CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),
     CheckRef("LR002", "warmup-fraction", "schedule.warmup_fraction"),
     CheckRef("LR003", "first-step-zero-lr", "schedule.first_step_zero_lr"),
@@ -121,6 +121,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DP011", "grpo-prompt-has-answer", "preference.grpo_prompt_has_answer"),
     CheckRef("DP012", "reward-columns-missing", "preference.reward_columns_missing"),
     CheckRef("DP013", "invalid-preference-row", "preference.invalid_preference_row"),
+    CheckRef("DP014", "preparation-not-emulated", "preference.preparation_not_emulated"),
 )
 
 

@@ -15,11 +15,11 @@ DIFF_STYLE = "bold reverse magenta"
 
 def render_details(report, console) -> None:
     for row in report.details.get("rows", []):
-        _render_row(row, console)
+        render_row(row, console)
     _render_summary(report.summary, console)
 
 
-def _render_row(row: dict[str, Any], console) -> None:
+def render_row(row: dict[str, Any], console) -> None:
     head = Text(f"row {row['row']}", style="bold")
     if row.get("line") is not None:
         head.append(f" (line {row['line']})")
@@ -52,6 +52,10 @@ def _render_row(row: dict[str, Any], console) -> None:
 
 def sides(row: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(title, {input_ids, labels, pieces, texts}) for each sequence a row shows."""
+    if "chosen" in row and row.get("unpaired"):  # KTO: each side trains as a row of its own
+        return [(f"{side} → {'desirable' if row[side].get('label') else 'undesirable'} row"
+                 + (" (dropped by the trainer)" if row[side].get("dropped") else ""), row[side])
+                for side in ("chosen", "rejected")]
     if "chosen" in row:
         return [("chosen", row["chosen"]), ("rejected", row["rejected"])]
     if "label" in row:

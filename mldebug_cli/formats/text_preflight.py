@@ -12,6 +12,7 @@ FINDINGS_FIRST = True  # the findings fit the first screen; each data section's 
 
 
 def render_details(report, console) -> None:
+    from mldebug_cli.formats import text_preference
     from mldebug_cli.formats.text_inspect_data import render_row
 
     for section in report.summary.get("sections", []):
@@ -20,7 +21,10 @@ def render_details(report, console) -> None:
     for section in report.details.get("sections", []):
         for row in section.get("rows") or []:
             console.print(Text(f"{section['target']}: the most serious row", style="bold"))
-            render_row(row, console, False, section.get("findings") or ())
+            if "task" in row:  # a preference row: the prompt once, then each side
+                text_preference.render_row(row, console)
+            else:
+                render_row(row, console, False, section.get("findings") or ())
 
 
 def _line(section: dict[str, Any]) -> Text:
@@ -37,6 +41,12 @@ _LABELS = {"inspect-data": "data", "lr-plot": "schedule", "check-template": "tem
 
 
 def _describe(command: str, s: dict[str, Any]) -> str:
+    if command == "inspect-data" and "pairs" in s:
+        ratio = s.get("chosen_rejected_length_ratio")
+        return (f"{count(s.get('rows_checked') or 0)} of {plural(s.get('rows') or 0, 'row')}, "
+                f"{plural(s.get('pairs') or 0, 'pair')}"
+                + (f", chosen/rejected length {ratio}" if ratio is not None else "")
+                + f", {s.get('rows_dropped', 0)} dropped by the trainer")
     if command == "inspect-data":
         pct = s.get("length_percentiles") or {}
         length = f", length p99 {pct.get('p99')} / max {pct.get('max')} against {s.get('max_length')}" if pct else ""

@@ -21,7 +21,10 @@ from mldebug_cli.sources.config_file import ConfigFile
 
 _TRL_KEYS = frozenset(
     {"packing", "packing_strategy", "padding_free", "max_seq_length", "dataset_text_field", "completion_only_loss",
-     "assistant_only_loss", "dataset_kwargs", "model_init_kwargs", "eval_packing", "chat_template_path"}
+     "assistant_only_loss", "dataset_kwargs", "model_init_kwargs", "eval_packing", "chat_template_path",
+     # DPOConfig, KTOConfig, ORPOConfig, GRPOConfig and the `trl grpo` script
+     "beta", "loss_type", "truncation_mode", "desirable_weight", "undesirable_weight", "num_generations",
+     "generation_batch_size", "steps_per_generation", "num_iterations", "reward_funcs", "max_completion_length"}
 )
 _AXOLOTL_KEYS = frozenset({"base_model", "micro_batch_size", "num_epochs", "sample_packing", "lr_scheduler",
                            "sequence_len", "val_set_size"})
@@ -44,7 +47,9 @@ def detect_framework(config: ConfigFile) -> str:
 
 
 def read_spec(config: ConfigFile, framework: str | None, world_size: int,
-              targets: versions.TargetVersions | None = None) -> RunSpec:
+              targets: versions.TargetVersions | None = None, task: str | None = None) -> RunSpec:
+    """``task``: the preference trainer (dpo, kto, orpo, grpo) when the caller knows it; TRL configs say it by
+    their keys otherwise."""
     from mldebug_cli.frameworks import axolotl, hf, torchtune
 
     framework = checked_framework(framework or detect_framework(config))
@@ -55,7 +60,12 @@ def read_spec(config: ConfigFile, framework: str | None, world_size: int,
         return torchtune.read_spec(config, world_size, targets)
     if framework == "axolotl":
         return axolotl.read_spec(config, world_size, targets)
-    return hf.read_spec(config, framework, world_size, targets)
+    if framework == "trl" and task is None:
+        from mldebug_cli.frameworks.preference_config import TRL_CLASSES, trl_config_class
+        from mldebug_cli.frameworks.trl import trl_keys
+
+        task = TRL_CLASSES[trl_config_class(config.data, trl_keys(targets)[0])]
+    return hf.read_spec(config, framework, world_size, targets, task)
 
 
 def checked_framework(framework: str) -> str:
@@ -74,8 +84,10 @@ VERSIONED_PACKAGES = {
 }
 
 
-def key_schema(config: ConfigFile, framework: str, targets: versions.TargetVersions) -> KeySchema | None:
-    """The keys ``framework`` reads from its config file at the target versions (None: not modelled)."""
+def key_schema(config: ConfigFile, framework: str, targets: versions.TargetVersions,
+               task: str | None = None) -> KeySchema | None:
+    """The keys ``framework`` reads from its config file at the target versions (None: not modelled);
+    ``task`` names TRL's config class (dpo: DPOConfig, ...) when the keys should not decide."""
     from mldebug_cli.frameworks import axolotl, hf, llama_factory, trl
 
     if framework == "axolotl":
@@ -83,13 +95,14 @@ def key_schema(config: ConfigFile, framework: str, targets: versions.TargetVersi
     if framework == "llama-factory":
         return llama_factory.key_schema(config, targets)
     if framework == "trl":
-        return trl.key_schema(config, targets)
+        return trl.key_schema(config, targets, task)
     if framework == "transformers":
         return hf.training_arguments_schema(targets)
     return None
 
 
-ROW_PROFILES = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama-factory": "llama_factory"}
+ROW_PROFILES = {"transformers": "hf", "trl": "trl", "axolotl": "axolotl", "llama-factory": "llama_factory",
+                "unsloth": "unsloth"}
 
 
 def row_profile(framework: str, options: Any, loaded: Any, row_format: str):
@@ -107,7 +120,7 @@ def read_plan(config: ConfigFile, framework: str, allow_outside: bool = False):
     from mldebug_cli.sources.training_plan import finished
 
     readers = {"axolotl": axolotl.read_plan, "llama-factory": llama_factory.read_plan, "trl": trl.read_plan,
-               "transformers": trl.read_plan}
+               "transformers": trl.read_plan, "unsloth": trl.read_plan}  # Unsloth runs TRL's SFTConfig
     if framework not in readers:
         raise InputError(f"{config.path}: preflight's data checks support axolotl, LLaMA-Factory and TRL/HF configs, not {framework}")
     return finished(config, readers[framework](config), allow_outside)

@@ -366,7 +366,7 @@ class Rows(RowProfile):
     appends_eos = True
 
     def __init__(self, options: Any = None, masking: Any = None, prompter: Any = None, tokenizer: Any = None,
-                 unemulated: tuple[str, ...] = ()) -> None:
+                 unemulated: tuple[tuple[str, str], ...] = ()) -> None:
         self.options = options  # render.axolotl.AxolotlOptions from a config, else None (its defaults with --train-on)
         self.masking = masking  # resolved against the tokenizer: chat rows only
         self.prompter = prompter  # axolotl_prompters.Prompter, "completion" or "input_output": rows it prompts itself
@@ -401,8 +401,10 @@ class Rows(RowProfile):
         kind = self.prompter if isinstance(self.prompter, str) else self.prompter.kind
         return replace(loaded, chat_template=None, template_source=f"none: axolotl's {kind} prompter writes the prompt"), None
 
-    def not_emulated(self) -> tuple[str, ...]:
-        return self.unemulated
+    def not_emulated(self) -> list:
+        from mldebug_cli.frameworks.rows import NotEmulated
+
+        return [NotEmulated(message, key) for key, message in self.unemulated]
 
     def own_sample(self, raw: Any) -> Any:
         from mldebug_cli.frameworks import axolotl_prompters
@@ -478,7 +480,7 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     given = options.framework_options
     kind = given.dataset_type if given is not None else None
     kind = kind or ("alpaca" if row_format == "alpaca" else "chat_template")
-    unemulated = tuple(f"axolotl {what}: axolotl's ids and labels may differ" for what in given.unemulated) if given else ()
+    unemulated = tuple((what.split(":")[0], what) for what in given.unemulated) if given else ()
     if kind.split(":")[0] not in CHAT_TYPES:
         prompter = axolotl_prompters.prompter(kind, dict(given.type_options) if given is not None else {})
         if prompter is not None:
@@ -487,8 +489,8 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
             return Rows(given, None, prompter, loaded.tokenizer)
         how = ("rendered with the chat template and masked as axolotl's chat_template strategy masks"
                if row_format in CHAT_FORMATS else f"read as {row_format} rows, as --framework axolotl reads them")
-        unemulated += (f"axolotl dataset type {kind!r}: mldebug does not emulate its prompt strategy; the rows were {how},"
-                      " so axolotl's ids and labels may differ",)
+        unemulated += (("type", f"axolotl dataset type {kind!r}: mldebug does not emulate its prompt strategy; the rows"
+                                f" were {how}"),)
     if row_format not in CHAT_FORMATS:
         return Rows(given, unemulated=unemulated)
     train_on = options.train_on

@@ -22,34 +22,44 @@ from mldebug_cli.schedule.formulas import (
     HF_METRIC_DRIVEN,
     HF_SCHEDULER_TYPES,
 )
-from mldebug_cli.schedule.model import HF_FAMILY, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.schedule.model import HF_FAMILY, GenerationBatching, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 
 LLAMA_FACTORY_DEFAULT_CUTOFF = 2048
 
 
-def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions) -> RunSpec:
+PREFERENCE_LR = 1e-6  # DPOConfig, KTOConfig, ORPOConfig and GRPOConfig (TRL 1.16)
+GRPO_NUM_GENERATIONS = 8
+
+
+def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions,
+              task: str | None = None) -> RunSpec:
+    """``task``: a TRL preference trainer (dpo, kto, orpo, grpo) whose config class has its own defaults."""
     from mldebug_cli.frameworks import trl as trl_profile
 
     transformers_version = targets.version("transformers")
     r = SpecReader(config)
     trl = framework == "trl"
+    default_lr = (PREFERENCE_LR if task else trl_profile.DEFAULT_LR) if trl else 5e-5
     kwargs = r.mapping("scheduler_kwargs", "lr_scheduler_kwargs")
     scheduler = hf_scheduler_choice(r, "lr_scheduler_type", "linear", kwargs)
     warmup_steps = r.number("warmup", "warmup_steps", 0)
     warmup_steps, warmup_ratio = _warmup(r, warmup_steps, transformers_version)
     _note_warmup_effects(r, scheduler, warmup_steps, warmup_ratio)
     packing = _packing(r, framework, trl_profile.DEFAULT_MAX_LENGTH)
+    batch_size = r.integer("batch_size", "per_device_train_batch_size", 8)
+    grad_accum = r.integer("grad_accum", "gradient_accumulation_steps", 1)
+    generation = grpo_batching(r, batch_size, grad_accum, world_size) if trl and task == "grpo" else None
     return RunSpec(
         framework=framework,
-        learning_rate=float(r.number("learning_rate", "learning_rate", trl_profile.DEFAULT_LR if trl else 5e-5)),
+        learning_rate=float(r.number("learning_rate", "learning_rate", default_lr)),
         scheduler=scheduler,
         warmup_steps=float(warmup_steps),
         warmup_ratio=warmup_ratio,
         num_epochs=float(r.number("epochs", "num_train_epochs", 3.0)),
         max_steps=r.integer("max_steps", "max_steps", -1),
-        batch_size=r.integer("batch_size", "per_device_train_batch_size", 8),
-        grad_accum=r.integer("grad_accum", "gradient_accumulation_steps", 1),
+        batch_size=batch_size,
+        grad_accum=grad_accum,
         world_size=world_size,
         drop_last=r.flag("drop_last", "dataloader_drop_last", False),
         logging_strategy=str(r.text("logging_strategy", "logging_strategy", "steps")),
@@ -61,12 +71,43 @@ def read_spec(config: ConfigFile, framework: str, world_size: int, targets: vers
         validation_split=r.number("validation_split", "val_size", None) if framework == "llama-factory" else None,
         max_samples=r.integer("max_samples", "max_samples", None) if framework == "llama-factory" else None,
         deepspeed=r.raw("deepspeed", "deepspeed"),
+        generation=generation,
         transformers_version=transformers_version,
         framework_version=targets.version("transformers" if framework == "transformers" else framework),
         keys=r.keys,
         ignored=tuple(r.ignored),
         notes=tuple(r.notes),
     )
+
+
+def grpo_batching(r: SpecReader, batch_size: int, grad_accum: int, world_size: int) -> GenerationBatching:
+    """GRPOConfig.__post_init__ (TRL 1.16): the generation batch from ``generation_batch_size`` or
+    ``steps_per_generation`` (default: gradient_accumulation_steps), refused as GRPOConfig refuses it."""
+    generations = r.integer("num_generations", "num_generations", GRPO_NUM_GENERATIONS)
+    iterations = r.integer("num_iterations", "num_iterations", 1)
+    size = r.integer("generation_batch_size", "generation_batch_size", None)
+    steps = r.integer("steps_per_generation", "steps_per_generation", None)
+    global_batch = batch_size * world_size
+    if size is not None and steps is not None:
+        raise r.error("steps_per_generation", "and generation_batch_size are both set: GRPOConfig refuses the "
+                      "config (they can not be both configured at the same time)")
+    if size is not None:
+        if size % global_batch:
+            raise r.error("generation_batch_size", f"({size}) must be divisible by the global batch size "
+                          f"({batch_size} x {world_size} processes): GRPOConfig refuses it")
+        steps = size // global_batch
+    else:
+        steps = grad_accum if steps is None else steps
+        size = global_batch * steps
+    if generations < 2:
+        raise r.error("num_generations", f"is {generations}: GRPO needs at least 2 generations per prompt")
+    if size % generations:
+        key = "generation_batch_size" if r.has("generation_batch_size") else "num_generations"
+        raise r.error(key, f"leaves a generation batch of {size} completions that is not divisible by num_generations "
+                      f"({generations}): GRPOConfig refuses it")
+    if iterations < 1:
+        raise r.error("num_iterations", f"must be at least 1, got {iterations}")
+    return GenerationBatching(generations, size, steps, iterations)
 
 
 def hf_scheduler_choice(r: SpecReader, key: str, default: str, kwargs: dict) -> SchedulerChoice:

@@ -15,11 +15,13 @@ from the per-dataset sizes preflight measures.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import hf, schema, versions
-from mldebug_cli.frameworks.rows import RowProfile
+from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
+from mldebug_cli.frameworks.rows import EncodedRow, EncodedTurn, NotEmulated, RowProfile
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
@@ -83,30 +85,191 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
         else:
             spec = entry.get("hf_hub_url") or entry.get("ms_hub_url") or entry.get("script_url") or name
         fmt = FORMATS.get(entry.get("formatting", "alpaca"))
-        datasets.append(DatasetPlan(spec, "dataset", fmt, entry.get("split")))
-    if config.get("train_on_prompt") is True:
+        datasets.append(DatasetPlan(spec, "dataset", fmt, entry.get("split"), name=name))
+    options = lf_options(config)
+    if options.train_on_prompt:
         train_on = Setting("all", "train_on_prompt")
-    elif config.get("mask_history") is True:
+    elif options.mask_history:
         train_on = Setting("last", "mask_history")
     else:
         train_on = Setting("assistant", set_key(config, "train_on_prompt"))
-    notes = []
-    if config.has("template"):
-        notes.append(f"template {config.get('template')!r} is LLaMA-Factory's own; mldebug renders with the tokenizer's chat template")
-    max_length = Setting(int(config.get("cutoff_len", hf.LLAMA_FACTORY_DEFAULT_CUTOFF)), set_key(config, "cutoff_len"))
+    max_length = Setting(options.cutoff_len, set_key(config, "cutoff_len"))
+    if options.template:
+        note = f"chat rows encoded with LLaMA-Factory's template {options.template!r}, not the tokenizer's chat template"
+    else:
+        note = "no `template` key: LLaMA-Factory parses the tokenizer's chat template into its slots, and so does mldebug"
     return TrainingPlan("llama-factory", Setting(config.get("model_name_or_path"), "model_name_or_path"), Setting(None),
-                        tuple(datasets), train_on, max_length, tuple(notes))
+                        tuple(datasets), train_on, max_length, (note,), framework_options=options)
+
+
+SETTING_KEYS = {"template": str, "default_system": str, "tool_format": str, "enable_thinking": bool,
+                "preserve_thinking": bool, "train_on_prompt": bool, "mask_history": bool, "cutoff_len": int}
+
+
+def lf_options(config: ConfigFile) -> LlamaFactoryOptions:
+    """The DataArguments a config sets that change how rows are encoded (LLaMA-Factory's defaults otherwise)."""
+    values: dict[str, Any] = {}
+    for key, kind in SETTING_KEYS.items():
+        value = config.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise InputError(f"{at(config, key)}: {key} must be {kind.__name__ if kind is not str else 'text'}, not {value!r}")
+        values[key] = value
+    packing = [k for k in ("packing", "neat_packing") if config.get(k) is True]
+    return LlamaFactoryOptions(**values, config_path=config.path, packing=tuple(packing),
+                               lines={k: config.line(k) for k in (*values, *packing)})
+
+
+@dataclass(frozen=True)
+class LlamaFactoryOptions(Settings):
+    """LLaMA-Factory's data settings from a config (or --template and the inspect flags), with where they came from."""
+
+    config_path: str | None = None
+    lines: dict[str, int | None] = field(default_factory=dict, compare=False)
+    packing: tuple[str, ...] = ()  # packing keys set: rows are packed into cutoff_len blocks (not emulated per row)
 
 
 class Rows(RowProfile):
-    """LLaMA-Factory's supervised processor: prompts masked, EOS appended to text, each prompt/response pair
-    given a share of cutoff_len (infer_seqlen); its collators pad labels by position."""
+    """LLaMA-Factory's supervised processor: its own template (by name, else parsed from the tokenizer's chat
+    template), slots tokenized one by one, prompts masked (``train_on_prompt``, ``mask_history``), each
+    prompt/reply pair given a share of cutoff_len (infer_seqlen); rows its converter refuses are dropped."""
 
     framework = "llama-factory"
     default_train_on = "assistant"
-    truncation = "pairs"
+    truncation = "pairs"  # text and prompt/completion rows, which its supervised stage does not read as chats
     appends_eos = True
+    own_templates = True
+
+    def __init__(self, options: LlamaFactoryOptions, chosen: LfTemplate, tokenizer: Any, parsed: bool,
+                 unemulated: str | None = None) -> None:
+        from mldebug_cli.frameworks.llama_factory_data import Encoder
+
+        self.options = options
+        self.template = chosen
+        self.parsed = parsed  # no template named: parsed from the tokenizer's chat template, as LLaMA-Factory does
+        self.tokenizer = tokenizer
+        self.unemulated = unemulated  # the named template, when it is LLaMA-Factory's but not one mldebug emulates
+        self.encoder = Encoder(chosen, options, tokenizer)
+
+    @property
+    def masking_method(self) -> str:
+        return f"llama-factory template {self.template_name} ({self._masking()})"
+
+    @property
+    def template_name(self) -> str:
+        return repr(self.template.name) if not self.parsed else "parsed from the tokenizer's chat template"
+
+    def _masking(self) -> str:
+        if self.options.train_on_prompt:
+            return "train_on_prompt: prompts trained too"
+        if self.options.mask_history:
+            return "mask_history: last reply only"
+        return "replies trained, prompts masked"
+
+    def max_length(self, given: int | None) -> int | None:
+        return self.options.cutoff_len
+
+    def train_on(self, given: str | None, row_format: str) -> str:
+        if self.options.train_on_prompt:
+            return "all"
+        return "last" if self.options.mask_history else "assistant"
+
+    def encodes(self, sample: Any) -> bool:
+        from mldebug_cli.sources.row_formats import Chat
+
+        return isinstance(sample, Chat)
+
+    def encode_pair(self, raw: dict[str, Any]) -> tuple[Any, Any]:
+        """A ranking row (stage dpo/orpo) as the pairwise processor encodes it: (chosen, rejected) PairSides; raises
+        InvalidRow (a ValueError) for a row it drops. The hook for the preference pipeline."""
+        from mldebug_cli.frameworks.llama_factory_data import pairwise, ranked_row
+
+        return pairwise(self.encoder, ranked_row(raw), self.tokenizer.eos_token_id)
+
+    def reads(self, sample: Any, raw: Any) -> Any:
+        """A chat row the converter refuses (role order, odd turn count) raises: it never reaches training."""
+        from mldebug_cli.frameworks.llama_factory_data import lf_messages
+
+        if self.encodes(sample):
+            lf_messages(sample.messages)
+        return sample
+
+    def encode(self, sample: Any, setup: Any) -> EncodedRow:
+        from mldebug_cli.frameworks.llama_factory_data import lf_messages, supervise
+        from mldebug_cli.render.chat import TemplateRenderError
+
+        system, turns = lf_messages(sample.messages)
+        try:
+            pairs = self.encoder.pairs(system, turns, sample.tools)
+        except (ValueError, KeyError, TypeError) as exc:  # the template's formatter raises: the run stops on this row
+            raise TemplateRenderError(f"LLaMA-Factory's template {self.template_name} raises on this row "
+                                      f"({type(exc).__name__}: {exc}); its run stops here") from None
+        result = supervise(pairs, self.options, self.template, self.tokenizer.eos_token_id)
+        replies = [EncodedTurn(turns[2 * n + 1].index, start, end, trained, "llama-factory template", cut)
+                   for n, start, end, trained, cut in result.replies]
+        return EncodedRow(result.text, result.input_ids, result.labels, result.full_length,
+                          result.trained_before_truncation, result.offsets, tuple(replies), self.masking_method,
+                          cut_ids=result.cut_ids, cut_labels=result.cut_labels)
+
+    def chat_template_line(self, source: str | None) -> str | None:
+        if self.parsed:
+            return f"{source}, cut into LLaMA-Factory template slots (parse_template)"
+        return f"LLaMA-Factory's template {self.template.name!r} for chat rows (the tokenizer's is not used)"
+
+    def not_emulated(self) -> list[NotEmulated]:
+        options = self.options
+        out = []
+        if self.unemulated:
+            out.append(self._at("template", f"template {self.unemulated!r} is LLaMA-Factory's, but mldebug does not "
+                                f"emulate it; rows were encoded with the template {self.template_name}"))
+        if self.template.multimodal:
+            out.append(self._at("template", f"template {self.template.name!r} has a multimodal plugin: image, video "
+                                "and audio placeholders are left as text, LLaMA-Factory expands them"))
+        for key in options.packing:
+            out.append(self._at(key, f"{key}: LLaMA-Factory packs rows into blocks of cutoff_len; each row is shown "
+                                "on its own (its ids and labels are LLaMA-Factory's, the packed blocks are not)"))
+        return out
+
+    def _at(self, key: str, message: str) -> NotEmulated:
+        return NotEmulated(message, key, self.options.config_path, self.options.lines.get(key))
+
+    def describe(self) -> str:
+        named = (", as LLaMA-Factory does when no template is named (name one with `template:` or --template)"
+                 if self.parsed and not self.unemulated else "")
+        return (f"llama-factory {VERSION} supervised processor (template {self.template_name}{named}; each slot "
+                "tokenized on its own; pairs share cutoff_len by infer_seqlen)")
 
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
-    return Rows()
+    """LLaMA-Factory's encoding: the config's settings (or --template / --train-on / --max-length) on its template,
+    with the tokenizer fixed as it fixes it (EOS replaced by the template's first stop word)."""
+    from mldebug_cli.frameworks import llama_factory_templates as lft
+    from mldebug_cli.frameworks.llama_factory_data import fixed_tokenizer
+
+    given = options.framework_options if isinstance(options.framework_options, LlamaFactoryOptions) else None
+    settings = given or LlamaFactoryOptions(train_on_prompt=options.train_on == "all",
+                                            mask_history=options.train_on == "last")
+    if options.max_length is not None:
+        settings = replace(settings, cutoff_len=options.max_length)
+    if getattr(options, "template", None):
+        settings = replace(settings, template=options.template)
+    where = f"{settings.config_path}: " if settings.config_path else ""
+    unemulated = None
+    try:
+        chosen = lft.template(settings.template) if settings.template else None
+    except lft.UnknownTemplate as exc:
+        if settings.template not in lft.REGISTERED:
+            raise InputError(f"{where}{exc}", hint="name one of LLaMA-Factory's templates (`template:` or --template)") from None
+        chosen, unemulated = None, settings.template
+    parsed = chosen is None
+    if parsed and not isinstance(loaded.chat_template, str):
+        chosen, parsed = lft.TEMPLATES["empty"], False  # LLaMA-Factory's placeholder when there is nothing to parse
+    elif parsed:
+        chosen = lft.parse_template(loaded.tokenizer)
+    if settings.tool_format:
+        chosen = chosen.with_tool_format(settings.tool_format)
+    refused = settings.conflicts(chosen)
+    if refused:
+        raise InputError(f"{where}LLaMA-Factory refuses these settings: {refused}")
+    return Rows(settings, chosen, fixed_tokenizer(loaded.tokenizer, chosen), parsed, unemulated)

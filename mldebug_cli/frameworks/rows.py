@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from mldebug_cli.sources.row_formats import Sample
 
 
+class RowDropped(ValueError):
+    """A row the framework's data code leaves out of training (its converter refuses it; the run goes on)."""
+
+
 @dataclass(frozen=True)
 class EncodedTurn:
     """A trained (or masked) reply in an encoded row: token positions [start, end) in the kept ids."""
@@ -35,6 +39,17 @@ class EncodedTurn:
     end: int
     trained: bool
     located_by: str
+    cut: bool = False  # truncation removed the end of the reply
+
+
+@dataclass(frozen=True)
+class NotEmulated:
+    """A framework setting whose effect on rows mldebug does not reproduce (DS026), and where it is set."""
+
+    message: str
+    key: str | None = None
+    path: str | None = None
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,7 @@ class RowProfile:
     appends_eos = False  # EOS appended to plain text and completions
     pad_masked_by_id = False  # the collator masks labels equal to the pad id
     masking_method: str | None = None  # the context's masking line when the profile decides it (None: the generic one)
+    own_templates = False  # chat rows are encoded by the framework's own templates (no chat template needed)
 
     def max_length(self, given: int | None) -> int | None:
         return given
@@ -82,16 +98,13 @@ class RowProfile:
         """Whether rows of this format are rendered with a chat template (False: the profile's own prompter)."""
         return row_format in ("messages", "sharegpt", "alpaca")
 
-    def not_emulated(self) -> tuple[str, ...]:
-        """Settings the framework applies that mldebug does not emulate, each with what mldebug did instead (DS026)."""
-        return ()
-
     def own_sample(self, raw: Any) -> Sample | None:
         """The row as the framework's own prompter reads it (None: the row format's converter reads it)."""
         return None
 
     def reads(self, sample: Sample, raw: Any) -> Sample:
-        """The sample as the framework reads the row (raises ValueError for a row it refuses)."""
+        """The sample as the framework reads the row (raises RowDropped for a row it leaves out, ValueError for one
+        it cannot read)."""
         return sample
 
     def encodes(self, sample: Sample) -> bool:
@@ -100,6 +113,14 @@ class RowProfile:
 
     def encode(self, sample: Sample, setup: Setup) -> EncodedRow:
         raise NotImplementedError
+
+    def chat_template_line(self, source: str | None) -> str | None:
+        """The context's chat-template line: where the template the rows are rendered with comes from."""
+        return source
+
+    def not_emulated(self) -> list[NotEmulated]:
+        """Settings of the framework that change rows in ways this profile does not reproduce."""
+        return []
 
     def locator(self, renderer: ChatRenderer, setup: Setup) -> Any:
         """What finds the assistant turns in a render (cached per conversation shape)."""

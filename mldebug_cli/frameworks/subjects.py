@@ -74,6 +74,7 @@ class TurnTokens:
     trained: bool
     located_by: str
     prefix_preserved: bool
+    cut: bool = False  # positions are in the kept ids and truncation removed the turn's end (own encodings)
 
 
 @dataclass

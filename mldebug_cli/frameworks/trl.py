@@ -50,23 +50,28 @@ CONFIG_CLASSES = {
 }
 SCRIPT_CLASSES = {"ScriptArguments": "trl.scripts.utils", "DatasetMixtureConfig": "trl.scripts.utils",
                   "ModelConfig": "trl.trainer.model_config"}
+GRPO_SCRIPT_CLASS = ("GRPOScriptArguments", "trl.scripts.grpo")  # `trl grpo` also parses reward_funcs
 ON_UNKNOWN = ("TrlParser rejects the file (unused keys are an error), and TRL's config classes raise "
               "TypeError on an unknown keyword")
 RENAMED = {"max_seq_length": "renamed max_length in TRL 0.20", "torch_dtype": "ModelConfig calls it dtype (transformers renamed the from_pretrained argument)"}
 
 
-def key_schema(config: ConfigFile, targets: versions.TargetVersions) -> schema.KeySchema:
-    """TrainingArguments' keys plus the TRL config class the file is for, and the trl script's arguments."""
-    own, source = _trl_keys(targets)
+def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str | None = None) -> schema.KeySchema:
+    """TrainingArguments' keys plus the TRL config class the file is for (``task`` names it, else the keys do),
+    and the trl script's arguments."""
+    from mldebug_cli.frameworks.preference_config import trl_config_class
+
+    own, source = trl_keys(targets)
     base = hf.training_arguments_schema(targets)
-    name = max(CONFIG_CLASSES, key=lambda c: (len(set(own[c]) & set(config.data)), c == "SFTConfig"))
-    keys = {**own[name], **own["script"], "env": schema.KeyType(frozenset({"dict"}))}
+    name = trl_config_class(config.data, own, task)
+    script = {**own["script"], **(own.get("grpo_script", {}) if name == "GRPOConfig" else {})}
+    keys = {**own[name], **script, "env": schema.KeyType(frozenset({"dict"}))}
     renamed = {k: v for k, v in RENAMED.items() if k not in keys}
     trl = schema.KeySchema("trl", f"{source} {name}", keys, ON_UNKNOWN, renamed=renamed)
     return trl.merged(base, source=f"{trl.source} over {base.source}")
 
 
-def _trl_keys(targets: versions.TargetVersions) -> tuple[dict[str, dict[str, schema.KeyType]], str]:
+def trl_keys(targets: versions.TargetVersions) -> tuple[dict[str, dict[str, schema.KeyType]], str]:
     installed = versions.installed("trl")
     target = targets.get("trl")
     if installed and target.version in (None, installed):
@@ -95,6 +100,8 @@ def _installed_keys() -> dict[str, dict[str, schema.KeyType]]:
             cls = getattr(importlib.import_module(module), name)
         out[name] = {k: v for k, v in schema.dataclass_keys([cls]).items() if k not in base}
     out["script"] = schema.dataclass_keys([getattr(importlib.import_module(m), n) for n, m in SCRIPT_CLASSES.items()])
+    grpo_script = getattr(importlib.import_module(GRPO_SCRIPT_CLASS[1]), GRPO_SCRIPT_CLASS[0])
+    out["grpo_script"] = schema.dataclass_keys([grpo_script])
     return out
 
 

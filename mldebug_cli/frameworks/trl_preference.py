@@ -11,6 +11,13 @@ Pure functions on texts, messages and ids: rendering and tokenizing are the call
 - ``max_length`` (1024 by default): DPO with ``keep_start`` and KTO drop rows whose prompt alone fills it;
   the collator then cuts each sequence on its own (``keep_start``: the end, ``keep_end``: the start).
 - GRPO does no preparation: the prompt is rendered with the generation prompt when sampling.
+- ORPO (``trl.experimental.orpo``, the legacy path): the chat template is applied at the string level (the prompt
+  cut to the characters it shares with each rendered prompt+reply), everything is encoded without special tokens,
+  each side takes its prompt part from its own prompt+reply ids (one token less when the prompt's last token merged
+  with the reply), the BOS id is prepended when missing, the EOS id appended unless it is already last, and only
+  the completion is cut to ``max_length``: the prompt never is, and no row is dropped.
+- KTO on chosen/rejected rows: KTOTrainer unpairs them (chosen desirable, rejected undesirable) and each unpaired
+  row gets its own prompt/completion split and length filter.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 IGNORE_INDEX = -100
-TASKS = ("dpo", "kto", "grpo")
+TASKS = ("dpo", "kto", "orpo", "grpo")
 TRUNCATION_MODES = ("keep_start", "keep_end")
 DEFAULT_MAX_LENGTH = 1024  # DPOConfig.max_length and KTOConfig.max_length
 
@@ -90,9 +97,33 @@ def collate(prompt_ids: list[int], completion_ids: list[int], max_length: int | 
     return Collated(ids, labels, len(prompt_ids), len(completion_ids))
 
 
-def prompt_split(prompt_ids: Sequence[int], *joint: Sequence[int]) -> int:
-    """Where the completion starts: the shortest common prefix of the prompt alone with each prompt+reply."""
-    return min(common_prefix_length(prompt_ids, ids) for ids in joint)
+class OrpoRefusal(ValueError):
+    """A row ORPOTrainer's tokenize_row raises on (the map stops: no dataset at all)."""
+
+
+def orpo_sides(prompt_ids: Sequence[int], joint: dict[str, list[int]], bos_id: int | None, eos_id: int | None,
+               max_length: int | None) -> dict[str, tuple[int, list[int], Collated]]:
+    """Side -> (prompt tokens taken from its prompt+reply ids, the completion with EOS, the trained sequence)."""
+    parts = {}
+    for side, full in joint.items():
+        if len(prompt_ids) > len(full):
+            raise OrpoRefusal("the prompt alone has more tokens than prompt+reply")
+        start = len(prompt_ids) - (list(prompt_ids) != full[: len(prompt_ids)])
+        parts[side] = (full[:start], full[start:])
+    chosen, rejected = parts["chosen"][0], parts["rejected"][0]
+    if sum(a != b for a, b in zip(chosen, rejected)) > 1 or abs(len(chosen) - len(rejected)) > 1:
+        raise OrpoRefusal("chosen's and rejected's prompt ids differ in more than their last token")
+    out = {}
+    for side, (prompt, answer) in parts.items():
+        split = len(prompt)
+        if bos_id is not None and (not prompt or prompt[0] != bos_id):
+            prompt = [bos_id, *prompt]
+        if not answer or answer[-1] != eos_id:
+            answer = [*answer, eos_id]
+        kept = answer if max_length is None else answer[: max(0, max_length - len(prompt))]
+        out[side] = (split, answer, Collated(prompt + kept, [IGNORE_INDEX] * len(prompt) + kept, len(prompt),
+                                             len(answer)))
+    return out
 
 
 def dropped(prompt_tokens: int, max_length: int | None, task: str, mode: str) -> bool:

@@ -21,12 +21,15 @@ def build_report(
     run_path: str,
     fmt: str | None = None,
     config: str | None = None,
+    run_id: str | None = None,
     tokenizer: str | None = None,
     vocab_size: int | None = None,
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     thresholds: Mapping[str, Mapping[str, float]] | None = None,
+    run=None,
 ) -> Report:
+    """The RN report of the run log at ``run_path`` (or of ``run``, already read: ``--watch`` follows the log)."""
     from mldebug_cli.core import registry
     from mldebug_cli.sources.runlog import read_run
 
@@ -37,7 +40,8 @@ def build_report(
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="RN")]
     run_config = _run_config(config) if config else None
     vocab = vocab_size or (tokenizer_vocab_size(tokenizer) if tokenizer else None)
-    run = read_run(run_path, fmt)
+    if run is None:
+        run = read_run(run_path, fmt, run_id)
     findings = run_checks(run, checks, thresholds, vocab, run_config)
     lr_codes: tuple[str, ...] = ()
     lr_note = None

@@ -14,7 +14,7 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.frameworks import ROW_PROFILES, row_profile
-from mldebug_cli.frameworks.rows import EncodedRow, end_texts
+from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
@@ -35,7 +35,7 @@ from mldebug_cli.sources.row_formats import (
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
 FRAMEWORKS = tuple(ROW_PROFILES)
-TASKS = ("sft", "dpo", "kto", "grpo")
+TASKS = ("sft", "dpo", "kto", "orpo", "grpo")
 DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
 BATCH_SIZE = 256
@@ -62,9 +62,12 @@ class InspectOptions:
     trust_remote_code: bool = False
     workers: int | None = None  # None: one per available core for large runs
     framework_options: Any = None  # the framework's own settings from a config (axolotl: AxolotlOptions); None: its defaults
+    template: str | None = None  # the framework's own template by name (LLaMA-Factory's registry)
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
     truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
+    unsloth: Any = None  # --framework unsloth: train_on_responses_only's parts (frameworks.unsloth.ResponseParts)
+    not_emulated: tuple[str, ...] = ()  # preflight: what the config's trainer does to the rows that mldebug does not
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -275,6 +278,9 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
     if options.framework not in FRAMEWORKS:
         raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(FRAMEWORKS)}")
+    if options.template is not None and options.framework != "llama-factory":
+        raise UsageError(f"--template names one of LLaMA-Factory's own templates; it needs --framework llama-factory, "
+                         f"not {options.framework}", hint="for another framework pass the template file with --chat-template")
     if options.train_on is not None and options.train_on not in TRAIN_ON:
         raise UsageError(f"--train-on: unknown value {options.train_on!r}", hint=f"one of {', '.join(TRAIN_ON)}")
     if options.max_length is not None and options.max_length < 1:
@@ -338,7 +344,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
     tok = loaded.tokenizer
     template = loaded.chat_template
     needs_template = rows.renders_chat(row_format)
-    if needs_template and not template:
+    if needs_template and not template and not rows.own_templates:
         raise InputError(
             f"{loaded.source}: the tokenizer has no chat template, and {row_format} rows need one",
             hint="pass --chat-template FILE",
@@ -440,7 +446,7 @@ def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: s
     try:
         row.sample = setup.rows.reads(row.sample, record.data)
     except ValueError as exc:
-        row.problem = RowProblem("DS010", str(exc))
+        row.problem = RowProblem("DS010", str(exc), dropped=isinstance(exc, RowDropped))
         return row
     try:
         if setup.rows.encodes(row.sample):
@@ -513,7 +519,7 @@ def _label(row: Row, encoding, setup: Setup) -> None:
     if own is not None:
         labels, straddles, ranges = own
         row.turns = [TurnTokens(t.message_index, start, end, t.trained, t.located_by, True)
-                     for t, (start, end) in zip(layout.turns, ranges)]
+                     for t, (start, end) in zip(layout.turns if layout is not None else (), ranges)]
         _store(row, ids, labels, straddles, setup)
         return
     trains_everything = layout is None or layout.method == "all" or (layout.method == "completion" and setup.train_on == "all")
@@ -562,7 +568,7 @@ def _store_encoded(row: Row, encoded: EncodedRow) -> None:
     row.trained = len(encoded.labels) - encoded.labels.count(IGNORE_INDEX)
     row.dropped, row.dropped_by = encoded.dropped, encoded.dropped_by
     row.cut_ids, row.cut_labels = encoded.cut_ids, encoded.cut_labels
-    row.turns = [TurnTokens(t.message_index, t.start, t.end, t.trained, t.located_by, True) for t in encoded.turns]
+    row.turns = [TurnTokens(t.message_index, t.start, t.end, t.trained, t.located_by, True, t.cut) for t in encoded.turns]
     row._offsets = list(encoded.offsets)
     row.masking = encoded.method
 
@@ -607,17 +613,23 @@ class _Stats:
         self.max_length = max_length
         self.rows = self.tokens = self.trainable = self.truncated = self.failed = self.dropped = 0
         self.lengths: Counter[int] = Counter()
+        self.kept_lengths: Counter[int] = Counter()  # after truncation, of the rows that train (for packing)
+        self.untrained_lengths: Counter[int] = Counter()  # after truncation, of rows dropped with nothing trained
 
     def add(self, row: Row) -> None:
         self.rows += 1
         if not row.ok:
             self.failed += 1
+            self.dropped += bool(row.problem and row.problem.dropped)  # counted in both: unreadable, and left out
             return
         self.truncated += row.truncated or row.dropped
         self.lengths[row.full_length] += 1
         if row.dropped:  # the trainer leaves it out: none of its tokens is trained
             self.dropped += 1
+            if row.dropped_by == "nothing-trained":
+                self.untrained_lengths[len(row.input_ids)] += 1
             return
+        self.kept_lengths[len(row.input_ids)] += 1
         self.tokens += len(row.input_ids)
         self.trainable += row.trained
 
@@ -629,6 +641,8 @@ class _Stats:
         self.truncated += other.truncated
         self.dropped += other.dropped
         self.lengths.update(other.lengths)
+        self.kept_lengths.update(other.kept_lengths)
+        self.untrained_lengths.update(other.untrained_lengths)
 
     def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
         by_check: dict[str, int] = {}
@@ -647,6 +661,8 @@ class _Stats:
             "rows_truncated": self.truncated,  # truncated, or dropped for being too long
             "rows_dropped": self.dropped,  # left out of training by the trainer (their tokens are not counted)
             "tokens_kept": self.tokens,  # tokens of the rows that train, after truncation
+            "lengths_kept": sorted(self.kept_lengths.items()),  # (tokens, rows) of the rows that train (packing)
+            "lengths_untrained": sorted(self.untrained_lengths.items()),  # rows dropped with nothing left to train
             "by_check": dict(sorted(by_check.items())),
         }
 
@@ -692,7 +708,7 @@ def _context(setup: Setup, detection, loaded, train_on: str, options, checked: i
         "dataset": setup.dataset_path,
         "format": f"{detection.row_format} ({'assumed from ' + detection.reason if detection.reason != '--data-format' else 'from --data-format'})",
         "tokenizer": loaded.source,
-        "chat_template": setup.template_source,
+        "chat_template": setup.rows.chat_template_line(setup.template_source),
         "framework": setup.rows.describe(),
         "train_on": train_on + (f" via {method}" if method else ""),
         "max_length": setup.max_length,

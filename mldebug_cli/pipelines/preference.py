@@ -1,7 +1,8 @@
-"""inspect-data for DPO/KTO/GRPO rows: each side's ids and labels as TRL prepares them -> DP findings -> Report.
+"""inspect-data for DPO/ORPO/KTO/GRPO rows: each side's ids and labels as TRL prepares them -> DP findings -> Report.
 
 Rows go in batches; every text of a batch (the prompts, and prompt+reply for each side) is tokenized in one
-batched call, as supervised rows are.
+batched call, as supervised rows are. ORPO follows TRL 1.16's legacy ORPOTrainer (trl.experimental.orpo), KTO on
+chosen/rejected rows the unpairing KTOTrainer does itself.
 """
 
 from __future__ import annotations
@@ -17,13 +18,19 @@ from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.frameworks import trl_preference as trl
 from mldebug_cli.pipelines.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
-from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary, tokens_through
+from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.preference_rows import TASK_COLUMNS, detect_task, to_trl_row
 from mldebug_cli.sources.row_formats import RowProblem
 from mldebug_cli.sources.tokenizer import load_tokenizer
 
-SIDES = {"dpo": ("chosen", "rejected"), "kto": ("completion",), "grpo": ()}
+SIDES = {"dpo": ("chosen", "rejected"), "orpo": ("chosen", "rejected"), "kto": ("completion",), "grpo": ()}
+PAIR_SIDES = ("chosen", "rejected")
+FRAMEWORK_NOTES = {
+    "dpo": "trl 1.16 (prompt and prompt+reply tokenized apart; the completion starts where they diverge)",
+    "orpo": "trl 1.16 trl.experimental.orpo (legacy path: string-level template, BOS/EOS ids added, only the "
+            "completion cut to max_length)",
+}
 
 
 def preference_task(head: list[Any], requested: str | None) -> str | None:
@@ -76,14 +83,15 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
         context=_context(setup, options, checked_total, total, loaded),
-        summary=_summary(rows, total, dataset, findings),
+        summary=_summary(rows, total, dataset, findings, setup),
         details={"rows": [_with_pieces(v, loaded.tokenizer) for v in _shown(views, options)]},
     )
 
 
 def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, Any]) -> PreferenceSetup:
+    unpaired = task == "kto" and detect_task(first) == "dpo"  # KTOTrainer unpairs chosen/rejected columns
     try:
-        trl_row = to_trl_row(first, task)
+        trl_row = to_trl_row(first, "dpo" if unpaired or task == "orpo" else task)
     except RowProblem as problem:
         raise InputError(f"{source.display}: row 0 does not fit {task} rows: {problem.message}",
                          hint=f"{task} rows need {TASK_COLUMNS}") from None
@@ -92,7 +100,7 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
     if mode not in trl.TRUNCATION_MODES:
         raise UsageError(f"--truncation-mode: unknown mode {mode!r}", hint=f"one of {', '.join(trl.TRUNCATION_MODES)}")
     max_length = None if task == "grpo" else (options.max_length or trl.DEFAULT_MAX_LENGTH)
-    implicit = task != "grpo" and "prompt" not in trl_row
+    implicit = task != "grpo" and "prompt" not in trl_row  # ORPO decides row by row
     sample = trl_row.get("prompt", trl_row.get("chosen"))
     from mldebug_cli.pipelines.inspect import _single_id, _special_texts
     from mldebug_cli.render.probe import probe_template
@@ -118,6 +126,10 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
         special_pattern=re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) if specials else None,
         reward_columns=tuple(options.reward_columns),
         decode=tok.decode,
+        sides=PAIR_SIDES if unpaired else SIDES[task],
+        unpaired=unpaired,
+        bos_id=tok.bos_token_id,
+        not_emulated=tuple(options.not_emulated),
     )
 
 
@@ -167,11 +179,11 @@ class _Engine:
             return pair
         pair.columns = frozenset(record.data) if isinstance(record.data, dict) else frozenset()
         try:
-            row = to_trl_row(record.data, self.setup.task)
+            row = to_trl_row(record.data, self.setup.row_task)
         except RowProblem as problem:
             pair.problem = problem.message
             return pair
-        if "prompt" not in row and self.setup.task == "dpo" and not self.setup.implicit:
+        if "prompt" not in row and self.setup.task in ("dpo", "kto") and not self.setup.implicit:
             pair.problem = "this row has no prompt while the first row has one (TRL decides from the first row)"
             return pair
         if self.setup.conversational != trl.is_conversational(row.get("prompt", row.get("chosen"))):
@@ -183,9 +195,9 @@ class _Engine:
 
 
 def _arrange(pair: Pair, row: dict[str, Any], setup: PreferenceSetup) -> None:
-    """The prompt and replies as TRL holds them before tokenizing: extracted (implicit), EOS text appended (text)."""
-    sides = SIDES[setup.task]
-    if setup.task == "dpo" and setup.implicit:
+    """The prompt and replies as TRL holds them before tokenizing: extracted (implicit), EOS text appended (DPO and
+    KTO on text); KTO rows from pairs get their labels (chosen desirable)."""
+    if setup.row_task == "dpo" and "prompt" not in row:
         pair.original = {"chosen": row["chosen"], "rejected": row["rejected"]}
         prompt, chosen, rejected = trl.extract_prompt(row["chosen"], row["rejected"])
         row = {"prompt": prompt, "chosen": chosen, "rejected": rejected}
@@ -193,87 +205,151 @@ def _arrange(pair: Pair, row: dict[str, Any], setup: PreferenceSetup) -> None:
             pair.refused = ("the chosen and rejected conversations share no leading message: TRL extracts an empty "
                             "prompt and raises for the whole dataset")
     pair.prompt = row.get("prompt", "")
-    pair.label = row.get("label")
-    eos = None if setup.conversational else setup.eos_text
-    pair.replies = {side: row[side] if eos is None else trl.with_eos(row[side], eos) for side in sides}
+    pair.labels = {"chosen": True, "rejected": False} if setup.unpaired else (
+        {"completion": row["label"]} if setup.task == "kto" else {})
+    eos = None if setup.conversational or setup.task == "orpo" else setup.eos_text
+    pair.replies = {side: row[side] if eos is None else trl.with_eos(row[side], eos) for side in setup.sides}
 
 
 def _render(pairs: list[Pair], setup: PreferenceSetup, renderer: ChatRenderer | None) -> None:
-    """The prompts (with the generation prompt) and prompt+reply of a batch, two template calls for all of them."""
+    """The prompts (with the generation prompt) and prompt+reply of a batch, a few template calls for all of them."""
     ready = [p for p in pairs if p.ok]
     if not setup.conversational:
         for pair in ready:
             pair.prompt_text = pair.prompt
         return
     try:
+        if setup.task == "orpo":
+            _render_orpo(ready, renderer)
+            return
         prompts = renderer.render_texts([p.prompt for p in ready], add_generation_prompt=True)
         joint = iter(renderer.render_texts([p.prompt + reply for p in ready for reply in p.replies.values()]))
     except TemplateRenderError:  # one row fails: render row by row so only that one is reported
         for pair in ready:
-            _render_one(pair, renderer)
+            _render_one(pair, renderer, setup.task)
         return
     for pair, prompt in zip(ready, prompts):
         pair.prompt_text = prompt
         pair.joint_text = {side: next(joint) for side in pair.replies}
 
 
-def _render_one(pair: Pair, renderer: ChatRenderer) -> None:
+def _render_orpo(ready: list[Pair], renderer: ChatRenderer) -> None:
+    """ORPO's string-level chat template (maybe_apply_chat_template): the prompt with the generation prompt (or
+    continuing a final assistant message), cut to the characters it shares with each rendered prompt+reply."""
+    for pair in ready:
+        if pair.prompt and pair.prompt[-1].get("role") not in ("user", "tool", "assistant"):
+            pair.refused = (f"the prompt ends with a {pair.prompt[-1].get('role')!r} message: ORPOTrainer raises for "
+                            "the whole dataset (its chat template step: Invalid role in the last message)")
+    ready = [p for p in ready if p.ok]
+    generation = [p for p in ready if p.prompt[-1]["role"] != "assistant"]
+    continued = [p for p in ready if p.prompt[-1]["role"] == "assistant"]
+    prompts = dict(zip(map(id, generation), renderer.render_texts([p.prompt for p in generation],
+                                                                    add_generation_prompt=True)))
+    prompts |= dict(zip(map(id, continued), renderer.render_texts([p.prompt for p in continued],
+                                                                    continue_final_message=True)))
+    joint = iter(renderer.render_texts([p.prompt + reply for p in ready for reply in p.replies.values()]))
+    for pair in ready:
+        pair.joint_text = {side: next(joint) for side in pair.replies}
+        pair.prompt_text = _shared_start(prompts[id(pair)], *pair.joint_text.values())
+
+
+def _shared_start(text: str, *others: str) -> str:
+    """The characters ``text`` shares with the start of every other text."""
+    end = len(text)
+    for other in others:
+        end = min(end, trl.common_prefix_length(text[:end], other))
+    return text[:end]
+
+
+def _render_one(pair: Pair, renderer: ChatRenderer, task: str) -> None:
     try:
+        if task == "orpo":
+            _render_orpo([pair], renderer)
+            return
         pair.prompt_text = renderer.render(pair.prompt, None, add_generation_prompt=True).text
         pair.joint_text = {side: renderer.render(pair.prompt + reply).text for side, reply in pair.replies.items()}
-    except TemplateRenderError as exc:
-        pair.problem = f"the chat template raises: {exc}"
+    except TemplateRenderError as exc:  # inside TRL's dataset.map: the trainer stops there
+        pair.problem = f"the chat template raises: {exc} (TRL's preparation stops on it, for the whole dataset)"
 
 
 def _tokenize(pairs: list[Pair], setup: PreferenceSetup, tokenizer, boundary: re.Pattern | None) -> None:
-    """Every prompt and prompt+reply of the batch in one call to the Rust tokenizer.
+    """Every prompt and prompt+reply of the batch in one call to the Rust tokenizer (ids only, no offsets).
 
-    A rendered prompt+reply that extends the rendered prompt up to one of its added tokens is tokenized from there
-    on only, its start taken from the prompt's ids (shared_prefix: the ids are the same, the prompt is not
-    tokenized three times).
+    A rendered prompt is cut after its last added token when each prompt+reply starts with the same text: the head
+    is tokenized once, then the rest of the prompt and of each prompt+reply on its own (shared_prefix: pieces
+    between added tokens are tokenized apart, so the ids are those of the whole texts). A head whose ids do not end
+    with that added token is tokenized whole again.
     """
     ready = [p for p in pairs if p.ok]
     texts: list[str] = []
     cuts: list[tuple[int, int] | None] = []
     for pair in ready:
-        texts.append(pair.prompt_text)
+        joints = [pair.joint_text[side] if setup.conversational else pair.prompt + reply
+                  for side, reply in pair.replies.items()]
         span = last_boundary(pair.prompt_text, boundary) if boundary is not None and setup.conversational else None
-        for side, reply in pair.replies.items():
-            joint = pair.joint_text[side] if setup.conversational else pair.prompt + reply
-            shared = span is not None and joint.startswith(pair.prompt_text[: span[1]])
-            cuts.append(span if shared else None)
-            texts.append(joint[span[1]:] if shared else joint)
+        head = pair.prompt_text[: span[1]] if span is not None else ""
+        span = span if span is not None and all(j.startswith(head) for j in joints) else None
+        cuts.append(span)
+        cut = span[1] if span is not None else 0
+        texts += [head] if span is not None else []
+        texts += [pair.prompt_text[cut:], *(j[cut:] for j in joints)]
     backend = tokenizer.backend_tokenizer
     backend.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
-    # apply_chat_template encodes without special tokens; tokenizer(text) with them
-    encodings = iter(backend.encode_batch(texts, add_special_tokens=not setup.conversational) if texts else [])
-    pending = iter(cuts)
-    whole: list[tuple[Pair, str]] = []  # the rare joint texts whose cut did not fall on a prompt token
-    for pair in ready:
-        prompt = next(encodings)
-        pair.prompt_ids = prompt.ids
+    # apply_chat_template encodes without special tokens, tokenizer(text) with them; ORPO never adds them
+    # (a cut is only made in rendered chats, which are encoded without: no piece gets a BOS of its own)
+    specials = not setup.conversational and setup.task != "orpo"
+    encodings = iter(backend.encode_batch_fast(texts, add_special_tokens=specials) if texts else [])
+    whole: list[Pair] = []  # the rare heads that did not end on their added token
+    for pair, span in zip(ready, cuts):
+        head = next(encodings).ids if span is not None else []
+        if span is not None and (not head or head[-1] != backend.token_to_id(pair.prompt_text[span[0]:span[1]])):
+            whole.append(pair)
+        prompt_rest = next(encodings).ids
+        pair.prompt_ids = head + prompt_rest
         for side in pair.replies:
-            rest, span = next(encodings).ids, next(pending)
-            kept = tokens_through(prompt.offsets, span) if span is not None else 0
-            if kept is None:
-                whole.append((pair, side))
-            pair.joint_ids[side] = pair.prompt_ids[:kept] + rest if span is not None else rest
+            rest = next(encodings).ids
+            pair.joint_ids[side] = head + rest
+            # the ids prompt and prompt+reply share, compared on the short pieces after the head
+            pair.shared[side] = len(head) + trl.common_prefix_length(prompt_rest, rest)
     if whole:
-        for (pair, side), encoding in zip(whole, backend.encode_batch([p.joint_text[s] for p, s in whole],
-                                                                        add_special_tokens=False)):
-            pair.joint_ids[side] = encoding.ids
+        texts = [t for pair in whole for t in (pair.prompt_text, *pair.joint_text.values())]
+        redone = iter(backend.encode_batch_fast(texts, add_special_tokens=False))
+        for pair in whole:
+            pair.prompt_ids = next(redone).ids
+            pair.joint_ids = {side: next(redone).ids for side in pair.replies}
+            pair.shared = {side: trl.common_prefix_length(pair.prompt_ids, ids) for side, ids in pair.joint_ids.items()}
     for pair in ready:
-        _collate(pair, setup)
+        if setup.task == "orpo":
+            _collate_orpo(pair, setup)
+        elif setup.task != "grpo":
+            _collate(pair, setup)
 
 
 def _collate(pair: Pair, setup: PreferenceSetup) -> None:
-    if setup.task == "grpo":
-        return
-    pair.prompt_len = trl.prompt_split(pair.prompt_ids, *pair.joint_ids.values())
-    pair.dropped = trl.dropped(pair.prompt_len, setup.max_length, setup.task, setup.truncation_mode)
-    prompt = pair.prompt_ids[: pair.prompt_len]
+    """DPO: one prompt split for both sides; KTO: each (unpaired) row its own."""
+    splits = dict(pair.shared)
+    pair.prompt_len = min(splits.values())
+    if setup.task == "dpo":
+        splits = dict.fromkeys(splits, pair.prompt_len)
+    pair.dropped_sides = frozenset(side for side, n in splits.items()
+                                   if trl.dropped(n, setup.max_length, setup.task, setup.truncation_mode))
     mode = setup.truncation_mode if setup.task == "dpo" else "keep_start"
-    pair.sides = {side: trl.collate(prompt, pair.completion_ids(side), setup.max_length, mode) for side in pair.joint_ids}
+    for side, ids in pair.joint_ids.items():
+        pair.completions[side] = ids[splits[side]:]
+        pair.sides[side] = trl.collate(pair.prompt_ids[: splits[side]], pair.completions[side], setup.max_length, mode)
+
+
+def _collate_orpo(pair: Pair, setup: PreferenceSetup) -> None:
+    """ORPO's tokenize_row: each side's prompt part from its own joint ids, BOS/EOS ids added, the completion cut."""
+    try:
+        prepared = trl.orpo_sides(pair.prompt_ids, pair.joint_ids, setup.bos_id, setup.eos_id, setup.max_length)
+    except trl.OrpoRefusal as refusal:
+        pair.refused = f"{refusal}: ORPOTrainer raises for the whole dataset"
+        return
+    pair.prompt_len = min(split for split, _, _ in prepared.values())
+    for side, (_, completion, collated) in prepared.items():
+        pair.sides[side] = collated
+        pair.completions[side] = completion
 
 
 def _view(pair: Pair, setup: PreferenceSetup) -> dict[str, Any]:
@@ -290,16 +366,21 @@ def _view(pair: Pair, setup: PreferenceSetup) -> dict[str, Any]:
         view["prompt_input_ids"] = pair.prompt_ids
         return view
     view["prompt_tokens"] = pair.prompt_len
+    if setup.unpaired:
+        view["unpaired"] = True  # KTO: each side is a row of its own, chosen desirable
     for side, seq in pair.sides.items():
         part = {"input_ids": seq.input_ids, "labels": seq.labels, "pieces": None}
         if seq.completion_cut:
             part["truncated_from"] = seq.prompt_tokens + seq.completion_tokens
-        if setup.task == "kto":
+        if side in pair.labels:
+            part["label"] = pair.labels[side]
+        if setup.unpaired and side in pair.dropped_sides:
+            part["dropped"] = True
+        if side == "completion":
             view.update(part)
-            view["label"] = pair.label
         else:
             view[side] = part
-    if setup.task == "dpo":
+    if len(pair.sides) == 2:
         view["first_difference"] = trl.common_prefix_length(pair.sides["chosen"].input_ids,
                                                             pair.sides["rejected"].input_ids)
     return view
@@ -326,7 +407,8 @@ def _shown(views: list[tuple[int, bool, dict]], options) -> list[dict[str, Any]]
     return [v for _, _, v in sorted(chosen, key=lambda v: v[0])]
 
 
-def _summary(rows: int, total: int, dataset: PreferenceDataset, findings: list[Finding]) -> dict[str, Any]:
+def _summary(rows: int, total: int, dataset: PreferenceDataset, findings: list[Finding],
+             setup: PreferenceSetup) -> dict[str, Any]:
     by_check: dict[str, int] = {}
     for f in findings:
         by_check[f.code] = by_check.get(f.code, 0) + 1
@@ -338,19 +420,24 @@ def _summary(rows: int, total: int, dataset: PreferenceDataset, findings: list[F
         "chosen_rejected_length_ratio": round(ratio, 3) if ratio is not None else None,
         "chosen_longer_share": round(dataset.chosen_longer / dataset.pairs, 3) if dataset.pairs else None,
         "labels": {"desirable": dataset.labels[True], "undesirable": dataset.labels[False]},
+        "sequences_per_row": 2 if setup.unpaired else 1,  # the rows the trainer iterates per dataset row
+        "rows_dropped": dataset.dropped,  # of those, removed by the trainer's length filter
+        "tokens_kept": dataset.tokens_kept,
         "by_check": dict(sorted(by_check.items())),
     }
 
 
 def _context(setup: PreferenceSetup, options, checked: int, total: int, loaded) -> dict[str, Any]:
     prompt = "implicit (extracted from chosen/rejected)" if setup.implicit else "explicit"
-    kind = "conversational" if setup.conversational else "plain text (EOS text appended to replies)"
+    appended = "EOS id appended to replies" if setup.task == "orpo" else "EOS text appended to replies"
+    kind = "conversational" if setup.conversational else f"plain text ({appended})"
+    pairs = ", unpaired by the trainer (chosen desirable, rejected undesirable)" if setup.unpaired else ""
     return {
         "dataset": setup.dataset_path,
-        "format": f"{setup.task} rows, {kind}" + (f", prompt {prompt}" if setup.task == "dpo" else ""),
+        "format": f"{setup.task} rows, {kind}{pairs}" + (f", prompt {prompt}" if setup.row_task == "dpo" else ""),
         "tokenizer": loaded.source,
         "chat_template": loaded.template_source,
-        "framework": "trl 1.16 (prompt and prompt+reply tokenized apart; the completion starts where they diverge)",
+        "framework": FRAMEWORK_NOTES.get(setup.task, FRAMEWORK_NOTES["dpo"]),
         "max_length": setup.max_length,
         "truncation_mode": setup.truncation_mode if setup.task == "dpo" else None,
         "rows_checked": f"{checked} of {total}",

@@ -12,7 +12,7 @@ from mldebug_cli.frameworks.trl_preference import Collated
 
 @dataclass(frozen=True)
 class PreferenceSetup:
-    task: str  # dpo, kto, grpo
+    task: str  # dpo, kto, orpo, grpo
     dataset_path: str
     tokenizer_source: str
     implicit: bool  # the first row has no prompt: TRL extracts it from chosen/rejected
@@ -26,6 +26,15 @@ class PreferenceSetup:
     special_pattern: re.Pattern | None
     reward_columns: tuple[str, ...]  # columns the reward functions need (GRPO)
     decode: Any  # callable ids -> text
+    sides: tuple[str, ...] = ()  # chosen/rejected (DPO, ORPO, KTO on pairs), completion (KTO), none (GRPO)
+    unpaired: bool = False  # KTO on chosen/rejected rows: TRL unpairs each row into two (chosen desirable)
+    bos_id: int | None = None  # ORPO prepends it to prompts that do not start with it
+    not_emulated: tuple[str, ...] = ()  # what the config's trainer does to the rows that mldebug does not reproduce
+
+    @property
+    def row_task(self) -> str:
+        """The columns rows are read with: pairs for DPO, ORPO and KTO on pairs."""
+        return "dpo" if self.task in ("dpo", "orpo") or self.unpaired else self.task
 
 
 @dataclass
@@ -41,21 +50,27 @@ class Pair:
     prompt: Any = None  # after extraction (implicit prompts)
     replies: dict[str, Any] = field(default_factory=dict)  # side -> reply (messages or text, EOS appended)
     original: dict[str, Any] = field(default_factory=dict)  # side -> the column before extraction (implicit)
-    label: bool | None = None  # KTO
+    labels: dict[str, bool] = field(default_factory=dict)  # KTO: side -> desirable
     prompt_text: str = ""
     joint_text: dict[str, str] = field(default_factory=dict)  # side -> rendered prompt+reply (conversational)
     prompt_ids: list[int] = field(default_factory=list)  # the prompt alone, tokenized
-    prompt_len: int = 0  # where the completion starts in prompt+reply
+    prompt_len: int = 0  # where the completion starts in prompt+reply (the shortest over the sides)
     joint_ids: dict[str, list[int]] = field(default_factory=dict)  # side -> prompt+reply ids
+    shared: dict[str, int] = field(default_factory=dict)  # side -> leading ids the prompt shares with prompt+reply
+    completions: dict[str, list[int]] = field(default_factory=dict)  # side -> completion ids before truncation
     sides: dict[str, Collated] = field(default_factory=dict)  # side -> the collated sequence
-    dropped: bool = False
+    dropped_sides: frozenset[str] = frozenset()  # sides the trainer's length filter removes
 
     @property
     def ok(self) -> bool:
         return self.problem is None and self.refused is None
 
+    @property
+    def dropped(self) -> bool:
+        return bool(self.dropped_sides)
+
     def completion_ids(self, side: str) -> list[int]:
-        return self.joint_ids[side][self.prompt_len:]
+        return self.completions[side]
 
     def location(self, key: str | None = None) -> Location:
         return Location(path=self.path, line=self.line, row=self.index, key=key)
@@ -69,6 +84,8 @@ class PreferenceDataset:
     chosen_tokens: int = 0  # completion tokens before truncation, over pairs
     rejected_tokens: int = 0
     chosen_longer: int = 0
+    dropped: int = 0  # sequences the trainer's length filter removes
+    tokens_kept: int = 0  # tokens of the sequences that train, after truncation
     labels: dict[bool, int] = field(default_factory=lambda: {True: 0, False: 0})
     missing_columns: dict[str, list[int]] = field(default_factory=dict)  # reward column -> rows lacking it
 
@@ -78,8 +95,10 @@ class PreferenceDataset:
                 self.missing_columns.setdefault(column, []).append(pair.index)
         if not pair.ok:
             return
-        if pair.label is not None:
-            self.labels[pair.label] += 1
+        for label in pair.labels.values():
+            self.labels[label] += 1
+        self.dropped += len(pair.dropped_sides) if pair.labels else int(pair.dropped)  # KTO rows are its sides
+        self.tokens_kept += sum(len(seq.input_ids) for side, seq in pair.sides.items() if side not in pair.dropped_sides)
         if {"chosen", "rejected"} <= set(pair.sides):
             self.pairs += 1
             chosen, rejected = len(pair.completion_ids("chosen")), len(pair.completion_ids("rejected"))
@@ -92,6 +111,8 @@ class PreferenceDataset:
         self.chosen_tokens += other.chosen_tokens
         self.rejected_tokens += other.rejected_tokens
         self.chosen_longer += other.chosen_longer
+        self.dropped += other.dropped
+        self.tokens_kept += other.tokens_kept
         for label, n in other.labels.items():
             self.labels[label] += n
         for column, rows in other.missing_columns.items():

@@ -13,7 +13,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.sources.config_file import ConfigFile
-from mldebug_cli.sources.training_plan import DatasetPlan, TrainingPlan
+from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
 
 COMMAND = "preflight"
 
@@ -32,16 +32,21 @@ class PreflightOptions:
     allow_outside_paths: bool = False
     target_versions: Mapping[str, str | None] = field(default_factory=dict)  # --<package>-version flags
     configured_versions: Mapping[str, str] = field(default_factory=dict)  # mldebug.toml [versions]
+    task: str | None = None  # sft, dpo, kto, orpo, grpo; None: from the config's keys
+    reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read, over what the config implies
 
 
 def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
-    from mldebug_cli.frameworks import detect_framework, read_plan
+    from mldebug_cli.frameworks import detect_framework, read_plan, versions
+    from mldebug_cli.frameworks.preference_config import read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
     try:
         plan = read_plan(config, framework, options.allow_outside_paths)
+        targets = versions.resolve(config.path, options.target_versions, options.configured_versions)
+        preference = read_preference(config, framework, options.task, targets)
     except InputError as exc:
         raise _with_config_errors(exc, config, framework, options) from None
     tokenizer = options.tokenizer or plan.tokenizer.value
@@ -50,8 +55,9 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
                          hint="pass --tokenizer DIR")
     _require_datasets(config, plan)  # a missing file fails at once, before the tokenizer loads
     _load_tokenizer(config, plan, tokenizer, from_config=options.tokenizer is None)
-    sections = [_data_section(options, config, plan, tokenizer, d, progress) for d in plan.datasets]
-    sections.append(_schedule_section(options, framework, _dataset_size(config, sections), progress))
+    sections = [_data_section(options, config, plan, tokenizer, d, progress, preference) for d in plan.datasets]
+    sections.append(_schedule_section(options, framework, _dataset_size(config, sections), progress,
+                                      preference.task if preference else None))
     sections += [_template_section(options, tokenizer, plan, d, progress) for d in options.deploy]
     findings = tuple(f for s in sections for f in s["findings"])
     return Report(
@@ -59,7 +65,7 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
         findings=findings,
         checks_run=tuple(dict.fromkeys(code for s in sections for code in s["report"].checks_run)),
         targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
-        context={**_context(config, plan, tokenizer, options),
+        context={**_context(config, plan, tokenizer, options, preference),
                  "versions": sections[len(plan.datasets)]["report"].context.get("versions")},
         summary={"sections": [_section_summary(s) for s in sections], "by_check": _by_check(findings)},
         details={"sections": [_section_details(s) for s in sections]},
@@ -72,48 +78,253 @@ def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, opt
     from mldebug_cli.pipelines.schedule import config_findings
 
     targets = versions.resolve(config.path, options.target_versions, options.configured_versions)
-    errors = [f for f in config_findings(config, framework, targets) if f.code in ("CF001", "CF002")]
+    errors = [f for f in config_findings(config, framework, targets, task=options.task)
+              if f.code in ("CF001", "CF002")]
     if not errors:
         return exc
     more = f" (and {len(errors) - 1} more config key errors)" if len(errors) > 1 else ""
     return InputError(exc.message, f"{errors[0].code} {errors[0].message}{more}")
 
 
-def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: str, dataset, progress) -> dict[str, Any]:
+def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: str, dataset, progress,
+                  preference=None) -> dict[str, Any]:
     from mldebug_cli.pipelines import inspect
 
     if progress:
         progress(f"checking {dataset.spec}")
-    inspect_options = inspect.InspectOptions(
+    if preference:
+        inspect_options = _preference_options(options, plan, tokenizer, dataset, preference)
+    else:
+        inspect_options = _as_configured(inspect.InspectOptions(
+            dataset=dataset.spec,
+            tokenizer=tokenizer,
+            sample=options.sample,
+            all_rows=options.all_rows,
+            show=1,
+            select=options.select,
+            ignore=options.ignore,
+        ), plan, dataset)
+    report = _inspected(inspect_options, config, plan, dataset, preference=preference)
+    return {"command": "inspect-data", "target": dataset.spec, "report": report, "findings": report.findings}
+
+
+def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: frozenset[str] = frozenset()):
+    """``options`` with what the plan sets for ``dataset``, except the settings named in ``given`` (flags)."""
+    settings = {"chat_template": plan.chat_template.value, "data_format": dataset.data_format,
+                "framework": plan.framework, "train_on": plan.train_on.value, "max_length": plan.max_length.value,
+                "split": dataset.split}
+    configured = replace(options, **{name: value for name, value in settings.items() if name not in given})
+    if configured.framework == "axolotl" and plan.framework == "axolotl":
+        configured = replace(configured, framework_options=_axolotl_options(dataset, configured.train_on if "train_on" in given else None))
+    elif configured.framework == plan.framework:
+        configured = replace(configured, framework_options=plan.framework_options)
+    return configured
+
+
+def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan, progress=None,
+               preference=None) -> Report:
+    """inspect-data on one of the config's datasets, its errors and findings pointed at the config key behind them."""
+    from mldebug_cli.pipelines import inspect
+
+    try:
+        report = inspect.build_report(options, progress)
+    except InputError as exc:
+        key = (_terminator_key(dataset) or dataset.key) if exc.message.startswith("axolotl refuses") else dataset.key
+        raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint) from None
+    return replace(report, findings=tuple(_point_at_config(f, config, plan, dataset, preference) for f in report.findings))
+
+
+def _preference_options(options, plan: TrainingPlan, tokenizer: str, dataset: DatasetPlan, preference):
+    """inspect-data on preference rows with the trainer's settings: the rows' own columns decide their format."""
+    from mldebug_cli.pipelines import inspect
+
+    return inspect.InspectOptions(
         dataset=dataset.spec,
         tokenizer=tokenizer,
         chat_template=plan.chat_template.value,
-        data_format=dataset.data_format,
-        framework=plan.framework,
-        train_on=plan.train_on.value,
-        max_length=plan.max_length.value,
+        max_length=preference.max_length.value,
         sample=options.sample,
         all_rows=options.all_rows,
         show=1,
         select=options.select,
         ignore=options.ignore,
         split=dataset.split,
-        framework_options=_axolotl_options(dataset) if plan.framework == "axolotl" else None,
+        task=preference.task,
+        truncation_mode=preference.truncation_mode.value,
+        reward_columns=tuple(dict.fromkeys((*preference.reward_columns.value, *options.reward_columns))),
+        not_emulated=preference.not_emulated,
     )
-    try:
-        report = inspect.build_report(inspect_options)
-    except InputError as exc:
-        key = (_terminator_key(dataset) or dataset.key) if exc.message.startswith("axolotl refuses") else dataset.key
-        raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint) from None
-    findings = tuple(_point_at_config(f, config, plan, dataset) for f in report.findings)
-    return {"command": "inspect-data", "target": dataset.spec, "report": report, "findings": findings}
 
 
-def _axolotl_options(dataset: DatasetPlan):
-    """The dataset's chat_template masking settings over axolotl's defaults."""
+def _axolotl_options(dataset: DatasetPlan, train_on: str | None = None):
+    """The dataset's chat_template masking settings over axolotl's defaults (``train_on``: --train-on, which wins)."""
     from mldebug_cli.render.axolotl import AxolotlOptions
 
-    return AxolotlOptions(**{name: setting.value for name, setting in dataset.masking})
+    masking = {name: setting.value for name, setting in dataset.masking}
+    if train_on is not None:
+        masking.update(train_on_inputs=train_on == "all", last_turn_only=train_on == "last")
+    return AxolotlOptions(**masking)
+
+
+# --- inspect-data --config: one dataset as the training config trains it ---------------------------------
+
+# the settings a config decides, with the flag that overrides each (a flag the user gives wins)
+FLAGS = {"tokenizer": "--tokenizer", "chat_template": "--chat-template", "data_format": "--data-format",
+         "framework": "--framework", "train_on": "--train-on", "max_length": "--max-length", "split": "--split"}
+
+
+@dataclass(frozen=True)
+class ConfiguredInspect:
+    """inspect-data's options completed from a training config, and where each setting came from."""
+
+    options: Any  # inspect.InspectOptions
+    config: ConfigFile
+    plan: TrainingPlan  # settings a flag replaced have no key, so findings do not point at the config for them
+    dataset: DatasetPlan
+    context: dict[str, Any]
+
+
+def configured_inspect(config_path: str, dataset: str | None, options, given: frozenset[str],
+                       allow_outside_paths: bool = False) -> ConfiguredInspect:
+    """``options`` (inspect.InspectOptions from the flags; ``given`` names the flags the user passed) with the
+    tokenizer, template, format, framework, masking and max length the config sets for ``dataset`` (a path or
+    name of one of its datasets; None: its first), read by the reader preflight uses."""
+    from mldebug_cli.frameworks import detect_framework, read_plan
+    from mldebug_cli.sources.config_file import load_config
+
+    config = load_config(config_path)
+    detected = detect_framework(config)
+    framework = options.framework if "framework" in given else detected
+    try:
+        plan = read_plan(config, framework, allow_outside_paths)
+    except InputError as exc:
+        raise _with_config_errors(exc, config, framework, PreflightOptions(config=config_path)) from None
+    chosen, note = _chosen_dataset(config, plan, dataset)
+    if "tokenizer" not in given:
+        _require_config_tokenizer(config, plan)
+    configured = _as_configured(replace(options, dataset=chosen.spec), plan, chosen, given)
+    if "tokenizer" not in given:
+        configured = replace(configured, tokenizer=plan.tokenizer.value)
+    pointing = replace(plan, **{name: Setting(getattr(plan, name).value) for name in ("tokenizer", "chat_template",
+                                "train_on", "max_length") if name in given})
+    context = {
+        "config": f"{config.path} ({configured.framework}: {_framework_source(detected, configured.framework, given)})",
+        "from_config": _from_config(config, plan, chosen, given) or None,
+        "flags_over_config": _overridden(config, plan, chosen, given) or None,
+        "config_notes": "; ".join((*plan.notes, *([note] if note else []))) or None,
+    }
+    return ConfiguredInspect(configured, config, pointing, chosen, context)
+
+
+def _framework_source(detected: str, framework: str, given: frozenset[str]) -> str:
+    if "framework" not in given:
+        return "detected from its keys"
+    return "--framework, as its keys say" if framework == detected else f"--framework, over {detected} detected from its keys"
+
+
+def inspect_with_config(configured: ConfiguredInspect, progress=None) -> Report:
+    """inspect-data's report for a ConfiguredInspect: findings point at the config key behind them, and the
+    context says which settings the config decided."""
+    report = _inspected(configured.options, configured.config, configured.plan, configured.dataset, progress)
+    return replace(report, context={**report.context, **configured.context})
+
+
+def _chosen_dataset(config: ConfigFile, plan: TrainingPlan, wanted: str | None) -> tuple[DatasetPlan, str | None]:
+    """The dataset to inspect: the one ``wanted`` names (by path or name), else the config's first."""
+    names = ", ".join(_dataset_label(config, d) for d in plan.datasets)
+    if wanted is None:
+        if not plan.datasets:
+            raise InputError(f"{config.path}: the config names no dataset", hint="pass the dataset to inspect: inspect-data DATASET --config CONFIG")
+        more = f"the first of the config's {len(plan.datasets)} datasets ({names}); pass DATASET to choose another" \
+            if len(plan.datasets) > 1 else None
+        return plan.datasets[0], more
+    matches = [d for d in plan.datasets if _names_dataset(config, d, wanted)]
+    if matches:
+        return matches[0], None
+    if len(plan.datasets) > 1:
+        raise InputError(f"{config.path}: {wanted} is none of the config's datasets: {names}",
+                         hint="name one of them by path or name, or use a config with one dataset")
+    if not plan.datasets:
+        return DatasetPlan(wanted, "DATASET"), None
+    only = plan.datasets[0]
+    note = f"{wanted} is not the config's dataset ({_dataset_label(config, only)}): inspected with that dataset's settings"
+    return DatasetPlan(wanted, only.key, only.data_format, only.split, only.masking), note
+
+
+def _names_dataset(config: ConfigFile, dataset: DatasetPlan, wanted: str) -> bool:
+    from pathlib import Path
+
+    written = config.get(dataset.key)
+    if wanted in (dataset.name, dataset.spec, written if isinstance(written, str) else None, Path(dataset.spec).name):
+        return True
+    here, there = Path(wanted), Path(dataset.spec)
+    return here.exists() and there.exists() and here.resolve() == there.resolve()
+
+
+def _dataset_label(config: ConfigFile, dataset: DatasetPlan) -> str:
+    line = config.line(dataset.key)
+    return f"{dataset.name or dataset.spec} ({dataset.key}{f', line {line}' if line else ''})"
+
+
+def _require_config_tokenizer(config: ConfigFile, plan: TrainingPlan) -> None:
+    """The config's model must be a local folder (or cached) to serve as the tokenizer."""
+    from mldebug_cli.sources.hub import require_local_or_cached
+
+    key = plan.tokenizer.key
+    if not plan.tokenizer.value:
+        raise InputError(f"{config.path}: the config names no model or tokenizer ({key})", hint="pass --tokenizer DIR")
+    try:
+        require_local_or_cached(str(plan.tokenizer.value), "tokenizer")
+    except InputError as exc:
+        raise InputError(f"{_where(config, key)}: {key}: {exc.message}",
+                         hint="pass --tokenizer DIR (the model's tokenizer folder)") from None
+
+
+def _config_settings(plan: TrainingPlan, dataset: DatasetPlan) -> dict[str, tuple[Any, str | None]]:
+    """setting -> (value, config key) for what the plan decides (key None: the framework's default)."""
+    return {
+        "tokenizer": (plan.tokenizer.value, plan.tokenizer.key),
+        "chat_template": (plan.chat_template.value, plan.chat_template.key),
+        "data_format": (dataset.data_format, dataset.key if dataset.data_format else None),
+        "train_on": (plan.train_on.value, plan.train_on.key),
+        "max_length": (plan.max_length.value, plan.max_length.key),
+        "split": (dataset.split, dataset.key if dataset.split else None),
+    }
+
+
+def _from_config(config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan, given: frozenset[str]) -> str:
+    """``max_length 64 (sequence_len, line 12); ...``: each setting the config decided, with its key and line."""
+    parts = [f"dataset {dataset.spec} ({_key_at(config, dataset.key)})"] if dataset.key != "DATASET" else []
+    for name, (value, key) in _config_settings(plan, dataset).items():
+        if name in given or key is None or value is None:
+            continue
+        parts.append(f"{name} {_shown(value)} ({_key_at(config, key)})")
+    parts += [f"{name} {_shown(setting.value)} ({_key_at(config, setting.key)})" for name, setting in dataset.masking
+              if "train_on" not in given or name != "train_on_inputs"]
+    return "; ".join(parts)
+
+
+def _overridden(config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan, given: frozenset[str]) -> str:
+    """``--max-length over sequence_len 2048 (line 12)``: each flag that replaced what the config sets."""
+    settings = _config_settings(plan, dataset)
+    parts = []
+    for name in sorted(given & set(settings)):
+        value, key = settings[name]
+        if value is None and key is None:
+            continue
+        line = config.line(key)
+        parts.append(f"{FLAGS[name]} over " + (f"{key}: {_shown(value)}" + (f" (line {line})" if line else "") if key
+                                               else f"the framework's default {name} {_shown(value)}"))
+    return "; ".join(parts)
+
+
+def _key_at(config: ConfigFile, key: str) -> str:
+    line = config.line(key)
+    return f"{key}, line {line}" if line else key
+
+
+def _shown(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
 
 
 def _require_datasets(config: ConfigFile, plan: TrainingPlan) -> None:
@@ -141,26 +352,35 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
 
 def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
     """What the data sections measured, for the step count: rows per dataset less the rows the framework
-    drops for length, and the tokens of the rows that train (for packing); scaled up from a sample."""
+    drops for length, and the token length of every row (for packing); scaled up from a sample."""
+    from collections import Counter
+
     from mldebug_cli.schedule.dataset_size import DatasetSize
 
     per_dataset, tokens, exact = [], 0.0, True
+    lengths: Counter[int] = Counter()
+    untrained: Counter[int] = Counter()
     for section in sections:
         summary = section["report"].summary
         rows, checked = summary.get("rows", 0), summary.get("rows_checked", 0)
         scale = rows / checked if checked else 0.0
         exact = exact and checked == rows
-        per_dataset.append(rows - round(summary.get("rows_dropped", 0) * scale))
+        trained = rows * summary.get("sequences_per_row", 1)  # KTO unpairs each chosen/rejected row into two
+        per_dataset.append(trained - round(summary.get("rows_dropped", 0) * scale))
         tokens += summary.get("tokens_kept", 0) * scale
+        lengths.update({length: round(n * scale) for length, n in summary.get("lengths_kept", ())})
+        untrained.update({length: round(n * scale) for length, n in summary.get("lengths_untrained", ())})
     if not sum(per_dataset):
         return None
     basis = f"{round(tokens)} tokens of the rows that train, " + (
         "counted" if exact else "scaled up from the rows checked")
-    return DatasetSize(rows=sum(per_dataset), source="the config's datasets: " + " + ".join(map(str, per_dataset)), token_range=(round(tokens), round(tokens)),
-                       tokens_exact=exact, per_dataset=tuple(per_dataset), token_basis=basis)
+    return DatasetSize(rows=sum(per_dataset), source="the config's datasets: " + " + ".join(map(str, per_dataset)),
+                       token_range=(round(tokens), round(tokens)), tokens_exact=exact, per_dataset=tuple(per_dataset),
+                       token_basis=basis, lengths=tuple(sorted((+lengths).items())),
+                       untrained_lengths=tuple(sorted((+untrained).items())))
 
 
-def _schedule_section(options, framework: str, size, progress) -> dict[str, Any]:
+def _schedule_section(options, framework: str, size, progress, task: str | None = None) -> dict[str, Any]:
     from mldebug_cli.pipelines import schedule
 
     if progress:
@@ -168,7 +388,7 @@ def _schedule_section(options, framework: str, size, progress) -> dict[str, Any]
     report = schedule.build_report(
         config=options.config, framework=framework, world_size=options.world_size,
         select=options.select, ignore=options.ignore, size=size,
-        target_versions=options.target_versions, configured_versions=options.configured_versions,
+        target_versions=options.target_versions, configured_versions=options.configured_versions, task=task,
     )
     return {"command": "lr-plot", "target": options.config, "report": report, "findings": report.findings}
 
@@ -210,15 +430,23 @@ def _terminator_key(dataset: DatasetPlan) -> str | None:
     return next((masking[k].key for k in ("eot_tokens", "train_on_eot", "train_on_eos") if k in masking), None)
 
 
-def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan) -> Finding:
+def _preference_key(code: str, preference) -> str | None:
+    """The key behind a DP finding: the length limit for dropped and cut rows, the reward functions, the trainer."""
+    return {"DP005": preference.max_length.key, "DP006": preference.max_length.key,
+            "DP012": preference.reward_columns.key,
+            "DP014": preference.decided_by if preference.decided_by != "--task" else None}.get(code)
+
+
+def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan,
+                     preference=None) -> Finding:
     """Row findings keep their row and name the config key behind them; setup findings point at that key's line."""
     dataset_key = dataset.key
-    key = _config_key(finding.code, plan, dataset)
+    key = _preference_key(finding.code, preference) if preference else _config_key(finding.code, plan, dataset)
     if finding.code == "DS001" and "truncation" not in finding.message:
         key = None
     if finding.location.row is not None:
         return replace(finding, location=replace(finding.location, key=key or dataset_key))
-    key = key or dataset_key
+    key = key or finding.location.key or dataset_key  # a setup finding that names its own key (DS026) keeps it
     return replace(finding, location=Location(path=config.path, line=config.line(key), key=key))
 
 
@@ -227,17 +455,21 @@ def _where(config: ConfigFile, key: str | None) -> str:
     return f"{config.path}:{line}" if line else config.path
 
 
-def _context(config: ConfigFile, plan: TrainingPlan, tokenizer: str, options: PreflightOptions) -> dict[str, Any]:
+def _context(config: ConfigFile, plan: TrainingPlan, tokenizer: str, options: PreflightOptions,
+             preference=None) -> dict[str, Any]:
+    notes = preference.notes if preference else plan.notes  # the plan's notes are about supervised rows
+    trainer = {"trainer": f"{preference.trainer} (from {preference.decided_by})"} if preference else {}
     return {
         "config": config.path,
         "framework": plan.framework,
+        **trainer,
         "tokenizer": tokenizer + (" (--tokenizer)" if options.tokenizer else f" ({plan.tokenizer.key})"),
         "chat_template": plan.chat_template.value or "the tokenizer's",
         "datasets": ", ".join(d.spec for d in plan.datasets) or None,
-        "train_on": plan.train_on.value or "the framework's default",
-        "max_length": plan.max_length.value,
+        "train_on": None if preference else plan.train_on.value or "the framework's default",
+        "max_length": preference.max_length.value if preference else plan.max_length.value,
         "deploy": ", ".join(options.deploy) or None,
-        "notes": "; ".join(plan.notes) or None,
+        "notes": "; ".join(notes) or None,
     }
 
 

@@ -29,10 +29,12 @@ def build_report(
     configured_versions: Mapping[str, str] | None = None,
     size=None,
     rows_source: str = "--num-rows",
+    task: str | None = None,
 ) -> Report:
     """``target_versions``: the ``--<package>-version`` flags; ``configured_versions``: mldebug.toml's;
     ``size``: a DatasetSize the caller already measured (preflight), instead of num_rows/dataset;
-    ``rows_source``: where ``num_rows`` came from."""
+    ``rows_source``: where ``num_rows`` came from; ``task``: the preference trainer preflight found (dpo, kto,
+    orpo, grpo), else the config's keys decide."""
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks import checked_framework, detect_framework, read_spec, versions
     from mldebug_cli.schedule import dataset_size
@@ -50,9 +52,9 @@ def build_report(
     framework = checked_framework(framework or detect_framework(config_file))
     targets = versions.resolve(config, target_versions, configured_versions)
     try:
-        spec = read_spec(config_file, framework, world_size, targets)
+        spec = read_spec(config_file, framework, world_size, targets, task)
     except InputError as exc:  # a typo behind the error is a finding with its line, not a bare refusal
-        found = config_findings(config_file, framework, targets, select, ignore)
+        found = config_findings(config_file, framework, targets, select, ignore, task=task)
         if not any(f.severity is Severity.ERROR for f in found):
             raise
         return _unsimulated(config, framework, targets, found, exc)
@@ -64,7 +66,7 @@ def build_report(
     if trainer_state is not None:
         sim = replace(sim, overlay=compare(sim, trainer_state))
     reported = frozenset(ignored.key for ignored in spec.ignored)
-    findings = config_findings(config_file, framework, targets, select, ignore, reported)
+    findings = config_findings(config_file, framework, targets, select, ignore, reported, task)
     findings += tuple(f for check in checks for f in check.findings(sim, None))
     plot_path = None
     if plot is not None:
@@ -83,7 +85,7 @@ def build_report(
 
 
 def config_findings(config_file, framework: str, targets, select: Iterable[str] = (), ignore: Iterable[str] = (),
-                    reported: frozenset[str] = frozenset()) -> tuple[Finding, ...]:
+                    reported: frozenset[str] = frozenset(), task: str | None = None) -> tuple[Finding, ...]:
     """The CF checks on a config: its keys and values against the framework's schema at the target versions."""
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks import key_schema
@@ -92,7 +94,7 @@ def config_findings(config_file, framework: str, targets, select: Iterable[str] 
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="CF")]
     if not checks:
         return ()
-    review = ConfigReview(config_file, framework, key_schema(config_file, framework, targets), targets, reported)
+    review = ConfigReview(config_file, framework, key_schema(config_file, framework, targets, task), targets, reported)
     return tuple(f for check in checks for f in check.findings(review, None))
 
 
@@ -172,6 +174,7 @@ def details(sim: Simulation, plot_path: str | None = None) -> dict[str, Any]:
         "epochs_requested": plan.epochs_requested,
         "epoch_loops": plan.epoch_loops,
         "total_optimizer_steps_range": list(plan.total_steps_range) if plan.total_steps_range else None,
+        "packing": plan.packing_basis,
         "log_offset": spec.log_offset,
         "schedule": [
             {"step": p.step, "lr": p.lr, "epoch": p.epoch, "micro_batch": p.micro_batch} for p in sim.schedule
@@ -179,6 +182,12 @@ def details(sim: Simulation, plot_path: str | None = None) -> dict[str, Any]:
         "scheduler_error": sim.scheduler_error,
         "scheduler_fails_after_step": sim.scheduler_fails_after,
     }
+    if spec.generation is not None:
+        batching = spec.generation
+        out["generation_batching"] = {
+            "num_generations": batching.num_generations, "generation_batch_size": batching.generation_batch_size,
+            "prompts_per_generation": batching.prompts_per_generation,
+            "steps_per_generation": batching.steps_per_generation, "num_iterations": batching.num_iterations}
     if sim.overlay is not None:
         out["overlay"] = _overlay(sim)
     if plot_path is not None:

@@ -111,7 +111,8 @@ class ChatRenderer:
             )
         return RenderedChat(text, tuple(tuple(s) for s in spans[0]) if spans_wanted else ())
 
-    def render_texts(self, conversations: list[list[dict[str, Any]]], add_generation_prompt: bool = False) -> list[str]:
+    def render_texts(self, conversations: list[list[dict[str, Any]]], add_generation_prompt: bool = False,
+                     continue_final_message: bool = False) -> list[str]:
         """Several conversations in one template call: the time and memory guards are set up once for all.
 
         Raises TemplateRenderError when any of them fails; render them one by one then to know which.
@@ -120,7 +121,8 @@ class ChatRenderer:
             return []
         cleaned = [[{k: v for k, v in m.items() if v is not None} for m in messages] for messages in conversations]
         texts, _ = self._render_within_limits(conversations=cleaned, chat_template=self.template,
-                                              add_generation_prompt=add_generation_prompt, **self.kwargs)
+                                              add_generation_prompt=add_generation_prompt,
+                                              continue_final_message=continue_final_message, **self.kwargs)
         if any(len(t) > self.limits.output_chars for t in texts):
             raise RenderLimitError("a conversation exceeds the render limit")
         return list(texts)

@@ -38,13 +38,3 @@ def last_boundary(text: str, pattern: re.Pattern) -> tuple[int, int] | None:
     for match in pattern.finditer(text):
         span = match.span()
     return span
-
-
-def tokens_through(offsets: list[tuple[int, int]], span: tuple[int, int]) -> int | None:
-    """How many tokens of an encoding run through the token at ``span`` (None when no token has that span)."""
-    for k in range(len(offsets) - 1, -1, -1):
-        if tuple(offsets[k]) == span:
-            return k + 1
-        if offsets[k][1] < span[0]:
-            return None
-    return None

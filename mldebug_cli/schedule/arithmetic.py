@@ -27,6 +27,8 @@ def plan_steps(spec: RunSpec, size: DatasetSize | None) -> StepPlan:
     plan = _plan_for_rows(spec, rows)
     if packed is None:
         return plan
+    if packed.exact:
+        return replace(plan, packing_basis=packed.basis)
     low = None if packed.low is None else _plan_for_rows(spec, packed.low).total_steps
     return replace(
         plan,
@@ -48,6 +50,14 @@ def hf_dataloader_length(rows: int, batch_size: int, world_size: int, drop_last:
     """Micro-batches per process per epoch, as the Trainer's accelerate-prepared dataloader yields them."""
     batches = rows // batch_size if drop_last else math.ceil(rows / batch_size)
     return batches // world_size if drop_last else math.ceil(batches / world_size)
+
+
+def grpo_dataloader_length(rows: int, spec: RunSpec) -> int:
+    """Micro-batches per process per epoch of GRPOTrainer's dataloader (TRL 1.16): RepeatSampler keeps whole
+    generation batches of ``generation_batch_size / num_generations`` prompts (the remainder is never sampled) and
+    yields each ``num_iterations * steps_per_generation`` times, one micro-batch per process each time."""
+    batching = spec.generation
+    return (rows // batching.prompts_per_generation) * batching.num_iterations * batching.steps_per_generation
 
 
 def hf_warmup_steps(spec: RunSpec, total: int) -> int:
@@ -85,12 +95,17 @@ def training_rows(spec: RunSpec, size: DatasetSize | None) -> tuple[int | None, 
     if not spec.packing.enabled:
         return kept, None
     packed = packed_rows(size, spec.packing.sequence_len)
+    if size.lengths and spec.packing.sequence_len:
+        from mldebug_cli.schedule.packing import packed_from_lengths
+
+        packed = packed_from_lengths(spec.framework, size, spec.packing.sequence_len)
     share = kept / size.rows if size.rows else 0.0  # the packer only sees the rows left for training
     scaled = PackedRows(
         estimate=math.ceil(packed.estimate * share),
         low=None if packed.low is None else math.ceil(packed.low * share),
         high=math.ceil(packed.high * share),
         basis=packed.basis,
+        exact=packed.exact and share == 1,
     )
     return scaled.estimate, scaled
 
@@ -121,7 +136,10 @@ def _hf_plan(spec: RunSpec, rows: int | None, max_steps: int | None = None) -> S
             steps_run=max_steps, warmup_steps=hf_warmup_steps(spec, max_steps), epochs_requested=spec.num_epochs,
             epochs_run=None, epoch_loops=None,
         )
-    length = hf_dataloader_length(rows, spec.batch_size, spec.world_size, spec.drop_last)
+    if spec.generation is not None:
+        length = grpo_dataloader_length(rows, spec)
+    else:
+        length = hf_dataloader_length(rows, spec.batch_size, spec.world_size, spec.drop_last)
     per_epoch = max(length // spec.grad_accum + int(length % spec.grad_accum > 0), 1)
     total = max_steps if max_steps > 0 else math.ceil(spec.num_epochs * per_epoch)
     steps_run = total if length > 0 else 0  # an empty dataloader: the Trainer stops before step 1

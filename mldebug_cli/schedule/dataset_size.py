@@ -26,6 +26,8 @@ class DatasetSize:
     tokens_exact: bool = False
     per_dataset: tuple[int, ...] = ()  # rows of each dataset when the run mixes several (LLaMA-Factory max_samples)
     token_basis: str | None = None  # where token_range came from, when not from this file's input_ids or characters
+    lengths: tuple[tuple[int, int], ...] = ()  # (tokens after truncation, rows) of the rows that train, when measured
+    untrained_lengths: tuple[tuple[int, int], ...] = ()  # the same for rows left with nothing to train (TRL packs them)
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class PackedRows:
     low: int | None  # None: no lower bound without token counts
     high: int
     basis: str  # what the estimate rests on, for the LR012 message
+    exact: bool = False  # the framework's own packing of every row's measured length: not an estimate
 
 
 def from_num_rows(rows: int, source: str = "--num-rows") -> DatasetSize:

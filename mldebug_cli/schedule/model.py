@@ -41,6 +41,22 @@ class Packing:
 
 
 @dataclass(frozen=True)
+class GenerationBatching:
+    """GRPO (GRPOConfig.__post_init__, RepeatSampler): a generation batch holds ``generation_batch_size``
+    completions, ``num_generations`` per prompt, and is trained on over ``steps_per_generation`` micro-batches
+    ``num_iterations`` times."""
+
+    num_generations: int
+    generation_batch_size: int
+    steps_per_generation: int
+    num_iterations: int = 1
+
+    @property
+    def prompts_per_generation(self) -> int:
+        return self.generation_batch_size // self.num_generations
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """A run's settings after the framework's key mapping and defaults.
 
@@ -69,6 +85,7 @@ class RunSpec:
     validation_split: float | None = None  # held-out share or row count taken from the training rows
     max_samples: int | None = None
     deepspeed: Any = None
+    generation: GenerationBatching | None = None  # GRPO: the dataloader yields repeated generation batches
     transformers_version: str | None = None
     framework_version: str | None = None  # the target version of the framework package (None: not installed)
     versions_note: str | None = None  # which versions were assumed, and from where

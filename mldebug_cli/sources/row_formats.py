@@ -35,12 +35,14 @@ CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "ipy
 class RowProblem(Exception):
     """A row that does not fit its format (DS010) or names an unknown role (DS011), with the fix when known."""
 
-    def __init__(self, code: str, message: str, message_index: int | None = None, hint: str | None = None) -> None:
+    def __init__(self, code: str, message: str, message_index: int | None = None, hint: str | None = None,
+                 dropped: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.message_index = message_index
         self.hint = hint
+        self.dropped = dropped  # the framework leaves the row out of training and the run goes on
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ class DatasetPlan:
     split: str | None = None
     # axolotl chat_template masking settings the config sets, by option name (AxolotlOptions fields)
     masking: tuple[tuple[str, Setting], ...] = ()
+    name: str | None = None  # the name the config calls it by, when not its path (LLaMA-Factory's dataset_info names)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class TrainingPlan:
     train_on: Setting
     max_length: Setting
     notes: tuple[str, ...] = ()  # assumptions mldebug had to make, said in the report
+    framework_options: Any = None  # the framework's own row settings (LLaMA-Factory: LlamaFactoryOptions)
 
 
 def finished(config: ConfigFile, plan: TrainingPlan, allow_outside: bool) -> TrainingPlan:

@@ -253,10 +253,12 @@ def test_ds014_qwen3_rewrites_history_and_qwen25_does_not(chats):
     two_turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
                  {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]
     path = chats([two_turns, two_turns[:2]])
-    hits = fired(path, QWEN3, "DS014", train_on="assistant", framework="llama-factory")
+    hits = fired(path, QWEN3, "DS014", train_on="assistant", framework="transformers")
     assert set(hits) == {0} and "message 1" in hits[0]
-    assert fired(path, QWEN25, "DS014", train_on="assistant", framework="llama-factory") == {}
-    assert fired(path, PHI3, "DS014", train_on="assistant", framework="llama-factory") == {}  # its trailing EOS is not a rewrite
+    assert fired(path, QWEN25, "DS014", train_on="assistant", framework="transformers") == {}
+    assert fired(path, PHI3, "DS014", train_on="assistant", framework="transformers") == {}  # its trailing EOS is not a rewrite
+    # LLaMA-Factory encodes each turn with its own template (parsed from Qwen3's here): no history is rewritten
+    assert fired(path, QWEN3, "DS014", train_on="assistant", framework="llama-factory") == {}
     # axolotl 0.19 diffs whole-conversation renders, so a rewritten history does not move its masks
     assert fired(path, QWEN3, "DS014", framework="axolotl") == {}
 

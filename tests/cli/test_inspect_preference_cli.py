@@ -67,3 +67,27 @@ def test_bad_flags_and_rows_are_one_line_errors(tmp_path):
     assert bad.exit_code == 2 and "bad.jsonl: row 0 does not fit dpo rows: chosen is a number" in bad.stderr
     bad = run("inspect-data", str(ROWS / "rows_dpo_conversational.json"), "-t", str(QWEN25), "--truncation-mode", "x")
     assert bad.exit_code == 2 and "--truncation-mode" in bad.stderr
+
+
+def test_orpo_rows_get_the_eos_id_after_the_template_end_and_an_over_long_prompt_keeps_its_row():
+    out = doc(ROWS / "rows_dpo_conversational.json", "--task", "orpo", "--max-length", "48")
+    assert out["context"]["format"].startswith("orpo rows, conversational")
+    codes = {(f["code"], f["location"]["row"]) for f in out["findings"]}
+    assert ("DP007", 0) in codes  # <|im_end|>\n then ORPO's own <|im_end|>
+    assert not any(code == "DP005" for code, _ in codes)  # ORPO drops nothing
+    emptied = [f for f in out["findings"] if f["code"] == "DP006" and "cut to nothing" in f["message"]]
+    assert [f["location"]["row"] for f in emptied] == [2, 6]  # the two prompts over 48 tokens
+    row = doc(ROWS / "rows_dpo_conversational.json", "--task", "orpo", "--rows", "0")["rows"][0]
+    assert row["chosen"]["input_ids"][-3:] == [151645, 198, 151645]
+
+
+def test_kto_on_pairs_shows_each_side_as_a_row_of_its_own(tmp_path):
+    out = doc(ROWS / "rows_dpo_conversational.json", "--task", "kto", "--rows", "3")
+    assert "unpaired by the trainer" in out["context"]["format"]
+    row = out["rows"][0]
+    assert row["unpaired"] is True
+    assert (row["chosen"]["label"], row["rejected"]["label"]) == (True, False)
+    assert out["summary"]["sequences_per_row"] == 2
+    text = run("inspect-data", str(ROWS / "rows_dpo_conversational.json"), "-t", str(QWEN25), "--task", "kto",
+               "--rows", "3", "--exit-zero", "--color", "never").stdout
+    assert "chosen → desirable row" in text and "rejected → undesirable row" in text

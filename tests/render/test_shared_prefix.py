@@ -1,4 +1,4 @@
-"""Tokenizing prompt+reply from the prompt's last added token on gives the ids of tokenizing it whole."""
+"""Tokenizing a text up to its last added token and from there on apart gives the ids of tokenizing it whole."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
-from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary, tokens_through
+from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary
 from support import CORPUS, LLAMA3, NEMO, PHI3, QWEN3, QWEN25, needs_corpus
 
 DPO_DEMO = CORPUS / "datasets" / "llama-factory" / "dpo_en_demo.json"
@@ -22,10 +22,11 @@ def test_the_npm_tokenizers_can_be_cut_after_their_control_tokens(path):
     text = tok.apply_chat_template([{"role": "user", "content": "Hi there"}, {"role": "assistant", "content": "Hello"}],
                                    tokenize=False)
     span = last_boundary(text, pattern)
-    encoding = tok.backend_tokenizer.encode(text, add_special_tokens=False)
-    kept = tokens_through(encoding.offsets, span)
-    rest = tok.backend_tokenizer.encode(text[span[1]:], add_special_tokens=False).ids
-    assert encoding.ids[:kept] + rest == encoding.ids
+    backend = tok.backend_tokenizer
+    head = backend.encode(text[: span[1]], add_special_tokens=False).ids
+    rest = backend.encode(text[span[1]:], add_special_tokens=False).ids
+    assert head[-1] == backend.token_to_id(text[span[0]:span[1]])
+    assert head + rest == backend.encode(text, add_special_tokens=False).ids
 
 
 @needs_corpus

@@ -12,7 +12,7 @@ import pytest
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog import detect, read_run
 from mldebug_cli.sources.runlog.model import PREFERENCE, RL, SFT
-from support import CORPUS_RUNS, RUNS, needs_corpus
+from support import CORPUS_RUNS, RUNS, needs_corpus, tf_event, tf_field, tf_record
 
 CORPUS_FILES = sorted(p.name for p in CORPUS_RUNS.iterdir() if p.name not in ("SOURCES.md", "MANIFEST.json")) \
     if CORPUS_RUNS.is_dir() else []
@@ -148,38 +148,11 @@ def test_tensorboard_scalars_match_the_runs_trainer_state_in_float32():
     assert detect(folder / "runs")[0] == "tensorboard"
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(number: int, wire: int, payload: bytes) -> bytes:
-    key = _varint(number << 3 | wire)
-    return key + (_varint(len(payload)) + payload if wire == 2 else payload)
-
-
-def _event(step: int, tag: str, value: float, tensor: bool) -> bytes:
-    if tensor:  # TF2 / torch writers: TensorProto{dtype=DT_FLOAT, tensor_shape={}, float_val=[v]}
-        proto = _field(1, 0, _varint(1)) + _field(2, 2, b"") + _field(5, 2, struct.pack("<f", value))
-        item = _field(1, 2, tag.encode()) + _field(8, 2, proto)
-    else:
-        item = _field(1, 2, tag.encode()) + _field(2, 5, struct.pack("<f", value))
-    return _field(1, 1, struct.pack("<d", 1.0)) + _field(2, 0, _varint(step)) + _field(5, 2, _field(1, 2, item))
-
-
-def _record(payload: bytes) -> bytes:
-    return struct.pack("<Q", len(payload)) + b"\0" * 4 + payload + b"\0" * 4
-
-
 def test_tensorboard_tensor_scalars_and_a_truncated_tail(tmp_path):
     path = tmp_path / "events.out.tfevents.1.host"
-    first = _record(_field(1, 1, struct.pack("<d", 1.0)) + _field(3, 2, b"brain.Event:2"))
-    body = b"".join(_record(_event(s, "train/loss", 3.0 - s / 4, tensor=s % 2 == 0)) for s in range(1, 5))
-    path.write_bytes(first + body + _record(_event(5, "eval/loss", 1.0, tensor=False))[:-9])
+    first = tf_record(tf_field(1, 1, struct.pack("<d", 1.0)) + tf_field(3, 2, b"brain.Event:2"))
+    body = b"".join(tf_record(tf_event(s, "train/loss", 3.0 - s / 4, tensor=s % 2 == 0)) for s in range(1, 5))
+    path.write_bytes(first + body + tf_record(tf_event(5, "eval/loss", 1.0, tensor=False))[:-9])
     run = read_run(path)
     assert run.format == "tensorboard" and run.get("loss").values.tolist() == [2.75, 2.5, 2.25, 2.0]
     assert run.get("eval_loss") is None and [n.kind for n in run.notes] == ["truncated"]
@@ -223,9 +196,35 @@ def test_unreadable_input_is_one_input_error(tmp_path, content):
     assert "junk.bin" in str(error.value) and "\n" not in str(error.value)
 
 
-@pytest.mark.parametrize("fmt", ["trainer-state", "jsonl", "console", "tensorboard", "wandb", "csv"])
+@pytest.mark.parametrize("fmt", ["trainer-state", "jsonl", "console", "tensorboard", "wandb", "csv", "mlflow",
+                                 "torchtune"])
 def test_junk_under_every_forced_format_is_one_input_error(tmp_path, fmt):
     path = tmp_path / "junk"
     path.write_bytes(bytes(range(256)) * 64)
     with pytest.raises(InputError):
         read_run(path, fmt)
+
+
+def test_trainer_state_read_in_small_chunks_gives_the_same_run(monkeypatch):
+    import mldebug_cli.sources.runlog.trainer_state as trainer_state
+
+    paths = sorted(RUNS.glob("*/trainer_state.json"))
+    whole = [read_run(path) for path in paths]
+    monkeypatch.setattr(trainer_state, "CHUNK_CHARS", 7)  # every entry straddles chunk boundaries
+    for path, expected in zip(paths, whole):
+        run = read_run(path)
+        assert run.meta == expected.meta and set(run.series) == set(expected.series)
+        for key, series in expected.series.items():
+            assert list(run.series[key].steps) == list(series.steps) and list(run.series[key].lines) == list(series.lines)
+            assert run.series[key].values.tobytes() == series.values.tobytes()
+
+
+def test_evenly_spaced_steps_and_lines_are_ranges_until_they_are_not(tmp_path):
+    path = tmp_path / "trainer_log.jsonl"
+    rows = [json.dumps({"current_steps": s, "loss": 2.0 - s / 100}) for s in range(5, 55, 5)]
+    path.write_text("\n".join(rows) + "\n")
+    loss = read_run(path).get("loss")
+    assert loss.steps == range(5, 55, 5) and loss.lines == range(1, 11)  # no array of a million steps
+    path.write_text("\n".join(rows[:6] + rows[4:]) + "\n")  # a resume replays two steps
+    loss = read_run(path).get("loss")
+    assert list(loss.steps) == list(range(5, 55, 5)) and loss.line(4) == 7 and not isinstance(loss.steps, range)

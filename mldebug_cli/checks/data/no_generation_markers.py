@@ -35,12 +35,21 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
-    if not setup.chat or setup.train_on not in ("assistant", "last"):
-        return
+    if not setup.chat or setup.train_on not in ("assistant", "last") or setup.rows.own_templates:
+        return  # a framework's own templates (LLaMA-Factory) mask by their slots, not the chat template
     if setup.training_template is not None and setup.training_template.outcome != "own":
         yield from _trl(setup)
         return
     if setup.has_generation_markers:
+        return
+    if setup.framework == "unsloth":
+        yield Hit(
+            "the chat template has no {% generation %} markers (Unsloth does not use them either); the rows were"
+            " relabelled as Unsloth's train_on_responses_only relabels them: from each response marker to the EOS, the"
+            " next instruction marker or the end of the row",
+            "--instruction-part and --response-part decide the mask: they must match the template's role headers",
+            setup.location(),
+        )
         return
     if setup.axolotl is not None:
         yield Hit(

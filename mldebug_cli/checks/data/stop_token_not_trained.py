@@ -43,7 +43,7 @@ def run(row: Row, setup: Setup) -> Iterator[Hit]:
         return
     missing = []
     for turn in row.turns:
-        if not turn.trained or turn.end <= turn.start or turn.end > len(row.input_ids):
+        if not turn.trained or turn.end <= turn.start or turn.end > len(row.input_ids) or turn.cut:
             continue  # untrained, empty, or cut by truncation (response-truncated reports that)
         trained = set(row.labels[turn.start:turn.end])
         trained.discard(IGNORE_INDEX)

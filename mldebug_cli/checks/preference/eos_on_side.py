@@ -3,7 +3,8 @@ A side whose completion (before truncation) does not end with an EOS/end-of-turn
 
 Why it matters for training
 TRL 1.16 appends the EOS text to plain-text replies only when the string does not already end with it, and adds
-nothing to conversational ones (the template's end-of-turn is the end). A reply that already carries `<eos>\\n`
+nothing to conversational ones (the template's end-of-turn is the end); its legacy ORPOTrainer appends the EOS id
+to every reply that does not already end with it, so Qwen chats end `<|im_end|>\n<|im_end|>`. A reply that already carries `<eos>\\n`
 gets a second EOS; a template that writes no end token leaves the model never learning to stop; when only one
 side of a pair has it, the model learns to prefer (or avoid) stopping rather than the better answer.
 
@@ -42,9 +43,11 @@ def run(pair, setup) -> Iterator[Hit]:
                       "use a template that ends the conversation with the assistant's end-of-turn",
                       pair.location(side))
         elif len(tail) > 1 and tail[-2] in setup.stop_ids:
-            yield Hit(f"the {side} completion ends with two EOS/end-of-turn tokens "
-                      f"{setup.decode(tail[-2:])!r}", "remove the EOS text from the reply: TRL appends it",
-                      pair.location(side))
+            hint = ("ORPO appends the EOS id after the template's end-of-turn: train with DPO's preparation, or a "
+                    "template whose turns end with the EOS token" if setup.task == "orpo"
+                    else "remove the EOS text from the reply: TRL appends it")
+            yield Hit(f"the {side} completion ends with two EOS/end-of-turn tokens {setup.decode(tail[-2:])!r}",
+                      hint, pair.location(side))
 
 
 def _tail(ids: list[int], setup) -> list[int]:

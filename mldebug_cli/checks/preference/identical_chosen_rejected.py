@@ -4,7 +4,8 @@ A pair whose chosen and rejected completions are the same tokens after TRL prepa
 Why it matters for training
 DPO's loss depends on the difference between the two log-probabilities: for identical sides it is a constant
 (ln 2 at the start) with zero gradient, so the pair costs compute and teaches nothing; a set full of them
-flattens the loss at 0.693. Identical pairs usually come from a generation step that sampled the same answer
+flattens the loss at 0.693. ORPO's odds-ratio term is likewise zero for the pair, and KTO (which unpairs the rows)
+trains the same completion once as desirable and once as undesirable. Identical pairs usually come from a generation step that sampled the same answer
 twice, or a join on the wrong key.
 
 Example
@@ -25,7 +26,7 @@ SUBJECT = "pair"
 
 
 def run(pair, setup) -> Iterator[Hit]:
-    if not pair.ok or setup.task != "dpo" or pair.dropped:
+    if not pair.ok or set(pair.sides) != {"chosen", "rejected"} or pair.dropped:
         return
     chosen = pair.completion_ids("chosen")
     if chosen == pair.completion_ids("rejected"):

@@ -1,5 +1,6 @@
 """What it finds
-A row the trainer drops: its prompt alone fills `max_length` (DPO with `truncation_mode="keep_start"`, KTO always).
+A row the trainer drops: its prompt alone fills `max_length` (DPO with `truncation_mode="keep_start"`, KTO always;
+for KTO on chosen/rejected pairs, each of the two rows it makes of a pair is filtered on its own).
 
 Why it matters for training
 TRL 1.16 filters such rows out of the dataset without a warning or a count: the run trains on fewer rows than the
@@ -23,6 +24,11 @@ SUBJECT = "pair"
 
 
 def run(pair, setup) -> Iterator[Hit]:
-    if pair.ok and pair.dropped:
-        yield Hit(f"the prompt alone has {pair.prompt_len} tokens, reaching max_length {setup.max_length}: "
-                  "TRL drops the row without a warning", "raise max_length or shorten the prompt", pair.location())
+    if not pair.ok or not pair.dropped:
+        return
+    what = "the row"
+    if setup.unpaired:
+        what = ("both rows KTO makes of the pair" if len(pair.dropped_sides) == 2
+                else f"the {next(iter(pair.dropped_sides))} row KTO makes of the pair")
+    yield Hit(f"the prompt alone has {pair.prompt_len} tokens, reaching max_length {setup.max_length}: "
+              f"TRL drops {what} without a warning", "raise max_length or shorten the prompt", pair.location())

@@ -1,7 +1,9 @@
 """What it finds
 A side truncated much more than the other side of its pair: with `keep_start` a long chosen reply loses its end
-(and its EOS) while the short rejected one is whole; with `keep_end` a sequence loses all of its prompt. (TRL 1.16
-never cuts a reply to nothing: `keep_start` drops such rows first, DP005, and `keep_end` keeps the reply's end.)
+(and its EOS) while the short rejected one is whole; with `keep_end` a sequence loses all of its prompt. TRL 1.16's
+DPO and KTO never cut a reply to nothing (`keep_start` drops such rows first, DP005, and `keep_end` keeps the
+reply's end); ORPO does: it never cuts the prompt and keeps the row, so a prompt that fills `max_length` leaves a
+sequence longer than `max_length` with no completion token.
 
 Why it matters for training
 The preference is then learnt between a cut-off reply and a complete one (or between a reply with context and
@@ -27,6 +29,13 @@ GAP = 0.5  # share of a side's completion cut beyond the other side's
 
 def run(pair, setup) -> Iterator[Hit]:
     if not pair.ok or pair.dropped or not pair.sides:
+        return
+    emptied = [side for side, seq in pair.sides.items() if seq.completion_tokens and not seq.trained]
+    if emptied:
+        seq = pair.sides[emptied[0]]
+        yield Hit(f"the {' and '.join(emptied)} reply is cut to nothing: the prompt alone has {seq.prompt_tokens} "
+                  f"tokens of max_length {setup.max_length}, and the trainer keeps the row with no trained token",
+                  "raise max_length or shorten the prompt", pair.location(emptied[0]))
         return
     for side, seq in pair.sides.items():
         if seq.prompt_tokens and setup.truncation_mode == "keep_end" and seq.labels[0] != -100:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,11 +65,12 @@ def warmup_end_step(run: Run) -> int:
     """The step where the logged LR first reaches its peak (0 when it starts there), else 10 % of the run."""
     lr = run.get("learning_rate")
     if lr is not None:
-        finite = points_where(lr, lambda v: True)
-        if finite:
-            peak = max(lr.values[i] for i in finite)
-            first = next(lr.steps[i] for i in finite if lr.values[i] >= peak * 0.99)
-            return first if first > lr.steps[finite[0]] else 0
+        values = lr.values
+        peak = max((v for v in values if math.isfinite(v)), default=None)
+        if peak is not None:
+            start = next(i for i, v in enumerate(values) if math.isfinite(v))
+            first = next(lr.steps[i] for i, v in enumerate(values) if math.isfinite(v) and v >= peak * 0.99)
+            return first if first > lr.steps[start] else 0
     last = run.last_step or 0
     return int(last * WARMUP_SHARE_WITHOUT_LR)
 
@@ -206,12 +208,12 @@ def accumulation_pattern(pairs: list[tuple[int, float, float]], accumulation: An
     return (factor, near) if len(near) >= max(min_evals, share * len(ratios)) else None
 
 
-def points_where(series: Series, test) -> list[int]:
-    """Indices of the finite logged values that pass ``test``."""
+def points_where(series: Series, test, start: int = 0) -> array:
+    """Indices (from ``start``) of the finite logged values that pass ``test``, as a compact array."""
     values = series.values
-    return [i for i in range(len(values)) if math.isfinite(values[i]) and test(values[i])]
+    return array("q", (i for i in range(start, len(values)) if math.isfinite(values[i]) and test(values[i])))
 
 
-def share(indices: list[int], series: Series) -> str:
+def share(indices, series: Series) -> str:
     """``at 3 of 40 logged points``."""
     return f"at {len(indices)} of {len(series)} logged points"

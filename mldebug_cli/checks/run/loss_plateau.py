@@ -36,7 +36,7 @@ def run(subject, ctx):
         return
     warm = warmup_end_step(subject)
     start = after(loss, warm)
-    points = [i for i in points_where(loss, lambda v: True) if i >= start]
+    points = points_where(loss, lambda v: True, start)
     if len(points) < ctx.limit("min_points"):
         return
     size = max(int(ctx.limit("min_stretch")), int(len(points) * ctx.limit("stretch_share")))

@@ -16,7 +16,9 @@ Example
 
 Fix
     Pass ``--dataset`` with tokenized rows (``input_ids``) for an exact token count, or take T from
-    a short dry run's logged ``max_steps``; size warmup as a ratio.
+    a short dry run's logged ``max_steps``; size warmup as a ratio. ``preflight`` packs the real
+    token length of every row it checked: TRL's best-fit-decreasing packing of every row (``--all``,
+    up to 1,000 rows) is exact and raises no finding.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
     if low is None:
         span = f"at most {plural(high, 'optimizer step')} (if no rows pack together), fewer by the packing factor"
         rows = f"at most {plural(rows_high, 'packed row')}"
+    elif low == high:
+        span = f"{plural(high, 'optimizer step')} if the framework packs as tightly"
+        rows = plural(rows_high, "packed row")
     else:
         span = f"between {low} and {high} optimizer steps"
         rows = f"{rows_low} to {plural(rows_high, 'packed row')}"

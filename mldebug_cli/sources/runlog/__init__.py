@@ -7,6 +7,7 @@ with normalised keys and the step axis in optimizer steps, the run kind, and not
 from __future__ import annotations
 
 import importlib
+import re
 import struct
 from pathlib import Path
 
@@ -19,8 +20,11 @@ FORMATS = {
     "tensorboard": "tensorboard",
     "wandb": "wandb",
     "csv": "csv_export",
+    "mlflow": "mlflow",
+    "torchtune": "torchtune",
 }
 SNIFF_BYTES = 4096
+_TORCHTUNE_LINE = re.compile(r"Step \d+ \| ")
 
 
 def detect(path: Path) -> tuple[str, Path]:
@@ -29,11 +33,16 @@ def detect(path: Path) -> tuple[str, Path]:
         raise InputError(f"{path}: no such file or folder")
     if path.is_dir():
         return _detect_folder(path)
+    from mldebug_cli.sources.runlog import mlflow
+
+    run = mlflow.run_of_metric_file(path)
+    if run is not None:  # one metric file of an MLflow run: the run it belongs to
+        return "mlflow", run
     return _detect_file(path), path
 
 
 def _detect_folder(folder: Path) -> tuple[str, Path]:
-    from mldebug_cli.sources.runlog import tensorboard, trainer_state, wandb
+    from mldebug_cli.sources.runlog import mlflow, tensorboard, torchtune, trainer_state, wandb
 
     state = trainer_state.newest_state(folder)
     if state is not None:
@@ -45,8 +54,13 @@ def _detect_folder(folder: Path) -> tuple[str, Path]:
     found = wandb.find_file(folder)
     if found is not None:
         return "wandb", found
-    raise InputError(f"{folder}: no trainer_state.json, checkpoint-*/, trainer_log.jsonl, TensorBoard event file "
-                     "or .wandb file in this folder")
+    if mlflow.is_store(folder):
+        return "mlflow", mlflow.store_path(folder)
+    found = torchtune.newest_log(folder)
+    if found is not None:
+        return "torchtune", found
+    raise InputError(f"{folder}: no trainer_state.json, checkpoint-*/, trainer_log.jsonl, TensorBoard event file, "
+                     ".wandb file, MLflow store (mlruns/, mlflow.db) or torchtune log_*.txt in this folder")
 
 
 def _detect_file(path: Path) -> str:
@@ -57,6 +71,8 @@ def _detect_file(path: Path) -> str:
         raise InputError(f"{path}: cannot read ({exc})") from None
     if head.startswith(b":W&B"):
         return "wandb"
+    if head.startswith(b"SQLite format 3\x00"):
+        return "mlflow"
     if "tfevents" in path.name or _looks_like_tfrecord(head):
         return "tensorboard"
     text = head.decode("utf-8", "replace").lstrip("\ufeff")
@@ -67,6 +83,8 @@ def _detect_file(path: Path) -> str:
         return "trainer-state"
     if path.suffix.lower() == ".csv":
         return "csv"
+    if _TORCHTUNE_LINE.match(stripped):
+        return "torchtune"
     if b"\x00" in head:
         raise InputError(f"{path}: binary data in no known run-log format",
                          hint="pass --format to say what it is (" + ", ".join(FORMATS) + ")")
@@ -81,7 +99,7 @@ def _looks_like_tfrecord(head: bytes) -> bool:
     return 0 < length < 1024 and b"brain.Event" in head[12:12 + length]
 
 
-def read_raw(path: Path, fmt: str, sink) -> None:
+def read_raw(path: Path, fmt: str, sink, run_id: str | None = None) -> None:
     if fmt not in FORMATS:
         raise UsageError(f"--format: unknown run-log format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
     module = importlib.import_module(f"mldebug_cli.sources.runlog.{FORMATS[fmt]}")
@@ -92,11 +110,16 @@ def read_raw(path: Path, fmt: str, sink) -> None:
         if found is None:
             raise InputError(f"{path}: no trainer_state.json here or in a checkpoint-*/ folder")
         path = found
+    if fmt == "mlflow":
+        module.read(path, sink, run_id)
+        return
+    if run_id is not None:
+        raise UsageError("--run-id chooses a run in an MLflow store; this log is " + fmt)
     module.read(path, sink)
 
 
-def read_run(path: str | Path, fmt: str | None = None):
-    """Read a run log (format detected unless ``fmt`` is given) into a Run."""
+def read_run(path: str | Path, fmt: str | None = None, run_id: str | None = None):
+    """Read a run log (format detected unless ``fmt`` is given) into a Run; ``run_id`` picks an MLflow run."""
     from mldebug_cli.sources.runlog.model import build_run
 
     path = Path(path)
@@ -104,4 +127,4 @@ def read_run(path: str | Path, fmt: str | None = None):
         fmt, path = detect(path)
     elif not path.exists():
         raise InputError(f"{path}: no such file or folder")
-    return build_run(path, fmt, lambda sink: read_raw(path, fmt, sink))
+    return build_run(path, fmt, lambda sink: read_raw(path, fmt, sink, run_id))

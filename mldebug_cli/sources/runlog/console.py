@@ -14,14 +14,14 @@ from collections import Counter
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.runlog.records import LogSink, number, numeric_items
+from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, numeric_items
+from mldebug_cli.sources.runlog.torchtune import parse as torchtune_line
 
 _DICT = re.compile(r"\{'[^{}\n]*\}")
 _PROGRESS = re.compile(r"(\d+)/(\d+) \[")
-_TORCHTUNE = re.compile(r"^Step (\d+) \| (.*)$")
-_PAIR = re.compile(r"(\S+?):(\S+)")
-METRIC_HINTS = ("loss", "eval_loss", "reward", "grad_norm", "learning_rate", "train_runtime")
-FINAL_KEYS = ("train_runtime", "train_loss")
+_KEY = re.compile(r"'([^'\n]*)': ")
+_METRIC_HINTS = frozenset({"loss", "eval_loss", "reward", "grad_norm", "learning_rate", "train_runtime"})
+_FINAL_KEYS = frozenset({"train_runtime", "train_loss"})
 
 
 def read(path: Path, sink: LogSink) -> None:
@@ -60,6 +60,7 @@ class _Steps:
         self.interval = 1
         self.bars_ok = True
         self.torchtune = False
+        self.kinds: dict[tuple, str] = {}  # a dict's keys -> what kind of dict it is
 
     def progress(self, text: str) -> None:
         for count, total in _PROGRESS.findall(text):
@@ -100,31 +101,50 @@ def _each_line(path: Path, handle) -> None:
 
 
 def _line(line: str, number_: int, sink: LogSink | None, steps: _Steps) -> None:
-    torchtune = _TORCHTUNE.match(line.strip())
-    if torchtune:
-        values = {k: v for k, raw in _PAIR.findall(torchtune.group(2)) if (v := number(raw)) is not None}
+    torchtune = torchtune_line(line) if line.startswith("Step ") else None
+    if torchtune is not None:
+        step, values = torchtune
         if values:
             steps.dicts += 1
             steps.torchtune = True
             if sink is not None:
-                sink.add(int(torchtune.group(1)), values, number_)
+                sink.add(step, values, number_)
+        return
+    if "{'" not in line:
+        steps.progress(line)
         return
     position = 0
     for match in _DICT.finditer(line):
         steps.progress(line[position:match.start()])
         position = match.end()
-        entry = _literal(match.group(0))
-        if entry is None or not any(k in entry for k in METRIC_HINTS):
-            continue
-        values = numeric_items(entry)
-        if any(k in values for k in FINAL_KEYS) and "loss" not in values:
+        if sink is None:  # the first pass only needs the keys: what kind of dict this is
+            keys, values = tuple(_KEY.findall(match.group(0))), None
+        else:
+            entry = _literal(match.group(0))
+            if entry is None:
+                continue
+            values = numeric_items(entry)
+            keys = tuple(values)
+        kind = steps.kinds.get(keys)
+        if kind is None:
+            kind = steps.kinds[keys] = _kind(keys)
+        if kind == "final":
             if sink is not None:
-                sink.meta.update({k: v for k, v in values.items() if k.startswith("train_")})
-            continue
-        step = steps.next(evaluation=all(k.startswith("eval_") or k == "epoch" for k in values))
-        if sink is not None:
-            sink.add(step, values, number_)
+                sink.meta.update({k: v for k, v in values.items() if k.startswith("train_")})  # type: ignore[union-attr]
+        elif kind != "other":
+            step = steps.next(evaluation=kind == "eval")
+            if sink is not None:
+                sink.add(step, values, number_)  # type: ignore[arg-type]
     steps.progress(line[position:])
+
+
+def _kind(keys: tuple) -> str:
+    """other (no metric), final (the run's summary), eval or train: from a dict's keys."""
+    if _METRIC_HINTS.isdisjoint(keys):
+        return "other"
+    if not _FINAL_KEYS.isdisjoint(keys) and "loss" not in keys:
+        return "final"
+    return "eval" if all(k.startswith("eval_") or k == "epoch" for k in keys) else "train"
 
 
 def _literal(text: str) -> dict | None:
@@ -151,3 +171,26 @@ def _with_bare_specials(text: str) -> dict | None:
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+class ConsoleFollower:
+    """``--watch`` on a console log: the lines appended since the last read, as long as the training
+    bar gives every dict its step. Without a fresh bar count the steps depend on the whole file (its
+    dict count and bar total), so ``feed`` then says the log must be read whole."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines = AppendedLines(path)
+        self.steps = _Steps(use_bars=True)
+
+    def feed(self, sink: LogSink) -> bool:
+        try:
+            for text in self.lines:
+                _line(text, self.lines.line, sink, self.steps)
+                if not self.steps.bars_ok:
+                    return False
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read the log ({exc})") from None
+        if self.steps.total:
+            sink.meta["max_steps"] = self.steps.total
+        return True

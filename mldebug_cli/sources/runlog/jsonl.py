@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.runlog.records import LogSink, as_step, numeric_items
+from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, as_step, number
 
 STEP_KEYS = ("current_steps", "step", "global_step", "iteration", "_step")
 PROGRESS_KEYS = ("current_steps", "total_steps", "percentage", "step", "global_step", "iteration", "_step")
@@ -18,43 +18,96 @@ MAX_BAD_LINES_NOTED = 5
 
 
 def read(path: Path, sink: LogSink) -> None:
-    bad = 0
-    rows = 0
-    last_bad: tuple[int, str] | None = None
-    last_total = None
-    try:
-        with path.open("r", encoding="utf-8", errors="replace") as stream:
-            for number, line in enumerate(stream, 1):
-                if not line.strip():
-                    continue
-                entry = _entry(line)
-                if entry is None:
-                    bad += 1
-                    last_bad = (number, line)
-                    if bad <= MAX_BAD_LINES_NOTED:
-                        sink.note("bad-record", f"line {number} is not a JSON object; skipped", number)
-                    continue
-                step_key = next((k for k in STEP_KEYS if k in entry), None)
-                step = as_step(entry[step_key]) if step_key else None
-                total = entry.get("total_steps")
-                if total is not None and total != last_total:
-                    last_total = total
-                    if as_step(total):
-                        sink.meta["max_steps"] = as_step(total)
-                values = {k: v for k, v in numeric_items(entry).items() if k not in SKIPPED}
-                rows += 1
-                if values:
-                    sink.add(step, values, number)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the log ({exc})") from None
-    if rows == 0:
+    reader = JsonlReader(path)
+    reader.feed(sink, final=True)
+    if reader.rows == 0:
         raise InputError(f"{path}: no JSON object lines (is this a trainer_log.jsonl?)")
-    if last_bad is not None and last_bad[0] == number and not last_bad[1].endswith("\n"):
-        sink.notes[:] = [n for n in sink.notes if n.line != last_bad[0]]
-        sink.note("truncated", f"the last line ({last_bad[0]}) is cut off; ignored", last_bad[0])
-        bad -= 1
-    if bad > MAX_BAD_LINES_NOTED:
-        sink.note("bad-record", f"{bad} lines in all were not JSON objects and were skipped")
+
+
+class JsonlReader:
+    """Reads a JSONL log from where the last read stopped (``--watch`` follows it as it grows).
+
+    Each distinct set of keys is planned once (which key is the step, which are metrics), so a million
+    lines cost a JSON parse and a few dictionary lookups each.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines = AppendedLines(path)
+        self.rows = self.bad = 0
+        self.last_total = None
+        self.plans: dict[tuple, tuple[str | None, tuple[str, ...]]] = {}
+
+    def feed(self, sink: LogSink, final: bool = False) -> None:
+        """Read the complete lines appended since the last call; a cut last line waits (or, if final, is noted)."""
+        try:
+            for first, lines in self.lines.batches():
+                entries = _batch(lines)
+                if entries is None:  # a blank or bad line in this chunk: line by line
+                    for number_, line in enumerate(lines, first):
+                        self._line(line, number_, sink)
+                else:
+                    for number_, entry in enumerate(entries, first):
+                        self._row(entry, number_, sink)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read the log ({exc})") from None
+        if final:
+            tail = self.lines.tail.decode("utf-8", "replace")
+            if tail.strip():  # a last line without its newline: whole if it parses, else cut off mid-write
+                line = self.lines.line + 1
+                if _entry(tail) is None:
+                    sink.note("truncated", f"the last line ({line}) is cut off; ignored", line)
+                else:
+                    self.lines.line = line
+                    self._line(tail, line, sink)
+            if self.bad > MAX_BAD_LINES_NOTED:
+                sink.note("bad-record", f"{self.bad} lines in all were not JSON objects and were skipped")
+
+    def _line(self, line: str, number_: int, sink: LogSink) -> None:
+        entry = _entry(line)
+        if entry is not None:
+            self._row(entry, number_, sink)
+        elif line.strip():
+            self.bad += 1
+            if self.bad <= MAX_BAD_LINES_NOTED:
+                sink.note("bad-record", f"line {number_} is not a JSON object; skipped", number_)
+
+    def _row(self, entry: dict, number_: int, sink: LogSink) -> None:
+        signature = tuple(entry)
+        plan = self.plans.get(signature)
+        if plan is None:
+            plan = self.plans[signature] = (next((k for k in STEP_KEYS if k in entry), None),
+                                            tuple(k for k in signature if k not in SKIPPED and isinstance(k, str)))
+        step_key, keys = plan
+        step = as_step(entry[step_key]) if step_key else None
+        total = entry.get("total_steps")
+        if total is not None and total != self.last_total:
+            self.last_total = total
+            if as_step(total):
+                sink.meta["max_steps"] = as_step(total)
+        values = {}
+        for key in keys:
+            value = entry[key]
+            if type(value) is not float:
+                value = number(value)
+                if value is None:
+                    continue
+            values[key] = value
+        self.rows += 1
+        if values:
+            sink.add(step, values, number_)
+
+
+def _batch(lines: list[str]) -> list[dict] | None:
+    """The lines of a chunk parsed as one JSON array (one C call instead of a call per line), when each line
+    is exactly one JSON object; else None."""
+    try:
+        entries = json.loads("[" + ",".join(lines) + "]")
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if len(entries) != len(lines) or not all(type(e) is dict for e in entries):
+        return None
+    return entries
 
 
 def _entry(line: str) -> dict | None:

@@ -4,24 +4,28 @@ Key names follow HF Trainer/TRL's ``log_history`` (``loss``, ``eval_loss``, ``gr
 ``learning_rate``, ``reward``, ``rewards/margins``, ``logps/chosen``...). Mirrors are renamed:
 TensorBoard/W&B's ``train/x`` -> ``x`` and ``eval/x`` -> ``eval_x``; LLaMA-Factory's ``lr`` ->
 ``learning_rate`` and ``accuracy`` -> ``rewards/accuracies``; torchtune's ``log_probs/*`` -> ``logps/*``,
-``val_loss`` -> ``eval_loss``, ``rewards`` -> ``reward``; TRL <= 0.16's ``completion_length`` ->
-``completions/mean_length`` (when the run does not log both). Series are stored as ``array`` so a
-million-step log stays small; steps logged twice keep the last write (a resume replays steps).
+``val_loss`` -> ``eval_loss``, ``rewards`` -> ``reward``, PPO/GRPO's ``response_lengths`` ->
+``completions/mean_length`` and ``clipfrac`` -> ``clip_ratio/region_mean``; TRL <= 0.16's ``completion_length`` ->
+``completions/mean_length`` (when the run does not log both). Rows are stored by columns (one
+shared step and line array, one ``array('d')`` per metric) so a million-step log stays small; steps logged
+twice keep the last write (a resume replays steps).
 """
 
 from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from mldebug_cli.sources.runlog.records import LogSink, Note
 
 SFT, PREFERENCE, RL, REWARD_MODEL = "sft", "preference", "rl", "reward-model"
-RENAMES = {"lr": "learning_rate", "val_loss": "eval_loss", "rewards": "reward", "train_loss_step": "loss"}
+RENAMES = {"lr": "learning_rate", "val_loss": "eval_loss", "rewards": "reward", "train_loss_step": "loss",
+           "response_lengths": "completions/mean_length", "clipfrac": "clip_ratio/region_mean"}
 FORMAT_RENAMES = {"jsonl": {"accuracy": "rewards/accuracies"}}
 SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos",
                           "train_loss"})
@@ -39,52 +43,28 @@ def canonical(key: str, fmt: str) -> str:
     return FORMAT_RENAMES.get(fmt, {}).get(key) or RENAMES.get(key, key)
 
 
-class SeriesBuilder:
-    """Appends (step, value, line); remembers whether steps went back or repeated, and repairs at the end."""
+class Column:
+    """One metric's values as logged, with the rows they came from (``rows`` stays None while the metric
+    was in every row so far: then value i belongs to row i and no index is stored). A metric logged on
+    its own (MLflow keeps one file per metric) has its own ``steps`` instead of rows."""
 
-    __slots__ = ("steps", "values", "lines", "backs", "dups", "first_back", "ordered")
+    __slots__ = ("values", "rows", "steps")
 
-    def __init__(self) -> None:
-        self.steps, self.values, self.lines = array("q"), array("d"), array("q")
-        self.backs = self.dups = 0
-        self.first_back: tuple[int, int, int] | None = None  # (from step, to step, line)
-        self.ordered = True
+    def __init__(self, own_steps: bool = False) -> None:
+        self.values = array("d")
+        self.rows: array | None = None
+        self.steps: Axis | None = Axis("q") if own_steps else None
 
-    def add(self, step: int, value: float, line: int) -> None:
-        steps = self.steps
-        if steps and step <= steps[-1]:
-            self.ordered = False
-            if step == self.steps[-1]:
-                self.dups += 1
-            else:
-                self.backs += 1
-                if self.first_back is None:
-                    self.first_back = (self.steps[-1], step, line)
-        steps.append(step)
-        self.values.append(value)
-        self.lines.append(line)
-
-    def build(self, key: str) -> Series:
-        if self.ordered:
-            return Series(key, self.steps, self.values, self.lines)
-        order = sorted(range(len(self.steps)), key=self.steps.__getitem__)  # stable: later writes stay later
-        steps, values, lines = array("q"), array("d"), array("q")
-        for i in order:
-            if steps and steps[-1] == self.steps[i]:
-                values[-1], lines[-1] = self.values[i], self.lines[i]
-            else:
-                steps.append(self.steps[i])
-                values.append(self.values[i])
-                lines.append(self.lines[i])
-        return Series(key, steps, values, lines)
+    def index(self) -> array | range:
+        return range(len(self.values)) if self.rows is None else self.rows
 
 
 @dataclass(frozen=True)
 class Series:
     key: str
-    steps: array
+    steps: array | range  # a range when the steps are evenly spaced
     values: array
-    lines: array  # 1-based line in the log, 0 when unknown
+    lines: array | range  # 1-based line in the log, 0 when unknown
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -132,67 +112,232 @@ class Run:
         return "dpo"
 
 
-class _Rows:
-    """The sink's row handler: renames keys and feeds the series builders."""
+_SUMMARY = object()  # a signature whose rows are the final summary entry
+
+
+class Axis:
+    """An integer column (steps, lines) kept as a ``range`` while it is arithmetic, as most logs' steps
+    and lines are (every ``logging_steps``, one line per row): then a million rows cost no memory here.
+    The first value that breaks the pattern turns it into an array."""
+
+    __slots__ = ("first", "stride", "count", "values", "typecode")
+
+    def __init__(self, typecode: str) -> None:
+        self.typecode = typecode
+        self.first = self.stride = self.count = 0
+        self.values: array | None = None
+
+    def append(self, value: int) -> None:
+        if self.values is not None:
+            self.values.append(value)
+        elif self.count == 0:
+            self.first = value
+        elif self.count == 1 and value >= self.first:
+            self.stride = value - self.first  # 0: a constant column (lines of a log that has none)
+        elif self.count == 1 or value != self.first + self.count * self.stride:
+            self.values = array(self.typecode, self.view())
+            self.values.append(value)
+        self.count += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def view(self) -> array | range | Repeated:
+        """The column so far, as a sequence (a range, a repeated value, or the array itself)."""
+        if self.values is not None:
+            return self.values
+        if self.stride == 0 and self.count > 1:
+            return Repeated(self.first, self.count)
+        return range(self.first, self.first + self.count * (self.stride or 1), self.stride or 1)
+
+
+class Repeated(Sequence):
+    """One value ``count`` times: the line column of a log without line numbers."""
+
+    __slots__ = ("value", "count")
+
+    def __init__(self, value: int, count: int) -> None:
+        self.value, self.count = value, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Repeated(self.value, len(range(self.count)[index]))
+        if not -self.count <= index < self.count:
+            raise IndexError(index)
+        return self.value
+
+
+class RowStore:
+    """The sink's row handler, columnar: one shared step and line per row, one value column per metric.
+
+    A million rows of three metrics take 8 + 4 bytes per row plus 8 per value. Each distinct set of keys
+    (a row's signature: train, eval, final entry...) is renamed once and remembered as a plan.
+    """
 
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
-        self.builders: dict[str, SeriesBuilder] = {}
-        self.names: dict[str, str] = {}
+        self.steps = Axis("q")
+        self.lines = Axis("I")
+        self.columns: dict[str, Column] = {}
+        self.names: dict[str, str] = {}  # canonical -> as logged
         self.summary: dict[str, float] = {}
+        self.plans: dict[tuple, object] = {}
+        self.point_columns: dict[str, Column] = {}  # key as logged -> its own column (add_point)
         self.counter = 0
         self.unstepped = 0
-        self.renamed: dict[str, str] = {}  # key as logged -> canonical name (a few dozen keys, a million rows)
 
     def add(self, step: int | None, values: dict[str, float], line: int | None = None) -> None:
-        if any(k in values for k in ("train_runtime", "train/train_runtime")):
+        signature = tuple(values)
+        plan = self.plans.get(signature)
+        if plan is None:
+            plan = self.plans[signature] = self._plan(signature)
+        if plan is _SUMMARY:
             self.summary.update({canonical(k, self.fmt): v for k, v in values.items()})
             return
         self.counter += 1
         if step is None:
             self.unstepped += 1
             step = self.counter
-        renamed: dict[str, float] = {}
-        for key, value in values.items():
-            name = self.renamed.get(key)
-            if name is None:
-                name = self.renamed[key] = canonical(key, self.fmt)
+        row = len(self.steps)
+        self.steps.append(step)
+        self.lines.append(line if line and 0 < line < 1 << 32 else 0)
+        for key, column in plan:  # type: ignore[attr-defined]
+            column_values = column.values
+            if column.rows is None:
+                if len(column_values) == row:
+                    column_values.append(values[key])
+                    continue
+                column.rows = array("I", range(len(column_values)))
+            column.rows.append(row)
+            column_values.append(values[key])
+
+    def add_point(self, key: str, step: int, value: float) -> None:
+        """One point of a metric logged on its own (no rows shared with other metrics, no line)."""
+        column = self.point_columns.get(key)
+        if column is None:
+            name = canonical(key, self.fmt)
+            self.names.setdefault(name, key)
+            column = self.point_columns[key] = self.columns[name] = Column(own_steps=True)
+        column.steps.append(step)  # type: ignore[union-attr]
+        column.values.append(value)
+
+    def _plan(self, signature: tuple) -> object:
+        if "train_runtime" in signature or "train/train_runtime" in signature:
+            return _SUMMARY
+        chosen: dict[str, str] = {}  # canonical name -> the key that fills it (the last one logged)
+        for key in signature:
+            name = canonical(key, self.fmt)
             if name in SUMMARY_KEYS:
                 continue
-            if key == "completion_length" and "completions/mean_length" not in values:
+            if key == "completion_length" and "completions/mean_length" not in signature:
                 name = "completions/mean_length"  # TRL <= 0.16; Unsloth logs both (then both are kept)
-            renamed[name] = value
+            chosen[name] = key
+        plan = []
+        for name, key in chosen.items():
             self.names.setdefault(name, key)
-        line = line or 0
-        builders = self.builders
-        for name, value in renamed.items():
-            builder = builders.get(name)
-            if builder is None:
-                builder = builders[name] = SeriesBuilder()
-            builder.add(step, value, line)
+            column = self.columns.get(name)
+            if column is None:
+                column = self.columns[name] = Column()
+            plan.append((key, column))
+        return tuple(plan)
+
+    def series(self, name: str, copy: bool = False) -> tuple[Series, Disorder]:
+        """The metric's series in step order (a step logged twice keeps its last write) and what was repaired."""
+        column = self.columns[name]
+        index = column.index()
+        if column.steps is not None:
+            steps_of, lines_of = column.steps.view(), Repeated(0, len(column.steps))
+        else:
+            steps_of, lines_of = self.steps.view(), self.lines.view()
+        if column.rows is None:  # value i is row i: share the rows' columns unless the store keeps growing
+            whole = len(index) == len(steps_of)
+            steps = steps_of if whole and not copy else _copy(steps_of[:len(index)])
+            lines = lines_of if whole and not copy else _copy(lines_of[:len(index)])
+        else:
+            steps = array("q", (steps_of[i] for i in index))
+            lines = array("I", (lines_of[i] for i in index))
+        disorder = Disorder.of(steps, lines_of, index)
+        if disorder.ordered:
+            return Series(name, steps, array("d", column.values) if copy else column.values, lines), disorder
+        order = sorted(range(len(steps)), key=steps.__getitem__)  # stable: later writes stay later
+        out_steps, out_values, out_lines = array("q"), array("d"), array("I")
+        values = column.values
+        for k in order:
+            step = steps[k]
+            if out_steps and out_steps[-1] == step:
+                out_values[-1], out_lines[-1] = values[k], lines_of[index[k]]
+            else:
+                out_steps.append(step)
+                out_values.append(values[k])
+                out_lines.append(lines_of[index[k]])
+        return Series(name, out_steps, out_values, out_lines), disorder
+
+
+def _copy(column):
+    return array(column.typecode, column) if isinstance(column, array) else column  # ranges are immutable
+
+
+@dataclass(frozen=True)
+class Disorder:
+    """How a metric's logged steps left order: repeats, steps going back, the first go-back."""
+
+    backs: int = 0
+    dups: int = 0
+    first_back: tuple[int, int, int] | None = None  # (from step, to step, line)
+
+    @property
+    def ordered(self) -> bool:
+        return not (self.backs or self.dups)
+
+    @classmethod
+    def of(cls, steps: array | range, lines: array | range, index) -> Disorder:
+        if isinstance(steps, range) and steps.step > 0 or all(a < b for a, b in zip(steps, islice(steps, 1, None))):
+            return cls()
+        backs = dups = 0
+        first_back = None
+        previous = steps[0]
+        for k in range(1, len(steps)):
+            step = steps[k]
+            if step == previous:
+                dups += 1
+            elif step < previous:
+                backs += 1
+                if first_back is None:
+                    first_back = (previous, step, lines[index[k]])
+            previous = step
+        return cls(backs, dups, first_back)
 
 
 def build_run(path: Path, fmt: str, fill: Callable[[LogSink], None]) -> Run:
-    rows = _Rows(fmt)
-    sink = LogSink(rows)
+    store = RowStore(fmt)
+    sink = LogSink(store)
     fill(sink)
-    series = {name: b.build(name) for name, b in rows.builders.items()}
-    notes = list(sink.notes) + _order_notes(rows)
-    if rows.unstepped:
-        notes.append(Note("no-step", f"{rows.unstepped} logged rows had no step; numbered by position"))
+    return finish(path, fmt, store, sink)
+
+
+def finish(path: Path, fmt: str, store: RowStore, sink: LogSink, copy: bool = False) -> Run:
+    """The Run of what ``store`` and ``sink`` hold (``copy``: the store keeps growing, as under ``--watch``)."""
+    built = {name: store.series(name, copy) for name in store.columns}
+    series = {name: s for name, (s, _d) in built.items()}
+    notes = list(sink.notes) + _order_notes({name: d for name, (_s, d) in built.items()})
+    if store.unstepped:
+        notes.append(Note("no-step", f"{store.unstepped} logged rows had no step; numbered by position"))
     meta = dict(sink.meta)
-    meta.update({f"final_{k}" if not k.startswith("train_") else k: v for k, v in rows.summary.items()})
-    return Run(str(path), fmt, infer_kind(series), series, tuple(notes), meta, dict(rows.names))
+    meta.update({f"final_{k}" if not k.startswith("train_") else k: v for k, v in store.summary.items()})
+    return Run(str(path), fmt, infer_kind(series), series, tuple(notes), meta, dict(store.names))
 
 
-def _order_notes(rows: _Rows) -> list[Note]:
+def _order_notes(disorders: Mapping[str, Disorder]) -> list[Note]:
     """One note for the worst disorder among the series (they share the rows, so one speaks for all)."""
     # epoch is in the train and the eval entry of the same step: not a duplicate
-    builders = sorted(((k, b) for k, b in rows.builders.items() if k != "epoch"),
-                      key=lambda kv: (kv[1].backs, kv[1].dups), reverse=True)
-    if not builders:
+    ranked = sorted(((k, d) for k, d in disorders.items() if k != "epoch"), key=lambda kv: (kv[1].backs, kv[1].dups),
+                    reverse=True)
+    if not ranked:
         return []
-    name, worst = builders[0]
+    name, worst = ranked[0]
     notes: list[Note] = []
     if worst.backs > INTERLEAVED_BACKS:
         notes.append(Note("interleaved", f"steps go back {worst.backs} times in {name!r} (two writers interleaved "

@@ -37,6 +37,8 @@ class LogSink:
 
     def __post_init__(self) -> None:
         self.add = self.rows.add  # one call per row, not two: a million rows is a million calls
+        # (key, step, value) of a metric logged on its own, as MLflow stores them
+        self.add_point = getattr(self.rows, "add_point", None) or (lambda key, step, value: self.rows.add(step, {key: value}))
 
     def note(self, kind: str, message: str, line: int | None = None) -> None:
         self.notes.append(Note(kind, message, line))
@@ -44,16 +46,14 @@ class LogSink:
 
 def number(value: Any) -> float | None:
     """A logged value as a float: numbers, v5's ``.4g`` strings, ``"NaN"``, torchtune's ``tensor(0.12)``."""
-    if type(value) is float:
+    kind = type(value)
+    if kind is float:
         return value
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        try:
+    if kind is str:
+        try:  # the common case first: v5's ".4g" strings, "nan"
             return float(value)
-        except OverflowError:  # a Python int beyond float range
-            return math.copysign(math.inf, value)
-    if isinstance(value, str):
+        except ValueError:
+            pass
         text = value.strip()
         match = _TENSOR.match(text)
         if match:
@@ -62,6 +62,13 @@ def number(value: Any) -> float | None:
             return float(text)
         except ValueError:
             return None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:  # a Python int beyond float range
+            return math.copysign(math.inf, value)
     return None
 
 
@@ -78,7 +85,53 @@ def numeric_items(entry: dict[str, Any]) -> dict[str, float]:
 
 
 def as_step(value: Any) -> int | None:
+    if type(value) is int and -2**62 <= value <= 2**62:
+        return value
     parsed = number(value)
     if parsed is None or not math.isfinite(parsed) or abs(parsed) > 2**62:
         return None
     return int(parsed)
+
+
+class AppendedLines:
+    """The complete lines of a text file from where the last read stopped, read in chunks.
+
+    ``--watch`` keeps one per growing file (JSONL, torchtune and console logs, MLflow metric files) and
+    parses only what was appended; a last line without its newline waits for the next read (``tail``
+    says whether one is waiting). ``line`` is the 1-based number of the last line handed out.
+    """
+
+    CHUNK = 1 << 18
+
+    def __init__(self, path) -> None:
+        self.path = path
+        self.offset = 0
+        self.line = 0
+        self.tail = b""
+
+    def __iter__(self):
+        for first, lines in self.batches():
+            for number_, line in enumerate(lines, first):
+                self.line = number_
+                yield line
+
+    def batches(self):
+        """(number of the first line, the lines) of each chunk's complete lines; ``line`` ends at the last."""
+        with open(self.path, "rb") as stream:
+            stream.seek(self.offset)
+            pending = b""
+            while True:
+                chunk = stream.read(self.CHUNK)
+                if not chunk:
+                    break
+                pending += chunk
+                end = pending.rfind(b"\n") + 1
+                if not end:
+                    continue
+                complete, pending = pending[:end], pending[end:]
+                self.offset += end
+                lines = [raw.decode("utf-8", "replace") for raw in complete.splitlines()]
+                first = self.line + 1
+                self.line += len(lines)
+                yield first, lines
+            self.tail = pending

@@ -32,35 +32,54 @@ def read(path: Path, sink: LogSink) -> None:
         raise InputError(f"{path}: no TensorBoard event files (events.out.tfevents.*) in this folder")
     events = 0
     for file in files:
-        events += _read_file(file, sink)
+        events += EventFile(file).feed(sink, final=True)
     if events == 0 and not path.is_dir():
         raise InputError(f"{path}: not a TensorBoard event file (no TFRecord event could be read)")
     sink.meta["event_files"] = len(files)
 
 
-def _read_file(path: Path, sink: LogSink) -> int:
-    events = 0
-    try:
-        with path.open("rb") as stream:
-            while True:
-                header = stream.read(12)
-                if not header:
-                    break
-                length = struct.unpack("<Q", header[:8])[0] if len(header) == 12 else -1
-                if length < 0 or length > MAX_RECORD:
-                    return _stop(sink, path, events, "an impossible record length")
-                payload = stream.read(length)
-                footer = stream.read(4)
-                if len(payload) < length or len(footer) < 4:
-                    return _stop(sink, path, events, "a truncated last record")
-                try:
-                    _event(payload, sink)
-                except WireError as exc:
-                    return _stop(sink, path, events, f"an unreadable event ({exc})")
-                events += 1
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the event file ({exc})") from None
-    return events
+class EventFile:
+    """One event file, read record by record from where the last read stopped (``--watch``: a record
+    the writer has not finished waits for the next read)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.events = 0
+        self.broken = False
+
+    def feed(self, sink: LogSink, final: bool = False) -> int:
+        """Reads the whole records appended since the last call; the number of events read."""
+        if self.broken:
+            return 0
+        before = self.events
+        try:
+            with self.path.open("rb") as stream:
+                stream.seek(self.offset)
+                while True:
+                    header = stream.read(12)
+                    if not header:
+                        break
+                    length = struct.unpack("<Q", header[:8])[0] if len(header) == 12 else -1
+                    if length > MAX_RECORD:
+                        return self._stop(sink, "an impossible record length")
+                    payload = stream.read(length) if length >= 0 else b""
+                    footer = stream.read(4)
+                    if length < 0 or len(payload) < length or len(footer) < 4:
+                        return self._stop(sink, "a truncated last record") if final else self.events - before
+                    try:
+                        _event(payload, sink)
+                    except WireError as exc:
+                        return self._stop(sink, f"an unreadable event ({exc})")
+                    self.offset += 16 + length
+                    self.events += 1
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read the event file ({exc})") from None
+        return self.events - before
+
+    def _stop(self, sink: LogSink, what: str) -> int:
+        self.broken = True
+        return _stop(sink, self.path, self.events, what)
 
 
 def _stop(sink: LogSink, path: Path, events: int, what: str) -> int:

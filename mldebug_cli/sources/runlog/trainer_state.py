@@ -18,6 +18,9 @@ from mldebug_cli.sources.runlog.records import LogSink, as_step, numeric_items
 FILE = "trainer_state.json"
 _HISTORY = re.compile(r'"log_history"\s*:\s*\[')
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_GLOBAL_STEP = re.compile(r'"global_step"\s*:\s*(\d+)')
+HEAD_CHARS = 1 << 16
+CHUNK_CHARS = 1 << 20
 META_KEYS = ("max_steps", "global_step", "logging_steps", "eval_steps", "save_steps", "train_batch_size",
              "num_train_epochs", "best_metric", "best_global_step")
 
@@ -36,26 +39,36 @@ def newest_state(folder: Path) -> Path | None:
 
 
 def _global_step(path: Path) -> int | None:
+    """``global_step`` from the head of the file (``sort_keys`` puts it before ``log_history``), else the whole."""
+    try:
+        with path.open("r", encoding="utf-8") as stream:
+            head = stream.read(HEAD_CHARS)
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = _GLOBAL_STEP.search(head.split('"log_history"', 1)[0])
+    if found:
+        return int(found.group(1))
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     return as_step(state.get("global_step")) if isinstance(state, dict) else None
 
 
 def read(path: Path, sink: LogSink) -> None:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("r", encoding="utf-8") as stream:
+            history = _History(path, stream, sink)
+            outside = history.stream()
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the trainer state ({exc})") from None
-    streamed = _stream_history(path, text, sink)
-    state = _parse(path, text if streamed is None else text[:streamed[0]] + "[]" + text[streamed[1]:])
+    state = _parse(path, outside)
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise InputError(f"{path}: no log_history list (is this a trainer_state.json?)")
     for key in META_KEYS:
         if key in state:
             sink.meta[key] = state[key]
-    if streamed is None:
+    if not history.streamed:
         for index, entry in enumerate(state["log_history"]):
             _entry(entry, index, None, sink)
 
@@ -64,49 +77,102 @@ def _parse(path: Path, text: str):
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg}); a trainer_state.json "
-                         "being rewritten? try again") from None
+        raise _json_error(path, exc.lineno, exc.msg) from None
     except RecursionError:
         raise InputError(f"{path}: the JSON is nested too deeply to be a trainer_state.json") from None
 
 
-def _stream_history(path: Path, text: str, sink: LogSink) -> tuple[int, int] | None:
-    """Decode ``log_history`` entry by entry (a million-entry list never exists at once), with each entry's line.
+def _json_error(path: Path, line: int, what: str) -> InputError:
+    return InputError(f"{path}: not valid JSON at line {line} ({what}); a trainer_state.json being rewritten? "
+                      "try again")
 
-    Returns the span of the list in ``text``, or None when there is no ``"log_history": [`` (then the
-    whole document is parsed the ordinary way). A list that breaks off is the document's JSON error.
+
+class _History:
+    """Decodes ``log_history`` entry by entry from the file in chunks (neither the text nor the list of a
+    million entries is ever held), with each entry's line.
+
+    ``stream()`` returns the document with the list emptied (``[]``), for the ordinary parse of the rest;
+    with no ``"log_history": [`` in the file it returns the whole text and ``streamed`` stays False.
     """
-    match = _HISTORY.search(text)
-    if match is None:
-        return None
-    decoder = json.JSONDecoder()
-    pos, line, counted = match.end(), 1 + text.count("\n", 0, match.end()), match.end()
-    index = 0
-    try:
+
+    def __init__(self, path: Path, stream, sink: LogSink) -> None:
+        self.path, self.file, self.sink = path, stream, sink
+        self.buffer, self.eof = "", False
+        self.lines_before = 0  # newlines before buffer position ``counted``
+        self.counted = 0
+        self.streamed = False
+
+    def _more(self) -> bool:
+        chunk = self.file.read(CHUNK_CHARS)
+        self.eof = not chunk
+        self.buffer += chunk
+        return bool(chunk)
+
+    def stream(self) -> str:
+        match = None
+        while match is None and self._more():
+            match = _HISTORY.search(self.buffer)
+        if match is None:
+            return self.buffer
+        self.streamed = True
+        head = self.buffer[:match.end() - 1]
+        self.lines_before = head.count("\n")
+        self.buffer = self.buffer[match.end():]
+        pos = self._entries()
+        return head + "[]" + self.buffer[pos + 1:] + self.file.read()
+
+    def _entries(self) -> int:
+        """Feeds each entry to the sink; the buffer position of the closing ``]``."""
+        decoder = json.JSONDecoder()
+        pos, index = 0, 0
         while True:
-            pos = _skip(text, pos)
-            if text.startswith("]", pos):
-                break
-            entry, end = decoder.raw_decode(text, pos)
-            line += text.count("\n", counted, pos)
-            counted = pos
-            _entry(entry, index, line + (_step_offset(entry) if text.startswith("{\n", pos) else 0), sink)
+            pos = self._skip(pos)
+            if self.buffer.startswith("]", pos):
+                return pos
+            try:
+                entry, end = decoder.raw_decode(self.buffer, pos)
+            except json.JSONDecodeError as exc:
+                if self._refill(pos):
+                    pos = 0
+                    continue
+                raise _json_error(self.path, self._line_at(exc.pos), exc.msg) from None
+            except RecursionError:
+                raise InputError(f"{self.path}: log_history could not be read entry by entry") from None
+            line = self._line_at(pos)
+            _entry(entry, index, line + (_step_offset(entry) if self.buffer.startswith("{\n", pos) else 0), self.sink)
             index += 1
-            pos = _skip(text, end)
-            if text.startswith(",", pos):
+            pos = self._skip(end)
+            if self.buffer.startswith(",", pos):
                 pos += 1
-            elif not text.startswith("]", pos):
-                raise json.JSONDecodeError("expected ',' or ']' in log_history", text, pos)
-    except (json.JSONDecodeError, RecursionError):
-        _parse(path, text)  # raises the document's own error
-        raise InputError(f"{path}: log_history could not be read entry by entry") from None
-    return match.end() - 1, pos + 1
+            elif not self.buffer.startswith("]", pos):
+                raise _json_error(self.path, self._line_at(pos), "expected ',' or ']' in log_history")
+            if pos > CHUNK_CHARS:  # drop what was read, so the buffer stays about one chunk
+                self._drop(pos)
+                pos = 0
 
+    def _line_at(self, pos: int) -> int:
+        """The 1-based line of buffer position ``pos`` (positions only move forward between drops)."""
+        self.lines_before += self.buffer.count("\n", self.counted, pos)
+        self.counted = pos
+        return self.lines_before + 1
 
-def _skip(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
+    def _drop(self, pos: int) -> None:
+        self._line_at(pos)
+        self.buffer = self.buffer[pos:]
+        self.counted = 0
+
+    def _refill(self, pos: int) -> bool:
+        """Drops the buffer before ``pos`` and reads one more chunk; False at the end of the file."""
+        self._drop(pos)
+        return self._more()
+
+    def _skip(self, pos: int) -> int:
+        while True:
+            while pos < len(self.buffer) and self.buffer[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(self.buffer) or not self._refill(pos):
+                return pos if pos < len(self.buffer) else 0
+            pos = 0
 
 
 def _step_offset(entry) -> int:

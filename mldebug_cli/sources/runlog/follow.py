@@ -1,0 +1,80 @@
+"""``check-run --watch``: a run log read as it grows, parsing only what was appended since the last read.
+
+JSONL, torchtune and console logs, TensorBoard event files and MLflow metric files are followed from
+where the last read stopped (a line or record the writer has not finished waits for the next read);
+``trainer_state.json`` is rewritten whole at each save, and W&B, CSV and ``mlflow.db`` are read whole
+too. Each ``poll()`` returns the Run of everything read so far.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mldebug_cli.sources.runlog import detect, read_raw
+from mldebug_cli.sources.runlog.model import RowStore, Run, finish
+from mldebug_cli.sources.runlog.records import LogSink
+
+INCREMENTAL = ("jsonl", "torchtune", "console", "tensorboard", "mlflow")
+
+
+class Follower:
+    def __init__(self, path: str | Path, fmt: str | None = None, run_id: str | None = None) -> None:
+        path = Path(path)
+        self.fmt, self.path = detect(path) if fmt is None else (fmt, path)
+        self.run_id = run_id
+        self.incremental = self.fmt in INCREMENTAL and not (self.fmt == "mlflow" and self.path.is_file())
+        self.store, self.sink = self._fresh()
+        self.readers: dict[Path, object] = {}
+        self.mlflow_run: Path | None = None
+
+    def _fresh(self) -> tuple[RowStore, LogSink]:
+        store = RowStore(self.fmt)
+        return store, LogSink(store)
+
+    def poll(self) -> Run:
+        if self.incremental:
+            if not self.readers:
+                self._first_read()
+            else:
+                self._feed()
+            if self.incremental:  # still: a console log may have just lost its step counts
+                return finish(self.path, self.fmt, self.store, self.sink, copy=True)
+        self.store, self.sink = self._fresh()
+        read_raw(self.path, self.fmt, self.sink, self.run_id)
+        return finish(self.path, self.fmt, self.store, self.sink)
+
+    def _first_read(self) -> None:
+        """The first read is the ordinary one (it checks the format and says what is wrong); then the
+        readers that follow the files start where it ended."""
+        from mldebug_cli.sources.runlog import mlflow
+
+        read_raw(self.path, self.fmt, self.sink, self.run_id)
+        first = self.sink
+        self.store, self.sink = self._fresh()
+        self.sink.meta.update(first.meta)
+        self.sink.notes += [n for n in first.notes if n.kind == "several-runs"]
+        if self.fmt == "mlflow":
+            self.mlflow_run = mlflow.run_folder(self.path, self.run_id, LogSink(self.store))
+        self._feed()
+
+    def _feed(self) -> None:
+        for reader in self._readers().values():
+            if reader.feed(self.sink) is False:  # a console log whose steps now need the whole file
+                self.incremental = False
+
+    def _readers(self) -> dict[Path, object]:
+        from mldebug_cli.sources.runlog import console, jsonl, mlflow, tensorboard, torchtune
+
+        if self.fmt == "tensorboard":
+            files = tensorboard.event_files(self.path) if self.path.is_dir() else [self.path]
+            for file in files:
+                self.readers.setdefault(file, tensorboard.EventFile(file))
+        elif self.fmt == "mlflow":
+            assert self.mlflow_run is not None
+            for file, key in mlflow.metric_files(self.mlflow_run):
+                self.readers.setdefault(file, mlflow.MetricFile(file, key))
+        elif not self.readers:
+            maker = {"jsonl": jsonl.JsonlReader, "torchtune": torchtune.LogReader, "console": console.ConsoleFollower}
+            file = torchtune.newest_log(self.path) if self.fmt == "torchtune" and self.path.is_dir() else self.path
+            self.readers[file] = maker[self.fmt](file)
+        return self.readers
