@@ -24,8 +24,11 @@ from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
 
 DEFAULT_SEQUENCE_LEN = 2048
 STORED_KEYS = "axolotl-0.19.0.json"
+STORED_TEMPLATES = "axolotl-0.19.0-chat-templates.json"  # tools/axolotl_chat_templates.py
+FALLBACK_PREFIX = "tokenizer_default_fallback_"
 ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
-DATASET_TYPES = {"alpaca": "alpaca", "sharegpt": "sharegpt", "chat_template": None, "completion": "text"}
+DATASET_TYPES = {"sharegpt": "sharegpt", "chat_template": None, "completion": "text", "input_output": "text"}
+TYPE_KEYS = ("field", "conversation")  # a dataset entry's keys its prompt strategy reads besides type
 TERMINATORS = ("all", "turn", "last", "none")
 
 
@@ -169,27 +172,158 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     for i, entry in enumerate(config.get("datasets") or []):
         if not isinstance(entry, dict) or not entry.get("path"):
             raise InputError(f"{at(config, f'datasets.{i}')}: datasets[{i}] has no path")
-        kind = entry.get("type", "chat_template")
-        kind = kind if isinstance(kind, str) else "chat_template"
-        fmt = DATASET_TYPES.get(kind.split(".")[0])
-        if fmt is None and kind.split(".")[0] not in DATASET_TYPES:
-            notes.append(f"datasets[{i}] type {kind!r}: format detected from the rows")
-        if kind == "alpaca":
-            notes.append(f"datasets[{i}] type alpaca: axolotl formats it with its own Alpaca prompter; mldebug renders it with the chat template")
+        kind, type_options = _dataset_type(entry)
+        fmt = _row_format(kind)
+        if fmt is None and entry.get("field_messages"):
+            fmt = "messages"  # the conversation is under a key of the config's choosing: axolotl reads it there
         path = local(config, str(entry["path"]), entry.get("data_files"))
-        masking = _masking(config, f"datasets.{i}")
+        masking = _masking(config, f"datasets.{i}") + _reading(config, f"datasets.{i}", entry)
+        if kind != "chat_template":
+            masking += (("dataset_type", Setting(kind, f"datasets.{i}.type")),
+                        ("type_options", Setting(type_options, f"datasets.{i}.type")))
         datasets.append(DatasetPlan(path, f"datasets.{i}.path", fmt, entry.get("split"), masking))
-    template = config.get("chat_template")
-    chat_template = Setting(None)
-    if template == "jinja":
-        chat_template = template_setting(config, "chat_template_jinja")
-    elif isinstance(template, str) and template != "tokenizer_default":
-        notes.append(f"chat_template {template!r} is one of axolotl's built-in templates; mldebug used the tokenizer's own")
+    chat_template = _chat_template(config, notes)
     train_on = Setting("all", "train_on_inputs") if config.get("train_on_inputs") is True else Setting("assistant", set_key(config, "train_on_inputs"))
     max_length = Setting(int(config.get("sequence_len", DEFAULT_SEQUENCE_LEN)), set_key(config, "sequence_len"))
     if config.get("excess_length_strategy", "drop") == "drop":
         notes.append("axolotl drops rows longer than sequence_len (excess_length_strategy: drop): rows flagged as truncated are dropped from training")
     return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length, tuple(notes))
+
+
+def _chat_template(config: ConfigFile, notes: list[str]) -> Setting:
+    """axolotl's ``chat_template`` choice: the tokenizer's (tokenizer_default), a .jinja (jinja), one of its named
+    templates (read from the installed axolotl, else the stored copy of 0.19.0's), or tokenizer_default_fallback_NAME."""
+    choice = config.get("chat_template")
+    for i, entry in enumerate(config.get("datasets") or []):
+        own = entry.get("chat_template") if isinstance(entry, dict) else None
+        if own and own != choice:
+            notes.append(f"datasets[{i}] sets its own chat_template {own!r}: mldebug renders every dataset with {choice!r}")
+    if choice in (None, "tokenizer_default"):
+        return Setting(None)
+    if choice == "jinja":
+        return template_setting(config, "chat_template_jinja")
+    if not isinstance(choice, str):
+        raise InputError(f"{at(config, 'chat_template')}: chat_template must name a template")
+    name = choice
+    if choice.startswith(FALLBACK_PREFIX):
+        tokenizer = local(config, str(config.get("tokenizer_config") or config.get("base_model") or ""))
+        if _has_template(tokenizer):
+            return Setting(None, "chat_template")
+        name = choice[len(FALLBACK_PREFIX):]
+    path, source = named_template(name)
+    if path is None:
+        import difflib
+
+        near = difflib.get_close_matches(name, source, n=1)
+        raise InputError(f"{at(config, 'chat_template')}: axolotl has no chat template named {name!r} (it raises "
+                         "\"Template not found\")", hint=f"did you mean {near[0]!r}?" if near else "use tokenizer_default or jinja")
+    notes.append(f"chat_template {choice!r}: axolotl's {name} template, read from {source}")
+    return Setting(str(path), "chat_template")
+
+
+def _has_template(tokenizer: str) -> bool:
+    """Whether a local tokenizer folder carries a chat template (a hub id: assumed to, as most do)."""
+    import json
+    from pathlib import Path
+
+    folder = Path(tokenizer)
+    if not folder.is_dir():
+        return True
+    if (folder / "chat_template.jinja").exists() or (folder / "chat_template.json").exists():
+        return True
+    try:
+        return bool(json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("chat_template"))
+    except (OSError, ValueError):
+        return False
+
+
+def named_template(name: str):
+    """(a .jinja file holding axolotl's template ``name``, where it came from); (None, the names there are) when
+    axolotl has none by that name. The installed axolotl's own file, else the stored 0.19.0 copy written out once."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("axolotl") if versions.installed("axolotl") else None
+    if spec is not None and spec.submodule_search_locations:
+        folder = Path(next(iter(spec.submodule_search_locations))) / "utils" / "chat_templates" / "templates"
+        if folder.is_dir():
+            path = folder / f"{name}.jinja"
+            names = sorted(p.stem for p in folder.glob("*.jinja"))
+            return (path, f"axolotl {versions.installed('axolotl')} (installed)") if path.exists() else (None, names)
+    table = schema.stored(STORED_TEMPLATES)
+    text = table["templates"].get(name)
+    if text is None:
+        return None, sorted(table["templates"])
+    folder = Path(tempfile.gettempdir()) / f"mldebug-axolotl-{table['version']}-templates"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{name}.jinja"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path, f"axolotl {table['version']} (stored copy; axolotl is not installed)"
+
+
+def _dataset_type(entry: dict) -> tuple[str, tuple]:
+    """The dataset's type and the options its prompter reads (the dict form is axolotl's user_defined type)."""
+    kind = entry.get("type", "chat_template")
+    if isinstance(kind, dict):
+        return "user_defined", tuple(sorted((str(k), v) for k, v in kind.items()))
+    kind = str(kind) if kind is not None else "chat_template"
+    return kind, tuple((k, entry[k]) for k in TYPE_KEYS if entry.get(k) is not None)
+
+
+def _row_format(kind: str) -> str | None:
+    """mldebug's row format for a type: chat types from the rows, instruction prompters read their own fields."""
+    base = kind.split(":")[0].split(".")[0]
+    if base in DATASET_TYPES:
+        return DATASET_TYPES[base]
+    return "alpaca" if kind == "user_defined" or base.startswith("alpaca") or base in INSTRUCTION_TYPES else None
+
+
+INSTRUCTION_TYPES = ("gpteacher", "oasst", "jeopardy", "summarizetldr")
+
+
+def _reading(config: ConfigFile, entry_key: str, entry: dict) -> tuple[tuple[str, Setting], ...]:
+    """How the chat_template strategy reads a conversation: field_messages, message_property_mappings (and the
+    older message_field_role / message_field_content), roles, split_thinking; checked as axolotl's schema does."""
+    found = []
+    where = lambda name: at(config, f"{entry_key}.{name}")  # noqa: E731
+    if entry.get("field_messages") is not None:
+        if not isinstance(entry["field_messages"], str):
+            raise InputError(f"{where('field_messages')}: field_messages must name the row's key holding the messages")
+        found.append(("field_messages", Setting(entry["field_messages"], f"{entry_key}.field_messages")))
+    mappings = entry.get("message_property_mappings") or {}
+    if not isinstance(mappings, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mappings.items()):
+        raise InputError(f"{where('message_property_mappings')}: message_property_mappings must map message keys to the row's keys")
+    mappings = dict(mappings)
+    for old, key in (("message_field_role", "role"), ("message_field_content", "content")):
+        if isinstance(entry.get(old), str):  # axolotl's schema folds the older keys into the mapping
+            mappings.setdefault(key, entry[old])
+    if mappings:
+        mappings = {"role": "role", "content": "content", **mappings}
+        found.append(("message_property_mappings", Setting(tuple(mappings.items()), f"{entry_key}.message_property_mappings")))
+    roles = entry.get("roles")
+    if roles is not None:
+        if not isinstance(roles, dict) or not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in roles.values()):
+            raise InputError(f"{where('roles')}: roles must map each role to a list of the names that stand for it")
+        found.append(("roles", Setting(tuple((str(k), tuple(v)) for k, v in roles.items()), f"{entry_key}.roles")))
+    if entry.get("split_thinking") is not None:
+        if not isinstance(entry["split_thinking"], bool):
+            raise InputError(f"{where('split_thinking')}: split_thinking must be true or false")
+        found.append(("split_thinking", Setting(entry["split_thinking"], f"{entry_key}.split_thinking")))
+    skipped = tuple(f"{entry_key}.{key}: {what}" for key, what in UNEMULATED_KEYS.items() if entry.get(key) not in (None, False))
+    if skipped:
+        found.append(("unemulated", Setting(skipped, entry_key)))
+    return tuple(found)
+
+
+# chat_template dataset keys mldebug reads but does not emulate: what it does instead
+UNEMULATED_KEYS = {
+    "message_field_training_detail": "per-character training spans are not emulated; mldebug trains each turn whole "
+                                     "by its role (and message_field_training)",
+    "drop_system_message": "not emulated; mldebug keeps the system message",
+    "chat_template_kwargs": "not passed to the template; mldebug renders with the template's defaults",
+}
 
 
 def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
@@ -218,29 +352,92 @@ def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
 # --- how axolotl turns rows into ids and labels ---------------------------------------------------------
 
 CHAT_FORMATS = ("messages", "sharegpt", "alpaca")
+CHAT_TYPES = ("chat_template", "sharegpt", "messages")  # types masked by axolotl's chat_template strategy
 
 
 class Rows(RowProfile):
     """axolotl: chat rows masked by its chat_template strategy (``render.axolotl``: its turn rules, EOS/EOT
-    training), EOS appended to text, rows longer than sequence_len dropped (excess_length_strategy: drop)."""
+    training), instruction rows by its prompters (``axolotl_prompters``), EOS appended to text, rows longer
+    than sequence_len dropped (excess_length_strategy: drop)."""
 
     framework = "axolotl"
     default_train_on = "assistant"
     truncation = "drop"
     appends_eos = True
 
-    def __init__(self, options: Any = None, masking: Any = None) -> None:
+    def __init__(self, options: Any = None, masking: Any = None, prompter: Any = None, tokenizer: Any = None,
+                 unemulated: tuple[tuple[str, str], ...] = ()) -> None:
         self.options = options  # render.axolotl.AxolotlOptions from a config, else None (its defaults with --train-on)
         self.masking = masking  # resolved against the tokenizer: chat rows only
+        self.prompter = prompter  # axolotl_prompters.Prompter, "completion" or "input_output": rows it prompts itself
+        self.tokenizer = tokenizer
+        self.unemulated = unemulated
 
     @property
     def masking_method(self) -> str | None:
+        if self.prompter is not None:
+            kind = self.prompter if isinstance(self.prompter, str) else self.prompter.kind
+            return f"axolotl's {kind} prompter (its own prompt text and tokenization; no chat template)"
         return f"axolotl chat_template masking ({self.masking.describe()})" if self.masking is not None else None
 
+    @property
+    def train_on_inputs(self) -> bool:
+        return bool(self.options and self.options.train_on_inputs)
+
     def train_on(self, given: str | None, row_format: str) -> str:
+        if self.prompter is not None:
+            return "all" if self.train_on_inputs or self.prompter == "completion" else "completion"
         if self.options is not None and not (row_format == "prompt-completion" and given is None):
             return "all" if self.options.trains_beyond_assistant else "assistant"
         return super().train_on(given, row_format)
+
+    def renders_chat(self, row_format: str) -> bool:
+        return self.prompter is None and super().renders_chat(row_format)
+
+    def training_template(self, loaded: Any, row_format: str, train_on: str) -> tuple[Any, Any]:
+        """A prompter writes its own prompt text: the chat template plays no part (nor do the checks that read it)."""
+        if self.prompter is None:
+            return loaded, None
+        kind = self.prompter if isinstance(self.prompter, str) else self.prompter.kind
+        return replace(loaded, chat_template=None, template_source=f"none: axolotl's {kind} prompter writes the prompt"), None
+
+    def not_emulated(self) -> list:
+        from mldebug_cli.frameworks.rows import NotEmulated
+
+        return [NotEmulated(message, key) for key, message in self.unemulated]
+
+    def own_sample(self, raw: Any) -> Any:
+        from mldebug_cli.frameworks import axolotl_prompters
+
+        if self.prompter is None:
+            return self._conversation(raw)
+        field = dict(self.options.type_options).get("field") if self.options else None
+        return axolotl_prompters.read(self.prompter, raw, str(field or "text"))
+
+    def _conversation(self, raw: Any) -> Any:
+        """A chat row read as axolotl reads it when the config says where and how (None: the messages converter)."""
+        from mldebug_cli.render import axolotl
+        from mldebug_cli.sources.row_formats import Chat, RowProblem, _tools, _validated_messages
+
+        if self.masking is None or self.options is None or not self.options.reads_own_messages:
+            return None
+        try:
+            messages = axolotl.read_conversation(raw, self.options)
+        except ValueError as exc:
+            raise RowProblem("DS010", str(exc)) from None
+        key = self.options.field_messages or "messages"
+        return Chat(_validated_messages(messages, key), _tools(raw) if isinstance(raw, dict) else None)
+
+    def encodes(self, sample: Any) -> bool:
+        from mldebug_cli.frameworks.axolotl_prompters import Prompted
+
+        return isinstance(sample, Prompted)
+
+    def encode(self, sample: Any, setup: Any) -> Any:
+        from mldebug_cli.frameworks import axolotl_prompters
+
+        limit = setup.max_length if setup.max_length is not None else UNLIMITED
+        return axolotl_prompters.encode(sample, self.tokenizer, limit, self.train_on_inputs, len(sample.messages) - 1)
 
     def reads(self, sample: Any, raw: Any) -> Any:
         from mldebug_cli.render import axolotl
@@ -270,18 +467,36 @@ class Rows(RowProfile):
         return axolotl.label_tokens(encoding, ids, row.layout, self.masking)
 
 
+UNLIMITED = 1 << 40  # no sequence_len given (inspect-data without --max-length): nothing is cut or dropped
+
+
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
-    """axolotl's masking for chat rows: the config's settings, else its defaults with --train-on all or last."""
+    """axolotl's prompter for instruction types, else its chat_template masking for chat rows: the config's
+    settings, else its defaults with --train-on all or last."""
     from mldebug_cli.core.errors import InputError
+    from mldebug_cli.frameworks import axolotl_prompters
     from mldebug_cli.render import axolotl
 
     given = options.framework_options
+    kind = given.dataset_type if given is not None else None
+    kind = kind or ("alpaca" if row_format == "alpaca" else "chat_template")
+    unemulated = tuple((what.split(":")[0], what) for what in given.unemulated) if given else ()
+    if kind.split(":")[0] not in CHAT_TYPES:
+        prompter = axolotl_prompters.prompter(kind, dict(given.type_options) if given is not None else {})
+        if prompter is not None:
+            if given is None:
+                given = axolotl.AxolotlOptions(train_on_inputs=options.train_on == "all", dataset_type=kind)
+            return Rows(given, None, prompter, loaded.tokenizer)
+        how = ("rendered with the chat template and masked as axolotl's chat_template strategy masks"
+               if row_format in CHAT_FORMATS else f"read as {row_format} rows, as --framework axolotl reads them")
+        unemulated += (("type", f"axolotl dataset type {kind!r}: mldebug does not emulate its prompt strategy; the rows"
+                                f" were {how}"),)
     if row_format not in CHAT_FORMATS:
-        return Rows(given)
+        return Rows(given, unemulated=unemulated)
     train_on = options.train_on
     settings = given or axolotl.AxolotlOptions(train_on_inputs=train_on == "all", last_turn_only=train_on == "last")
     try:
         masking = axolotl.AxolotlMasking.resolve(settings, loaded.tokenizer, loaded.chat_template)
     except axolotl.AxolotlConfigError as exc:
         raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot") from None
-    return Rows(given, masking)
+    return Rows(given, masking, unemulated=unemulated)

@@ -94,6 +94,14 @@ class RowProfile:
         """The loaded tokenizer as the trainer renders with it, and the trainer's template choice (None: its own)."""
         return loaded, None
 
+    def renders_chat(self, row_format: str) -> bool:
+        """Whether rows of this format are rendered with a chat template (False: the profile's own prompter)."""
+        return row_format in ("messages", "sharegpt", "alpaca")
+
+    def own_sample(self, raw: Any) -> Sample | None:
+        """The row as the framework's own prompter reads it (None: the row format's converter reads it)."""
+        return None
+
     def reads(self, sample: Sample, raw: Any) -> Sample:
         """The sample as the framework reads the row (raises RowDropped for a row it leaves out, ValueError for one
         it cannot read)."""

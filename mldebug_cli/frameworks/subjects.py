@@ -54,7 +54,7 @@ class Setup:
 
     @property
     def chat(self) -> bool:
-        return self.row_format in ("messages", "sharegpt", "alpaca") or (
+        return self.rows.renders_chat(self.row_format) or (
             self.row_format == "prompt-completion" and self.template is not None
         )
 

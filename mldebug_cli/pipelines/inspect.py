@@ -344,7 +344,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
            rows) -> Setup:
     tok = loaded.tokenizer
     template = loaded.chat_template
-    needs_template = row_format in ("messages", "sharegpt", "alpaca")
+    needs_template = rows.renders_chat(row_format)
     if needs_template and not template and not rows.own_templates:
         raise InputError(
             f"{loaded.source}: the tokenizer has no chat template, and {row_format} rows need one",
@@ -437,7 +437,7 @@ def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: s
         row.problem = RowProblem("DS010", record.error)
         return row
     try:
-        row.sample = to_sample(record.data, detection)
+        row.sample = setup.rows.own_sample(record.data) or to_sample(record.data, detection)
     except RowProblem as problem:
         row.problem = problem
         return row

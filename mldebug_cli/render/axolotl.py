@@ -38,6 +38,8 @@ TERMINATOR_OPTIONS = ("all", "turn", "last", "none")
 SENTINELS = ("[[dummy_message]]", "zzdummymessagezz")  # axolotl's own, with disjoint first and last characters
 TERMINATOR_REACH = 3  # tokens after a turn's span within which its end-of-turn / EOS token is looked for
 ROLE_NAMES = {"human": "user", "gpt": "assistant"}  # axolotl's default role mapping, for roles_to_train
+THINKING_PAIRS = (("<think>", "</think>"), ("<reasoning>", "</reasoning>"), ("<|begin_of_thought|>", "<|end_of_thought|>"))
+SOLUTION_PAIR = ("<|begin_of_solution|>", "<|end_of_solution|>")
 SKELETON_CACHE_SIZE = 4096
 
 
@@ -56,6 +58,25 @@ class AxolotlOptions:
     eot_tokens: tuple[str, ...] | None = None  # None: the tokenizer's EOS token
     message_field_training: str | None = None  # a message key whose value overrides the role rule
     last_turn_only: bool = False  # mldebug's --train-on last: as if earlier turns were marked untrained
+    dataset_type: str | None = None  # the dataset's ``type`` (None: chat_template, alpaca for alpaca rows)
+    type_options: tuple[tuple[str, Any], ...] = ()  # the dict form's keys, or the entry's ``field``/``conversation``
+    field_messages: str | None = None  # the row's key holding the conversation (None: axolotl's "messages")
+    message_property_mappings: tuple[tuple[str, str], ...] = ()  # message key -> the row's key (role, content, ...)
+    roles: tuple[tuple[str, tuple[str, ...]], ...] | None = None  # custom ``roles:``: role -> the names that map to it
+    split_thinking: bool = False  # assistant <think>...</think> moved into reasoning_content
+    unemulated: tuple[str, ...] = ()  # settings the config gives that mldebug does not emulate (DS026)
+
+    @property
+    def role_names(self) -> dict[str, str]:
+        """axolotl's role mapping: the custom ``roles:`` (replacing its defaults), else human/gpt to user/assistant."""
+        if self.roles:
+            return {name: role for role, names in self.roles for name in names}
+        return ROLE_NAMES
+
+    @property
+    def reads_own_messages(self) -> bool:
+        """Settings that change how axolotl reads a conversation from the row."""
+        return bool(self.field_messages or self.message_property_mappings or self.roles or self.split_thinking)
 
     @property
     def eot_option(self) -> str:
@@ -63,7 +84,8 @@ class AxolotlOptions:
 
     @property
     def trains_beyond_assistant(self) -> bool:
-        return self.train_on_inputs or any(ROLE_NAMES.get(r, r) != "assistant" for r in self.roles_to_train)
+        names = self.role_names
+        return self.train_on_inputs or any(names.get(r, r) != "assistant" for r in self.roles_to_train)
 
 
 @dataclass(frozen=True)
@@ -138,6 +160,50 @@ def as_axolotl_reads(messages: list[dict[str, Any]], row: Any = None) -> list[di
     return out
 
 
+def read_conversation(row: Any, options: AxolotlOptions) -> list[dict[str, Any]]:
+    """The conversation as axolotl's chat_template strategy reads it from a row: ``field_messages`` (a list, or a
+    JSON string of one), each message's keys renamed by ``message_property_mappings`` (unmapped keys kept), its
+    role mapped by ``roles``, and with ``split_thinking`` an assistant's ``<think>`` block moved to
+    ``reasoning_content``. Raises ValueError where axolotl stops."""
+    key = options.field_messages or "messages"
+    messages = row.get(key) if isinstance(row, dict) else None
+    if isinstance(messages, str):
+        try:
+            messages = json.loads(messages)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{key} is a string that is not valid JSON ({exc.msg}); axolotl stops on this row") from None
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise ValueError(f"no list of messages under {key!r} (field_messages): axolotl stops on this row")
+    mappings = dict(options.message_property_mappings) or {"role": "role", "content": "content",
+                                                            "reasoning_content": "reasoning_content"}
+    names = options.role_names if options.roles else {**ROLE_NAMES, "user": "user", "assistant": "assistant"}
+    return [_read_message(m, mappings, names, options.split_thinking) for m in messages]
+
+
+def _read_message(message: dict[str, Any], mappings: dict[str, str], names: dict[str, str], split: bool) -> dict[str, Any]:
+    out = {key: message[source] for key, source in mappings.items() if message.get(source) is not None}
+    if "role" in out:
+        out["role"] = names.get(out["role"], out["role"])
+    if split and out.get("role") == "assistant" and isinstance(out.get("content"), str):
+        out.update(_split_thinking(out["content"]))
+    taken = set(mappings.values())
+    out.update({k: v for k, v in message.items() if k not in taken and k not in out and v is not None})
+    return out
+
+
+def _split_thinking(content: str) -> dict[str, str]:
+    """The first thinking pair found: its inside (stripped) as reasoning_content, the rest (or the solution) as content."""
+    for start, end in THINKING_PAIRS:
+        if start in content and end in content:
+            at, stop = content.find(start), content.find(end)
+            rest = content[stop + len(end):].lstrip()
+            first, last = SOLUTION_PAIR
+            if first in rest and last in rest:
+                rest = rest[rest.find(first) + len(first):rest.find(last)].strip()
+            return {"reasoning_content": content[at + len(start):stop].strip(), "content": rest}
+    return {}
+
+
 def _part_text(part: dict[str, Any]) -> str:
     text = part.get("text") or part.get("content") or part.get("value") or ""
     return text if isinstance(text, str) else ""
@@ -160,7 +226,8 @@ def _parsed_arguments(call: dict[str, Any], index: int) -> dict[str, Any]:
 
 def trainable_turns(messages: list[dict[str, Any]], options: AxolotlOptions) -> list[bool]:
     """Which messages axolotl trains (before locating them)."""
-    roles = {ROLE_NAMES.get(r, r) for r in options.roles_to_train}
+    names = options.role_names
+    roles = {names.get(r, r) for r in options.roles_to_train}
     field = options.message_field_training
     flags = []
     for message in messages:

@@ -370,7 +370,7 @@ def test_ds023_eos_is_not_the_end_of_turn_token(chats, alpaca_rows, tmp_path):
 @needs_corpus
 @pytest.mark.parametrize("tokenizer", [QWEN25, PHI3, NEMO])
 def test_clean_real_data_gets_no_error_or_warning(tokenizer):
-    """The alpaca demo through each tokenizer's own template, assistant-only as axolotl trains it."""
+    """The alpaca demo as axolotl trains it (its alpaca prompter: the response trained, the prompt masked)."""
     report = build_report(InspectOptions(dataset=str(ALPACA), tokenizer=str(tokenizer), framework="axolotl", train_on="assistant", sample=100))
     loud = [f for f in report.findings if f.severity.value != "info" and f.code != "DS023"]
     assert loud == []

@@ -109,7 +109,8 @@ def test_the_project_configs_read_with_an_npm_tokenizer_and_our_own_rows():
     context = doc["context"]
     assert context["format"].startswith("alpaca") and context["max_length"] == 2048
     assert f"data_format alpaca (datasets.0.path, line {line_of(config, 'path')})" in context["from_config"]
-    assert "type alpaca: axolotl formats it with its own Alpaca prompter" in context["config_notes"]
+    assert context["train_on"] == "completion via axolotl's alpaca prompter (its own prompt text and tokenization; no chat template)"
+    assert doc["rows"][0]["prompt"].startswith("Below is an instruction that describes a task")
     assert "is not the config's dataset (shop/support-chats (datasets.0.path, line 4))" in context["config_notes"]
     assert "--tokenizer over base_model: meta-llama/Llama-3.2-1B (line 2)" in context["flags_over_config"]
     trl = FIXTURES / "configs" / "trl_open_r1_sft_demo.yaml"

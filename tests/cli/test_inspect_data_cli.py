@@ -30,15 +30,14 @@ def test_json_contract_on_the_alpaca_demo():
     assert doc["summary"]["rows"] == 999 and doc["summary"]["rows_checked"] == 3
     assert [r["row"] for r in doc["rows"]] == [0, 5, 6]
     row = doc["rows"][0]
-    assert row["line"] == 2 and row["prompt"].startswith("<|im_start|>system\nYou are Qwen")
+    assert row["line"] == 2 and row["prompt"].startswith("Below is an instruction that describes a task")  # axolotl's alpaca prompter
     assert len(row["input_ids"]) == len(row["labels"]) == len(row["pieces"])
     trained = [i for i, label in zip(row["input_ids"], row["labels"]) if label != -100]
     from transformers import AutoTokenizer
 
     decoded = AutoTokenizer.from_pretrained(str(QWEN25)).decode(trained)
-    assert decoded == json.loads(ALPACA.read_text())[0]["output"] + "<|im_end|>"  # axolotl never trains the "\n" after it
-    assert [f["code"] for f in doc["findings"]] == ["DS015"]
-    assert doc["findings"][0]["name"] == "no-generation-markers" and doc["findings"][0]["severity"] == "info"
+    assert decoded == json.loads(ALPACA.read_text())[0]["output"] + "<|im_end|>"  # the response, then the EOS axolotl appends
+    assert doc["findings"] == []
 
 
 @needs_corpus
