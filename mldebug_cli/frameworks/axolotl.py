@@ -241,7 +241,6 @@ def named_template(name: str):
     """(a .jinja file holding axolotl's template ``name``, where it came from); (None, the names there are) when
     axolotl has none by that name. The installed axolotl's own file, else the stored 0.19.0 copy written out once."""
     import importlib.util
-    import tempfile
     from pathlib import Path
 
     spec = importlib.util.find_spec("axolotl") if versions.installed("axolotl") else None
@@ -255,12 +254,25 @@ def named_template(name: str):
     text = table["templates"].get(name)
     if text is None:
         return None, sorted(table["templates"])
-    folder = Path(tempfile.gettempdir()) / f"mldebug-axolotl-{table['version']}-templates"
-    folder.mkdir(exist_ok=True)
-    path = folder / f"{name}.jinja"
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        path.write_text(text, encoding="utf-8")
+    path = _private_folder() / f"{name}.jinja"  # the chat_template setting names a file
+    path.write_text(text, encoding="utf-8")
     return path, f"axolotl {table['version']} (stored copy; axolotl is not installed)"
+
+
+_FOLDER: list = []
+
+
+def _private_folder():
+    """A folder only this user can write, made once per process and removed when it ends."""
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    if not _FOLDER:
+        _FOLDER.append(Path(tempfile.mkdtemp(prefix="mldebug-axolotl-templates-")))
+        atexit.register(shutil.rmtree, _FOLDER[0], True)
+    return _FOLDER[0]
 
 
 def _dataset_type(entry: dict) -> tuple[str, tuple]:
