@@ -103,3 +103,13 @@ def test_kto_rows_stay_with_trl_and_a_bad_row_is_a_finding(tmp_path):
     assert result.exit_code == 0, result.stderr
     (finding,) = json.loads(result.stdout)["findings"]
     assert finding["code"] == "DP013" and finding["location"]["row"] == 1 and "chosen is not text" in finding["message"]
+
+
+def test_a_template_mldebug_does_not_emulate_is_dp014_and_no_trl_preparation_is_claimed():
+    result = run("inspect-data", PAIRS, "-t", QWEN25, "--framework", "llama-factory", "--template", "yi", "--all",
+                 "-f", "json", "--exit-zero")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    (gap,) = [f for f in doc["findings"] if f["code"] == "DP014"]
+    assert "template 'yi'" in gap["message"] and "TRL" not in doc["context"]["framework"]
+    assert "parsed from the tokenizer's chat template" in doc["context"]["framework"]
