@@ -32,4 +32,5 @@ SUBJECT = "preference-dataset"
 
 def run(dataset, setup) -> Iterator[Hit]:
     for gap in setup.not_emulated:
-        yield Hit(gap, "read the other findings as TRL 1.16's view of the rows", Location(path=setup.dataset_path))
+        yield Hit(gap, "read the other findings as the preparation the report's framework line names",
+                  Location(path=setup.dataset_path))
