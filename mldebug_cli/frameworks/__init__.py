@@ -120,6 +120,19 @@ def row_profile(framework: str, options: Any, loaded: Any, row_format: str):
     return importlib.import_module(f"mldebug_cli.frameworks.{ROW_PROFILES[framework]}").row_profile(options, loaded, row_format)
 
 
+# frameworks whose row profile may prepare preference rows itself (RowProfile.encodes_pairs)
+PAIR_PROFILES = frozenset({"llama-factory"})
+
+
+def pair_profile(framework: str, options: Any, loaded: Any, task: str):
+    """The framework's row profile when its own pairwise processor prepares ``task``'s preference rows (its
+    ``encode_pair``); None when they are prepared as TRL 1.16 does."""
+    if framework not in PAIR_PROFILES:
+        return None
+    rows = row_profile(framework, options, loaded, "sharegpt")
+    return rows if rows.encodes_pairs(task) else None
+
+
 def read_plan(config: ConfigFile, framework: str, allow_outside: bool = False):
     """What the config implies for the data checks (a sources.training_plan.TrainingPlan), read by its profile."""
     from mldebug_cli.core.errors import InputError

@@ -21,7 +21,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
-from mldebug_cli.frameworks.rows import EncodedRow, EncodedTurn, NotEmulated, RowProfile
+from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
@@ -180,12 +180,37 @@ class Rows(RowProfile):
 
         return isinstance(sample, Chat)
 
-    def encode_pair(self, raw: dict[str, Any]) -> tuple[Any, Any]:
-        """A ranking row (stage dpo/orpo) as the pairwise processor encodes it: (chosen, rejected) PairSides; raises
-        InvalidRow (a ValueError) for a row it drops. The hook for the preference pipeline."""
-        from mldebug_cli.frameworks.llama_factory_data import pairwise, ranked_row
+    def encodes_pairs(self, task: str) -> bool:
+        """Stage dpo (any pref_loss, orpo included) runs the pairwise processor; KTO rows are not emulated."""
+        return task in ("dpo", "orpo")
 
-        return pairwise(self.encoder, ranked_row(raw), self.tokenizer.eos_token_id)
+    def encode_pair(self, raw: Any) -> tuple[EncodedSide, EncodedSide]:
+        """A ranking row (stage dpo/orpo) as the pairwise processor encodes it: (chosen, rejected); raises
+        InvalidRow (a RowDropped) for a row it drops, ValueError for one it cannot read (its run stops there)."""
+        from mldebug_cli.frameworks.llama_factory_data import InvalidRow, pairwise, ranked_row
+
+        if not isinstance(raw, dict):
+            raise ValueError(f"the row is a JSON {type(raw).__name__}, not an object")
+        try:
+            return pairwise(self.encoder, ranked_row(raw), self.tokenizer.eos_token_id)
+        except InvalidRow:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"LLaMA-Factory's pairwise processor cannot read this row ({type(exc).__name__}: {exc}); "
+                             "its run stops here") from None
+
+    def pair_preparation(self, template_source: str | None) -> PairPreparation:
+        tok = self.tokenizer
+        stops = {tok.eos_token_id, *(tok.convert_tokens_to_ids(w) for w in self.template.stop_words)}
+        return PairPreparation(
+            tok, frozenset(i for i in stops if isinstance(i, int) and i != tok.unk_token_id), self.options.cutoff_len,
+            {"format": "LLaMA-Factory ranking rows (sharegpt: conversations + chosen/rejected turns; alpaca: "
+                       "instruction/input + chosen/rejected)",
+             "chat_template": self.chat_template_line(template_source),
+             "framework": f"llama-factory {VERSION} pairwise processor (template {self.template_name}; each side "
+                          "encoded in one turn; the prompt and the longer reply share cutoff_len by infer_seqlen, "
+                          "both replies cut alike; rows its converter refuses are dropped)"},
+            tuple(g.message for g in self._template_gaps()))
 
     def reads(self, sample: Any, raw: Any) -> Any:
         """A chat row the converter refuses (role order, odd turn count) raises: it never reaches training."""
@@ -218,7 +243,12 @@ class Rows(RowProfile):
         return f"LLaMA-Factory's template {self.template.name!r} for chat rows (the tokenizer's is not used)"
 
     def not_emulated(self) -> list[NotEmulated]:
-        options = self.options
+        return self._template_gaps() + [self._at(key, f"{key}: LLaMA-Factory packs rows into blocks of cutoff_len; "
+                                                 "each row is shown on its own (its ids and labels are "
+                                                 "LLaMA-Factory's, the packed blocks are not)")
+                                        for key in self.options.packing]
+
+    def _template_gaps(self) -> list[NotEmulated]:
         out = []
         if self.unemulated:
             out.append(self._at("template", f"template {self.unemulated!r} is LLaMA-Factory's, but mldebug does not "
@@ -226,9 +256,6 @@ class Rows(RowProfile):
         if self.template.multimodal:
             out.append(self._at("template", f"template {self.template.name!r} has a multimodal plugin: image, video "
                                 "and audio placeholders are left as text, LLaMA-Factory expands them"))
-        for key in options.packing:
-            out.append(self._at(key, f"{key}: LLaMA-Factory packs rows into blocks of cutoff_len; each row is shown "
-                                "on its own (its ids and labels are LLaMA-Factory's, the packed blocks are not)"))
         return out
 
     def _at(self, key: str, message: str) -> NotEmulated:

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mldebug_cli.frameworks.rows import RowDropped
+from mldebug_cli.frameworks.rows import EncodedSide, RowDropped
 from mldebug_cli.frameworks.llama_factory_templates import BOS, EOS, LfTemplate, Settings, describe_tools, write_calls
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import infer_seqlen
@@ -375,6 +375,9 @@ def ranked_row(row: dict[str, Any]) -> RankedRow:
                 raise InvalidRow(f"{name} is not an assistant or function_call turn: LLaMA-Factory drops the row")
             replies.append(_ranked_message(role, reply.get("value", ""), len(prompt)))
         return RankedRow(system, prompt, replies[0], replies[1], tools)
+    for name in ("chosen", "rejected"):
+        if not isinstance(row.get(name), str):
+            raise ValueError(f"{name} is not text, and an alpaca ranking row's replies are")
     history = [m for old, new in (row.get("history") or []) for m in ((USER, old), (ASSISTANT, new))]
     query = "\n".join(q for q in (row.get("instruction"), row.get("input")) if q)
     prompt = [LfMessage(role, text, i) for i, (role, text) in enumerate([*history, (USER, query)])]
@@ -390,14 +393,7 @@ def _ranked_message(role: str, value: str, index: int) -> LfMessage:
     return LfMessage(role, value, index, tuple((c["name"], c["arguments"]) for c in calls))
 
 
-@dataclass(frozen=True)
-class PairSide:
-    input_ids: list[int]
-    labels: list[int]
-    prompt_length: int  # prompt tokens kept
-
-
-def pairwise(encoder: Encoder, row: RankedRow, eos_id: int | None) -> tuple[PairSide, PairSide]:
+def pairwise(encoder: Encoder, row: RankedRow, eos_id: int | None) -> tuple[EncodedSide, EncodedSide]:
     """PairwiseDatasetProcessor: each side encoded in one turn (prompt, reply); the prompt and the longer reply share
     cutoff_len by infer_seqlen, both replies cut to the same length; the prompt is never trained."""
     prompt, chosen = encoder.oneturn(row.system, [*row.prompt, row.chosen], row.tools)
@@ -409,7 +405,11 @@ def pairwise(encoder: Encoder, row: RankedRow, eos_id: int | None) -> tuple[Pair
     source_len, target_len = infer_seqlen(len(prompt.ids), max(len(chosen_ids), len(rejected_ids)),
                                           encoder.settings.cutoff_len)
     prompt_ids = prompt.ids[:source_len]
+    ends = [end for _, end in prompt.offsets[:source_len]]
+    prompt_text = prompt.text if source_len == len(prompt.ids) or not any(ends) else prompt.text[: max(ends, default=0)]
     sides = []
-    for reply in (chosen_ids[:target_len], rejected_ids[:target_len]):
-        sides.append(PairSide(prompt_ids + reply, [IGNORE_INDEX] * source_len + reply, source_len))
+    for ids, message in ((chosen_ids, row.chosen), (rejected_ids, row.rejected)):
+        reply = ids[:target_len]
+        sides.append(EncodedSide(prompt_ids + reply, [IGNORE_INDEX] * source_len + reply, source_len, len(prompt.ids),
+                                 ids, prompt_text, message.content))
     return sides[0], sides[1]

@@ -11,8 +11,10 @@
   chosen / rejected strings with axolotl's own formatting: mldebug does not emulate those strategies and inspects
   the rows' own columns, and says so.
 - LLaMA-Factory: ``stage: dpo`` (``pref_loss`` sigmoid, orpo, simpo, ...) and ``stage: kto``, ``cutoff_len`` as
-  the length; its pairwise and KTO processors (its own template, ``infer_seqlen`` split) are not emulated: rows are
-  rendered with the tokenizer's chat template and prepared as TRL 1.16 does, and the report says so.
+  the length. Stage dpo's pairwise processor is emulated (the preference pipeline hands the rows to the
+  LLaMA-Factory row profile's ``encode_pair``, with the config's ``template`` and ``cutoff_len``); its KTO processor
+  is not: KTO rows are rendered with the tokenizer's chat template and prepared as TRL 1.16 does, and the report
+  says so.
 """
 
 from __future__ import annotations
@@ -198,11 +200,15 @@ def _llama_factory(config: ConfigFile, task: str | None) -> PreferenceConfig | N
                          length_key)
     if task is None:
         llama_factory_ranking(config, chosen, _llama_factory_entries(config))
-    gap = (f"LLaMA-Factory prepares {'pairs' if chosen != 'kto' else 'KTO rows'} with its own processor (its "
-           "`template`, cutoff_len split between prompt and reply by infer_seqlen); mldebug does not emulate it: "
-           "the rows were rendered with the tokenizer's chat template and prepared as TRL 1.16 does")
+    gaps = () if chosen != "kto" else (
+        "LLaMA-Factory prepares KTO rows with its own processor (its `template`, cutoff_len split between prompt and "
+        "reply by infer_seqlen); mldebug does not emulate it: the rows were rendered with the tokenizer's chat "
+        "template and prepared as TRL 1.16 does",)
+    notes = () if chosen == "kto" else (
+        "pairs encoded as LLaMA-Factory's pairwise processor encodes them (its `template`, cutoff_len split between "
+        "the prompt and the longer reply by infer_seqlen)",)
     return PreferenceConfig(chosen, trainer, "stage" if task is None else "--task", max_length, Setting(None, None),
-                            Setting((), None), (gap,), ())
+                            Setting((), None), gaps, notes)
 
 
 def _llama_factory_entries(config: ConfigFile) -> dict[str, Any]:

@@ -7,7 +7,9 @@ own turn rules and drops long rows, LLaMA-Factory splits a budget between prompt
 
 A framework with its own prompt format (LLaMA-Factory's template registry, axolotl's prompters)
 overrides ``encodes``/``encode``: it returns an ``EncodedRow`` made by its own tokenization, and the
-pipeline skips rendering and batched tokenization for that row.
+pipeline skips rendering and batched tokenization for that row. Likewise for preference rows: a framework
+with its own pairwise processor (LLaMA-Factory's, stage dpo/orpo) says so in ``encodes_pairs`` and returns
+each side's ids and labels from ``encode_pair``; the preference pipeline then prepares no pair as TRL does.
 
 The inspect pipeline calls only these hooks: it holds no framework-specific branch.
 """
@@ -40,6 +42,30 @@ class EncodedTurn:
     trained: bool
     located_by: str
     cut: bool = False  # truncation removed the end of the reply
+
+
+@dataclass(frozen=True)
+class EncodedSide:
+    """One side (chosen or rejected) of a preference row as a framework's own pairwise processor encodes it."""
+
+    input_ids: list[int]  # after its cut
+    labels: list[int]
+    prompt_length: int  # prompt tokens kept
+    prompt_tokens: int  # prompt tokens before the cut
+    reply_ids: list[int]  # the reply's ids before the cut (what the trainer trains)
+    prompt_text: str
+    reply: str  # the reply's text as the framework reads it
+
+
+@dataclass(frozen=True)
+class PairPreparation:
+    """What the preference pipeline takes from a framework that encodes the pairs itself, besides their ids."""
+
+    tokenizer: Any  # as the framework fixes it: decodes the ids, names the EOS
+    stop_ids: frozenset[int]  # the ids a trained reply should end with
+    max_length: int | None  # the length the framework cuts to
+    context: dict[str, str]  # the report's format, chat_template and framework lines
+    not_emulated: tuple[str, ...] = ()  # settings whose effect on the pairs mldebug does not reproduce
 
 
 @dataclass(frozen=True)
@@ -112,6 +138,20 @@ class RowProfile:
         return False
 
     def encode(self, sample: Sample, setup: Setup) -> EncodedRow:
+        raise NotImplementedError
+
+    def encodes_pairs(self, task: str) -> bool:
+        """Whether ``encode_pair`` prepares ``task``'s preference rows (dpo, orpo, ...) itself; otherwise the
+        preference pipeline prepares them as TRL 1.16 does."""
+        return False
+
+    def encode_pair(self, raw: Any) -> tuple[EncodedSide, EncodedSide]:
+        """(chosen, rejected) of one raw preference row; raises RowDropped for a row the framework leaves out,
+        ValueError for one it cannot read."""
+        raise NotImplementedError
+
+    def pair_preparation(self, template_source: str | None) -> PairPreparation:
+        """The tokenizer, stop ids, length and report lines of the pairs ``encode_pair`` makes."""
         raise NotImplementedError
 
     def chat_template_line(self, source: str | None) -> str | None:

@@ -2,7 +2,9 @@
 
 Rows go in batches; every text of a batch (the prompts, and prompt+reply for each side) is tokenized in one
 batched call, as supervised rows are. ORPO follows TRL 1.16's legacy ORPOTrainer (trl.experimental.orpo), KTO on
-chosen/rejected rows the unpairing KTOTrainer does itself.
+chosen/rejected rows the unpairing KTOTrainer does itself. A framework whose row profile encodes pairs itself
+(LLaMA-Factory's pairwise processor: ``RowProfile.encodes_pairs``/``encode_pair``) prepares each row instead, and
+the same DP checks run on its ids and labels.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.frameworks import pair_profile
 from mldebug_cli.frameworks import trl_preference as trl
+from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
 from mldebug_cli.pipelines.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
 from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary
@@ -52,15 +56,18 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     head = [r.data for r in _first_records(source, 1) if r.error is None]
     if not head or not isinstance(head[0], dict):
         raise InputError(f"{source.display}: the first row is not a JSON object", hint=f"{task} rows need {TASK_COLUMNS}")
-    setup = _setup(options, task, source, loaded, head[0])
+    own = pair_profile(options.framework, options, loaded, task)  # the framework's own pairwise processor, or None
+    prepared = own.pair_preparation(loaded.template_source) if own is not None else None
+    setup = _setup(options, task, source, loaded, head[0], prepared)
+    tokenizer = prepared.tokenizer if prepared is not None else loaded.tokenizer
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, loaded.chat_template) if loaded.chat_template else None
-    if setup.conversational and renderer is None:
+    if setup.conversational and renderer is None and own is None:
         raise InputError(f"{loaded.source}: the tokenizer has no chat template, and conversational rows need one",
                          hint="pass --chat-template FILE")
     boundary = None if getattr(loaded.tokenizer, "split_special_tokens", False) else boundary_pattern(loaded.tokenizer)
     engine = _Engine(setup, renderer, loaded.tokenizer, boundary, source.display,
                      [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
-                     options.show)
+                     options.show, own)
     findings: list[Finding] = []
     dataset = PreferenceDataset()
     views: list[tuple[int, bool, dict]] = []
@@ -82,41 +89,48 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
         findings=tuple(findings),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
-        context=_context(setup, options, checked_total, total, loaded),
+        context=_context(setup, options, checked_total, total, loaded, prepared),
         summary=_summary(rows, total, dataset, findings, setup),
-        details={"rows": [_with_pieces(v, loaded.tokenizer) for v in _shown(views, options)]},
+        details={"rows": [_with_pieces(v, tokenizer) for v in _shown(views, options)]},
     )
 
 
-def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, Any]) -> PreferenceSetup:
+def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, Any],
+           prepared: PairPreparation | None = None) -> PreferenceSetup:
+    """The run's setup: from the first row as TRL reads it, or (``prepared``) from the framework that encodes the
+    pairs itself with its own template (every row a conversation, its prompt explicit)."""
     unpaired = task == "kto" and detect_task(first) == "dpo"  # KTOTrainer unpairs chosen/rejected columns
-    try:
-        trl_row = to_trl_row(first, "dpo" if unpaired or task == "orpo" else task)
-    except RowProblem as problem:
-        raise InputError(f"{source.display}: row 0 does not fit {task} rows: {problem.message}",
-                         hint=f"{task} rows need {TASK_COLUMNS}") from None
-    tok = loaded.tokenizer
     mode = options.truncation_mode or "keep_start"
     if mode not in trl.TRUNCATION_MODES:
         raise UsageError(f"--truncation-mode: unknown mode {mode!r}", hint=f"one of {', '.join(trl.TRUNCATION_MODES)}")
-    max_length = None if task == "grpo" else (options.max_length or trl.DEFAULT_MAX_LENGTH)
-    implicit = task != "grpo" and "prompt" not in trl_row  # ORPO decides row by row
-    sample = trl_row.get("prompt", trl_row.get("chosen"))
     from mldebug_cli.pipelines.inspect import _single_id, _special_texts
     from mldebug_cli.render.probe import probe_template
 
+    if prepared is not None:
+        tok, implicit, conversational = prepared.tokenizer, False, True
+        max_length, stop_ids = prepared.max_length, set(prepared.stop_ids)
+    else:
+        try:
+            trl_row = to_trl_row(first, "dpo" if unpaired or task == "orpo" else task)
+        except RowProblem as problem:
+            raise InputError(f"{source.display}: row 0 does not fit {task} rows: {problem.message}",
+                             hint=f"{task} rows need {TASK_COLUMNS}") from None
+        tok = loaded.tokenizer
+        max_length = None if task == "grpo" else (options.max_length or trl.DEFAULT_MAX_LENGTH)
+        implicit = task != "grpo" and "prompt" not in trl_row  # ORPO decides row by row
+        conversational = trl.is_conversational(trl_row.get("prompt", trl_row.get("chosen")))
+        stop_ids = {tok.eos_token_id, *loaded.generation_eos_ids}
+        if loaded.chat_template:  # the token that closes assistant turns in the template (<|eot_id|>, <|im_end|>)
+            facts = probe_template(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok.bos_token,
+                                   list(tok.get_added_vocab()))
+            stop_ids.add(_single_id(tok, facts.end_of_turn) if facts.end_of_turn else None)
     specials = _special_texts(tok)
-    stop_ids = {tok.eos_token_id, *loaded.generation_eos_ids}
-    if loaded.chat_template:  # the token that closes assistant turns in the template (<|eot_id|>, <|im_end|>)
-        facts = probe_template(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok.bos_token,
-                               list(tok.get_added_vocab()))
-        stop_ids.add(_single_id(tok, facts.end_of_turn) if facts.end_of_turn else None)
     return PreferenceSetup(
         task=task,
         dataset_path=source.display,
         tokenizer_source=loaded.source,
         implicit=implicit,
-        conversational=trl.is_conversational(sample),
+        conversational=conversational,
         max_length=max_length,
         truncation_mode=mode,
         eos_id=tok.eos_token_id,
@@ -129,7 +143,7 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
         sides=PAIR_SIDES if unpaired else SIDES[task],
         unpaired=unpaired,
         bos_id=tok.bos_token_id,
-        not_emulated=tuple(options.not_emulated),
+        not_emulated=tuple(options.not_emulated) + (prepared.not_emulated if prepared is not None else ()),
     )
 
 
@@ -151,11 +165,15 @@ class _Engine:
     pair_checks: list
     wanted: frozenset[int] | None
     show: int
+    own: Any = None  # a row profile that encodes the pairs itself (encode_pair), or None: TRL's preparation
 
     def process(self, batch: list[Record]) -> _BatchResult:
-        pairs = [self._prepare(record) for record in batch]
-        _render(pairs, self.setup, self.renderer)
-        _tokenize(pairs, self.setup, self.tokenizer, self.boundary)
+        if self.own is not None:
+            pairs = [self._encoded(record) for record in batch]
+        else:
+            pairs = [self._prepare(record) for record in batch]
+            _render(pairs, self.setup, self.renderer)
+            _tokenize(pairs, self.setup, self.tokenizer, self.boundary)
         result = _BatchResult([], PreferenceDataset(), [], len(pairs))
         shown_ok = shown_flagged = 0
         for pair in pairs:
@@ -171,15 +189,47 @@ class _Engine:
                 result.views.append((pair.index, flagged, _view(pair, self.setup)))
         return result
 
-    def _prepare(self, record: Record) -> Pair:
+    def _read(self, record: Record) -> tuple[Pair, Any]:
+        """The row's Pair (its problem set when the line is not readable) and its data."""
         record = record.parsed()
         pair = Pair(index=record.index, line=record.line, path=self.path)
         if record.error is not None:
             pair.problem = record.error
+        else:
+            pair.columns = frozenset(record.data) if isinstance(record.data, dict) else frozenset()
+        return pair, record.data
+
+    def _encoded(self, record: Record) -> Pair:
+        """A row as the framework's own pairwise processor encodes it (a row it drops is reported as dropped)."""
+        pair, data = self._read(record)
+        if not pair.ok:
             return pair
-        pair.columns = frozenset(record.data) if isinstance(record.data, dict) else frozenset()
         try:
-            row = to_trl_row(record.data, self.setup.row_task)
+            sides = dict(zip(PAIR_SIDES, self.own.encode_pair(data)))
+        except RowDropped as exc:
+            pair.problem, pair.left_out = str(exc), True
+            return pair
+        except ValueError as exc:
+            pair.problem = str(exc)
+            return pair
+        first = sides["chosen"]
+        pair.prompt = pair.prompt_text = first.prompt_text
+        pair.prompt_ids, pair.prompt_len = first.input_ids[: first.prompt_length], first.prompt_length
+        for side, encoded in sides.items():
+            pair.replies[side] = encoded.reply
+            pair.joint_ids[side] = encoded.input_ids
+            pair.shared[side] = encoded.prompt_length
+            pair.completions[side] = encoded.reply_ids
+            pair.sides[side] = trl.Collated(encoded.input_ids, encoded.labels, encoded.prompt_tokens,
+                                            len(encoded.reply_ids))
+        return pair
+
+    def _prepare(self, record: Record) -> Pair:
+        pair, data = self._read(record)
+        if not pair.ok:
+            return pair
+        try:
+            row = to_trl_row(data, self.setup.row_task)
         except RowProblem as problem:
             pair.problem = problem.message
             return pair
@@ -358,6 +408,8 @@ def _view(pair: Pair, setup: PreferenceSetup) -> dict[str, Any]:
         view["line"] = pair.line
     if not pair.ok:
         view["error"] = pair.problem or pair.refused
+        if pair.left_out:
+            view["dropped"] = True
         return view
     view["prompt"] = pair.prompt_text
     if pair.dropped:
@@ -421,18 +473,19 @@ def _summary(rows: int, total: int, dataset: PreferenceDataset, findings: list[F
         "chosen_longer_share": round(dataset.chosen_longer / dataset.pairs, 3) if dataset.pairs else None,
         "labels": {"desirable": dataset.labels[True], "undesirable": dataset.labels[False]},
         "sequences_per_row": 2 if setup.unpaired else 1,  # the rows the trainer iterates per dataset row
-        "rows_dropped": dataset.dropped,  # of those, removed by the trainer's length filter
+        "rows_dropped": dataset.dropped,  # of those, removed by the trainer's length filter or its converter
         "tokens_kept": dataset.tokens_kept,
         "by_check": dict(sorted(by_check.items())),
     }
 
 
-def _context(setup: PreferenceSetup, options, checked: int, total: int, loaded) -> dict[str, Any]:
+def _context(setup: PreferenceSetup, options, checked: int, total: int, loaded,
+             prepared: PairPreparation | None = None) -> dict[str, Any]:
     prompt = "implicit (extracted from chosen/rejected)" if setup.implicit else "explicit"
     appended = "EOS id appended to replies" if setup.task == "orpo" else "EOS text appended to replies"
     kind = "conversational" if setup.conversational else f"plain text ({appended})"
     pairs = ", unpaired by the trainer (chosen desirable, rejected undesirable)" if setup.unpaired else ""
-    return {
+    context = {
         "dataset": setup.dataset_path,
         "format": f"{setup.task} rows, {kind}{pairs}" + (f", prompt {prompt}" if setup.row_task == "dpo" else ""),
         "tokenizer": loaded.source,
@@ -442,3 +495,6 @@ def _context(setup: PreferenceSetup, options, checked: int, total: int, loaded) 
         "truncation_mode": setup.truncation_mode if setup.task == "dpo" else None,
         "rows_checked": f"{checked} of {total}",
     }
+    if prepared is not None:  # the framework's own processor: its lines, and no TRL truncation mode
+        context.update(prepared.context, truncation_mode=None)
+    return context

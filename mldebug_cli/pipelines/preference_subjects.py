@@ -47,6 +47,7 @@ class Pair:
     columns: frozenset[str] = frozenset()
     problem: str | None = None  # the row does not fit the task, or the template raised
     refused: str | None = None  # TRL raises on this row, for the whole dataset
+    left_out: bool = False  # the framework's converter refuses the row (problem says why): dropped, the run goes on
     prompt: Any = None  # after extraction (implicit prompts)
     replies: dict[str, Any] = field(default_factory=dict)  # side -> reply (messages or text, EOS appended)
     original: dict[str, Any] = field(default_factory=dict)  # side -> the column before extraction (implicit)
@@ -84,7 +85,7 @@ class PreferenceDataset:
     chosen_tokens: int = 0  # completion tokens before truncation, over pairs
     rejected_tokens: int = 0
     chosen_longer: int = 0
-    dropped: int = 0  # sequences the trainer's length filter removes
+    dropped: int = 0  # sequences the trainer's length filter removes, and rows the framework's converter drops
     tokens_kept: int = 0  # tokens of the sequences that train, after truncation
     labels: dict[bool, int] = field(default_factory=lambda: {True: 0, False: 0})
     missing_columns: dict[str, list[int]] = field(default_factory=dict)  # reward column -> rows lacking it
@@ -94,6 +95,7 @@ class PreferenceDataset:
             if column not in pair.columns:
                 self.missing_columns.setdefault(column, []).append(pair.index)
         if not pair.ok:
+            self.dropped += pair.left_out
             return
         for label in pair.labels.values():
             self.labels[label] += 1

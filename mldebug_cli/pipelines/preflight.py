@@ -135,10 +135,14 @@ def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: Dataset
 
 
 def _preference_options(options, plan: TrainingPlan, tokenizer: str, dataset: DatasetPlan, preference):
-    """inspect-data on preference rows with the trainer's settings: the rows' own columns decide their format."""
+    """inspect-data on preference rows with the trainer's settings: the rows' own columns decide their format; the
+    framework and its own settings (LLaMA-Factory's template and cutoff_len) go along, for a framework that
+    encodes the pairs itself."""
     from mldebug_cli.pipelines import inspect
 
     return inspect.InspectOptions(
+        framework=plan.framework,
+        framework_options=plan.framework_options,
         dataset=dataset.spec,
         tokenizer=tokenizer,
         chat_template=plan.chat_template.value,

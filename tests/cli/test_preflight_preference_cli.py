@@ -162,13 +162,38 @@ def test_axolotl_rl_config_says_its_dataset_strategy_is_not_emulated():
     assert doc["context"]["max_length"] == 2048  # sequence_len, as axolotl hands it to DPOConfig
 
 
-def test_llama_factory_dpo_stage_inspects_ranking_pairs_and_says_what_it_does_not_emulate():
+def test_llama_factory_dpo_stage_encodes_ranking_pairs_with_its_pairwise_processor():
     doc = report(CONFIGS / "llama_factory_dpo.yaml")
     assert doc["context"]["trainer"] == "LLaMA-Factory stage: dpo, pref_loss: sigmoid (from stage)"
     assert [f["location"]["row"] for f in by_code(doc, "DP001")] == [1]
-    (gap,) = by_code(doc, "DP014")
-    assert "infer_seqlen" in gap["message"] and gap["severity"] == "info"
+    assert by_code(doc, "DP014") == []  # its pairwise processor is emulated
     assert section(doc, "inspect-data")["pairs"] == 4
+    inspected = doc["sections"][0]["context"]
+    assert "pairwise processor (template 'qwen'" in inspected["framework"] and inspected["max_length"] == 2048
+
+
+def test_llama_factory_dpo_config_cuts_and_drops_pairs_as_llama_factory_does():
+    """Our config on the ranking rows LLaMA-Factory 0.9.5 pinned (fixtures/llamafactory-0.9.5): template llama3 and
+    cutoff_len 48 from the config; rows 1 and 3 lose the end of their prompt (and of the long chosen reply) to
+    infer_seqlen, row 4 is dropped by its converter; the row shown has LLaMA-Factory's own ids and labels."""
+    config = CONFIGS / "llama_factory_dpo_cutoff48.yaml"
+    doc = report(config)
+    assert by_code(doc, "DP014") == []
+    cut = by_code(doc, "DP006")
+    assert [f["location"]["row"] for f in cut] == [1, 3]
+    assert {f["location"]["key"] for f in cut} == {"cutoff_len"}
+    assert "the prompt keeps 24 of its 55 tokens" in cut[0]["message"]
+    (dropped,) = by_code(doc, "DP013")
+    assert dropped["location"]["row"] == 4 and "drops the row" in dropped["message"]
+    inspected = section(doc, "inspect-data")
+    assert (inspected["rows"], inspected["pairs"], inspected["rows_dropped"]) == (5, 4, 1)
+    assert doc["sections"][0]["context"]["max_length"] == 48
+    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "llama3.llama3-instruct.json").read_text())
+    want = golden["pairwise"]["cutoff_48"]["rows"]
+    (shown,) = doc["sections"][0]["rows"]
+    for side in ("chosen", "rejected"):
+        assert shown[side]["input_ids"] == want[shown["row"]][f"{side}_input_ids"]
+        assert shown[side]["labels"] == want[shown["row"]][f"{side}_labels"]
 
 
 def test_llama_factory_kto_stage_on_a_ranking_dataset_is_refused():

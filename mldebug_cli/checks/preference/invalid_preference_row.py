@@ -5,7 +5,10 @@ chat template that raises on the row.
 
 Why it matters for training
 TRL decides the dataset's shape from its first row and maps every row the same way: a row of another shape makes
-`dataset.map` raise mid-preparation, after the tokenizer and model have loaded.
+`dataset.map` raise mid-preparation, after the tokenizer and model have loaded. LLaMA-Factory's pairwise processor
+(`--framework llama-factory`, stage dpo/orpo) instead drops a ranking row its converter refuses (turns out of
+order, an even number of prompt turns) with only a log line: the row is reported dropped, and the run trains on
+fewer pairs than the dataset holds.
 
 Example
 `{"prompt": "Q?", "chosen": [{"role": "assistant", "content": "A"}], "rejected": "B"}`
@@ -26,4 +29,6 @@ SUBJECT = "pair"
 
 def run(pair, setup) -> Iterator[Hit]:
     if pair.problem is not None:
-        yield Hit(pair.problem, "give every row the columns and kinds of the first row", pair.location())
+        hint = ("fix the row's turn order, or drop it yourself so the count is known" if pair.left_out
+                else "give every row the columns and kinds of the first row")
+        yield Hit(pair.problem, hint, pair.location())

@@ -1,8 +1,9 @@
 """What it finds
 A training config whose trainer prepares preference rows in a way mldebug does not reproduce: LLaMA-Factory's
-pairwise and KTO processors (its own `template`, `cutoff_len` split between prompt and reply), one of axolotl's
-preference dataset strategies (`type: chatml.intel`, `llama3.argilla`, ...), or a target TRL version other than
-the 1.16 whose preparation mldebug emulates. Said once per dataset, with what mldebug did instead.
+KTO processor (its own `template`, `cutoff_len` split between prompt and reply; its pairwise processor for stage
+dpo is emulated), a LLaMA-Factory template mldebug does not emulate, one of axolotl's preference dataset strategies
+(`type: chatml.intel`, `llama3.argilla`, ...), or a target TRL version other than the 1.16 whose preparation
+mldebug emulates. Said once per dataset, with what mldebug did instead.
 
 Why it matters for training
 The ids and labels shown, and the DP findings on them, are what TRL 1.16 would make of the rows with the
@@ -10,8 +11,8 @@ tokenizer's chat template. Where the real trainer formats or cuts the rows other
 still be truncated, mis-templated or dropped in the run, and the reverse.
 
 Example
-`stage: dpo` in a LLaMA-Factory YAML: the pairs are rendered with the tokenizer's template and cut as TRL's
-DPOTrainer cuts them, not by LLaMA-Factory's `infer_seqlen`.
+`stage: kto` in a LLaMA-Factory YAML: the rows are rendered with the tokenizer's template and cut as TRL's
+KTOTrainer cuts them, not by LLaMA-Factory's `infer_seqlen`.
 
 Fix
 Nothing to fix in the data. Read the other findings as the TRL 1.16 view of the rows; to check exactly what the
@@ -31,4 +32,5 @@ SUBJECT = "preference-dataset"
 
 def run(dataset, setup) -> Iterator[Hit]:
     for gap in setup.not_emulated:
-        yield Hit(gap, "read the other findings as TRL 1.16's view of the rows", Location(path=setup.dataset_path))
+        yield Hit(gap, "read the other findings as the preparation the report's framework line names",
+                  Location(path=setup.dataset_path))

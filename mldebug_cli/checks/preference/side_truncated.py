@@ -3,7 +3,9 @@ A side truncated much more than the other side of its pair: with `keep_start` a 
 (and its EOS) while the short rejected one is whole; with `keep_end` a sequence loses all of its prompt. TRL 1.16's
 DPO and KTO never cut a reply to nothing (`keep_start` drops such rows first, DP005, and `keep_end` keeps the
 reply's end); ORPO does: it never cuts the prompt and keeps the row, so a prompt that fills `max_length` leaves a
-sequence longer than `max_length` with no completion token.
+sequence longer than `max_length` with no completion token. LLaMA-Factory's pairwise processor cuts both replies
+to the same length, and cuts the end of the prompt (its assistant header with it) when prompt and reply do not fit
+`cutoff_len`.
 
 Why it matters for training
 The preference is then learnt between a cut-off reply and a complete one (or between a reply with context and
@@ -42,6 +44,13 @@ def run(pair, setup) -> Iterator[Hit]:
             yield Hit(f"the {side} sequence keeps none of its {seq.prompt_tokens} prompt tokens (keep_end)",
                       "use truncation_mode keep_start or raise max_length", pair.location(side))
             return
+    seq = next(iter(pair.sides.values()))
+    kept = seq.labels.count(-100) if setup.truncation_mode != "keep_end" else seq.prompt_tokens
+    if kept < seq.prompt_tokens:  # the end of the prompt is cut (LLaMA-Factory's infer_seqlen)
+        yield Hit(f"the prompt keeps {kept} of its {seq.prompt_tokens} tokens: its end, with the assistant's turn "
+                  f"header, is cut to fit max_length {setup.max_length}, and the replies follow the cut prompt",
+                  "raise the length limit or shorten the prompt", pair.location())
+        return
     if len(pair.sides) != 2:
         return
     share = {side: seq.completion_cut / seq.completion_tokens if seq.completion_tokens else 0.0
