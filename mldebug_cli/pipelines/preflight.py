@@ -186,6 +186,7 @@ class ConfiguredInspect:
     plan: TrainingPlan  # settings a flag replaced have no key, so findings do not point at the config for them
     dataset: DatasetPlan
     context: dict[str, Any]
+    preference: Any = None  # frameworks.preference_config.PreferenceConfig of a DPO/KTO/ORPO/GRPO config
 
 
 def configured_inspect(config_path: str, dataset: str | None, options, given: frozenset[str],
@@ -193,7 +194,8 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
     """``options`` (inspect.InspectOptions from the flags; ``given`` names the flags the user passed) with the
     tokenizer, template, format, framework, masking and max length the config sets for ``dataset`` (a path or
     name of one of its datasets; None: its first), read by the reader preflight uses."""
-    from mldebug_cli.frameworks import detect_framework, read_plan
+    from mldebug_cli.frameworks import detect_framework, read_plan, versions
+    from mldebug_cli.frameworks.preference_config import read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(config_path)
@@ -201,12 +203,19 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
     framework = options.framework if "framework" in given else detected
     try:
         plan = read_plan(config, framework, allow_outside_paths)
+        preference = read_preference(config, framework, options.task, versions.resolve(config.path))
     except InputError as exc:
         raise _with_config_errors(exc, config, framework, PreflightOptions(config=config_path)) from None
     chosen, note = _chosen_dataset(config, plan, dataset)
     if "tokenizer" not in given:
         _require_config_tokenizer(config, plan)
-    configured = _as_configured(replace(options, dataset=chosen.spec), plan, chosen, given)
+    if preference:  # a DPO/KTO/ORPO/GRPO config: its rows as the preference trainer prepares them
+        settings = _preference_options(options, plan, options.tokenizer, chosen, preference)
+        configured = replace(options, **{name: getattr(settings, name) for name in (
+            "framework", "framework_options", "dataset", "chat_template", "max_length", "split", "task",
+            "truncation_mode", "reward_columns", "not_emulated") if name not in given})
+    else:
+        configured = _as_configured(replace(options, dataset=chosen.spec), plan, chosen, given)
     if "tokenizer" not in given:
         configured = replace(configured, tokenizer=plan.tokenizer.value)
     pointing = replace(plan, **{name: Setting(getattr(plan, name).value) for name in ("tokenizer", "chat_template",
@@ -217,7 +226,7 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
         "flags_over_config": _overridden(config, plan, chosen, given) or None,
         "config_notes": "; ".join((*plan.notes, *([note] if note else []))) or None,
     }
-    return ConfiguredInspect(configured, config, pointing, chosen, context)
+    return ConfiguredInspect(configured, config, pointing, chosen, context, preference)
 
 
 def _framework_source(detected: str, framework: str, given: frozenset[str]) -> str:
@@ -229,7 +238,8 @@ def _framework_source(detected: str, framework: str, given: frozenset[str]) -> s
 def inspect_with_config(configured: ConfiguredInspect, progress=None) -> Report:
     """inspect-data's report for a ConfiguredInspect: findings point at the config key behind them, and the
     context says which settings the config decided."""
-    report = _inspected(configured.options, configured.config, configured.plan, configured.dataset, progress)
+    report = _inspected(configured.options, configured.config, configured.plan, configured.dataset, progress,
+                        configured.preference)
     return replace(report, context={**report.context, **configured.context})
 
 

@@ -161,3 +161,23 @@ def test_an_unsloth_run_reads_its_sft_config_and_masks_with_the_parts_given():
     assert trained(configured) == trained(by_flags) and len(trained(configured)) == 24
     assert configured["context"]["train_on"].startswith("assistant via Unsloth train_on_responses_only")
     assert configured["context"]["config"] == f"{TRL} (unsloth: --framework, over trl detected from its keys)"
+
+
+PREFERENCE = FIXTURES / "configs" / "preference"
+
+
+def test_a_preference_config_inspects_its_pairs_as_the_preference_trainer_prepares_them():
+    """A LLaMA-Factory `stage: dpo` config: its ranking rows go through the pairwise processor with its template and
+    cutoff_len (not the supervised path, where every pair would be a conversation with no assistant turn)."""
+    doc = report("--config", PREFERENCE / "llama_factory_dpo_cutoff48.yaml")
+    codes = {f["code"] for f in doc["findings"]}
+    assert "DS010" not in codes and {"DP006", "DP013"} <= codes
+    assert "pairwise processor" in doc["context"]["framework"] and doc["context"]["max_length"] == 48
+    cut = next(f for f in doc["findings"] if f["code"] == "DP006")
+    assert cut["location"]["key"] == "cutoff_len"
+    assert all({"chosen", "rejected"} <= set(r) for r in doc["rows"] if not r.get("dropped"))
+
+
+def test_flags_win_over_a_preference_config():
+    doc = report("--config", PREFERENCE / "trl_dpo.yaml", "--max-length", "4096")
+    assert doc["context"]["max_length"] == 4096 and "max_length" in doc["context"]["flags_over_config"]
