@@ -478,13 +478,22 @@ def _context(config: ConfigFile, plan: TrainingPlan, tokenizer: str, options: Pr
         "framework": plan.framework,
         **trainer,
         "tokenizer": tokenizer + (" (--tokenizer)" if options.tokenizer else f" ({plan.tokenizer.key})"),
-        "chat_template": plan.chat_template.value or "the tokenizer's",
+        "chat_template": _template_line(plan),
         "datasets": ", ".join(d.spec for d in plan.datasets) or None,
         "train_on": None if preference else plan.train_on.value or "the framework's default",
         "max_length": preference.max_length.value if preference else plan.max_length.value,
         "deploy": ", ".join(options.deploy) or None,
         "notes": "; ".join(notes) or None,
     }
+
+
+def _template_line(plan: TrainingPlan) -> str:
+    """The template the rows are rendered with: the framework's own by name (LLaMA-Factory's ``template:``), a file,
+    or the tokenizer's."""
+    own = getattr(plan.framework_options, "template", None)
+    if own:
+        return f"{plan.framework}'s own template {own!r}"
+    return plan.chat_template.value or "the tokenizer's"
 
 
 def _section_summary(section: dict[str, Any]) -> dict[str, Any]:

@@ -73,7 +73,9 @@ def test_llama_factory_config_reads_dataset_info_and_splits_the_length_budget():
     long_row = next(f for f in found if f["code"] == "DS007")
     assert long_row["location"]["row"] == 23 and long_row["location"]["key"] == "cutoff_len"
     assert not any(f["code"] == "DS008" for f in found)  # LLaMA-Factory keeps part of the response
-    targets = [s["target"] for s in json.loads(result.stdout)["summary"]["sections"]]
+    doc = json.loads(result.stdout)
+    assert doc["context"]["chat_template"] == "llama-factory's own template 'qwen'"  # `template: qwen`, not the tokenizer's
+    targets = [s["target"] for s in doc["summary"]["sections"]]
     assert [t.split("fixtures/")[-1] for t in targets[:2]] == [
         "preflight/llama-factory/data/shop_identity.json", "preflight/llama-factory/data/shop_tools.json"]
 
