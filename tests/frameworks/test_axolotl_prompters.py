@@ -13,7 +13,7 @@ from mldebug_cli.pipelines import inspect
 from mldebug_cli.pipelines.preflight import _axolotl_options
 from mldebug_cli.sources.config_file import load_config
 from mldebug_cli.sources.row_formats import RowProblem
-from support import FIXTURES, QWEN25, ROOT
+from support import FIXTURES, QWEN25, ROOT, golden_clock
 
 GOLDENS = FIXTURES / "axolotl-0.19.0" / "prompters"
 
@@ -125,7 +125,8 @@ def test_axolotls_named_chat_templates_give_its_own_ids_and_labels(golden, tmp_p
     cfg = expected["axolotl_cfg"]
     cfg["datasets"] = [{**d, "path": str((NAMED_GOLDENS / d["path"]).resolve())} for d in cfg["datasets"]]
     n = len(expected["rows"])
-    report = report_for(cfg, str(ROOT / expected["tokenizer"]), tmp_path, rows=tuple(range(n)), show=n)
+    with golden_clock(expected):  # mistral_v7_tekken writes today's date into the system prompt
+        report = report_for(cfg, str(ROOT / expected["tokenizer"]), tmp_path, rows=tuple(range(n)), show=n)
     assert report.context["chat_template"].endswith(f"{cfg['chat_template']}.jinja")
     got = {view["row"]: view for view in report.details["rows"]}
     for want in expected["rows"]:
