@@ -122,6 +122,15 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DP012", "reward-columns-missing", "preference.reward_columns_missing"),
     CheckRef("DP013", "invalid-preference-row", "preference.invalid_preference_row"),
     CheckRef("DP014", "preparation-not-emulated", "preference.preparation_not_emulated"),
+    CheckRef("GP001", "loss-saturated", "probe.loss_saturated"),
+    CheckRef("GP002", "no-gradient-path", "probe.no_gradient_path"),
+    CheckRef("GP003", "new-tokens-frozen", "probe.new_tokens_frozen"),
+    CheckRef("GP004", "loss-terms-conflict", "probe.loss_terms_conflict"),
+    CheckRef("GP005", "term-dominated", "probe.term_dominated"),
+    CheckRef("GP006", "optimizer-inertia", "probe.optimizer_inertia"),
+    CheckRef("GP007", "update-ratio-extreme", "probe.update_ratio_extreme"),
+    CheckRef("GP008", "first-non-finite-module", "probe.first_non_finite_module"),
+    CheckRef("GP009", "term-does-not-move-metric", "probe.term_does_not_move_metric"),
 )
 
 
