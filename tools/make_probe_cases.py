@@ -20,7 +20,8 @@ the real TRL 1.16 DPOTrainer on CPU:
     orpo-conflict        ORPO, the rejected answer is the chosen one's opening alone:    GP004
                          the odds ratio pushes the shared tokens down, the NLL up
     dpo-sft-tiny         loss_weights [1, 1e-4], --steps 2 --ablate sft                   GP005, GP009
-    dpo-saturated        DPOTrainer (beta 0.5, lr 2e-3, 40 steps) until margins saturate  GP001
+    dpo-saturated        DPOTrainer (beta 0.5, lr 1e-2, 6 steps) until margins saturate   GP001, GP007 (that LR
+                                                                                          rewrites the weights)
     dpo-opposite-optim   checkpoint of a LoRA DPO run on swapped pairs (its optimizer.pt) GP006
 """
 
@@ -154,16 +155,16 @@ def dpo_sft_tiny(folder: Path, base: Path) -> None:
 
 def dpo_saturated(folder: Path, base: Path) -> None:
     """Full fine-tuning with TRL's DPOTrainer at a high LR until every pair's margin is far past 1/β."""
-    config = {"beta": 0.5, "loss_type": ["sigmoid"], "learning_rate": 2.0e-3}
-    write_case(folder, config, pair_rows(), ["GP001"], {"checkpoint": "trained"}, model=str(base))
-    _train_dpo(folder, base, pair_rows(), config, steps=40, out=folder / "trained", peft=False)
+    config = {"beta": 0.5, "loss_type": ["sigmoid"], "learning_rate": 1.0e-2}
+    write_case(folder, config, pair_rows(), ["GP001", "GP007"], {"checkpoint": "trained"}, model=str(base))
+    _train_dpo(folder, base, pair_rows(), config, steps=6, out=folder / "trained", peft=False)
 
 
 def dpo_opposite_optim(folder: Path, base: Path) -> None:
     """A LoRA DPO checkpoint trained on the swapped pairs: its Adam moments point the opposite way."""
     config = {"beta": 0.1, "loss_type": ["sigmoid"], "learning_rate": 1.0e-3, **LORA}
     write_case(folder, config, pair_rows(), ["GP006"], {"checkpoint": "trained"}, model=str(base))
-    _train_dpo(folder, base, pair_rows(swapped=True), config, steps=8, out=folder / "trained", peft=True)
+    _train_dpo(folder, base, pair_rows(swapped=True), config, steps=4, out=folder / "trained", peft=True)
 
 
 def _train_dpo(folder: Path, base: Path, rows: list[dict], config: dict, steps: int, out: Path, peft: bool) -> None:
@@ -179,7 +180,7 @@ def _train_dpo(folder: Path, base: Path, rows: list[dict], config: dict, steps: 
     args = DPOConfig(output_dir=str(folder / "run"), max_steps=steps, learning_rate=config["learning_rate"],
                      beta=config["beta"], loss_type=config["loss_type"], per_device_train_batch_size=4,
                      max_length=48, lr_scheduler_type="constant", logging_steps=steps, save_strategy="no",
-                     report_to="none", use_cpu=True, seed=SEED, dataloader_num_workers=0)
+                     report_to="none", use_cpu=True, seed=SEED, dataloader_num_workers=0, disable_tqdm=True)
     lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"],
                       task_type="CAUSAL_LM") if peft else None
     trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,

@@ -348,7 +348,8 @@ MAP_ROWS = {
     "structural": ("d(loss)/d(metric) large, d(metric)/d(param) ~0",
                    "structural ceiling: change the parameterisation (what is trainable, how the gradient flows)"),
     "competing": ("both large, not the same with the term off",
-                  "competing losses or optimizer inertia: reweigh the terms, reset or warm the optimizer"),
+                  "competing losses, optimizer inertia or conditioning: reweigh the terms, reset the optimizer, "
+                  "fix the LR"),
     "basin": ("both large, the same with the term off", "the term helps but converges to the same basin"),
     "numeric": ("values not finite", "fix the overflow first: nothing else can be read"),
     "healthy": ("both large", "the gradient reaches the metric and the parameters: look at the data or the LR"),

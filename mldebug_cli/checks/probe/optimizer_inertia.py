@@ -12,7 +12,8 @@ Why it matters for training
     smaller ones into nothing for 1/(1-β2) ≈ 1000 steps: the metric does not move although the gradient is fine.
 
 Example
-    ``exp_avg points against the gradient: cosine -0.94 (100% of the elements' tensors), checkpoint step 40``.
+    ``exp_avg points against the current gradient: cosine -0.982 (tensors holding 100% of the elements point
+    against it), checkpoint step 4``.
 
 Fix
     Do not resume the optimizer across objectives (load the weights only, or delete ``optimizer.pt``); warm up the
@@ -40,7 +41,7 @@ def run(subject, ctx):
     step = f", checkpoint step {state.step}" if state.step is not None else ""
     if math.isfinite(state.cosine) and state.cosine < ctx.limit("cosine_below"):
         yield Hit(message=f"exp_avg points against the current gradient: cosine {fmt(state.cosine)} "
-                          f"({fmt(100 * state.against_share)}% of the elements' tensors){step}",
+                          f"(tensors holding {fmt(100 * state.against_share)}% of the elements point against it){step}",
                   hint=hint, location=where)
     if math.isfinite(state.step_ratio) and state.step_ratio < ctx.limit("step_ratio_below"):
         yield Hit(message=f"the second moment makes Adam's step {fmt(state.step_ratio)} of a fresh optimizer's "
