@@ -16,6 +16,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import versions
+from mldebug_cli.frameworks.axolotl import DEFAULT_SEQUENCE_LEN
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.sources.config_file import ConfigFile, load_config
 
@@ -77,6 +78,7 @@ class TrainerFacts:
     max_completion_length: int | None
     packing: bool
     padding_free: bool
+    pad_to_max_length: bool  # every batch padded to max_length (axolotl pad_to_sequence_len)
     gradient_checkpointing: bool
     gradient_checkpointing_kwargs: Mapping[str, Any]
     dtype: str  # the compute dtype: bf16, fp16, fp32
@@ -161,6 +163,7 @@ def _trl(config: ConfigFile, framework: str, world_size: int) -> TrainerFacts:
         max_completion_length=r.integer("max_completion_length", "max_completion_length",
                                         512 if task == "grpo" else None),
         packing=r.flag("packing", "packing", False), padding_free=r.flag("padding_free", "padding_free", False),
+        pad_to_max_length=False,
         gradient_checkpointing=r.flag("gradient_checkpointing", "gradient_checkpointing",  # its 5.24 name:
                                       r.flag("gradient_checkpointing", "activation_checkpointing", trl)),
         gradient_checkpointing_kwargs=r.mapping("gradient_checkpointing_kwargs", "gradient_checkpointing_kwargs"),
@@ -267,11 +270,13 @@ def _axolotl(config: ConfigFile, framework: str, world_size: int) -> TrainerFact
         framework=framework, task=task, model=r.text("model", "base_model", None),
         micro_batch_size=r.integer("micro_batch_size", "micro_batch_size", 1),
         gradient_accumulation_steps=r.integer("gradient_accumulation_steps", "gradient_accumulation_steps", 1),
-        world_size=world_size, max_length=r.integer("max_length", "sequence_len", 512),
+        world_size=world_size, max_length=r.integer("max_length", "sequence_len", DEFAULT_SEQUENCE_LEN),
         max_prompt_length=None,
         max_completion_length=int(trl["max_completion_length"]) if trl.get("max_completion_length") else (
             512 if task == "grpo" else None),  # axolotl passes None on: GRPOConfig's 512
         packing=r.flag("packing", "sample_packing", False), padding_free=False,
+        # validation.py: sample_packing turns pad_to_sequence_len on unless it is set false
+        pad_to_max_length=r.flag("pad_to_max_length", "pad_to_sequence_len", bool(config.get("sample_packing"))),
         gradient_checkpointing=bool(r.raw("gradient_checkpointing", "gradient_checkpointing") or False),
         gradient_checkpointing_kwargs=r.mapping("gradient_checkpointing_kwargs", "gradient_checkpointing_kwargs")
         or ({"use_reentrant": True} if config.get("gradient_checkpointing") else {}),
@@ -361,7 +366,7 @@ def _llama_factory(config: ConfigFile, framework: str, world_size: int) -> Train
         world_size=world_size, max_length=r.integer("max_length", "cutoff_len", 2048),
         max_prompt_length=None, max_completion_length=None,
         packing=bool(r.flag("packing", "packing", False) or r.flag("packing", "neat_packing", False)),
-        padding_free=False, gradient_checkpointing=not gc_off,
+        padding_free=False, pad_to_max_length=False, gradient_checkpointing=not gc_off,
         gradient_checkpointing_kwargs={} if gc_off else {"use_reentrant": r.flag(
             "gradient_checkpointing_kwargs", "use_reentrant_gc", True)},
         dtype=compute_dtype(bf16, fp16), model_dtype=compute_dtype(bf16, fp16),

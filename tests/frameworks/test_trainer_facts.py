@@ -68,7 +68,7 @@ def test_an_sft_config_gets_sftconfigs_defaults(tmp_path):
 def test_axolotl_facts_use_its_schema_defaults():
     facts = read_trainer_facts(CONFIGS / "axolotl_llama3_lora_1b.yml", "axolotl")
     assert (facts.micro_batch_size, facts.gradient_accumulation_steps, facts.max_length) == (2, 2, 2048)
-    assert facts.packing and facts.gradient_checkpointing and facts.dtype == "bf16"
+    assert facts.packing and facts.pad_to_max_length and facts.gradient_checkpointing and facts.dtype == "bf16"
     assert facts.gradient_checkpointing_kwargs == {"use_reentrant": True}  # axolotl's normalize_config
     assert facts.peft.target_modules == "all-linear" and facts.peft.r == 16
     assert facts.keys["micro_batch_size"] == "micro_batch_size"
@@ -94,3 +94,11 @@ def test_a_deepspeed_file_beside_the_config_is_read(tmp_path):
     config.write_text("model_name_or_path: x\nmax_length: 512\ndeepspeed: missing.json\n")
     with pytest.raises(InputError, match="deepspeed: cannot read missing.json"):
         read_trainer_facts(config, "trl")
+
+
+def test_axolotls_sequence_len_defaults_to_512(tmp_path):
+    """axolotl 0.19.0's schema (utils/schemas/config.py): ``sequence_len: int = Field(default=512)``."""
+    config = tmp_path / "axolotl.yml"
+    config.write_text("base_model: x\nmicro_batch_size: 1\nnum_epochs: 1\ndatasets: []\n")
+    facts = read_trainer_facts(config, "axolotl")
+    assert facts.max_length == 512 and not facts.pad_to_max_length and facts.micro_batch_size == 1
