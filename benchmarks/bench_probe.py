@@ -6,8 +6,9 @@ The model is Qwen2.5-0.5B's architecture written from its published config.json 
 intermediate 4864, 14 heads, 2 key/value heads, vocabulary 151,936, tied embeddings) with random weights
 (seeded) and the fixture Qwen2.5 tokenizer; the config is a TRL SFT recipe with LoRA r=16 on the attention
 projections, gradient checkpointing and max_length 512; the rows are fixtures/trl-1.16.0/rows-messages.json.
-The probe runs in a child process (`python -m mldebug_cli probe ... -f json`); its wall time and peak RSS (and, on
-cuda, the peak GPU memory torch reports in the child) are printed.
+The probe runs in a child process (`python -m mldebug_cli probe ... -f json`); its wall time, CPU time (user +
+system: on a shared machine the steadier number) and peak RSS (and, on cuda, the peak GPU memory torch reports in
+the child) are printed.
 """
 
 from __future__ import annotations
@@ -77,14 +78,15 @@ def main() -> int:
     started = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     wall = time.monotonic() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
     sys.stderr.write(result.stderr[-2000:])
     if result.returncode != 0:
         print(f"probe failed with exit {result.returncode}")
         return 1
     doc = json.loads(result.stdout)
     print(f"mldebug probe, Qwen2.5-0.5B architecture (random weights), {doc['summary']['rows']} rows, "
-          f"{args.device}: wall {wall:.1f} s (probe's own measurement {doc['summary']['seconds']} s), "
+          f"{args.device}: wall {wall:.1f} s, CPU {cpu:.0f} s (probe's own measurement {doc['summary']['seconds']} s), "
           f"peak RSS {peak:.0f} MiB, findings {[f['code'] for f in doc['findings']]}")
     return 0
 

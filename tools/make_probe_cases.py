@@ -110,12 +110,12 @@ DPO = {"beta": 0.1, "loss_type": ["sigmoid", "sft"], "loss_weights": [1.0, 0.5],
 
 
 def sft_healthy(folder: Path, base: Path) -> None:
-    write_case(folder, {**SFT, "gradient_checkpointing": True}, sft_rows(), [], model=str(base))
+    write_case(folder, {**SFT, "gradient_checkpointing": True}, sft_rows(), [], model="../base-model")
 
 
 def sft_reentrant(folder: Path, base: Path) -> None:
     write_case(folder, {k: v for k, v in SFT.items() if k != "assistant_only_loss"} | {"gradient_checkpointing": True},
-               sft_rows(), ["GP002"], model=str(base))
+               sft_rows(), ["GP002"], model="../base-model")
     (folder / "requirements.txt").write_text("transformers==4.46.3\n")
 
 
@@ -130,7 +130,7 @@ def sft_new_tokens_saved(folder: Path, base: Path) -> None:
 
 
 def sft_lr_tiny(folder: Path, base: Path) -> None:
-    write_case(folder, {**SFT, "learning_rate": 1.0e-10}, sft_rows(), ["GP007"], model=str(base))
+    write_case(folder, {**SFT, "learning_rate": 1.0e-10}, sft_rows(), ["GP007"], model="../base-model")
 
 
 def sft_fp16_overflow(folder: Path, base: Path) -> None:
@@ -139,31 +139,31 @@ def sft_fp16_overflow(folder: Path, base: Path) -> None:
 
 
 def dpo_healthy(folder: Path, base: Path) -> None:
-    write_case(folder, DPO, pair_rows(), [], {"steps": 2, "ablate": "sigmoid"}, model=str(base))
+    write_case(folder, DPO, pair_rows(), [], {"steps": 2, "ablate": "sigmoid"}, model="../base-model")
 
 
 def orpo_conflict(folder: Path, base: Path) -> None:
     """ORPO on token-averaged log-probs: the odds-ratio term pushes the shared boilerplate down, the NLL up."""
     config = {"beta": 1.0, "max_length": 96, "max_completion_length": 48, "learning_rate": 1.0e-4}
-    write_case(folder, config, pair_rows(boilerplate=True), ["GP004"], model=str(base))
+    write_case(folder, config, pair_rows(boilerplate=True), ["GP004"], model="../base-model")
 
 
 def dpo_sft_tiny(folder: Path, base: Path) -> None:
     write_case(folder, {**DPO, "loss_weights": [1.0, 1.0e-4]}, pair_rows(), ["GP005", "GP009"],
-               {"steps": 2, "ablate": "sft"}, model=str(base))
+               {"steps": 2, "ablate": "sft"}, model="../base-model")
 
 
 def dpo_saturated(folder: Path, base: Path) -> None:
     """Full fine-tuning with TRL's DPOTrainer at a high LR until every pair's margin is far past 1/β."""
     config = {"beta": 0.5, "loss_type": ["sigmoid"], "learning_rate": 1.0e-2}
-    write_case(folder, config, pair_rows(), ["GP001", "GP007"], {"checkpoint": "trained"}, model=str(base))
+    write_case(folder, config, pair_rows(), ["GP001", "GP007"], {"checkpoint": "trained"}, model="../base-model")
     _train_dpo(folder, base, pair_rows(), config, steps=6, out=folder / "trained", peft=False)
 
 
 def dpo_opposite_optim(folder: Path, base: Path) -> None:
     """A LoRA DPO checkpoint trained on the swapped pairs: its Adam moments point the opposite way."""
     config = {"beta": 0.1, "loss_type": ["sigmoid"], "learning_rate": 1.0e-3, **LORA}
-    write_case(folder, config, pair_rows(), ["GP006"], {"checkpoint": "trained"}, model=str(base))
+    write_case(folder, config, pair_rows(), ["GP006"], {"checkpoint": "trained"}, model="../base-model")
     _train_dpo(folder, base, pair_rows(swapped=True), config, steps=4, out=folder / "trained", peft=True)
 
 

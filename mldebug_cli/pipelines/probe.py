@@ -74,11 +74,9 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
 
 
 def read_facts(config: str):
-    """The trainer facts of ``config`` (frameworks.trainer_facts)."""
-    try:
-        from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
-    except ImportError:
-        from mldebug_cli.probe.facts_standin import read_trainer_facts
+    """The trainer facts of ``config``: what it makes the trainer do, read as the framework reads it."""
+    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+
     return read_trainer_facts(Path(config))
 
 
@@ -181,7 +179,7 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
     beta = float(facts.loss.beta or 0.1)
     references = _references(options, facts, versions, built, batches, policy_dir) if facts.task == "dpo" else None
     say("measuring each loss term's gradient")
-    measured = m.measure(model, facts.task, specs, batches, references, beta, device, dtype, dict(facts.keys))
+    measured = m.measure(model, facts.task, specs, batches, references, beta, device, dtype)
     notes: list[str] = []
     config = _config_lines(options.config)
     if measured.non_finite is not None:

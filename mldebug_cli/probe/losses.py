@@ -2,7 +2,7 @@
 
 SFT: token-mean NLL over the trained labels. DPO (``DPOTrainer._compute_loss``): per pair the summed completion
 log-ratio margin m; ``sigmoid`` -logσ(βm), ``hinge`` relu(1-βm), ``ipo`` (m̄ - 1/2β)² on the token-averaged margin,
-``sft`` the chosen NLL; ``loss_weights`` scale them; older TRL's ``rpo_alpha`` adds the chosen NLL times α. ORPO
+``sft`` the chosen NLL; ``loss_weights`` scale them (TRL 1.16's replacement for ``rpo_alpha``). ORPO
 (``trl.experimental.orpo``): chosen NLL - λ·mean logσ(log odds) on the token-averaged log-probs.
 """
 
@@ -15,6 +15,8 @@ from typing import Any
 from mldebug_cli.core.errors import UsageError
 
 PAIRED = ("dpo", "orpo")
+ORPO_TERM = "orpo-odds-ratio"  # the trainer facts' name of ORPO's λ-weighted term
+ORPO_METRIC = "log odds ratio"
 MEASURED_TASKS = ("sft", "dpo", "orpo")
 DPO_TYPES = ("sigmoid", "hinge", "ipo", "sft")
 
@@ -24,7 +26,7 @@ class TermSpec:
     name: str
     weight: float
     metric: str
-    key: str  # the fact naming the config key behind the term
+    key: str | None  # the fact naming the config key behind the term
 
 
 @dataclass
@@ -51,23 +53,22 @@ class TermValue:
 
 
 def term_specs(facts: Any) -> list[TermSpec]:
-    """The loss terms the config makes the trainer sum, with their coefficients."""
+    """The loss terms the config makes the trainer sum (trainer facts), with their coefficients."""
     task, loss = facts.task, facts.loss
     if task not in MEASURED_TASKS:
         raise UsageError(f"probe measures sft, dpo and orpo runs; this config trains {task}",
                          hint="KTO and GRPO terms are not measured yet")
-    if task == "sft":
-        return [TermSpec("nll", 1.0, "label log-prob", "task")]
-    if task == "orpo":
-        return [TermSpec("nll", 1.0, "chosen label log-prob", "task"),
-                TermSpec("odds_ratio", float(loss.beta), "log odds ratio", "beta")]
     specs = []
     for term in loss.terms:
-        if term.name not in DPO_TYPES:
+        if task == "dpo" and term.name not in DPO_TYPES:
             raise UsageError(f"probe measures the DPO loss types {', '.join(DPO_TYPES)}; the config uses {term.name!r}")
-        metric = "chosen label log-prob" if term.name == "sft" else "margin"
-        specs.append(TermSpec(term.name, float(term.weight), metric, "rpo_alpha" if (
-            term.name == "sft" and loss.rpo_alpha) else "loss_weights" if len(loss.terms) > 1 else "loss_type"))
+        if term.name in ("nll", "sft"):
+            metric = "label log-prob" if task == "sft" else "chosen label log-prob"
+        else:
+            metric = ORPO_METRIC if term.name == ORPO_TERM else "margin"
+        key = "beta" if term.name == ORPO_TERM else None if task != "dpo" else (
+            "loss_weights" if len(loss.terms) > 1 else "loss_type")
+        specs.append(TermSpec(term.name, float(term.weight), metric, key))
     return specs
 
 
@@ -92,7 +93,7 @@ def term_values(task: str, specs: list[TermSpec], policy: Sequences, reference: 
     for spec in specs:
         if spec.name in ("nll", "sft"):
             out[spec.name] = _nll(policy, chosen)
-        elif spec.name == "odds_ratio":
+        elif spec.name == ORPO_TERM:
             out[spec.name] = _odds_ratio(policy, half)
         else:
             out[spec.name] = _dpo(spec.name, policy, reference, half, beta)

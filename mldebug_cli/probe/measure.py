@@ -82,7 +82,7 @@ def trainable(model: Any) -> list[tuple[str, Any]]:
 
 
 def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], references: list[Any] | None,
-            beta: float, device: str, dtype: str, keys: dict[str, str]) -> Measured:
+            beta: float, device: str, dtype: str) -> Measured:
     """Each term's gradient (weighted by its coefficient) summed over the batches, and its push per row."""
     import torch
 
@@ -114,7 +114,7 @@ def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], 
         return Measured([], totals.names, {}, [], non_finite=_locate_non_finite(model, batches[0], device, dtype))
     norms = totals.norms()
     terms = [TermMeasure(s.name, s.weight, s.metric, tuple(per_term[s.name]["rows"]), tuple(per_term[s.name]["push"]),
-                         tuple(per_term[s.name]["metric"]), norms.get(s.name, 0.0), keys.get(s.key))
+                         tuple(per_term[s.name]["metric"]), norms.get(s.name, 0.0), s.key)
              for s in specs]
     return Measured(terms, totals.names, totals.grads, total, error)
 

@@ -83,7 +83,7 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
             task_type="CAUSAL_LM", r=peft_facts.r, lora_alpha=peft_facts.alpha, lora_dropout=peft_facts.dropout,
             target_modules=list(targets) if isinstance(targets, (tuple, list)) else targets, bias="none",
             use_rslora=peft_facts.use_rslora, modules_to_save=list(peft_facts.modules_to_save) or None,
-            trainable_token_indices=peft_facts.trainable_token_indices,
+            trainable_token_indices=list(peft_facts.trainable_token_indices) or None,
         )
         wrapped = get_peft_model(model, config)
     targets = sorted(config.target_modules) if isinstance(config.target_modules, (set, list)) else config.target_modules

@@ -40,7 +40,8 @@ def _options(folder, **extra):
     args = dict(case["args"])
     if "checkpoint" in args:
         args["checkpoint"] = str(folder / args["checkpoint"])
-    return ProbeOptions(config=str(folder / "config.yaml"), model=str(folder / case["model"]), **{**args, **extra})
+    return ProbeOptions(config=str(folder / "config.yaml"), model=str(folder / case["model"]), allow_outside_paths=True,
+                        **{**args, **extra})
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -97,7 +98,8 @@ def test_cli_writes_json_and_exits_with_the_findings_code(probe_cases, tmp_path)
     folder = probe_cases["sft-lr-tiny"]
     out = tmp_path / "probe.json"
     result = CliRunner().invoke(app, ["probe", str(folder / "config.yaml"), "--model", str(folder.parent / "base-model"),
-                                      "--sample", "2", "-f", "json", "-o", str(out), "--fail-on", "warning"])
+                                      "--sample", "2", "-f", "json", "-o", str(out), "--fail-on", "warning",
+                                      "--allow-outside-paths"])
     assert result.exit_code == 1, result.output
     doc = json.loads(out.read_text())
     assert [f["code"] for f in doc["findings"]] == ["GP007"]
@@ -116,7 +118,7 @@ def test_bad_flags_are_one_line_errors_and_exit_2(probe_cases, args, message):
 
     folder = probe_cases["dpo-healthy"]
     result = CliRunner().invoke(app, ["probe", str(folder / "config.yaml"), "--model", str(folder.parent / "base-model"),
-                                      *args])
+                                      "--allow-outside-paths", *args])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
 

@@ -39,5 +39,5 @@ def run(subject, ctx):
                 f"{found.value} in {found.dtype} (largest before it: {before})",
         hint="train in bf16 or fp32, or find why that module's inputs grow" if found.dtype == "fp16"
         else "find why that module's inputs grow (the weights, the data), or lower the LR",
-        location=subject.location("dtype"),
+        location=subject.location(found.dtype if found.dtype in ("fp16", "bf16") else "model_dtype"),
     )

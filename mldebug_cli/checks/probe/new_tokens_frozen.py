@@ -38,7 +38,7 @@ def run(subject, ctx):
         yield Hit(
             message=f"{token.piece!r} (id {token.token_id}) is in the trained labels of rows {rows_text(token.rows)} "
                     f"and its rows look untrained (norm {fmt(token.norm_ratio)} of the median row's): {token.how}",
-            hint=f"add embed_tokens and lm_head to {subject.key('lora_modules_to_save')} or the id to "
+            hint=f"add embed_tokens and lm_head to {subject.key('modules_to_save')} or the id to "
                  f"{subject.key('trainable_token_indices')}",
-            location=subject.location("lora_modules_to_save", row=token.rows[0] if token.rows else None),
+            location=subject.location("modules_to_save", row=token.rows[0] if token.rows else None),
         )

@@ -9,7 +9,7 @@ Why it matters for training
     config says the loss is (an ORPO λ far too small, an SFT weight that swamps the preference term).
 
 Example
-    ``nll's gradient is 850x odds_ratio's (norms 12.1 and 0.0142)``.
+    ``nll's gradient is 850x orpo-odds-ratio's (norms 12.1 and 0.0142): orpo-odds-ratio does nothing``.
 
 Fix
     Scale the coefficients so the terms' gradients are within an order of magnitude or two (``loss_weights``,
