@@ -5,7 +5,7 @@
 The model is Qwen2.5-0.5B's architecture written from its published config.json (24 layers, hidden 896,
 intermediate 4864, 14 heads, 2 key/value heads, vocabulary 151,936, tied embeddings) with random weights
 (seeded) and the fixture Qwen2.5 tokenizer; the config is a TRL SFT recipe with LoRA r=16 on the attention
-projections, gradient checkpointing and max_length 512; the rows are fixtures/trl-1.16.0/rows-messages.json.
+projections, gradient checkpointing and max_length 512; the rows are 8 of fixtures/datasets/demo/support_chat.jsonl.
 The probe runs in a child process (`python -m mldebug_cli probe ... -f json`); its wall time, CPU time (user +
 system: on a shared machine the steadier number) and peak RSS (and, on cuda, the peak GPU memory torch reports in
 the child) are printed.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENIZER = ROOT / "fixtures" / "tokenizers" / "qwen2.5-instruct"
-ROWS = ROOT / "fixtures" / "trl-1.16.0" / "rows-messages.json"
+ROWS = ROOT / "fixtures" / "datasets" / "demo" / "support_chat.jsonl"
 
 # Qwen/Qwen2.5-0.5B config.json (the published numbers)
 QWEN25_05B = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,

@@ -1,6 +1,6 @@
 """Planted cases for `mldebug probe` (GP001-GP009): tiny random models, configs and rows, some trained by TRL.
 
-    python tools/make_probe_cases.py OUT_DIR [--case NAME ...]
+    python tools/make_probe_cases.py OUT_DIR [--case NAME ...] [--probe]
 
 Each case is a folder under OUT_DIR with ``config.yaml`` (a TRL recipe), ``model/`` (a Qwen2 architecture with
 the vocabulary of fixtures/tokenizers/qwen2.5-instruct, 2 layers, hidden size 32, random weights saved with
@@ -228,14 +228,42 @@ def make(out: Path, names: list[str] | None = None) -> dict[str, Path]:
     return made
 
 
+def probe(folder: Path) -> tuple[list[str], list[str], float, float]:
+    """(expected, found) finding codes of `mldebug probe` on one case, with its wall and CPU seconds."""
+    import resource
+    import time
+
+    sys.path.insert(0, str(ROOT))
+    from mldebug_cli.pipelines.probe import ProbeOptions, build_report
+
+    case = json.loads((folder / "case.json").read_text())
+    args = dict(case["args"])
+    if "checkpoint" in args:
+        args["checkpoint"] = str(folder / args["checkpoint"])
+    wall, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    report = build_report(ProbeOptions(config=str(folder / "config.yaml"), model=str(folder / case["model"]),
+                                       allow_outside_paths=True, **args))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    used = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+    for finding in report.findings:
+        print(f"    {finding.code} {finding.message}")
+    return case["expected"], sorted({f.code for f in report.findings}), time.monotonic() - wall, used
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--case", action="append", choices=list(CASES))
+    parser.add_argument("--probe", action="store_true", help="run `mldebug probe` on each case and print what it said")
     args = parser.parse_args(argv)
+    failed = 0
     for name, folder in make(args.out, args.case).items():
         print(f"{name}: {folder}")
-    return 0
+        if args.probe:
+            expected, found, wall, cpu = probe(folder)
+            failed += expected != found
+            print(f"  expected {expected or 'quiet'}, probe said {found or 'nothing'} ({wall:.1f} s wall, {cpu:.1f} s CPU)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

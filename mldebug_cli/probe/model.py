@@ -51,7 +51,6 @@ def parameter_count(model_dir: str) -> int | None:
 def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None, device: str = "cpu") -> Built:
     import torch
     from transformers import AutoModelForCausalLM
-
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # stderr is for mldebug's own progress lines

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+
 from support import ROOT
 
 pytest.importorskip("torch")

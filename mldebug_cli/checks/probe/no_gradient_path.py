@@ -13,8 +13,9 @@ Why it matters for training
     grads on themselves; transformers 4.x with a plain Trainer or a custom loop does not.
 
 Example
-    ``28 of 28 trainable tensors get no gradient (model.layers.0.self_attn.q_proj.lora_B.default.weight, ...):
-    reentrant gradient checkpointing and the inputs do not require grad``.
+    ``4 of 8 trainable tensors get no gradient (...layers.0.self_attn.q_proj.lora_B.default.weight, ...):
+    reentrant gradient checkpointing and the inputs do not require grad; 4 LoRA A matrices are zero by design on
+    the first step``.
 
 Fix
     Call ``model.enable_input_require_grads()`` after ``get_peft_model``, or set
@@ -48,8 +49,10 @@ def run(subject, ctx):
         why = "their gradient is exactly zero on these rows"
         hint = "check what multiplies them (a zero scale, a masked branch)"
         key = "lora_target_modules"
+    exempt = sum(t.exempt is not None for t in subject.tensors)
+    spared = f"; {exempt} LoRA A matrices are zero by design on the first step" if exempt else ""
     yield Hit(
-        message=f"{len(missing)} of {len(subject.tensors)} trainable tensors get no gradient ({names}): {why}",
+        message=f"{len(missing)} of {len(subject.tensors)} trainable tensors get no gradient ({names}): {why}{spared}",
         hint=hint,
         location=subject.location(key),
     )

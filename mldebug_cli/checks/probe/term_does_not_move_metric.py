@@ -21,7 +21,6 @@ Fix
 
 from __future__ import annotations
 
-from mldebug_cli.checks.probe.common import fmt
 from mldebug_cli.core.findings import Hit
 
 SEVERITY = "info"
