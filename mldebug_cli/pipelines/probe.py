@@ -44,6 +44,7 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
     from mldebug_cli.probe.losses import term_specs
 
     say = progress or (lambda message: None)
+    _require_libraries()
     _validate(options)
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="GP")]
     facts = read_facts(options.config)
@@ -78,6 +79,15 @@ def read_facts(config: str):
     from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
 
     return read_trainer_facts(Path(config))
+
+
+def _require_libraries() -> None:
+    import importlib.util
+
+    missing = [name for name in ("torch", "peft") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"mldebug probe needs {' and '.join(missing)}, which are not installed",
+                         hint="pip install 'mldebug[probe]'")
 
 
 def _validate(options: ProbeOptions) -> None:

@@ -14,7 +14,7 @@ def test_codes_and_names_are_unique_and_well_formed():
     codes = [r.code for r in registry.REGISTRY]
     names = [r.name for r in registry.REGISTRY]
     assert len(set(codes)) == len(codes) and len(set(names)) == len(names)
-    assert all(c[:2] in ("DS", "CT", "LR", "CF", "RN", "DP") and c[2:].isdigit() for c in codes)
+    assert all(c[:2] in ("DS", "CT", "LR", "CF", "RN", "DP", "GP") and c[2:].isdigit() for c in codes)
     assert all(n == n.lower() and " " not in n for n in names)
 
 
