@@ -45,7 +45,6 @@ ENV_SELECT = "MLDEBUG_SELECT"
 ENV_IGNORE = "MLDEBUG_IGNORE"
 ENV_FAIL_ON = "MLDEBUG_FAIL_ON"
 TOP_KEYS = ("select", "ignore", "fail-on", "checks", "versions")
-VERSION_PACKAGES = ("transformers", "trl", "axolotl", "llamafactory")  # the --<package>-version flags
 CHECK_KEYS = ("severity",)
 SEVERITIES = tuple(s.value for s in Severity)
 
@@ -146,6 +145,8 @@ def _known_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str) 
 def _versions(table: Any, where: str) -> dict[str, str]:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table of package = \"version\", got {table!r}")
+    from mldebug_cli.frameworks.registry import VERSION_PACKAGES  # the --<package>-version flags
+
     _known_keys(table, VERSION_PACKAGES, where)
     for package, version in table.items():
         if not isinstance(version, str) or not version.strip():

@@ -110,6 +110,11 @@ class RowProfile:
     def max_length(self, given: int | None) -> int | None:
         return given
 
+    def unmarked_masking(self) -> tuple[str, str] | None:
+        """How the framework masks chat rows whose template has no {% generation %} markers, when it does so its own
+        way: a finding's message and hint (None: by per-turn prefix renders, as mldebug does)."""
+        return None
+
     def train_on(self, given: str | None, row_format: str) -> str:
         """What is trained: --train-on when given; prompt/completion rows train the completion by default."""
         if given is not None:

@@ -13,7 +13,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.frameworks import ROW_PROFILES, profile_class, row_profile
+from mldebug_cli.frameworks.registry import DEFAULT_ROWS, names_with, profile_class, row_profile
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
@@ -34,7 +34,6 @@ from mldebug_cli.sources.row_formats import (
 )
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
-FRAMEWORKS = tuple(ROW_PROFILES)
 TASKS = ("sft", "dpo", "kto", "orpo", "grpo")
 DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
@@ -48,7 +47,7 @@ class InspectOptions:
     tokenizer: str
     chat_template: str | None = None
     data_format: str | None = None
-    framework: str = "trl"
+    framework: str = DEFAULT_ROWS
     train_on: str | None = None  # None: the framework's default
     max_length: int | None = None
     rows: tuple[int, ...] | None = None
@@ -276,10 +275,11 @@ def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
 def _validate(options: InspectOptions) -> None:
     if options.data_format is not None and options.data_format not in ROW_FORMATS:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
-    if options.framework not in FRAMEWORKS:
-        raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(FRAMEWORKS)}")
+    with_rows = names_with("row_profile")
+    if options.framework not in with_rows:
+        raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(with_rows)}")
     if options.template is not None and not profile_class(options.framework).own_templates:
-        owners = " or ".join(f"--framework {f}" for f in FRAMEWORKS if profile_class(f).own_templates)
+        owners = " or ".join(f"--framework {f}" for f in with_rows if profile_class(f).own_templates)
         raise UsageError(f"--template names a framework's own template, and {options.framework} has none",
                          hint=f"pass {owners} to use its template, or the template file with --chat-template")
     if options.train_on is not None and options.train_on not in TRAIN_ON:

@@ -17,7 +17,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.frameworks import pair_profile
+from mldebug_cli.frameworks.registry import pair_profile
 from mldebug_cli.frameworks import trl_preference as trl
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
 from mldebug_cli.pipelines.preference_subjects import Pair, PreferenceDataset, PreferenceSetup

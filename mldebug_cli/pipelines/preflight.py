@@ -37,8 +37,8 @@ class PreflightOptions:
 
 
 def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
-    from mldebug_cli.frameworks import detect_framework, read_plan, versions
-    from mldebug_cli.frameworks.preference_config import read_preference
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.frameworks.registry import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(options.config)
@@ -114,10 +114,11 @@ def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: fro
                 "framework": plan.framework, "train_on": plan.train_on.value, "max_length": plan.max_length.value,
                 "split": dataset.split}
     configured = replace(options, **{name: value for name, value in settings.items() if name not in given})
-    if configured.framework == "axolotl" and plan.framework == "axolotl":
-        configured = replace(configured, framework_options=_axolotl_options(dataset, configured.train_on if "train_on" in given else None))
-    elif configured.framework == plan.framework:
-        configured = replace(configured, framework_options=plan.framework_options)
+    if configured.framework == plan.framework:
+        from mldebug_cli.frameworks.registry import dataset_options
+
+        train_on = configured.train_on if "train_on" in given else None
+        configured = replace(configured, framework_options=dataset_options(plan, dataset, train_on))
     return configured
 
 
@@ -160,16 +161,6 @@ def _preference_options(options, plan: TrainingPlan, tokenizer: str, dataset: Da
     )
 
 
-def _axolotl_options(dataset: DatasetPlan, train_on: str | None = None):
-    """The dataset's chat_template masking settings over axolotl's defaults (``train_on``: --train-on, which wins)."""
-    from mldebug_cli.render.axolotl import AxolotlOptions
-
-    masking = {name: setting.value for name, setting in dataset.masking}
-    if train_on is not None:
-        masking.update(train_on_inputs=train_on == "all", last_turn_only=train_on == "last")
-    return AxolotlOptions(**masking)
-
-
 # --- inspect-data --config: one dataset as the training config trains it ---------------------------------
 
 # the settings a config decides, with the flag that overrides each (a flag the user gives wins)
@@ -194,8 +185,8 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
     """``options`` (inspect.InspectOptions from the flags; ``given`` names the flags the user passed) with the
     tokenizer, template, format, framework, masking and max length the config sets for ``dataset`` (a path or
     name of one of its datasets; None: its first), read by the reader preflight uses."""
-    from mldebug_cli.frameworks import detect_framework, read_plan, versions
-    from mldebug_cli.frameworks.preference_config import read_preference
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.frameworks.registry import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(config_path)
