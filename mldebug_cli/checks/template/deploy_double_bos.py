@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.template import at_deploy, probe_list
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.engines.registry import engine
 
 SEVERITY = "error"
 SUBJECT = "template"
@@ -34,8 +35,7 @@ def run(subject, ctx) -> Iterator[Hit]:
     writes = bool(first.deploy_text and deploy.bos_text and first.deploy_text.startswith(deploy.bos_text))
     why = (f"the template writes {bos} and {deploy.engine} adds the BOS id when it tokenizes"
            if writes and deploy.adds_bos else "the rendered prompt starts with BOS twice")  # fmt: skip
-    hint = ("remove the literal BOS from the Modelfile TEMPLATE: Ollama adds BOS itself"
-            if deploy.engine == "ollama" else "remove the BOS text from the template or the runtime's added BOS")  # fmt: skip
+    hint = engine(deploy.engine).double_bos_hint
     yield Hit(
         f"the deploy prompt starts with {bos} {bos} in {len(doubled)} of {len(subject.differing)} differing probes "
         f"({probe_list([r.name for r in doubled])}): {why}",
