@@ -1,7 +1,8 @@
 """One module per training framework, behind ``registry`` (one line each): ``hf`` (transformers Trainer /
 TrainingArguments), ``trl``, ``axolotl``, ``llama_factory``, ``torchtune``, ``unsloth``. Each exports one
 ``FRAMEWORK`` (a :class:`registry.Framework`): its detection keys and packages, config reader and key schema,
-row profile, preference reader and step counting. Shared parts: ``schema`` (key lists and types), ``versions``
+row profile, preference reader and step counting; ``selector`` detects the framework and hands it the config.
+Shared parts: ``schema`` (key lists and types), ``versions``
 (target versions and where they came from), ``common`` (typed key reading), ``rows`` (the row profile base).
 This floor sits with ``sources`` and ``render``: below checks and pipelines.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# the registry's functions, by the names callers have used since before the registry
+# the selector's functions, by the names callers have used since before the registry
 _FROM_REGISTRY = frozenset({"detect_framework", "read_spec", "checked_framework", "key_schema", "profile_class",
                             "row_profile", "pair_profile", "read_plan"})
 
@@ -19,5 +20,5 @@ def __getattr__(name: str) -> Any:
     if name in _FROM_REGISTRY:
         import importlib
 
-        return getattr(importlib.import_module("mldebug_cli.frameworks.registry"), name)
+        return getattr(importlib.import_module("mldebug_cli.frameworks.selector"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

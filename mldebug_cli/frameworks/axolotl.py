@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.hf import hf_scheduler_choice
@@ -567,7 +567,8 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     try:
         masking = axolotl.AxolotlMasking.resolve(settings, loaded.tokenizer, loaded.chat_template)
     except axolotl.AxolotlConfigError as exc:
-        raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot") from None
+        raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot",
+                         setting=SETTING_END_OF_TURN_MASKING) from None
     return Rows(given, masking, unemulated=unemulated)
 
 

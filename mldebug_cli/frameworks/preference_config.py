@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.frameworks import versions
+from mldebug_cli.frameworks import registry, versions
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import Setting, at
 
@@ -61,10 +61,12 @@ def checked_task(task: str | None) -> str | None:
 
 def read_preference(config: ConfigFile, framework: str, task: str | None,
                     targets: versions.TargetVersions) -> PreferenceConfig | None:
-    """The preference trainer a config is for (None: supervised fine-tuning), read by ``framework``'s reader."""
-    from mldebug_cli.frameworks import registry
-
-    return registry.read_preference(config, framework, task, targets)
+    """The preference trainer a config is for (None: supervised fine-tuning, or a framework without one), read by
+    ``framework``'s own reader."""
+    if checked_task(task) == "sft":
+        return None
+    reader = registry.framework(framework).read_preference if registry.entry(framework) else None
+    return reader(config, task, targets) if reader else None
 
 
 def trl_config_class(data: Mapping[str, Any], own: Mapping[str, Mapping[str, Any]], task: str | None = None) -> str:

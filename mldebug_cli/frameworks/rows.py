@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mldebug_cli.frameworks.subjects import NotEmulated
 from mldebug_cli.render.masking import ChatLayout, ShapeCache
 from mldebug_cli.render.truncation import Truncated, truncate
 
@@ -66,16 +67,6 @@ class PairPreparation:
     max_length: int | None  # the length the framework cuts to
     context: dict[str, str]  # the report's format, chat_template and framework lines
     not_emulated: tuple[str, ...] = ()  # settings whose effect on the pairs mldebug does not reproduce
-
-
-@dataclass(frozen=True)
-class NotEmulated:
-    """A framework setting whose effect on rows mldebug does not reproduce (DS026), and where it is set."""
-
-    message: str
-    key: str | None = None
-    path: str | None = None
-    line: int | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from importlib import metadata, resources
 from typing import Any
 
@@ -40,9 +41,10 @@ from mldebug_cli.frameworks.preference_config import (
 )
 from mldebug_cli.frameworks.registry import Detection, Framework
 from mldebug_cli.frameworks.rows import RowProfile
-from mldebug_cli.schedule.model import Packing, RunSpec
+from mldebug_cli.frameworks.subjects import TrainingTemplate
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import Truncated, truncate
+from mldebug_cli.schedule.model import Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, local, set_key, template_setting
 
@@ -221,24 +223,6 @@ DESCRIPTION = (f"max_length {DEFAULT_MAX_LENGTH} unless given, keep_start trunca
 def max_length(given: int | None) -> int:
     """SFTConfig.max_length: what the user gave, else TRL's default."""
     return DEFAULT_MAX_LENGTH if given is None else given
-
-
-@dataclass(frozen=True)
-class TrainingTemplate:
-    """What TRL renders with under ``assistant_only_loss``, as decided from the tokenizer's template.
-
-    ``outcome``: "own" (the template has generation markers: TRL uses it), "swapped" (TRL substitutes
-    ``name`` from its package), "refused" (TRL raises ValueError), or "unknown" (trl is not installed).
-    """
-
-    outcome: str
-    text: str | None = None
-    name: str | None = None  # the training template's file in trl/chat_templates
-    matched: str | None = None  # the shipped template the tokenizer's template equals
-    trl_version: str | None = None
-
-    def describe(self) -> str:
-        return f"trl {self.trl_version} chat_templates/{self.name} (TRL swaps it in for {self.matched}: assistant_only_loss)"
 
 
 def training_template(template: str, has_generation_markers: bool) -> TrainingTemplate:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, SETTING_END_OF_TURN_MASKING, SETTING_MAX_LENGTH, InputError
 from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
@@ -38,7 +38,7 @@ class PreflightOptions:
 
 def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
     from mldebug_cli.frameworks import versions
-    from mldebug_cli.frameworks.registry import detect_framework, read_plan, read_preference
+    from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(options.config)
@@ -115,7 +115,7 @@ def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: fro
                 "split": dataset.split}
     configured = replace(options, **{name: value for name, value in settings.items() if name not in given})
     if configured.framework == plan.framework:
-        from mldebug_cli.frameworks.registry import dataset_options
+        from mldebug_cli.frameworks.selector import dataset_options
 
         train_on = configured.train_on if "train_on" in given else None
         configured = replace(configured, framework_options=dataset_options(plan, dataset, train_on))
@@ -130,7 +130,7 @@ def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: Dataset
     try:
         report = inspect.build_report(options, progress)
     except InputError as exc:
-        key = (_terminator_key(dataset) or dataset.key) if exc.message.startswith("axolotl refuses") else dataset.key
+        key = (_terminator_key(dataset) or dataset.key) if exc.setting == SETTING_END_OF_TURN_MASKING else dataset.key
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint) from None
     return replace(report, findings=tuple(_point_at_config(f, config, plan, dataset, preference) for f in report.findings))
 
@@ -186,7 +186,7 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
     tokenizer, template, format, framework, masking and max length the config sets for ``dataset`` (a path or
     name of one of its datasets; None: its first), read by the reader preflight uses."""
     from mldebug_cli.frameworks import versions
-    from mldebug_cli.frameworks.registry import detect_framework, read_plan, read_preference
+    from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(config_path)
@@ -351,7 +351,7 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
     except InputError as exc:
         if not from_config:
             raise
-        key = plan.chat_template.key if plan.chat_template.value and "template" in exc.message else plan.tokenizer.key
+        key = plan.chat_template.key if plan.chat_template.value and exc.setting == SETTING_CHAT_TEMPLATE else plan.tokenizer.key
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint or "pass --tokenizer DIR") from None
 
 
@@ -447,7 +447,7 @@ def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, d
     """Row findings keep their row and name the config key behind them; setup findings point at that key's line."""
     dataset_key = dataset.key
     key = _preference_key(finding.code, preference) if preference else _config_key(finding.code, plan, dataset)
-    if finding.code == "DS001" and "truncation" not in finding.message:
+    if finding.code == "DS001" and finding.setting != SETTING_MAX_LENGTH:
         key = None
     if finding.location.row is not None:
         return replace(finding, location=replace(finding.location, key=key or dataset_key))

@@ -37,7 +37,7 @@ def build_report(
     orpo, grpo), else the config's keys decide."""
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks import versions
-    from mldebug_cli.frameworks.registry import checked_framework, detect_framework, read_spec
+    from mldebug_cli.frameworks.selector import checked_framework, detect_framework, read_spec
     from mldebug_cli.schedule import dataset_size
     from mldebug_cli.schedule.engine import ENGINE_CHOICES
     from mldebug_cli.schedule.overlay import compare
@@ -89,8 +89,8 @@ def config_findings(config_file, framework: str, targets, select: Iterable[str] 
                     reported: frozenset[str] = frozenset(), task: str | None = None) -> tuple[Finding, ...]:
     """The CF checks on a config: its keys and values against the framework's schema at the target versions."""
     from mldebug_cli.core import registry
-    from mldebug_cli.frameworks.registry import key_schema
     from mldebug_cli.frameworks.schema import ConfigReview
+    from mldebug_cli.frameworks.selector import key_schema
 
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="CF")]
     if not checks:
@@ -106,7 +106,7 @@ def _config_codes(select: Iterable[str], ignore: Iterable[str]) -> tuple[str, ..
 
 
 def _packages(framework: str) -> tuple[str, ...]:
-    from mldebug_cli.frameworks.registry import versioned_packages
+    from mldebug_cli.frameworks.selector import versioned_packages
 
     return versioned_packages(framework)
 
