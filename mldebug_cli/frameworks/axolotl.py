@@ -16,7 +16,7 @@ from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.hf import hf_scheduler_choice
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
-from mldebug_cli.frameworks.registry import Detection, Framework
+from mldebug_cli.frameworks.registry import Detection, Framework, lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.formulas import HF_SCHEDULER_TYPES
@@ -594,4 +594,5 @@ FRAMEWORK = Framework(
     dataset_options=lambda plan, dataset, train_on: masking_options(dataset, train_on),
     rows=Rows,
     row_profile=row_profile,
+    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_axolotl"),
 )

@@ -17,7 +17,7 @@ from typing import Any
 
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.registry import Framework, borrowed
+from mldebug_cli.frameworks.registry import Framework, borrowed, lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.schedule.formulas import (
     HF_IGNORES_WARMUP,
@@ -251,4 +251,5 @@ FRAMEWORK = Framework(
     read_preference=borrowed("trl", "read_preference"),
     rows=Rows,
     row_profile=row_profile,
+    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
 )

@@ -85,6 +85,8 @@ class Framework:
     rows: type | None = None  # its frameworks.rows.RowProfile class (class attributes say what it does)
     row_profile: Callable[[Any, Any, str], Any] | None = None  # (inspect options, tokenizer, row format) -> RowProfile
     encodes_pairs: bool = False  # its row profile may prepare preference rows itself (RowProfile.encode_pair)
+    # (config, framework name, world size) -> trainer_facts.TrainerFacts: what its config makes the trainer do
+    trainer_facts: Callable[[ConfigFile, str, int], Any] | None = None
 
 
 def entry(name: str) -> Entry | None:
@@ -104,6 +106,15 @@ def borrowed(name: str, part: str) -> Callable[..., Any]:
 
     def call(*args: Any, **kwargs: Any) -> Any:
         return getattr(framework(name), part)(*args, **kwargs)
+
+    return call
+
+
+def lazily(module: str, name: str) -> Callable[..., Any]:
+    """``module``'s ``name``, imported when called (a part whose module imports the framework modules itself)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     return call
 

@@ -39,7 +39,7 @@ from mldebug_cli.frameworks.preference_config import (
     positive_length,
     trl_config_class,
 )
-from mldebug_cli.frameworks.registry import Detection, Framework
+from mldebug_cli.frameworks.registry import Detection, Framework, lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.subjects import TrainingTemplate
 from mldebug_cli.render.labels import IGNORE_INDEX
@@ -302,4 +302,5 @@ FRAMEWORK = Framework(
     read_preference=read_preference,
     rows=Rows,
     row_profile=row_profile,
+    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
 )
