@@ -147,6 +147,11 @@ def configured_versions() -> dict[str, str]:
     return dict(config.load().versions)
 
 
+def or_list(names: tuple[str, ...]) -> str:
+    """``("a", "b", "c")`` -> ``"a, b or c"``: a registry's names in help text."""
+    return f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 def split_list(values: list[str] | None) -> list[str]:
     """``--select DS001,DS002 --select DS003`` -> ``["DS001", "DS002", "DS003"]``."""
     out: list[str] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,24 +24,38 @@ if TYPE_CHECKING:
     from mldebug_cli.engines.engine import Engine
     from mldebug_cli.sources.deploy import Side
 
-REGISTRY = (  # (engine name, module)
-    ("transformers", "hf"),
-    ("vllm", "vllm"),
-    ("llamacpp", "llamacpp"),
-    ("ollama", "ollama"),
-    ("tgi", "tgi"),
+@dataclass(frozen=True)
+class Entry:
+    """One registry line: the engine's name (--deploy-engine, --engine), its module, and whether it serves a DEPLOY
+    (check-template) and renders for ``mldebug render`` (the command line's help needs these before any engine
+    module is imported)."""
+
+    name: str
+    module: str  # mldebug_cli.engines.<module> exports ENGINE
+    deploys: bool = True
+    renders: bool = True
+
+
+REGISTRY = (
+    Entry("transformers", "hf"),
+    Entry("vllm", "vllm", renders=False),
+    Entry("llamacpp", "llamacpp"),
+    Entry("ollama", "ollama"),
+    Entry("tgi", "tgi"),
 )
-ENGINES = tuple(name for name, _ in REGISTRY)
+ENGINES = tuple(entry.name for entry in REGISTRY)
+DEPLOY_ENGINES = tuple(entry.name for entry in REGISTRY if entry.deploys)
+RENDER_ENGINES = tuple(entry.name for entry in REGISTRY if entry.renders)
 TRAIN_ENGINE = "transformers"  # the training side renders as transformers' apply_chat_template does
 FIXED_NOW = datetime(2025, 1, 15, 12, 0)  # differs from the dates templates hard-code (e.g. Llama 3.1's 26 Jul 2024)
 
 
 def engine(name: str) -> Engine:
     """The ENGINE object of ``name`` (its module is imported on first use)."""
-    module = dict(REGISTRY).get(name)
-    if module is None:
+    found = next((entry for entry in REGISTRY if entry.name == name), None)
+    if found is None:
         raise UsageError(f"unknown engine {name!r}", hint=f"one of {', '.join(ENGINES)}")
-    return importlib.import_module(f"mldebug_cli.engines.{module}").ENGINE
+    return importlib.import_module(f"mldebug_cli.engines.{found.module}").ENGINE
 
 
 def engines_for(kind: str, purpose: str = "serves") -> tuple[str, ...]:
