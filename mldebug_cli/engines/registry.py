@@ -42,6 +42,7 @@ REGISTRY = (
     Entry("llamacpp", "llamacpp"),
     Entry("ollama", "ollama"),
     Entry("tgi", "tgi"),
+    Entry("vllm-completions", "vllm_completions"),
 )
 ENGINES = tuple(entry.name for entry in REGISTRY)
 DEPLOY_ENGINES = tuple(entry.name for entry in REGISTRY if entry.deploys)
