@@ -32,6 +32,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import MldebugError, UsageError
 from mldebug_cli.core.findings import Report, Severity
+from mldebug_cli.frameworks.registry import VERSION_PACKAGES  # the --<package>-version flags
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -145,8 +146,6 @@ def _known_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str) 
 def _versions(table: Any, where: str) -> dict[str, str]:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table of package = \"version\", got {table!r}")
-    from mldebug_cli.frameworks.registry import VERSION_PACKAGES  # the --<package>-version flags
-
     _known_keys(table, VERSION_PACKAGES, where)
     for package, version in table.items():
         if not isinstance(version, str) or not version.strip():

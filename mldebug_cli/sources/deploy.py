@@ -204,15 +204,3 @@ def _jinja_syntax_error(source: str) -> tuple[int, str] | None:
     except jinja2.TemplateSyntaxError as exc:
         return exc.lineno, exc.message or "syntax error"
     return None
-
-
-# the engines' side builders, by the names callers have used since before the engine registry
-_FROM_ENGINES = frozenset({"ENGINES", "train_side", "deploy_side", "render_source_side", "choose_engine"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_ENGINES:
-        import importlib
-
-        return getattr(importlib.import_module("mldebug_cli.engines.registry"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
