@@ -17,16 +17,20 @@ Remove the literal BOS from the template, or turn off the runtime's BOS (`add_bo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy, probe_list
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.engines.registry import engine
 
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
+
 SEVERITY = "error"
 SUBJECT = "template"
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     doubled = [r for r in subject.results if subject.double_bos(r)]
     if not doubled:
         return

@@ -21,15 +21,19 @@ generation_config.json (vLLM, TGI), or in the GGUF's eos/eot metadata (llama.cpp
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.engines.registry import engine
 
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
+
 SEVERITY = "error"
 SUBJECT = "template"
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     eot, deploy = subject.end_of_turn, subject.deploy
     if not eot or eot in deploy.stop_token_texts or any(s and s in eot for s in deploy.stop_strings):
         return
