@@ -12,7 +12,8 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.frameworks.registry import DEFAULT_ROWS, names_with
+from mldebug_cli.frameworks.registry import DEFAULT_ROWS, entry, names_with
+from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
 from mldebug_cli.frameworks.selector import profile_class, row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
@@ -236,11 +237,11 @@ def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
 def _validate(options: InspectOptions) -> None:
     if options.data_format is not None and options.data_format not in ROW_FORMATS:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
-    with_rows = names_with("row_profile")
-    if options.framework not in with_rows:
+    if entry(options.framework) is None or framework_object(options.framework).row_profile is None:
+        with_rows = names_with("row_profile")
         raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(with_rows)}")
     if options.template is not None and not profile_class(options.framework).own_templates:
-        owners = " or ".join(f"--framework {f}" for f in with_rows if profile_class(f).own_templates)
+        owners = " or ".join(f"--framework {f}" for f in names_with("row_profile") if profile_class(f).own_templates)
         raise UsageError(f"--template names a framework's own template, and {options.framework} has none",
                          hint=f"pass {owners} to use its template, or the template file with --chat-template")
     if options.train_on is not None and options.train_on not in TRAIN_ON:

@@ -18,9 +18,9 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.frameworks import trl_preference as trl
+from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
 from mldebug_cli.frameworks.selector import pair_profile
-from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.pipelines.row_batches import (
     BATCH_SIZE,
     batches,
