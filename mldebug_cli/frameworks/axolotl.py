@@ -592,6 +592,7 @@ FRAMEWORK = Framework(
     read_plan=read_plan,
     read_preference=read_preference,
     dataset_options=lambda plan, dataset, train_on: masking_options(dataset, train_on),
+    end_of_turn_keys=("eot_tokens", "train_on_eot", "train_on_eos"),
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_axolotl"),

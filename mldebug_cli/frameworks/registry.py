@@ -85,6 +85,7 @@ class Framework:
     rows: type | None = None  # its frameworks.rows.RowProfile class (class attributes say what it does)
     row_profile: Callable[[Any, Any, str], Any] | None = None  # (inspect options, tokenizer, row format) -> RowProfile
     encodes_pairs: bool = False  # its row profile may prepare preference rows itself (RowProfile.encode_pair)
+    end_of_turn_keys: tuple[str, ...] = ()  # a dataset's masking settings that decide which end-of-turn tokens train
     # (config, framework name, world size) -> trainer_facts.TrainerFacts: what its config makes the trainer do
     trainer_facts: Callable[[ConfigFile, str, int], Any] | None = None
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, SETTING_END_OF_TURN_MASKING, SETTING_MAX_LENGTH, InputError
 from mldebug_cli.core.findings import Finding, Location, Report
+from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
 
@@ -130,7 +131,7 @@ def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: Dataset
     try:
         report = inspect.build_report(options, progress)
     except InputError as exc:
-        key = (_terminator_key(dataset) or dataset.key) if exc.setting == SETTING_END_OF_TURN_MASKING else dataset.key
+        key = (_terminator_key(plan, dataset) or dataset.key) if exc.setting == SETTING_END_OF_TURN_MASKING else dataset.key
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint) from None
     return replace(report, findings=tuple(_point_at_config(f, config, plan, dataset, preference) for f in report.findings))
 
@@ -417,7 +418,7 @@ def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, 
 # tokenizer, the template or masking switch for masking findings.
 def _config_key(code: str, plan: TrainingPlan, dataset: DatasetPlan) -> str | None:
     by_code = {
-        "DS004": _terminator_key(dataset),
+        "DS004": _terminator_key(plan, dataset),
         "DS001": plan.max_length.key,
         "DS007": plan.max_length.key,
         "DS008": plan.max_length.key,
@@ -429,10 +430,11 @@ def _config_key(code: str, plan: TrainingPlan, dataset: DatasetPlan) -> str | No
     return by_code.get(code)
 
 
-def _terminator_key(dataset: DatasetPlan) -> str | None:
-    """The axolotl key that decides which end-of-turn tokens are trained, when the config sets one."""
+def _terminator_key(plan: TrainingPlan, dataset: DatasetPlan) -> str | None:
+    """The dataset's key that decides which end-of-turn tokens are trained, when the config sets one."""
     masking = dict(dataset.masking)
-    return next((masking[k].key for k in ("eot_tokens", "train_on_eot", "train_on_eos") if k in masking), None)
+    keys = framework_object(plan.framework).end_of_turn_keys
+    return next((masking[k].key for k in keys if k in masking), None)
 
 
 def _preference_key(code: str, preference) -> str | None:
