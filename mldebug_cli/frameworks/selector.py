@@ -24,8 +24,8 @@ def detect_framework(config: ConfigFile) -> str:
 
 def checked_framework(name: str) -> str:
     """``name`` when it names a framework whose schedule mldebug reads (lr-plot, preflight)."""
-    scheduling = names_with("read_spec")
-    if name not in scheduling:
+    if entry(name) is None or framework(name).read_spec is None:
+        scheduling = names_with("read_spec")
         raise UsageError(f"--framework: unknown framework {name!r}", hint=f"choose one of {', '.join(scheduling)}")
     return name
 
@@ -44,7 +44,7 @@ def read_spec(config: ConfigFile, name: str | None, world_size: int, targets: Ta
 def key_schema(config: ConfigFile, name: str, targets: TargetVersions, task: str | None = None) -> KeySchema | None:
     """The keys ``name`` reads from its config file at the target versions (None: not modelled); ``task`` names
     TRL's config class (dpo: DPOConfig, ...) when the keys should not decide."""
-    reader = framework(name).key_schema
+    reader = framework(name).key_schema if entry(name) else None
     return reader(config, targets, task) if reader else None
 
 
