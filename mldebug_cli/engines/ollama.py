@@ -12,7 +12,6 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.engines.engine import Engine, RenderSource
-from mldebug_cli.render import ollama
 from mldebug_cli.sources.deploy import Side, hf_stop_texts, read_gguf, read_text, tokenizer_adds_bos
 from mldebug_cli.sources.gguf_file import GGUFVocab
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
@@ -81,6 +80,8 @@ def ollama_side(
     ``assumed`` is the tokenizer whose vocabulary stands in when FROM names a model in Ollama's store;
     ``template`` (text, where from) is a Go template given directly.
     """
+    from mldebug_cli.render import ollama  # its Go template engine, loaded when Ollama is the engine
+
     notes: list[str] = []
     stop_strings = tuple(modelfile.stop) if modelfile is not None else ()
     fallback = None
@@ -176,6 +177,8 @@ def _imported_template(vocab: GGUFVocab | None, loaded: LoadedTokenizer | None) 
 
 
 def check_go_template(source: str, spec: str) -> None:
+    from mldebug_cli.render import ollama
+
     try:
         ollama.parse_template(source)
     except InputError as exc:
@@ -200,6 +203,8 @@ def render_side(source: RenderSource) -> Side:
 
 
 def render(side, messages, tools, add_generation_prompt, now, variables) -> str:
+    from mldebug_cli.render import ollama
+
     return ollama.render(
         side.template,
         messages,
