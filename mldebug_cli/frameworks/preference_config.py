@@ -1,16 +1,18 @@
-"""Which preference or RL trainer a training config is for, and the settings its data preparation reads.
+"""Which preference or RL trainer a training config is for, and the settings its data preparation reads: the
+framework-neutral record (``PreferenceConfig``), and the dispatch to each framework's own reader
+(``FRAMEWORK.read_preference``, in its module). What the readers read:
 
-- TRL: DPOConfig, KTOConfig, ORPOConfig or GRPOConfig, named by ``--task`` or read from the keys (a key only one
+- TRL (``trl.read_preference``): DPOConfig, KTOConfig, ORPOConfig or GRPOConfig, named by ``--task`` or read from the keys (a key only one
   class has decides: ``num_generations`` GRPO, ``desirable_weight`` KTO, ``max_completion_length`` without GRPO keys
   ORPO; else the class sharing the most keys with the file, DPO first). ``max_length`` defaults to 1024 (DPO, KTO,
   ORPO); GRPO prompts are not cut in TRL 1.16. The ``trl grpo`` script's ``reward_funcs`` names TRL's own reward
   functions, whose required columns are known (``accuracy_reward`` reads ``solution``).
-- axolotl: ``rl: dpo|ipo|kto|orpo|grpo|gdpo`` (simpo builds TRL's CPOTrainer, which mldebug does not emulate);
+- axolotl (``axolotl.read_preference``): ``rl: dpo|ipo|kto|orpo|grpo|gdpo`` (simpo builds TRL's CPOTrainer, which mldebug does not emulate);
   ``sequence_len`` becomes the trainer's ``max_length``; ``trl:`` holds the GRPO keys. A dataset ``type:`` naming one
   of axolotl's preference strategies (``chatml.intel``, ``llama3.argilla``, ...) rewrites the rows into prompt /
   chosen / rejected strings with axolotl's own formatting: mldebug does not emulate those strategies and inspects
   the rows' own columns, and says so.
-- LLaMA-Factory: ``stage: dpo`` (``pref_loss`` sigmoid, orpo, simpo, ...) and ``stage: kto``, ``cutoff_len`` as
+- LLaMA-Factory (``llama_factory.read_preference``): ``stage: dpo`` (``pref_loss`` sigmoid, orpo, simpo, ...) and ``stage: kto``, ``cutoff_len`` as
   the length. Stage dpo's pairwise processor is emulated (the preference pipeline hands the rows to the
   LLaMA-Factory row profile's ``encode_pair``, with the config's ``template`` and ``cutoff_len``); its KTO processor
   is not: KTO rows are rendered with the tokenizer's chat template and prepared as TRL 1.16 does, and the report
