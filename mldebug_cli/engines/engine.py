@@ -14,10 +14,6 @@ if TYPE_CHECKING:
 Renderer = Callable[["Side", list, Sequence[Mapping[str, Any]], bool, datetime, dict], str]
 
 
-class EngineRenderError(Exception):
-    """The engine failed to render the conversation (its own message is kept)."""
-
-
 @dataclass(frozen=True)
 class RenderSource:
     """The source of ``mldebug render``: its kind, the paths given, and the tokenizer loaded for it."""

@@ -9,7 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from mldebug_cli.engines import sides
-from mldebug_cli.engines.engine import Engine, EngineRenderError
+from mldebug_cli.engines.engine import Engine
+from mldebug_cli.engines.errors import EngineRenderError
 
 
 def render(side, messages, tools, add_generation_prompt, now, variables) -> str:

@@ -8,14 +8,12 @@ serve or render a kind of artefact, and which is the default, is generated from 
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.engines.engine import EngineRenderError, RenderSource
+from mldebug_cli.engines.errors import EngineRenderError
 
 __all__ = ["ENGINES", "FIXED_NOW", "EngineRenderError", "choose_engine", "deploy_side", "engine", "render_source_side",
            "render_with_engine", "train_side"]
@@ -24,8 +22,7 @@ if TYPE_CHECKING:
     from mldebug_cli.engines.engine import Engine
     from mldebug_cli.sources.deploy import Side
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One registry line: the engine's name (--deploy-engine, --engine), its module, and whether it serves a DEPLOY
     (check-template) and renders for ``mldebug render`` (the command line's help needs these before any engine
     module is imported)."""
@@ -102,6 +99,7 @@ def render_source_side(*, tokenizer: str | None, template: str | None, gguf: str
 
     ``--tokenizer`` may join any of them: it gives a template's special tokens and the prompt's input ids.
     """
+    from mldebug_cli.engines.engine import RenderSource
     from mldebug_cli.sources.deploy import is_jinja, render_kind
     from mldebug_cli.sources.tokenizer import load_tokenizer
 
@@ -122,6 +120,8 @@ def render_with_engine(side: Side, messages: Sequence[Mapping[str, Any]], tools:
                        add_generation_prompt: bool, now: datetime = FIXED_NOW,
                        variables: Mapping[str, Any] | None = None) -> str:
     """The prompt text ``side.engine`` builds from ``messages``; raises ``EngineRenderError``."""
+    import json
+
     variables = dict(variables or {})
     fresh = json.loads(json.dumps(list(messages)))  # renderers may rewrite the messages they are given
     chosen = engine(side.engine)

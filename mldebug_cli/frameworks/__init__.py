@@ -1,6 +1,6 @@
 """One module per training framework, behind ``registry`` (one line each): ``hf`` (transformers Trainer /
 TrainingArguments), ``trl``, ``axolotl``, ``llama_factory``, ``torchtune``, ``unsloth``. Each exports one
-``FRAMEWORK`` (a :class:`registry.Framework`): its detection keys and packages, config reader and key schema,
+``FRAMEWORK`` (a :class:`framework.Framework`): its detection keys and packages, config reader and key schema,
 row profile, preference reader and step counting; ``selector`` detects the framework and hands it the config.
 Shared parts: ``schema`` (key lists and types), ``versions``
 (target versions and where they came from), ``common`` (typed key reading), ``rows`` (the row profile base).

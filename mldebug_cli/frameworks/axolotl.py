@@ -14,9 +14,10 @@ from typing import Any
 from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.hf import hf_scheduler_choice
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
-from mldebug_cli.frameworks.registry import Detection, Framework, lazily
+from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.formulas import HF_SCHEDULER_TYPES

@@ -17,7 +17,8 @@ from typing import Any
 
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.registry import Framework, borrowed, lazily
+from mldebug_cli.frameworks.framework import Framework
+from mldebug_cli.frameworks.registry import borrowed, lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.schedule.formulas import (
     HF_IGNORES_WARMUP,

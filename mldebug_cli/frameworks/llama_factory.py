@@ -22,9 +22,10 @@ from typing import Any
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
-from mldebug_cli.frameworks.registry import Detection, Framework, lazily
+from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile
 from mldebug_cli.schedule.model import Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.registry import Detection, Framework
+from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, TORCHTUNE_FAMILY, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile

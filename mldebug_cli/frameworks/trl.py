@@ -31,6 +31,7 @@ from typing import Any
 
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.preference_config import (
     EMULATED_TRL,
     TRL_CLASSES,
@@ -39,7 +40,7 @@ from mldebug_cli.frameworks.preference_config import (
     positive_length,
     trl_config_class,
 )
-from mldebug_cli.frameworks.registry import Detection, Framework, lazily
+from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.subjects import TrainingTemplate
 from mldebug_cli.render.labels import IGNORE_INDEX

@@ -31,7 +31,8 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.frameworks import trl
-from mldebug_cli.frameworks.registry import Framework, lazily
+from mldebug_cli.frameworks.framework import Framework
+from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.render.labels import IGNORE_INDEX, token_range
 from mldebug_cli.render.truncation import Truncated
 
