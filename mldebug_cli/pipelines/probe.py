@@ -149,7 +149,7 @@ def _estimate(options: ProbeOptions, sequences: list[Any], terms: int) -> str | 
     params = parameter_count(options.model)
     if params is None or params < BIG_MODEL:
         return None
-    tokens = sum(len(s[0]) + len(s[1][0]) if isinstance(s[1], tuple) else len(s[0]) for s in sequences)
+    tokens = sum(len(s[0][0]) + len(s[1][0]) if isinstance(s[0], tuple) else len(s[0]) for s in sequences)
     passes = 3 * (1 + terms) + 2 * options.steps * (2 if options.ablate else 1)  # forward ≈ 1, backward ≈ 2
     seconds = 2 * params * tokens * passes / FLOPS_PER_SECOND[options.device]
     return f"~{_duration(seconds)} for {params / 1e9:.2f}B parameters and {tokens} tokens on {options.device}"
