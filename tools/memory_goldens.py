@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -72,8 +73,14 @@ SETTINGS: dict[str, dict] = {
     "grpo-q05-full-beta": dict(trainer="grpo", model="qwen2.5-0.5b", weights="bf16", bf16=True, attn="sdpa",
                                gc=True, batch=8, num_generations=8, completion=256, rows=[64] * 16, steps=2,
                                beta=0.04),
-    "hf-q15-full-oom": dict(trainer="hf", model="qwen2.5-1.5b", weights="fp32", bf16=True, attn="eager",
-                            gc=False, batch=16, rows=[4096] * 16, steps=2),
+    "sft-q05-full-fp32": dict(trainer="sft", model="qwen2.5-0.5b", weights="fp32", bf16=True, attn="sdpa",
+                              gc=True, batch=8, rows=[1024] * 32),
+    "dpo-q05-full": dict(trainer="dpo", model="qwen2.5-0.5b", weights="bf16", bf16=True, attn="sdpa",
+                         gc=True, batch=2, rows=[(256, 512, 384)] * 8),
+    "hf-q15-full-fits": dict(alone=True, trainer="hf", model="qwen2.5-1.5b", weights="fp32", bf16=True, attn="sdpa",
+                             gc=False, batch=4, rows=[2048] * 16, steps=2),
+    "hf-q15-full-oom": dict(alone=True, trainer="hf", model="qwen2.5-1.5b", weights="fp32", bf16=True, attn="sdpa",
+                            gc=False, batch=10, rows=[2048] * 20, steps=2),
 }
 TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, head_dim=16)
@@ -113,6 +120,8 @@ def build_model(setting: dict, device: str, tiny: bool):
     if tiny:
         for key, value in TINY.items():
             setattr(config, key, value)
+        if getattr(config, "layer_types", None):
+            config.layer_types = config.layer_types[: TINY["num_hidden_layers"]]
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[setting["weights"]]
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=setting["attn"])
@@ -219,16 +228,17 @@ def make_trainer(setting: dict, model, tokenizer, device: str, out_dir: str, cal
         from datasets import Dataset
         from trl import DPOConfig, DPOTrainer
 
-        rng = random.Random(0)
+        def words(word, n):  # one token per word: the pre-tokenizer splits at each space
+            return word + f" {word}" * (n - 1)
 
-        def ids(n):
-            return [rng.randrange(1000, 21000) for _ in range(n)]
-
-        data = {"prompt_ids": [], "chosen_ids": [], "rejected_ids": []}
-        for p, c, r in setting["rows"]:
-            data["prompt_ids"].append(ids(p))
-            data["chosen_ids"].append(ids(c))
-            data["rejected_ids"].append(ids(r))
+        data = {"prompt": [], "chosen": [], "rejected": []}
+        for p, c, r in setting["rows"]:  # TRL appends the EOS to chosen and rejected: one token less here
+            data["prompt"].append(words("the", p))
+            data["chosen"].append(" " + words("yes", c - 1))
+            data["rejected"].append(" " + words("no", r - 1))
+        if peft_config is None:  # TRL loads the reference model from the policy's path
+            model.save_pretrained(Path(out_dir) / "policy")
+            model.config._name_or_path = str(Path(out_dir) / "policy")
         config = DPOConfig(max_length=setting.get("max_length", 1024), **args)
         trainer = DPOTrainer(model=model, args=config, train_dataset=Dataset.from_dict(data),
                              processing_class=tokenizer, peft_config=peft_config, callbacks=[callback])
@@ -241,6 +251,9 @@ def make_trainer(setting: dict, model, tokenizer, device: str, out_dir: str, cal
         def reward(completions, **kwargs):
             return [float(len(c)) for c in completions]
 
+        if setting.get("beta") and peft_config is None:  # TRL loads the reference model from the policy's path
+            model.save_pretrained(Path(out_dir) / "policy")
+            model.config._name_or_path = str(Path(out_dir) / "policy")
         config = GRPOConfig(num_generations=setting["num_generations"], max_completion_length=setting["completion"],
                             beta=setting.get("beta", 0.0), **args)
         trainer = GRPOTrainer(model=model, args=config, reward_funcs=reward,
@@ -261,6 +274,8 @@ def prepared_lengths(trainer, setting: dict) -> list | None:
         return None
     if "input_ids" in columns:
         return [len(x) for x in dataset["input_ids"]]
+    if "prompt" in columns and setting["trainer"] == "grpo":
+        return [len(trainer.processing_class(p)["input_ids"]) for p in dataset["prompt"]]
     if "chosen_ids" in columns:
         return [[len(p), len(c), len(r)] for p, c, r in
                 zip(dataset["prompt_ids"], dataset["chosen_ids"], dataset["rejected_ids"])]
@@ -283,7 +298,8 @@ def run_one(name: str, device: str) -> dict:
         record["gpu_total"] = total
         record["context_bytes"] = total - free - torch.cuda.memory_reserved()
         torch.cuda.reset_peak_memory_stats()
-    tokenizer = AutoTokenizer.from_pretrained(TOKENIZERS / TOKENIZER_OF[setting["model"]])
+    tokenizer = AutoTokenizer.from_pretrained(Path(os.environ.get("MEMORY_GOLDENS_TOKENIZERS", TOKENIZERS))
+                                              / TOKENIZER_OF[setting["model"]])
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = build_model(setting, device, tiny)
@@ -327,6 +343,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "fixtures" / "memory-goldens")
     parser.add_argument("--only", default="", help="comma-separated setting names")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per setting")
+    parser.add_argument("--jobs", type=int, default=1, help="settings run at once (each in its own process)")
+    parser.add_argument("--tokenizers", type=Path, default=TOKENIZERS, help="the folder of the fixture tokenizers")
     parser.add_argument("--run-one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run_one:
@@ -338,22 +356,31 @@ def main() -> None:
                       "traceback": traceback.format_exc()[-4000:]}
         print("GOLDEN " + json.dumps(record))
         return
+    os.environ["MEMORY_GOLDENS_TOKENIZERS"] = str(args.tokenizers.resolve())
     names = [n for n in args.only.split(",") if n] or list(SETTINGS)
     args.out.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        started = time.time()
-        try:
-            done = subprocess.run([sys.executable, __file__, "--run-one", name, "--device", args.device],
-                                  capture_output=True, text=True, timeout=args.timeout)
-            lines = [x for x in done.stdout.splitlines() if x.startswith("GOLDEN ")]
-            record = json.loads(lines[-1][7:]) if lines else {"name": name, "failed": done.stderr[-3000:]}
-        except subprocess.TimeoutExpired:
-            record = {"name": name, "failed": f"timed out after {args.timeout} s"}
-        (args.out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
-        peak = record.get("max_memory_allocated")
-        status = "OOM" if record.get("oom") else ("FAILED " + record["failed"][-300:] if "failed" in record else "ok")
-        print(f"{name}: {status} peak={peak} ({time.time() - started:.0f} s)", flush=True)
+    shared = [n for n in names if not SETTINGS[n].get("alone")]
+    alone = [n for n in names if SETTINGS[n].get("alone")]
+    # max_memory_allocated is per process, so settings can share the GPU; one that should run out of memory runs alone
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        list(pool.map(lambda name: run_in_process(name, args), shared))
+    for name in alone:
+        run_in_process(name, args)
 
+
+def run_in_process(name: str, args) -> None:
+    started = time.time()
+    try:
+        done = subprocess.run([sys.executable, __file__, "--run-one", name, "--device", args.device],
+                              capture_output=True, text=True, timeout=args.timeout)
+        lines = [x for x in done.stdout.splitlines() if x.startswith("GOLDEN ")]
+        record = json.loads(lines[-1][7:]) if lines else {"name": name, "failed": done.stderr[-3000:]}
+    except subprocess.TimeoutExpired:
+        record = {"name": name, "failed": f"timed out after {args.timeout} s"}
+    (args.out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    peak = record.get("max_memory_allocated")
+    status = "OOM" if record.get("oom") else ("FAILED " + record["failed"][-300:] if "failed" in record else "ok")
+    print(f"{name}: {status} peak={peak} ({time.time() - started:.0f} s)", flush=True)
 
 if __name__ == "__main__":
     main()
