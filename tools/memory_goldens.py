@@ -319,11 +319,15 @@ def run_one(name: str, device: str) -> dict:
                 "optim": str(trainer.args.optim), "attn": trainer.model.config._attn_implementation,
                 "model_dtype": str(next(trainer.model.parameters()).dtype),
                 "adapter_dtype": next((str(p.dtype) for n, p in trainer.model.named_parameters() if "lora_" in n), None),
+                "reference_dtype": next((str(p.dtype) for p in trainer.ref_model.parameters()), None)
+                if getattr(trainer, "ref_model", None) is not None else None,
             }
             if cuda:
                 record["init_allocated"] = torch.cuda.memory_allocated()
             trainer.train()
-        except torch.OutOfMemoryError as error:
+        except (torch.OutOfMemoryError, RuntimeError) as error:
+            if not isinstance(error, torch.OutOfMemoryError) and "out of memory" not in str(error):
+                raise
             record["oom"] = True
             record["error"] = str(error).splitlines()[0][:300]
     record["seconds"] = round(time.time() - start, 1)

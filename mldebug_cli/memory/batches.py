@@ -12,13 +12,13 @@ Rules (each the framework's own collator and sampler):
 - preference pairs (DPO/KTO-style): chosen and rejected are two sequences each, padded to the longer of all
   ``prompt + completion`` sides of the batch.
 - order: shuffled by the Trainer's seedable sampler (accelerate ``SeedableRandomSampler``: ``torch.randperm``
-  with a generator seeded ``seed + epoch``); the step of the peak batch is given when torch is importable to
-  replay that permutation, otherwise only its rows.
+  with a generator seeded ``seed + epoch``), replayed here without torch, so the peak batch is named by its
+  rows and the optimizer step it falls on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 
@@ -35,8 +35,8 @@ class MicroBatch:
     def describe(self) -> str:
         rows = ", ".join(str(r) for r in self.rows[:6]) + (", ..." if len(self.rows) > 6 else "")
         where = f"step {self.step}, " if self.step is not None else ""
-        return f"{where}rows {rows}: {self.sequences} × {self.length} tokens" if rows else \
-            f"{self.sequences} × {self.length} tokens"
+        return f"{where}rows {rows}: {self.sequences} × {self.length:,} tokens" if rows else \
+            f"{self.sequences} × {self.length:,} tokens"
 
 
 def uniform_batch(sequences: int, length: int, label_tokens: int | None = None) -> MicroBatch:
@@ -44,15 +44,32 @@ def uniform_batch(sequences: int, length: int, label_tokens: int | None = None) 
                       sequences * length if label_tokens is None else label_tokens)
 
 
-def shuffled_order(n: int, seed: int, epoch: int = 0) -> list[int] | None:
-    """The order the Trainer's seedable sampler visits ``n`` rows in, or None without torch."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    generator = torch.Generator()
-    generator.manual_seed(seed + epoch)
-    return torch.randperm(n, generator=generator).tolist()
+def shuffled_order(n: int, seed: int, epoch: int = 0) -> list[int]:
+    """The order the Trainer's seedable sampler visits ``n`` rows in: ``torch.randperm(n)`` on a CPU generator
+    seeded ``seed + epoch``, replayed without torch (aten randperm_cpu: a Fisher-Yates shuffle drawing
+    ``mt19937() % (n - i)``; equal to torch's in tests/memory/test_batches.py)."""
+    order = list(range(n))
+    draw = _mt19937(seed + epoch)
+    for i in range(n - 1):
+        z = next(draw) % (n - i)
+        order[i], order[z + i] = order[z + i], order[i]
+    return order
+
+
+def _mt19937(seed: int) -> Iterator[int]:
+    """The 32-bit Mersenne Twister as at::mt19937 seeds it (init_genrand with the low 32 bits of the seed)."""
+    state = [seed & 0xFFFFFFFF] + [0] * 623
+    for j in range(1, 624):
+        state[j] = (1812433253 * (state[j - 1] ^ (state[j - 1] >> 30)) + j) & 0xFFFFFFFF
+    while True:
+        for k in range(624):
+            y = (state[k] & 0x80000000) | (state[(k + 1) % 624] & 0x7FFFFFFF)
+            state[k] = state[(k + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
+        for y in state:
+            y ^= y >> 11
+            y ^= (y << 7) & 0x9D2C5680
+            y ^= (y << 15) & 0xEFC60000
+            yield y ^ (y >> 18)
 
 
 def micro_batches(lengths: Sequence[int], batch_size: int, *, max_length: int | None, packing: bool = False,

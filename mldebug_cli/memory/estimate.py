@@ -244,9 +244,11 @@ def logits_bytes(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, lm_he
         scored = batch.label_tokens
         tile = min(scored, FUSED_TOKEN_CHUNK) * min(V, FUSED_VOCAB_CHUNK) * cb
         total = tile + scored * h * (cb + 4) + head_grad
+        full = n * V * 4
         return (total, f"tile min({scored:,}, {FUSED_TOKEN_CHUNK}) × {min(V, FUSED_VOCAB_CHUNK):,} × {cb} B"
                        f" + scored hidden {scored:,} × {h} × ({cb} + 4 fp32 grad) B"
-                       + (f" + fp32 LM-head grad {V:,} × {h} × 4 B" if head_grad else ""),
+                       + (f" + fp32 LM-head grad {V:,} × {h} × 4 B" if head_grad else "")
+                       + f"; the full fp32 logits {n:,} × {V:,} × 4 B = {gib(full)} are never built",
                 "TRL 1.16 add_fused_lm_head/ChunkedLogProbFunction: log-probs in tiles, never the full logits")
     if setup.loss_kernel == "liger":
         chunk = 2 ** math.ceil(math.log2(max(1, math.ceil(n / max(1, math.ceil(V / h))))))

@@ -11,6 +11,13 @@ def g(n: float) -> str:
     return f"{n / GIB:.1f} GiB"
 
 
+def gpu_label(review: MemoryReview) -> str:
+    """"the H100-80GB's 79.6 GiB", or "the 40.0 GiB given" for --gpu-memory."""
+    if review.gpu and review.gpu.endswith("GiB"):
+        return f"the {g(review.gpu_bytes)} given"
+    return f"the {review.gpu}'s {g(review.gpu_bytes)}"
+
+
 def peak_place(review: MemoryReview) -> str:
     """Where the peak batch falls: its step and rows, when the data was read."""
     batch = review.batch

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mldebug_cli.checks.memory import at_batch, g
+from mldebug_cli.checks.memory import at_batch, g, gpu_label
 from mldebug_cli.core.findings import Hit
 
 SEVERITY = "warning"
@@ -38,7 +38,7 @@ def run(review, ctx) -> Iterator[Hit]:
     fix = review.fixes[0] if review.fixes else None
     yield Hit(
         message=f"estimated peak {g(peak)} per GPU leaves {g(review.gpu_bytes - peak)} "
-                f"({(review.gpu_bytes - peak) / review.gpu_bytes:.0%}) of the {review.gpu}'s {g(review.gpu_bytes)}",
+                f"({(review.gpu_bytes - peak) / review.gpu_bytes:.0%}) of {gpu_label(review)}",
         hint=(f"{fix.change}: {g(fix.before)} → {g(fix.after)}" if fix else
               "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation"),
         location=at_batch(review),

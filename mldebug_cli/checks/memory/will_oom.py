@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mldebug_cli.checks.memory import at_batch, first_fitting_fix, g, peak_place
+from mldebug_cli.checks.memory import at_batch, first_fitting_fix, g, gpu_label, peak_place
 from mldebug_cli.core.findings import Hit
 
 SEVERITY = "error"
@@ -43,7 +43,7 @@ def run(review, ctx) -> Iterator[Hit]:
     hint = (f"{fix.change}: {g(fix.before)} → {g(fix.after)}" + (f" ({fix.note})" if fix.note else "")
             if fix else "no single change makes it fit: combine the fixes `mldebug memory` lists, or use more GPUs")
     yield Hit(
-        message=f"estimated peak {g(review.peak.per_gpu)} per GPU exceeds the {review.gpu}'s {g(review.gpu_bytes)}: "
+        message=f"estimated peak {g(review.peak.per_gpu)} per GPU exceeds {gpu_label(review)}: "
                 f"{largest.name} {g(largest.bytes)} is the largest term; {peak_place(review)}",
         hint=hint,
         location=at_batch(review),
