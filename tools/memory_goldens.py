@@ -66,6 +66,8 @@ SETTINGS: dict[str, dict] = {
     "sft-l1-lora-varlen": dict(trainer="sft", model="llama-3.2-1b", weights="bf16", bf16=True, attn="sdpa",
                                gc=False, batch=4, peft=LORA, max_length=4096, steps=6,
                                rows=[128 + (i * 37) % 384 for i in range(23)] + [2048]),
+    "sft-q05-full-packing": dict(trainer="sft", model="qwen2.5-0.5b", weights="bf16", bf16=True, attn="sdpa",
+                                 gc=True, batch=4, packing=True, rows=[100 + (i * 89) % 600 for i in range(64)]),
     "dpo-q05-lora": dict(trainer="dpo", model="qwen2.5-0.5b", weights="bf16", bf16=True, attn="sdpa",
                          gc=True, batch=4, rows=[(128, 384, 256)] * 16, peft=LORA),
     "grpo-q05-full": dict(trainer="grpo", model="qwen2.5-0.5b", weights="bf16", bf16=True, attn="sdpa",
@@ -80,7 +82,7 @@ SETTINGS: dict[str, dict] = {
     "hf-q15-full-fits": dict(alone=True, trainer="hf", model="qwen2.5-1.5b", weights="fp32", bf16=True, attn="sdpa",
                              gc=False, batch=4, rows=[2048] * 16, steps=2),
     "hf-q15-full-oom": dict(alone=True, trainer="hf", model="qwen2.5-1.5b", weights="fp32", bf16=True, attn="sdpa",
-                            gc=False, batch=10, rows=[2048] * 20, steps=2),
+                            gc=False, batch=20, rows=[2048] * 40, steps=2),
 }
 TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, head_dim=16)
@@ -221,7 +223,7 @@ def make_trainer(setting: dict, model, tokenizer, device: str, out_dir: str, cal
         from datasets import Dataset
         from trl import SFTConfig, SFTTrainer
 
-        config = SFTConfig(max_length=setting.get("max_length", 1024), **args)
+        config = SFTConfig(max_length=setting.get("max_length", 1024), packing=setting.get("packing", False), **args)
         trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_dict({"input_ids": rows}),
                              processing_class=tokenizer, peft_config=peft_config, callbacks=[callback])
     elif kind == "dpo":

@@ -31,7 +31,8 @@ def golden_setup(setting: dict) -> MemorySetup:
         optimizer="adamw_torch_fused", attention=setting["attn"],
         peft=PeftSetup("lora", peft["r"], peft["target_modules"]) if peft else None,
         loss_kernel="full" if trainer == "hf" else "fused-chunks", reference=reference,
-        max_length=setting.get("max_length", 1024), num_generations=setting.get("num_generations"),
+        max_length=setting.get("max_length", 1024), packing=setting.get("packing", False),
+        num_generations=setting.get("num_generations"),
         max_completion_length=setting.get("completion"), seed=SEED,
     )
 
@@ -48,7 +49,8 @@ def golden_batches(setting: dict, lengths: list | None) -> list:
         prompt = max(rows)
         completion = setting["completion"]
         return [uniform_batch(batch, prompt + completion, batch * completion)]
-    return micro_batches(rows, batch, max_length=setting.get("max_length", 1024), order=order)[:steps]
+    return micro_batches(rows, batch, max_length=setting.get("max_length", 1024), order=order,
+                         packing=setting.get("packing", False))[:steps]
 
 
 def golden_estimate(record: dict):
