@@ -23,8 +23,8 @@ from mldebug_cli.memory.setup import BYTES, MemorySetup
 from mldebug_cli.memory.shapes import ModelShape
 
 GIB = 1024**3
-CUDA_CONTEXT = int(0.5 * GIB)  # CUDA context + cuBLAS workspace outside PyTorch's allocator (measured: goldens)
-ALLOCATOR_RESERVE = 0.03  # max_memory_reserved over max_memory_allocated on the goldens, as a share
+CUDA_CONTEXT = int(0.51 * GIB)  # CUDA context outside PyTorch's allocator (measured: goldens, H200, torch 2.11)
+ALLOCATOR_RESERVE = 0.10  # max_memory_reserved over max_memory_allocated on the goldens: median 1.10 (1.01-1.22)
 FUSED_TOKEN_CHUNK = 4096  # trl/kernels/chunked_logprob.py TOKEN_CHUNK_SIZE
 FUSED_VOCAB_CHUNK = 32768  # trl/trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE
 BNB_BLOCK_4BIT = 64  # bitsandbytes quantize_4bit blocksize (transformers' default for bnb_4bit)
@@ -40,7 +40,7 @@ class Term:
     bytes: int
     formula: str
     source: str
-    moment: str = "resident"  # resident, backward-start, backward-end, generation
+    moment: str = "resident"  # resident, saved, loss, layer-backward, backward-end, forward-end, optimizer-step, generation
 
     @property
     def gib(self) -> float:
@@ -175,8 +175,8 @@ def layer_activation_bytes(shape: ModelShape, setup: MemorySetup, batch: MicroBa
     - each RMSNorm: its fp32 input (4h); its normalised output (2h bf16, 4h fp32 residual) when its weight trains;
     - when the weights train (not under autocast of fp32 weights): two more h-wide tensors in the compute
       dtype (measured; absent with LoRA);
-    - attention, sdpa/flash: rotated q (2·q_dim), k and v (2·kv_dim each), the output (2·q_dim), the log-sum-exp
-      (4 per head); eager instead: q and the repeated k, v (2·q_dim each), the probabilities per key position
+    - attention, sdpa/flash: rotated q (2·q_dim), k and v (2·kv_dim each; 2·q_dim each when sdpa gets a padding
+      mask, since transformers then repeats them to every head), the output (2·q_dim), the log-sum-exp (4 per head); eager instead: q and the repeated k, v (2·q_dim each), the probabilities per key position
       in fp32 (softmax) and bf16 (for P·V): 6 bytes per head per key, and o_proj's input when it trains;
     - gated MLP: gate and up outputs, the SiLU output (2·I each), the down projection's input (2·I) when it trains;
     - linear inputs saved for the weight gradient when the weight trains (the normalised input is shared by
@@ -202,7 +202,9 @@ def layer_activation_bytes(shape: ModelShape, setup: MemorySetup, batch: MicroBa
     if setup.attention == "eager":
         per_token += 3 * cb * q + 6 * shape.heads * batch.length  # q, repeated k and v; fp32 + bf16 probabilities
     else:
-        per_token += cb * (2 * q + 2 * kv) + 4 * shape.heads  # q, k, v, output; fp32 log-sum-exp per head
+        # with a padding mask, transformers' sdpa repeats k and v to every head (use_gqa_in_sdpa needs no mask)
+        repeated = setup.attention == "sdpa" and batch.padded and shape.kv_heads < shape.heads
+        per_token += cb * (2 * q + 2 * (q if repeated else kv)) + 4 * shape.heads  # q, k, v, output; fp32 lse
     if full and setup.attention == "eager":
         per_token += cb * q  # o_proj's input (a contiguous copy of P·V) for its weight gradient
     # gated MLP: gate and up outputs, SiLU output; the down projection's input for its weight gradient
@@ -298,7 +300,7 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
     if shard_p > 1 and not offload_params:
         terms.append(Term("gathered layers", ZERO3_LIVE_LAYERS * shape.layer_parameters * cb,
                           f"{ZERO3_LIVE_LAYERS} layers × {_m(shape.layer_parameters)} × {cb} B",
-                          "ZeRO-3/FSDP gather the running and the prefetched layer", "backward-start"))
+                          "ZeRO-3/FSDP gather the running and the prefetched layer", "saved"))
 
     adapters = adapter_parameters(shape, setup) + saved_modules_parameters(shape, setup)
     if adapters:
@@ -307,7 +309,7 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
 
     grads = trainable * tb // shard_g
     terms.append(Term("gradients", grads, f"{_m(trainable)} trainable × {tb} B" + (shard_note if shard_g > 1 else ""),
-                      "one gradient per trainable parameter, in its dtype", "backward-end"))
+                      "one gradient per trainable parameter, in its dtype", "gradients"))
 
     master = 0
     if setup.zero_stage and setup.peft is None and cb < 4:
@@ -325,7 +327,7 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
     if "fused" not in setup.optimizer and "8bit" not in setup.optimizer and optim:
         terms.append(Term("optimizer step", trainable * state_bytes // shard_o,
                           f"{_m(trainable)} × {state_bytes} B (foreach temporaries)",
-                          "torch.optim.AdamW(foreach=True): one full-size temporary per step", "backward-end"))
+                          "torch.optim.AdamW(foreach=True): one full-size temporary per step", "optimizer-step"))
 
     if setup.reference == "copy":
         ref, rformula, _ = weight_bytes(shape, setup)
@@ -336,7 +338,7 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
         cast = shape.layers * shape.layer_linear_parameters + shape.vocab * shape.hidden
         # saved by each matmul for backward; under checkpointing only autocast's cache of trainable weights,
         # which lives until the forward's autocast exits
-        moment = "forward-end" if setup.gradient_checkpointing else "backward-start"
+        moment = "forward-end" if setup.gradient_checkpointing else "saved"
         terms.append(Term("autocast weight copies", cast * cb // shard_p, f"{_m(cast)} linear params × {cb} B",
                           "torch.autocast casts each fp32 weight to bf16/fp16 and keeps the cast for backward", moment))
 
@@ -346,18 +348,29 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
         terms.append(Term("activations", kept + head_activation_bytes(shape, setup, batch),
                           f"checkpointed: {shape.layers} layers × {batch.tokens:,} tokens × {shape.hidden} × "
                           f"{4 if setup.weights_dtype == 'fp32' else cb} B + final norm",
-                          "gradient checkpointing keeps each layer's input", "backward-start"))
+                          "gradient checkpointing keeps each layer's input", "saved"))
         terms.append(Term("recomputed layer", layer_acts, f"one layer's activations, {batch.tokens:,} tokens",
-                          "the layer being recomputed in backward", "backward-end"))
+                          "the layer being recomputed in backward", "layer-backward"))
     else:
         terms.append(Term("activations", shape.layers * layer_acts + head_activation_bytes(shape, setup, batch),
                           f"{shape.layers} layers × {layer_acts / batch.tokens:,.0f} B/token × {batch.tokens:,} tokens"
                           f" ({batch.describe()})", "saved-for-backward tensors per op (layer_activation_bytes)",
-                          "backward-start"))
+                          "saved"))
+    mlp = shape.intermediate * max(1, shape.experts_per_token if shape.experts else 1)
+    flowing = batch.tokens * (3 * mlp * cb + shape.hidden * (4 + cb))
+    terms.append(Term("layer backward", flowing,
+                      f"{batch.tokens:,} tokens × (3 × {mlp} × {cb} B MLP gradients + {shape.hidden} × {4 + cb} B "
+                      "incoming gradient)", "the gradients a layer's backward holds at once (measured on the goldens)",
+                      "layer-backward"))
 
     lm_head_trains = setup.peft is None or any(m in ("lm_head", "embed_tokens") for m in setup.peft.modules_to_save)
     lbytes, lformula, lsource = logits_bytes(shape, setup, batch, lm_head_trains and setup.loss_kernel == "fused-chunks")
-    terms.append(Term("logits and loss", lbytes, lformula, lsource, "backward-start"))
+    terms.append(Term("logits and loss", lbytes, lformula, lsource, "loss"))
+    if lm_head_trains and shape.tied:
+        terms.append(Term("tied embedding gradient", shape.vocab * shape.hidden * tb // shard_g,
+                          f"{shape.vocab:,} × {shape.hidden} × {tb} B",
+                          "the input embedding's gradient, added to the LM head's at the end of backward",
+                          "backward-end"))
 
     if setup.task == "grpo" and not setup.use_vllm:
         terms.append(generation_term(shape, setup))
@@ -386,14 +399,34 @@ def generation_term(shape: ModelShape, setup: MemorySetup) -> Term:
 
 
 def _moments(terms: list[Term]) -> dict:
-    resident = sum(t.bytes for t in terms if t.moment == "resident")
+    """Allocated bytes at each moment of a step.
+
+    - forward end: resident + saved activations + autocast's weight cache + the loss's forward tensors;
+    - backward start: resident + saved activations + the loss's backward tensors;
+    - last layer's backward: resident + saved activations (+ the recomputed layer) + a layer's gradients in
+      flight + the LM head's gradient;
+    - backward end: resident + every gradient + the larger of the first layer's backward and the tied embedding's
+      gradient being added;
+    - optimizer step: resident + every gradient + the optimizer's temporaries;
+    - generation: resident + the KV cache.
+    """
     by = {t.name: t.bytes for t in terms}
-    start = resident + sum(t.bytes for t in terms if t.moment == "backward-start")
-    end = resident + sum(t.bytes for t in terms if t.moment == "backward-end")
-    moments = {"backward start": start, "backward end": end}
-    forward = [t for t in terms if t.moment == "forward-end"]
+    of = lambda moment: sum(t.bytes for t in terms if t.moment == moment)  # noqa: E731
+    resident, saved = of("resident"), of("saved")
+    loss = by.get("logits and loss", 0)
+    grads = by.get("gradients", 0)
+    head_grad = by.get("tied embedding gradient", 0)
+    moments = {
+        "backward start": resident + saved + loss,
+        "last layer's backward": resident + saved + of("layer-backward") + head_grad,
+        "backward end": resident + grads + max(of("layer-backward"), head_grad),
+    }
+    forward = of("forward-end")
     if forward:
-        moments["forward end"] = start + sum(t.bytes for t in forward)
+        full_loss = "× 12 B" in next((t.formula for t in terms if t.name == "logits and loss"), "")
+        moments["forward end"] = resident + saved + forward + (loss * 10 // 12 if full_loss else loss)
+    if by.get("optimizer step"):
+        moments["optimizer step"] = resident + grads + by["optimizer step"]
     if "generation KV cache" in by:
         moments["generation"] = resident + by["generation KV cache"]
     return moments

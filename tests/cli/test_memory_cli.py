@@ -52,10 +52,11 @@ def test_terms_sum_to_the_peak(long_row):
     d = long_row
     by_moment = {}
     for term in d["terms"]:
-        by_moment.setdefault(term["moment"], 0)
-        by_moment[term["moment"]] += term["bytes"]
-    assert d["allocated"] == by_moment["resident"] + by_moment["backward-start"]
-    assert d["peak_moment"] == "backward start"
+        by_moment[term["moment"]] = by_moment.get(term["moment"], 0) + term["bytes"]
+    assert d["allocated"] == max(d["moments"].values()) == d["moments"][d["peak_moment"]]
+    assert d["moments"]["backward start"] == by_moment["resident"] + by_moment["saved"] + by_moment["loss"]
+    assert d["moments"]["last layer's backward"] == (by_moment["resident"] + by_moment["saved"] + by_moment["layer-backward"]
+                                                     + by_moment["backward-end"])  # the tied embedding's gradient
 
 
 def test_grpo_logits_term_shows_formula_and_values():
