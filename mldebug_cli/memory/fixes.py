@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.memory.estimate import Estimate
 
 
@@ -62,7 +63,7 @@ def fixes(current: Estimate, rerun: Callable[..., Estimate | None], cut_rows: Ca
         cut = cut_rows(shorter)
         if cut:
             rows = ", ".join(str(r) for r in cut[:5]) + (", ..." if len(cut) > 5 else "")
-            add("max_length", f"max_length {setup.max_length} → {shorter}", f"truncates {len(cut)} rows ({rows})",
+            add("max_length", f"max_length {setup.max_length} → {shorter}", f"truncates {plural(len(cut), 'row')} ({rows})",
                 max_length=shorter)
     if setup.attention == "eager":
         add("attn_implementation", "attn_implementation eager → sdpa (or flash_attention_2)", attention="sdpa")

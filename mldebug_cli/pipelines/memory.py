@@ -104,6 +104,9 @@ def memory_review(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu, 
 def peak_over_data(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu_bytes: int | None):
     """The estimate at the batch that needs the most, one at a batch of typical length, and the long rows."""
     rows = _cut(lengths.rows, setup.max_length)
+    if setup.task == "grpo" and rows:  # the prompts the data really has, within max_prompt_length
+        longest = max(max(sizes) for _, sizes, _ in rows)
+        setup = setup.changed(max_prompt_length=min(longest, setup.max_prompt_length or longest))
     batches = _batches(setup, rows)
     seen: dict[tuple, Estimate] = {}
     for batch in batches:

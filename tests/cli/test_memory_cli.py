@@ -92,3 +92,19 @@ def test_explain_prints_the_check_doc():
 
     result = CliRunner().invoke(app, ["explain", "MEM003"])
     assert result.exit_code == 0 and "What it finds" in result.output and "one-row-sets-the-peak" in result.output
+
+
+def test_preflight_estimates_memory_when_the_model_config_is_local():
+    from mldebug_cli.cli import app
+
+    config = REPO / "fixtures" / "preflight" / "trl" / "config.yaml"
+    result = CliRunner().invoke(app, ["preflight", str(config), "--model", str(MODELS / "qwen2.5-0.5b"),
+                                      "--gpu-memory", "4", "-f", "json"])
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    sections = {s["command"]: s for s in doc["summary"]["sections"]}
+    assert sections["memory"]["fits"] is False and sections["memory"]["largest_term"] == "optimizer states"
+    oom = next(f for f in doc["findings"] if f["code"] == "MEM001")
+    assert "exceeds the 4.0 GiB given" in oom["message"] and oom["location"]["step"] is not None
+    without = CliRunner().invoke(app, ["preflight", str(config), "-f", "json"])  # the tokenizer folder has no config.json
+    assert "memory" not in {s["command"] for s in json.loads(without.stdout)["summary"]["sections"]}

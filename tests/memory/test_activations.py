@@ -57,7 +57,7 @@ def test_lora_parameters_equal_peft(targets):
     assert adapter_parameters(read_model_shape(MODELS / "qwen2.5-0.5b"), setup) == trainable
 
 
-def _saved_bytes(config: dict, weights: str, amp: bool, attn: str, lora: bool) -> int:
+def _saved_bytes(config: dict, weights: str, amp: bool, attn: str, lora: bool, padded: bool = False) -> int:
     """Bytes of the distinct non-parameter storages autograd saves in one forward with labels."""
     from torch.autograd.graph import saved_tensors_hooks
 
@@ -79,8 +79,11 @@ def _saved_bytes(config: dict, weights: str, amp: bool, attn: str, lora: bool) -
         return tensor
 
     ids = torch.randint(0, config["vocab_size"], (BATCH, SEQ))
+    mask = torch.ones_like(ids)
+    if padded:  # the second row is 4 tokens shorter: the batch carries a padding mask
+        mask[1, -4:] = 0
     with saved_tensors_hooks(pack, lambda t: t), torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-        model(input_ids=ids, labels=ids)
+        model(input_ids=ids, attention_mask=mask, labels=ids)
     return sum(seen.values())
 
 
@@ -109,3 +112,17 @@ def test_layer_activations_equal_saved_tensors(small, weights, amp, attn, lora):
                         attention=attn, peft=PeftSetup("lora", 8, "all-linear") if lora else None)
     estimated = layer_activation_bytes(shape_from_config(config), setup, uniform_batch(BATCH, SEQ))
     assert estimated == pytest.approx(measured, rel=0.01, abs=16 * BATCH * SEQ)
+
+
+@pytest.mark.parametrize("small", SMALL, ids=["h64", "h96"])
+def test_a_padding_mask_makes_sdpa_repeat_k_and_v(small):
+    """transformers' sdpa passes grouped k/v to torch only without a mask; with one it repeats them to every head."""
+    measured = (_saved_bytes(_config("qwen2.5-0.5b", 3, small), "bf16", True, "sdpa", False, padded=True)
+                - _saved_bytes(_config("qwen2.5-0.5b", 2, small), "bf16", True, "sdpa", False, padded=True))
+    setup = MemorySetup("trl", "sft", BATCH, weights_dtype="bf16", compute_dtype="bf16", attention="sdpa")
+    batch = uniform_batch(BATCH, SEQ)
+    padded = type(batch)(batch.sequences, batch.length, batch.tokens, batch.label_tokens, padded=True)
+    shape = shape_from_config(_config("qwen2.5-0.5b", 2, small))
+    # within 3%: with a mask, torch's CPU attention kernel saves a little more or less than the log-sum-exp
+    assert layer_activation_bytes(shape, setup, padded) == pytest.approx(measured, rel=0.03)
+    assert layer_activation_bytes(shape, setup, padded) > layer_activation_bytes(shape, setup, batch)

@@ -14,9 +14,10 @@ Why it matters for training
     Estimators that count weights and optimizer states only (batch size 1, no activations) say it fits.
 
 Example
-    Qwen2.5-1.5B, full fine-tuning, fp32 weights with bf16 autocast, ``per_device_train_batch_size: 10``,
-    2,048-token rows, sdpa, no gradient checkpointing, on an H100-80GB: about 116 GiB, the fp32
-    log-softmax of 20,480 × 151,936 logits and the activations of 28 layers dominate.
+    Qwen2.5-1.5B, full fine-tuning, fp32 weights with bf16 autocast, ``per_device_train_batch_size: 20``,
+    2,048-token rows, sdpa, no gradient checkpointing: about 217 GiB allocated, mostly the activations of 28
+    layers and the fp32 log-softmax of 40,960 × 151,936 logits; the real Trainer ran out of memory on a 141 GB
+    H200 (fixtures/memory-goldens/hf-q15-full-oom.json).
 
 Fix
     Apply the first fix listed (smaller micro-batch with more accumulation, gradient checkpointing,
