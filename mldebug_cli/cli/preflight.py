@@ -9,25 +9,22 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import (
-    AxolotlVersionOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
     IgnoreOpt,
-    LlamaFactoryVersionOpt,
     OnlineOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
     SelectOpt,
-    TransformersVersionOpt,
-    TrlVersionOpt,
     configured_versions,
     split_list,
-    target_versions,
+    version_flags,
 )
 
 
+@version_flags
 def preflight(
     config: Path = typer.Argument(..., help="An axolotl YAML, a TRL/HF TrainingArguments JSON/YAML, or a LLaMA-Factory YAML."),
     deploy: list[str] | None = typer.Option(None, "--deploy", help="A deploy artefact to compare templates with (GGUF, Modelfile, .jinja, tokenizer folder); repeatable."),
@@ -42,10 +39,7 @@ def preflight(
     model: str | None = typer.Option(None, "--model", help="A model folder with config.json for the GPU memory estimate (default: the config's model, when its config.json is local)."),
     gpu: str | None = typer.Option(None, "--gpu", help="Judge the memory estimate against this GPU (H100-80GB, A100-40GB, ...)."),
     gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="Judge the memory estimate against this many GiB per GPU."),
-    transformers_version: str | None = TransformersVersionOpt,
-    trl_version: str | None = TrlVersionOpt,
-    axolotl_version: str | None = AxolotlVersionOpt,
-    llamafactory_version: str | None = LlamaFactoryVersionOpt,
+    target_versions: dict[str, str | None] = None,  # one --<package>-version flag per framework package
     sarif: Path | None = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0 to FILE."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML to FILE."),
     output_format: str = OutputFormatOpt,
@@ -77,7 +71,7 @@ def preflight(
         model=model,
         gpu=gpu,
         gpu_memory=gpu_memory,
-        target_versions=target_versions(transformers_version, trl_version, axolotl_version, llamafactory_version),
+        target_versions=target_versions,
     )
     extra = [(fmt, path) for fmt, path in (("sarif", sarif), ("junit", junit)) if path is not None]
 
