@@ -144,8 +144,8 @@ class Recorder:
         self.steps: list[dict] = []
 
     def callback(self):
-        from transformers import TrainerCallback
         import torch
+        from transformers import TrainerCallback
 
         recorder = self
 

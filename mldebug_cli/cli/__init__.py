@@ -46,7 +46,7 @@ app.command("memory")(memory.memory)
 
 
 # Commands that only read, render and tokenize: their processes never need torch.
-TORCH_FREE = frozenset({"inspect-data", "render", "check-template", "check-run"})
+TORCH_FREE = frozenset({"inspect-data", "render", "check-template", "check-run", "memory"})
 
 
 def main() -> None:

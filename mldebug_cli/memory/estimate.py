@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from mldebug_cli.memory.batches import MicroBatch
-from mldebug_cli.memory.setup import BYTES, MemorySetup
+from mldebug_cli.memory.setup import MemorySetup
 from mldebug_cli.memory.shapes import ModelShape
 
 GIB = 1024**3
@@ -185,7 +185,7 @@ def layer_activation_bytes(shape: ModelShape, setup: MemorySetup, batch: MicroBa
     - LoRA (adapters in fp32, autocast): each adapted module keeps a bf16 cast of its input (2·fan_in) and the
       r-wide output of lora_A (2·r).
     """
-    h, I = shape.hidden, shape.intermediate
+    h, mlp = shape.hidden, shape.intermediate
     q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
     cb = setup.compute_bytes
     full = setup.peft is None
@@ -208,7 +208,7 @@ def layer_activation_bytes(shape: ModelShape, setup: MemorySetup, batch: MicroBa
     if full and setup.attention == "eager":
         per_token += cb * q  # o_proj's input (a contiguous copy of P·V) for its weight gradient
     # gated MLP: gate and up outputs, SiLU output; the down projection's input for its weight gradient
-    per_token += 3 * cb * I + (cb * I if full else 0)
+    per_token += 3 * cb * mlp + (cb * mlp if full else 0)
     # LoRA: each adapted module's bf16 cast of its input and lora_A's r-wide output
     for module in lora_modules(shape, setup):
         per_token += cb * module.fan_in + cb * setup.peft.r

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.memory.estimate import Estimate
+from mldebug_cli.memory.setup import PeftSetup
 
 
 @dataclass(frozen=True)
@@ -47,13 +48,9 @@ def fixes(current: Estimate, rerun: Callable[..., Estimate | None], cut_rows: Ca
     if not setup.gradient_checkpointing:
         add("gradient_checkpointing", "gradient_checkpointing off → on", gradient_checkpointing=True)
     if setup.peft is None:
-        from mldebug_cli.memory.setup import PeftSetup
-
         add("peft", "full fine-tuning → LoRA r=16 on all linear layers",
             peft=PeftSetup("lora", 16, "all-linear"))
     if setup.quantization != "4bit":
-        from mldebug_cli.memory.setup import PeftSetup
-
         peft = setup.peft or PeftSetup("lora", 16, "all-linear")
         add("quantization", "4-bit QLoRA (bitsandbytes nf4, double quant)" + (" with LoRA r=16" if setup.peft is None else ""),
             quantization="4bit", double_quant=True, peft=peft)

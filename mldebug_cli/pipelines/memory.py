@@ -4,7 +4,6 @@ of every micro-batch, the peak, the verdict against a GPU, the fixes, the MEM ch
 from __future__ import annotations
 
 import os
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Report
 from mldebug_cli.memory.batches import MicroBatch, micro_batches, sequence_batches, shuffled_order, uniform_batch
 from mldebug_cli.memory.estimate import GIB, Estimate, estimate
+from mldebug_cli.memory.fixes import fixes
 from mldebug_cli.memory.gpus import GPUS, gpu_memory
 from mldebug_cli.memory.review import LongRow, MemoryReview
 from mldebug_cli.memory.setup import MemorySetup, setup_from_facts
@@ -91,8 +91,6 @@ def memory_review(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu, 
 
     def cut_rows(max_length: int) -> list[int]:
         return [row for row, sizes, _ in lengths.rows if max(sizes) > max_length]
-
-    from mldebug_cli.memory.fixes import fixes
 
     found = fixes(peak, rerun, cut_rows, gpu_bytes)
     host_total = int(host_memory * GIB) if host_memory else _host_total()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from support import FIXTURES
-
 from mldebug_cli.memory.batches import micro_batches, pair_batches, shuffled_order, uniform_batch
 from mldebug_cli.memory.estimate import estimate
 from mldebug_cli.memory.setup import MemorySetup, PeftSetup
 from mldebug_cli.memory.shapes import read_model_shape
+from support import FIXTURES
 
 MODELS = FIXTURES / "memory-models"
 GOLDENS = FIXTURES / "memory-goldens"
