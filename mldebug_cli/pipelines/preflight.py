@@ -413,7 +413,7 @@ def _memory_section(options, framework: str, sections: list[dict[str, Any]], pro
     try:
         facts = read_trainer_facts(options.config, framework, options.world_size)
         memory.model_config(options.model, facts.model, options.config)
-    except InputError:
+    except MldebugError:  # no trainer facts for this framework, or no config.json at hand: no estimate
         return []
     if progress:
         progress("estimating GPU memory")
