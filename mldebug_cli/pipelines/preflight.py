@@ -10,7 +10,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, SETTING_END_OF_TURN_MASKING, SETTING_MAX_LENGTH, InputError
+from mldebug_cli.core.errors import (
+    SETTING_CHAT_TEMPLATE,
+    SETTING_END_OF_TURN_MASKING,
+    SETTING_MAX_LENGTH,
+    InputError,
+    MldebugError,
+)
 from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
