@@ -7,7 +7,7 @@ import sys
 import typer
 
 from mldebug_cli import __version__
-from mldebug_cli.cli import check_run, check_template, explain, inspect_data, lr_plot, preflight, probe, render
+from mldebug_cli.cli import check_run, check_template, explain, inspect_data, lr_plot, memory, preflight, probe, render
 from mldebug_cli.cli.common import State
 
 app = typer.Typer(
@@ -43,10 +43,11 @@ app.command("lr-plot")(lr_plot.lr_plot)
 app.command("preflight")(preflight.preflight)
 app.command("check-run")(check_run.check_run)
 app.command("probe")(probe.probe)
+app.command("memory")(memory.memory)
 
 
 # Commands that only read, render and tokenize: their processes never need torch.
-TORCH_FREE = frozenset({"inspect-data", "render", "check-template", "check-run"})
+TORCH_FREE = frozenset({"inspect-data", "render", "check-template", "check-run", "memory"})
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ class CheckRef:
 
     @property
     def family(self) -> str:
-        return self.code[:2]
+        return self.code.rstrip("0123456789")  # DS, LR, ..., MEM
 
 
 REGISTRY: tuple[CheckRef, ...] = (
@@ -131,6 +131,12 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("GP007", "update-ratio-extreme", "probe.update_ratio_extreme"),
     CheckRef("GP008", "first-non-finite-module", "probe.first_non_finite_module"),
     CheckRef("GP009", "term-does-not-move-metric", "probe.term_does_not_move_metric"),
+    CheckRef("MEM001", "will-oom", "memory.will_oom"),
+    CheckRef("MEM002", "low-headroom", "memory.low_headroom"),
+    CheckRef("MEM003", "one-row-sets-the-peak", "memory.one_row_sets_the_peak"),
+    CheckRef("MEM004", "logits-dominate", "memory.logits_dominate"),
+    CheckRef("MEM005", "reference-model-counted-twice", "memory.reference_model_counted_twice"),
+    CheckRef("MEM006", "host-memory", "memory.host_memory"),
 )
 
 
