@@ -1,0 +1,96 @@
+"""The crash part of a console log (or a captured stderr): the error lines a run printed and where its steps stopped.
+
+The reader keeps, with their 1-based line numbers, the lines that report a failure: a Python exception
+line (``ValueError: ...``, ``torch.OutOfMemoryError: ...``, also behind a ``[rank0]:`` prefix), the
+elastic launcher's ``exitcode: -9`` and ``Signal 9 (SIGKILL)`` lines, the shell's ``Killed``, NCCL's
+watchdog timeout, ``terminate called after throwing``, a segmentation fault, and axolotl's warnings that
+it could not find a turn's content in the rendered template. Which failure they mean, with its cause
+and fix, is the run-crashed check's business (RN040); this module only finds them, cheaply: a line is
+matched only when it holds one of a few substrings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_KEPT = 64  # error lines kept (the first ones and the last ones); a log that prints one per step stays small
+MAX_TEXT = 400  # characters of an error line kept
+
+_EXCEPTION = re.compile(
+    r"^(?:\[(?:rank|Rank )?\d+\]:?\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
+    r"(?::\s*(.*))?$")
+_EXITCODE = re.compile(r"exitcode\s*:\s*(-?\d+)")
+_TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d):(\d\d):(\d\d)")
+_NEEDLES = ("rror", "xception", "exitcode", "Killed", "SIGKILL", "Watchdog", "terminate called", "Segmentation fault",
+            "boundary", "Failure")
+
+
+@dataclass(frozen=True)
+class ErrorLine:
+    line: int
+    kind: str  # exception | exitcode | signal | killed | watchdog | fatal | template-boundary
+    text: str
+    name: str = ""  # the exception's class (``ValueError``), when it is one
+
+
+class CrashScan:
+    """Fed every line of a console log; keeps the error lines and the time stamps it needs for RN040/RN041."""
+
+    def __init__(self) -> None:
+        self.first: list[ErrorLine] = []
+        self.last: list[ErrorLine] = []
+        self.seen = 0
+        self.last_stamp: tuple[int, str] | None = None  # (line, "2026-04-17 14:29:31") of the last stamped line
+
+    def feed(self, text: str, number_: int) -> None:
+        if not any(needle in text for needle in _NEEDLES):
+            if "-" in text[:40] and ":" in text[:40]:
+                self._stamp(text, number_)
+            return
+        self._stamp(text, number_)
+        for part in text.replace("\r", "\n").split("\n"):
+            found = _classify(part.strip(), number_)
+            if found is not None:
+                self._keep(found)
+
+    def _stamp(self, text: str, number_: int) -> None:
+        match = _TIMESTAMP.search(text[:64])
+        if match:
+            self.last_stamp = (number_, f"{match.group(1)} {match.group(2)}:{match.group(3)}:{match.group(4)}")
+
+    def _keep(self, found: ErrorLine) -> None:
+        self.seen += 1
+        if len(self.first) < MAX_KEPT // 2:
+            self.first.append(found)
+            return
+        self.last.append(found)
+        if len(self.last) > MAX_KEPT // 2:
+            del self.last[0]
+
+    @property
+    def errors(self) -> tuple[ErrorLine, ...]:
+        return tuple(self.first) + tuple(self.last)
+
+
+def _classify(text: str, number_: int) -> ErrorLine | None:
+    if not text:
+        return None
+    text = text[:MAX_TEXT]
+    if "Content end boundary" in text or "content start/end boundary" in text or "Could not find content" in text:
+        return ErrorLine(number_, "template-boundary", text)
+    if "Watchdog caught collective operation timeout" in text:
+        return ErrorLine(number_, "watchdog", text)
+    match = _EXITCODE.search(text)
+    if match:
+        return ErrorLine(number_, "exitcode", text, match.group(1))
+    if "Signal 9 (SIGKILL)" in text or "SIGKILL" in text and "received" in text:
+        return ErrorLine(number_, "signal", text)
+    if text == "Killed" or text.endswith(" Killed") and len(text) < 120:
+        return ErrorLine(number_, "killed", text)
+    if text.startswith("terminate called after throwing") or text.startswith("Segmentation fault"):
+        return ErrorLine(number_, "fatal", text)
+    match = _EXCEPTION.match(text)
+    if match and not match.group(1).endswith("Warning"):
+        return ErrorLine(number_, "exception", text, match.group(1).rsplit(".", 1)[-1])
+    return None
