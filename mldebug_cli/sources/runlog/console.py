@@ -111,8 +111,9 @@ def _keep_crash(crashed: CrashScan, scan: _Steps, sink: LogSink) -> None:
     if crashed.errors:
         sink.meta["errors"] = crashed.errors
         sink.meta["errors_seen"] = crashed.seen
-    if crashed.last_stamp:
-        sink.meta["last_stamp"] = crashed.last_stamp
+    stalled = crashed.stalled(scan.last_metric_line, scan.dicts)
+    if stalled is not None:
+        sink.meta["stalled_line"], sink.meta["stalled_seconds"], sink.meta["seconds_per_point"] = stalled
 
 
 def _each_line(path: Path, handle) -> None:

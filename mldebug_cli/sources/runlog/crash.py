@@ -12,7 +12,9 @@ matched only when it holds one of a few substrings.
 from __future__ import annotations
 
 import re
+from array import array
 from dataclasses import dataclass
+from datetime import datetime
 
 MAX_KEPT = 64  # error lines kept (the first ones and the last ones); a log that prints one per step stays small
 MAX_TEXT = 400  # characters of an error line kept
@@ -41,7 +43,9 @@ class CrashScan:
         self.first: list[ErrorLine] = []
         self.last: list[ErrorLine] = []
         self.seen = 0
-        self.last_stamp: tuple[int, str] | None = None  # (line, "2026-04-17 14:29:31") of the last stamped line
+        self.stamp_lines = array("q")  # lines whose time stamp differs from the previous stamp's second
+        self.stamp_times = array("q")  # those stamps, in seconds
+        self._last_text = ""
 
     def feed(self, text: str, number_: int) -> None:
         if not any(needle in text for needle in _NEEDLES):
@@ -56,8 +60,29 @@ class CrashScan:
 
     def _stamp(self, text: str, number_: int) -> None:
         match = _TIMESTAMP.search(text[:64])
-        if match:
-            self.last_stamp = (number_, f"{match.group(1)} {match.group(2)}:{match.group(3)}:{match.group(4)}")
+        if not match or match.group(0) == self._last_text:
+            return
+        try:
+            moment = datetime.fromisoformat(f"{match.group(1)} {match.group(2)}:{match.group(3)}:{match.group(4)}")
+        except ValueError:
+            return
+        self._last_text = match.group(0)
+        self.stamp_lines.append(number_)
+        self.stamp_times.append(int(moment.timestamp()))
+
+    def stalled(self, last_metric_line: int, points: int) -> tuple[int, int, float] | None:
+        """(line of the last stamp, seconds from the last metric record to it, seconds per logged point) when
+        the log's time stamps go on after its last metric record, else None."""
+        from bisect import bisect_right
+
+        if not last_metric_line or points < 2 or len(self.stamp_lines) < 2:
+            return None
+        at = bisect_right(self.stamp_lines, last_metric_line) - 1
+        if at < 0 or at == len(self.stamp_lines) - 1:
+            return None
+        span = self.stamp_times[at] - self.stamp_times[0]
+        waited = self.stamp_times[-1] - self.stamp_times[at]
+        return self.stamp_lines[-1], waited, max(span, 1) / (points - 1)
 
     def _keep(self, found: ErrorLine) -> None:
         self.seen += 1
