@@ -35,6 +35,8 @@ def run(subject, ctx):
     waited, per_point, line = meta.get("stalled_seconds"), meta.get("seconds_per_point"), meta.get("stalled_line")
     if not isinstance(waited, int) or not isinstance(per_point, (int, float)) or per_point <= 0:
         return
+    if meta.get("train_runtime") is not None:
+        return  # the Trainer printed its final summary: training finished
     last_metric = meta.get("last_metric_line") or 0
     if any(e.line > last_metric and e.kind != "template-boundary" for e in meta.get("errors") or ()):
         return  # it ended in an error: RN040
@@ -48,7 +50,7 @@ def run(subject, ctx):
 
 
 def _duration(seconds: float) -> str:
-    if seconds >= 3600:
+    if seconds >= 7200:
         return f"{seconds / 3600:.1f} h"
     if seconds >= 120:
         return f"{seconds / 60:.0f} min"
