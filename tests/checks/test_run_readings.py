@@ -41,6 +41,13 @@ def test_a_held_out_eval_set_is_not_a_leak():
 
 # --- memorisation at an epoch boundary -----------------------------------------------------------------------------
 
+def test_several_epochs_over_few_rows_memorise_at_an_epoch_boundary():
+    (finding,) = found(RUNS / "sft-epochs-memorise", "RN013")
+    assert "end of epoch 6 (step 24" in finding.message and "start of epoch 7 (step 26" in finding.message
+    assert finding.location.step == 24 and finding.location.step_end == 26
+    assert not found(RUNS / "sft-epochs-memorise", "RN006")  # the rise (+1.6% in all) is below RN006's 2%
+
+
 @needs_corpus
 def test_eval_rising_at_the_start_of_an_epoch_with_a_train_staircase_is_memorisation():
     (finding,) = found(CORPUS_RUNS / "lf-sft__qwen25-medical.trainer_log.jsonl", "RN013")

@@ -4,7 +4,7 @@ while the train loss drops in a step at the same boundary.
 What it finds
     Multi-epoch runs whose logged ``epoch`` gives the steps per epoch and whose evaluations fall on both
     sides of an epoch boundary (within half an epoch). At the boundary after the run's best evaluation:
-    the first evaluation of the new epoch is above the last one of the old (by 0.5 % or more), and the
+    the first evaluation of the new epoch is above the last one of the old (by 0.1 % or more), and the
     train loss drops across the boundary (mean of the half epoch before against the half epoch after) by
     at least twice what it drops inside the new epoch (first half against second half) and by 1 % or more.
     The rise is small, so RN006's rule (several rises in a row) stays silent; the epoch structure is the
@@ -35,7 +35,7 @@ from mldebug_cli.checks.run.common import fmt, hit, mean
 
 SEVERITY = "warning"
 SUBJECT = "run"
-THRESHOLDS = {"min_rise": 0.005, "step_factor": 2.0, "min_drop": 0.01}
+THRESHOLDS = {"min_rise": 0.001, "step_factor": 2.0, "min_drop": 0.01}
 
 
 def run(subject, ctx):
