@@ -349,7 +349,7 @@ def sft_trl(name: str, work: Path, *, train_rows, eval_rows, lr: float, epochs: 
 
 
 def dpo(name: str, work: Path, *, lr: float, warmup_steps: int, max_steps: int, stop_at: int | None = None,
-        collator_max_length: int | None = None) -> dict:
+        collator_max_length: int | None = None, pairs: int = len(FACTS)) -> dict:
     """TRL DPO from a reference equal to the start; ``stop_at`` stops it early, ``collator_max_length`` gives the
     trainer a preference collator that cuts every sequence there (shorter than the prompts: no completion token)."""
     from datasets import Dataset
@@ -359,7 +359,7 @@ def dpo(name: str, work: Path, *, lr: float, warmup_steps: int, max_steps: int, 
     tok = tokenizer()
     model = tiny_model(len(tok))
     rows = [{"prompt": f"Answer the question in one short sentence. Question: {q}", "chosen": a,
-             "rejected": FACTS[(i + 5) % len(FACTS)][1]} for i, (q, a) in enumerate(FACTS)]
+             "rejected": FACTS[(i + 5) % len(FACTS)][1]} for i, (q, a) in enumerate(FACTS)][:pairs]
     args = DPOConfig(output_dir=str(work / name), max_steps=max_steps, per_device_train_batch_size=4,
                      learning_rate=lr, warmup_steps=warmup_steps, logging_steps=1, report_to="none", use_cpu=True,
                      seed=SEED, save_strategy="no", disable_tqdm=True, max_length=64)
@@ -372,7 +372,8 @@ def dpo(name: str, work: Path, *, lr: float, warmup_steps: int, max_steps: int, 
         trainer.train()
     trainer.save_state()
     keep(work / name / "trainer_state.json", f"{name}/trainer_state.json")
-    out = {"trainer": "trl.DPOTrainer", "max_steps": max_steps, "learning_rate": lr, "warmup_steps": warmup_steps}
+    out = {"trainer": "trl.DPOTrainer", "max_steps": max_steps, "learning_rate": lr, "warmup_steps": warmup_steps,
+           "pairs": len(rows)}
     if stop_at:
         out["stopped_at"] = stop_at
     if collator_max_length:
@@ -591,7 +592,7 @@ SCENARIOS = {
     "sft-lr-base": lambda work: sft("sft-lr-base", work, lr=3e-3, steps=24, train_rows=FACTS, logging_steps=1),
     "dpo-warmup-stopped": lambda work: dpo("dpo-warmup-stopped", work, lr=1e-3, warmup_steps=200, max_steps=400,
                                            stop_at=16),
-    "dpo-learning": lambda work: dpo("dpo-learning", work, lr=1e-2, warmup_steps=2, max_steps=16),
+    "dpo-learning": lambda work: dpo("dpo-learning", work, lr=5e-3, warmup_steps=2, max_steps=16, pairs=8),
     "dpo-empty-completions": lambda work: dpo("dpo-empty-completions", work, lr=1e-3, warmup_steps=2, max_steps=16,
                                               collator_max_length=8),
     "grpo-length-limit": lambda work: grpo_lengths("grpo-length-limit", work, max_completion_length=8, eos_bias=None),

@@ -70,6 +70,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("LR013", "constant-ignores-warmup", "schedule.constant_ignores_warmup"),
     CheckRef("LR014", "metric-driven-schedule", "schedule.metric_driven_schedule"),
     CheckRef("LR015", "scheduler-fails", "schedule.scheduler_fails"),
+    CheckRef("LR016", "deepspeed-single-process", "schedule.deepspeed_single_process"),
     CheckRef("CT001", "prompt-mismatch", "template.prompt_mismatch"),
     CheckRef("CT002", "token-mismatch", "template.token_mismatch"),
     CheckRef("CT003", "deploy-double-bos", "template.deploy_double_bos"),

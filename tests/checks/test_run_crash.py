@@ -130,3 +130,33 @@ def test_a_finished_log_with_time_stamps_after_it_is_not_a_hang(tmp_path):
     log = tmp_path / "console.log"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert not [f for f in build_report(str(log)).findings if f.code in ("RN040", "RN041")]
+
+
+# --- the preflight twins: causes preflight sees before the run ------------------------------------------------------
+
+def test_a_tokenizer_without_a_pad_token_under_transformers_padding_collators_is_ds027():
+    from mldebug_cli.pipelines.inspect import InspectOptions
+    from mldebug_cli.pipelines.inspect import build_report as inspect_report
+    from support import DATASETS, TOKENIZERS
+
+    def codes(tokenizer: str, framework: str) -> list[str]:
+        report = inspect_report(InspectOptions(dataset=str(DATASETS / "demo" / "support_chat.jsonl"),
+                                               tokenizer=str(TOKENIZERS / tokenizer), framework=framework,
+                                               select=("DS027",)))
+        return [f.code for f in report.findings]
+
+    assert codes("llama3-instruct", "transformers") == ["DS027"]  # pad_token: null
+    assert codes("llama3-instruct", "trl") == []  # TRL picks a pad token itself
+    assert codes("qwen2.5-instruct", "transformers") == []  # it has one
+
+
+def test_a_deepspeed_config_on_one_process_is_lr016_and_not_on_two():
+    from mldebug_cli.pipelines import schedule
+    from support import FIXTURES
+
+    def codes(world_size: int) -> list[str]:
+        report = schedule.build_report(config=str(FIXTURES / "configs" / "hf_deepspeed_zero2.json"), num_rows=1000,
+                                       world_size=world_size, select=["LR016"], engine="builtin")
+        return [f.code for f in report.findings]
+
+    assert codes(1) == ["LR016"] and codes(2) == []
