@@ -3,8 +3,8 @@
 Each scenario trains a tiny randomly initialised Llama (2 layers, hidden 32, built from a config; the
 qwen2.5-instruct tokenizer from fixtures/tokenizers) for a few dozen steps and keeps what the trainer
 wrote: ``trainer_state.json`` (``trainer.save_state()``) and, for one run, the console output of
-transformers' PrinterCallback. The rows are our own (ROWS below). Library versions go to
-fixtures/runs/VERSIONS.json. Not run in CI; about two minutes on two CPU cores:
+transformers' PrinterCallback. The rows are our own (ROWS below). Each scenario's settings and library
+versions go to fixtures/runs/VERSIONS.json (the top-level ``versions`` are those of the first ten scenarios). Not run in CI; about two minutes on two CPU cores:
 
     pip install trl==1.16.0 torch==2.13.0      # into the venv, beside mldebug's own dependencies
     HF_HUB_OFFLINE=1 python tools/make_run_logs.py [--only NAME ...]
@@ -23,6 +23,23 @@ Scenarios (the check each must trip; tests/checks/test_run_checks.py holds them 
                          real training loop on the tiny model, LR far too high  reader test, RN003/RN004
     torchtune-dpo        torchtune's DiskLogger fed as lora_dpo_single_device feeds it (torchtune's
                          DPOLoss and get_batch_log_probs), learning rate 0   reader test, RN031
+
+Issue 24's classes, each planted with its healthy twin (tests/checks/test_run_readings.py):
+    sft-eval-is-train    TRL SFT, 8 rows x 20 epochs, eval on the training rows  RN010
+    sft-eval-held-out    the same, eval on 8 other rows                          (no RN010)
+    sft-epochs-memorise  16 rows x 10 epochs, eval every 2 steps on other rows   RN013
+    sft-epochs-learning  the same for 5 epochs                                   (no RN013)
+    dpo-warmup-stopped   TRL DPO, warmup 200 of 400 steps, stopped at step 16    RN031 (info: in warmup)
+    dpo-learning         TRL DPO, warmup 2, 8 pairs                              (no RN031)
+    dpo-empty-completions TRL DPO whose collator cuts every completion          RN031 (error: empty labels)
+    grpo-length-limit    TRL GRPO, max_completion_length 8, a reward for length  RN024 (console)
+    grpo-length-ends     the same with an EOS bias: completions end              (no RN024)
+    sft-lr-100x, sft-lr-base  LR 0.3 and 3e-3 on 24 steps (the tiny model takes 0.3 without a spike:
+                         sft-lr-too-high, LR 3.0, is the spike's planted run)     RN003 on sft-lr-too-high only
+Crashes (console captures of a child process; tests/checks/test_run_crash.py):
+    crash-no-pad-token, crash-grpo-generation-batch, crash-dummy-optim, crash-weight-2d,
+    crash-checkpoint-error, crash-bf16-weight-sync (CRASH_SCRIPTS), host-oom-killed and host-oom-rlimit
+    (torch.distributed.run with a worker over a memory limit we set)               RN040
 
 The MLflow scenario needs ``pip install mlflow-skinny==3.17.2 sqlalchemy alembic torch==2.13.0``; the
 torchtune ones ``pip install torchtune==0.6.1 torchao==0.14.1 torch==2.13.0``.
@@ -639,13 +656,13 @@ def main() -> None:
     names = parser.parse_args().only or list(SCENARIOS)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     index_path = OUT / "VERSIONS.json"
-    index = json.loads(index_path.read_text()) if index_path.is_file() else {"scenarios": {}}
-    index["versions"] = versions()
     index_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             sys.stderr.write(f"== {name}\n")
-            index["scenarios"][name] = SCENARIOS[name](Path(tmp))
+            made = {**SCENARIOS[name](Path(tmp)), "versions": versions()}
+            index = json.loads(index_path.read_text()) if index_path.is_file() else {"scenarios": {}}
+            index["scenarios"][name] = made  # read again: another scenario may have been written meanwhile
             index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
