@@ -63,6 +63,14 @@ def test_an_error_it_does_not_know_is_named_as_such(tmp_path):
     assert finding.location.line == 4 and "does not recognise" in finding.message and "KeyError" in finding.message
 
 
+def test_a_coloured_error_line_is_read_and_quoted_without_its_control_bytes(tmp_path):
+    log = tmp_path / "stderr.txt"
+    log.write_bytes(b"\x1b[31mValueError\x1b[0m: Asking to pad but the tokenizer does not have a padding token.\x07\n")
+    finding = crash(log)  # a capture with no metric record at all: the crash is the reading
+    assert "the tokenizer has no pad token" in finding.message
+    assert not any(ord(c) < 32 or c == "\x7f" for c in finding.message)
+
+
 def test_errors_before_the_last_step_are_not_a_crash(tmp_path):
     log = tmp_path / "console.log"
     log.write_text("ValueError: a warning-like error a callback printed and survived\n"

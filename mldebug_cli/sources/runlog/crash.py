@@ -22,6 +22,7 @@ MAX_TEXT = 400  # characters of an error line kept
 _EXCEPTION = re.compile(
     r"^(?:\[(?:rank|Rank )?\d+\]:?\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
     r"(?::\s*(.*))?$")
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")  # ANSI colour and other controls
 _EXITCODE = re.compile(r"exitcode\s*:\s*(-?\d+)")
 _TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d):(\d\d):(\d\d)")
 _NEEDLES = ("rror", "xception", "exitcode", "Killed", "SIGKILL", "Watchdog", "terminate called", "Segmentation fault",
@@ -54,7 +55,7 @@ class CrashScan:
             return
         self._stamp(text, number_)
         for part in text.replace("\r", "\n").split("\n"):
-            found = _classify(part.strip(), number_)
+            found = _classify(_CONTROL.sub("", part).strip(), number_)
             if found is not None:
                 self._keep(found)
 
