@@ -31,6 +31,7 @@ Fix
 from __future__ import annotations
 
 import math
+from itertools import islice
 
 from mldebug_cli.checks.run.common import cluster, fmt, hit, is_rl, mean, spikes
 
@@ -68,7 +69,7 @@ def run(subject, ctx):
 def _early(loss, ctx) -> list[tuple[int, float, float]]:
     """(index, value, mean before) of spikes in the first ``min_window`` finite values: ≥ ratio × the mean of the
     values before it (up to ``early_window``) and ≥ ratio × the first value."""
-    finite = [i for i in range(len(loss)) if math.isfinite(loss.values[i])][:int(ctx.limit("min_window"))]
+    finite = list(islice((i for i in range(len(loss)) if math.isfinite(loss.values[i])), int(ctx.limit("min_window"))))
     if len(finite) < 2 or loss.values[finite[0]] <= 0:
         return []
     first, ratio = loss.values[finite[0]], ctx.limit("ratio")
