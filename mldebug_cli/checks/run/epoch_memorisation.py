@@ -30,15 +30,23 @@ Fix
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import fmt, hit, mean
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"min_rise": 0.001, "step_factor": 2.0, "min_drop": 0.01}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     evals, loss, epoch = subject.get("eval_loss"), subject.get("loss"), subject.get("epoch")
     if evals is None or loss is None or epoch is None or len(evals) < 3:
         return

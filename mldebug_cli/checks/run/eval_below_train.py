@@ -25,7 +25,16 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import accumulation_pattern, fmt, hit, train_eval_pairs
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
@@ -33,7 +42,7 @@ THRESHOLDS = {"ratio": 0.5, "min_evals": 2, "share": 0.5, "accumulation_toleranc
 ACCURACY_KEYS = ("eval_mean_token_accuracy", "eval_accuracy")
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     pairs = train_eval_pairs(subject)
     if len(pairs) < ctx.limit("min_evals"):
         yield from _after_epochs(subject, pairs, ctx)

@@ -23,15 +23,23 @@ Fix
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import accumulation_pattern, fmt, hit, points_where, train_eval_pairs
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "error"
 SUBJECT = "run"
 THRESHOLDS = {"factor": 1.1, "any_vocab_log2": 21}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     if ctx.vocab_size and ctx.vocab_size >= 2:
         limit = math.log(ctx.vocab_size) * ctx.limit("factor")
         bound, why = f"{ctx.limit('factor'):g} × ln({ctx.vocab_size})", ""

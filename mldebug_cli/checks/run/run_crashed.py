@@ -45,9 +45,17 @@ Fix
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import run_hit
 from mldebug_cli.core.findings import Severity
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "error"
 SUBJECT = "run"
@@ -114,7 +122,7 @@ CAUSES: tuple[tuple[str, re.Pattern, str, str], ...] = tuple((name, re.compile(p
 WRAPPERS = ("ChildFailedError", "CalledProcessError", "ProcessRaisedException", "ProcessExitedException")
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     errors = subject.meta.get("errors") or ()
     if not errors:
         return

@@ -23,14 +23,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import run_hit
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"factor": 10.0, "min_seconds": 600}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     meta = subject.meta
     waited, per_point, line = meta.get("stalled_seconds"), meta.get("seconds_per_point"), meta.get("stalled_line")
     if not isinstance(waited, int) or not isinstance(per_point, (int, float)) or per_point <= 0:
