@@ -54,7 +54,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS024", "tool-call-dropped", "data.tool_call_dropped"),
     CheckRef("DS025", "tools-not-rendered", "data.tools_not_rendered"),
     CheckRef("DS026", "framework-setting-not-emulated", "data.setting_not_emulated"),
-    CheckRef("DS027", "pad-token-missing", "data.pad_token_missing"),
+    CheckRef("DS028", "pad-token-missing", "data.pad_token_missing"),
     CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),
     CheckRef("LR002", "warmup-fraction", "schedule.warmup_fraction"),
     CheckRef("LR003", "first-step-zero-lr", "schedule.first_step_zero_lr"),

@@ -150,10 +150,10 @@ def test_a_tokenizer_without_a_pad_token_under_transformers_padding_collators_is
     def codes(tokenizer: str, framework: str) -> list[str]:
         report = inspect_report(InspectOptions(dataset=str(DATASETS / "demo" / "support_chat.jsonl"),
                                                tokenizer=str(TOKENIZERS / tokenizer), framework=framework,
-                                               select=("DS027",)))
+                                               select=("DS028",)))
         return [f.code for f in report.findings]
 
-    assert codes("llama3-instruct", "transformers") == ["DS027"]  # pad_token: null
+    assert codes("llama3-instruct", "transformers") == ["DS028"]  # pad_token: null
     assert codes("llama3-instruct", "trl") == []  # TRL picks a pad token itself
     assert codes("qwen2.5-instruct", "transformers") == []  # it has one
 
