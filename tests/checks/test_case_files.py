@@ -14,7 +14,8 @@ Case keys (all optional but ``name`` and ``expect``):
   log         a trainer_state.json log_history written as $tmp/trainer_state.json (check-run reads it);
               ``state`` adds its other keys (max_steps, ...)
   files       {name: text, or a mapping/list written as JSON (.json/.jsonl) or YAML}, under $tmp
-  options     keyword arguments of the command's options ($tmp, $fixtures, $corpus, $tokenizers expand)
+  options     keyword arguments of the command's options ($tmp, $fixtures, $corpus, $tokenizers, $build expand;
+              $build holds the files conftest derives from the corpus)
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from typing import Any
 import pytest
 import yaml
 
-from support import CORPUS, FIXTURES, TOKENIZERS, needs_corpus
+from support import CORPUS, FIXTURES, ROOT, TOKENIZERS, needs_corpus
 
 CASES = Path(__file__).parent / "cases"
+BUILD = ROOT / "build"  # files conftest derives from the corpus (the Phi-3 GGUFs and Modelfile)
 COMMANDS = ("inspect-data", "preflight", "lr-plot", "check-template", "check-run")
 OUTCOMES = ("fail", "pass")
 CASE_KEYS = {"name", "expect", "at", "message", "severity", "tokenizer", "rows", "config", "log", "state", "files",
@@ -46,7 +48,7 @@ def _load_case_files() -> list[Any]:
             unknown = set(case) - CASE_KEYS
             assert not unknown, f"{path.name}: case {case.get('name')!r} has unknown keys {sorted(unknown)}"
             assert case["expect"] in OUTCOMES, f"{path.name}: case {case['name']!r}: expect is fail or pass"
-            marks = [needs_corpus] if "$corpus" in json.dumps(case) else []
+            marks = [needs_corpus] if "$corpus" in json.dumps(case) or "$build" in json.dumps(case) else []
             params.append(pytest.param(document["command"], code, case, id=f"{code}-{case['name']}", marks=marks))
     return params
 
@@ -57,7 +59,7 @@ PARAMS = _load_case_files()
 def _expand(value: Any, tmp: Path) -> Any:
     if isinstance(value, str):
         return (value.replace("$tmp", str(tmp)).replace("$fixtures", str(FIXTURES))
-                .replace("$corpus", str(CORPUS)).replace("$tokenizers", str(TOKENIZERS)))
+                .replace("$corpus", str(CORPUS)).replace("$tokenizers", str(TOKENIZERS)).replace("$build", str(BUILD)))
     if isinstance(value, list):
         return [_expand(v, tmp) for v in value]
     if isinstance(value, dict):
