@@ -153,3 +153,9 @@ def test_every_case_file_names_a_registered_check():
     codes = {r.code for r in registry.REGISTRY}
     for path in CASES.glob("*.yml"):
         assert path.stem in codes, f"{path.name}: no check {path.stem}"
+
+
+def test_every_case_file_has_a_failing_and_a_passing_case():
+    for path in CASES.glob("*.yml"):
+        outcomes = {case["expect"] for case in yaml.safe_load(path.read_text())["cases"]}
+        assert outcomes == set(OUTCOMES), f"{path.name}: has only {sorted(outcomes)} cases"
