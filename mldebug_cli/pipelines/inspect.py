@@ -332,7 +332,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         id_to_piece=tok.convert_ids_to_tokens,
         encode=lambda text: tok.encode(text, add_special_tokens=False),
         rows=rows,
-        axolotl=getattr(rows, "masking", None),
+        facts=rows.facts(row_format),
     )
 
 
