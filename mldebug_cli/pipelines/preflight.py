@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import (
     SETTING_CHAT_TEMPLATE,
@@ -21,6 +21,9 @@ from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
+
+if TYPE_CHECKING:
+    from mldebug_cli.pipelines.memory import Lengths
 
 COMMAND = "preflight"
 
@@ -539,3 +542,20 @@ def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:
     for f in findings:
         counts[f.code] = counts.get(f.code, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def memory_lengths(options) -> Lengths:
+    """For ``memory.MemoryOptions``: every row's sequence lengths as mldebug's inspect-data encodes them for this
+    config (its framework's tokenization, template, masking and truncation): the same ids preflight checks."""
+    from mldebug_cli.pipelines.inspect import InspectOptions
+    from mldebug_cli.pipelines.memory import Lengths, lengths_of
+
+    wanted = InspectOptions(dataset="", tokenizer="", sample=options.sample, all_rows=options.sample is None,
+                            show=0, select=("DS001",), sequence_lengths=True)
+    try:
+        configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
+                                                                                 "show", "sequence_lengths"}))
+        report = inspect_with_config(configured)
+    except InputError as error:
+        return Lengths([], f"every sequence at max_length (the rows were not read: {error.message})")
+    return lengths_of(report)
