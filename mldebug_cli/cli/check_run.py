@@ -104,13 +104,21 @@ def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
                     if key in seen:
                         continue
                     seen.add(key)
-                    sys.stdout.write(f"{finding.severity.value} {finding.code} {finding.name}: {describe(finding)}\n")
+                    sys.stdout.write(_watch_line(f"{finding.severity.value} {finding.code} {finding.name}: {describe(finding)}"))
                     sys.stdout.flush()
                     if fail_fast and finding.severity == Severity.ERROR:
                         raise typer.Exit(ExitCode.FINDINGS)
             time.sleep(interval)
     except KeyboardInterrupt:
         return  # Ctrl-C: fall through to the full report of what was read last
+
+
+def _watch_line(text: str) -> str:
+    """One finding of --watch as a line of text output: control characters visible, no workflow command."""
+    from mldebug_cli.core.escape import no_workflow_commands, under_github_actions, visible
+
+    line = visible(" ".join(text.splitlines())) + "\n"
+    return no_workflow_commands(line) if under_github_actions() else line
 
 
 def _stamp(run: Path) -> tuple:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from mldebug_cli.core.errors import MldebugError
+from mldebug_cli.core.escape import visible
 from mldebug_cli.core.exit import ExitCode, exit_code_for
 from mldebug_cli.core.findings import Report, Severity
 from mldebug_cli.formats import FORMATS
@@ -149,6 +150,32 @@ class OutputOptions:
     exit_zero: bool = False
 
 
+OUTPUT_PARAMETERS = {"output": "--output", "sarif": "--sarif", "junit": "--junit", "plot": "--plot"}
+
+
+def note_argument_inputs() -> None:
+    """Every file (and every file under a folder) that a command-line argument names, other than the outputs, is an
+    input of the run: a report never lands on one, even one only a library reads (a tokenizer folder's files)."""
+    import click
+
+    from mldebug_cli.core.safe_io import note_inputs
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    values = [v for name, v in ctx.params.items() if name not in OUTPUT_PARAMETERS]
+    flat = [item for v in values for item in (v if isinstance(v, (list, tuple)) else [v])]
+    note_inputs(str(v) for v in flat if isinstance(v, (str, Path)) and v)
+
+
+def write_report(path: Path | str, write: Callable[[Any], None], flag: str = "--output", binary: bool = False) -> None:
+    """A report file: never onto an input of the run, never through a symlink, whole or not at all."""
+    from mldebug_cli.core.safe_io import write_output
+
+    note_argument_inputs()
+    write_output(path, write, flag=flag, binary=binary)
+
+
 def print_error(exc: BaseException) -> None:
     """One line `Error: ...` (and `Hint: ...`) on stderr; the traceback only with --debug."""
     if State.debug:
@@ -158,9 +185,9 @@ def print_error(exc: BaseException) -> None:
     else:
         message = f"internal error: {type(exc).__name__}: {exc}"
         hint = "run with --debug for the traceback and report it"
-    sys.stderr.write(f"Error: {' '.join(str(message).split())}\n")
+    sys.stderr.write(f"Error: {visible(' '.join(str(message).split()))}\n")
     if hint:
-        sys.stderr.write(f"Hint: {hint}\n")
+        sys.stderr.write(f"Hint: {visible(hint)}\n")
 
 
 @contextmanager
@@ -205,9 +232,8 @@ def run_report(build: Callable[[], Report], opts: OutputOptions) -> None:
         check_format(output_format)  # a flag that cannot work fails before anything heavy loads
         report = config.load().apply(build())
         if opts.output is not None:
-            with open(opts.output, "w", encoding="utf-8") as stream:
-                render_report(report, output_format, stream, color=False)
-            sys.stderr.write(f"{output_format} report written to {opts.output}\n")
+            write_report(opts.output, lambda stream: render_report(report, output_format, stream, color=False))
+            sys.stderr.write(f"{output_format} report written to {visible(str(opts.output))}\n")
         else:
             color = output_format == "text" and use_color(opts.color.value, sys.stdout)
             render_report(report, output_format, sys.stdout, color=color)

@@ -85,10 +85,10 @@ def preflight(
 
 
 def _write(report, fmt: str, path: Path) -> None:
+    from mldebug_cli.cli.common import write_report
     from mldebug_cli.formats import render_report
 
-    with open(path, "w", encoding="utf-8") as stream:
-        render_report(report, fmt, stream, color=False)
+    write_report(path, lambda stream: render_report(report, fmt, stream, color=False), flag=f"--{fmt}")
 
 
 def _progress():

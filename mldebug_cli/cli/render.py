@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from mldebug_cli.cli.common import OnlineOpt, errors_exit
+from mldebug_cli.cli.common import OnlineOpt, errors_exit, write_report
+from mldebug_cli.core.escape import visible
 
 _FORMATS = ("text", "json")
 
@@ -57,10 +58,10 @@ def render(
         rendered = build_prompt(options)
         text = rendered.prompt if output_format == "text" else json.dumps(rendered.as_dict(), ensure_ascii=False) + "\n"
         if output is not None:
-            output.write_text(text, encoding="utf-8")
-            sys.stderr.write(f"prompt written to {output}\n")
-        else:
-            sys.stdout.write(text)
+            write_report(output, lambda stream: stream.write(text))
+            sys.stderr.write(f"prompt written to {visible(str(output))}\n")
+        else:  # the prompt byte for byte, except on a terminal, where no control character from an input goes raw
+            sys.stdout.write(visible(text) if sys.stdout.isatty() else text)
             sys.stdout.flush()
 
 
