@@ -33,7 +33,7 @@ def start_run() -> None:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISCHR, "character device"),
+    for test, name in ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"),
                        (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
         if test(mode):
             return name
@@ -171,3 +171,27 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def long_number(text: str) -> tuple[int, int] | None:
+    """(line, digits) of the first integer in ``text`` longer than Python converts, for the one-line error when a
+    parser raised ValueError on it; None when there is none."""
+    import re
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    found = re.search(r"\d{%d,}" % (limit + 1), text) if limit else None
+    if found is None:
+        return None
+    return 1 + text.count("\n", 0, found.start()), len(found.group())
+
+
+def long_number_message(text: str, exc: ValueError) -> str:
+    """``line N: a number of D digits, over the L mldebug reads`` (the parser's own words when no such number)."""
+    import sys
+
+    found = long_number(text)
+    if found is None:
+        return " ".join(str(exc).split())[:200]
+    line, digits = found
+    return f"line {line}: a number of {digits:,} digits, over the {sys.get_int_max_str_digits():,} mldebug reads"
