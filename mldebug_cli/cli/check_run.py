@@ -69,10 +69,21 @@ def check_run(
     if watch:
         from mldebug_cli.sources.runlog.follow import Follower
 
-        with errors_exit():  # a wrong path or format is exit 2, not a silent wait
+        with errors_exit():  # a wrong interval, path or format is exit 2, not a silent wait
+            _check_interval(interval)
             follower = Follower(run, log_format, run_id)
         _watch(lambda: build(follower.poll()), run, interval, fail_fast)
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
+
+
+MAX_INTERVAL = 86_400.0  # a day between reads
+
+
+def _check_interval(interval: float) -> None:
+    from mldebug_cli.core.errors import UsageError
+
+    if not (0 < interval <= MAX_INTERVAL):  # also refuses nan
+        raise UsageError(f"--interval must be a number of seconds over 0 and at most {MAX_INTERVAL:,.0f}, got {interval}")
 
 
 def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
@@ -41,6 +41,8 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     from mldebug_cli.frameworks.preference_config import read_preference
     from mldebug_cli.sources.config_file import load_config
 
+    if options.sample is not None and options.sample < 1:
+        raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
     try:
