@@ -35,6 +35,7 @@ def root(
     from mldebug_cli.core.safe_io import start_run
 
     State.debug = debug
+    State.context = None
     start_run()
 
 

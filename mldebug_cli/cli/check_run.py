@@ -82,8 +82,8 @@ MAX_INTERVAL = 86_400.0  # a day between reads
 def _check_interval(interval: float) -> None:
     from mldebug_cli.core.errors import UsageError
 
-    if not (0 < interval <= MAX_INTERVAL):  # also refuses nan
-        raise UsageError(f"--interval must be a number of seconds over 0 and at most {MAX_INTERVAL:,.0f}, got {interval}")
+    if not (0 <= interval <= MAX_INTERVAL):  # also refuses nan
+        raise UsageError(f"--interval must be a number of seconds from 0 to {MAX_INTERVAL:,.0f}, got {interval}")
 
 
 def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:

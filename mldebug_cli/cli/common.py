@@ -40,6 +40,7 @@ class State:
     """Global flags set by the root callback."""
 
     debug: bool = False
+    context: Any = None  # the running command's typer context (set by its --output option)
 
 
 def _given(ctx: typer.Context, param: typer.CallbackParam) -> bool:
@@ -78,7 +79,14 @@ OutputFormatOpt = typer.Option(
     "auto", "--output-format", "-f",
     help=f"auto (github under GitHub Actions, else text), {', '.join(FORMATS)}.",
 )
-OutputOpt = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout.")
+def remember_context(ctx: typer.Context, value: Any) -> Any:
+    """The command's context, for the files its arguments name (``note_argument_inputs``)."""
+    State.context = ctx
+    return value
+
+
+OutputOpt = typer.Option(None, "--output", "-o", callback=remember_context,
+                         help="Write the report to FILE instead of stdout.")
 
 
 def fail_on_option(default: FailOn, why: str = "") -> Any:
@@ -156,11 +164,9 @@ OUTPUT_PARAMETERS = {"output": "--output", "sarif": "--sarif", "junit": "--junit
 def note_argument_inputs() -> None:
     """Every file (and every file under a folder) that a command-line argument names, other than the outputs, is an
     input of the run: a report never lands on one, even one only a library reads (a tokenizer folder's files)."""
-    import click
-
     from mldebug_cli.core.safe_io import note_inputs
 
-    ctx = click.get_current_context(silent=True)
+    ctx = State.context
     if ctx is None:
         return
     values = [v for name, v in ctx.params.items() if name not in OUTPUT_PARAMETERS]

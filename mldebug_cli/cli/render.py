@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from mldebug_cli.cli.common import OnlineOpt, errors_exit, write_report
+from mldebug_cli.cli.common import OnlineOpt, errors_exit, remember_context, write_report
 from mldebug_cli.core.escape import visible
 
 _FORMATS = ("text", "json")
@@ -30,7 +30,7 @@ def render(
     date: str | None = typer.Option(None, "--date", help="The date templates see, YYYY-MM-DD (default 2025-01-15, "
                                     "fixed so output can be diffed)."),
     output_format: str = typer.Option("text", "--output-format", "-f", help="text (the prompt only) or json."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write to FILE instead of stdout."),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=remember_context, help="Write to FILE instead of stdout."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder."),
     online: bool = OnlineOpt,
 ) -> None:

@@ -35,7 +35,7 @@ def render(report: Report, stream: IO[str], color: bool = False) -> None:
 
 def escape_data(text: str) -> str:
     """A command's message, as actions/toolkit escapes it (and control characters shown visibly)."""
-    return visible(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return visible(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

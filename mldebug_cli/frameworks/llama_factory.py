@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
@@ -70,7 +71,7 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     folder = resolve_dir(config, dataset_dir)
     info_path = folder / "dataset_info.json"
     try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
+        info = json.loads(read_text(info_path))
     except FileNotFoundError:
         raise InputError(f"{at(config, 'dataset')}: {info_path} not found (dataset_dir is {dataset_dir!r})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.frameworks import versions
 from mldebug_cli.sources.config_file import ConfigFile
@@ -219,8 +220,7 @@ def _llama_factory_entries(config: ConfigFile) -> dict[str, Any]:
 
     names = config.get("dataset")
     names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names or [])
-    info = json.loads((resolve_dir(config, str(config.get("dataset_dir", "data"))) / "dataset_info.json").read_text(
-        encoding="utf-8"))
+    info = json.loads(read_text(resolve_dir(config, str(config.get("dataset_dir", "data"))) / "dataset_info.json"))
     return {name: info.get(name) for name in names}
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 
 SYSTEM = "Answer in one short sentence."
 QUESTION = "What is the capital of France?"
@@ -110,7 +111,7 @@ class Conversation:
 def read_conversation(path: str) -> Conversation:
     """``--messages FILE``: a JSON list of messages, or an object with ``messages`` (and optional ``tools``)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -23,6 +23,7 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.schedule.arithmetic import axolotl_warmup_steps, hf_warmup_steps
 from mldebug_cli.schedule.formulas import ScheduleBuildError, builtin_lr_at
 from mldebug_cli.schedule.model import RunSpec, Simulation
+from mldebug_cli.core.safe_io import read_text
 
 REL_TOL, ABS_TOL = 1e-6, 1e-12  # logged values may have gone through float32 (custom loops, torchtune)
 MAX_STEPPING_FACTOR = 64  # the largest scheduler steps-per-optimizer-step searched for an unknown process count
@@ -64,7 +65,7 @@ class Overlay:
 def read_trainer_state(path: str) -> tuple[tuple[LoggedLR, ...], int | None]:
     """(logged LRs in step order, max_steps) from a trainer_state.json."""
     try:
-        state = json.loads(Path(path).read_text(encoding="utf-8"))
+        state = json.loads(read_text(path))
     except FileNotFoundError:
         raise InputError(f"{path}: trainer state file not found") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

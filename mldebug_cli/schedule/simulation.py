@@ -13,6 +13,7 @@ from mldebug_cli.schedule.dataset_size import DatasetSize
 from mldebug_cli.schedule.engine import simulate_lrs
 from mldebug_cli.schedule.model import RunSpec, SchedulePoint, Simulation
 from mldebug_cli.sources.config_file import ConfigFile
+from mldebug_cli.core.safe_io import read_text
 
 
 def simulate(config: ConfigFile, spec: RunSpec, size: DatasetSize | None, engine: str = "auto") -> Simulation:
@@ -53,7 +54,7 @@ def deepspeed_scheduler(config: ConfigFile, spec: RunSpec) -> tuple[Mapping[str,
         if path is None:
             return None, f"DeepSpeed config {value} not found: its scheduler block was not checked"
         try:
-            ds_config = json.loads(path.read_text(encoding="utf-8"))
+            ds_config = json.loads(read_text(path))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             return None, f"DeepSpeed config {path} could not be read ({exc}): its scheduler block was not checked"
     block = ds_config.get("scheduler") if isinstance(ds_config, Mapping) else None

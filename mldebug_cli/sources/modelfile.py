@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mldebug_cli.core.safe_io import read_bytes
 from mldebug_cli.core.errors import InputError
 
 COMMANDS = (
@@ -83,7 +84,7 @@ class _Command:
 def read_modelfile(path: Path) -> Modelfile:
     """Parse the Modelfile at `path`; FROM and ADAPTER paths resolve against its folder."""
     try:
-        raw = Path(path).read_bytes()
+        raw = read_bytes(path)
     except OSError as exc:
         raise InputError(f"cannot read Modelfile {path}: {exc.strerror or exc}") from None
     return parse_modelfile(_decode(raw), Path(path))

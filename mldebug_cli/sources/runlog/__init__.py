@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.safe_io import open_regular
 
 FORMATS = {
     "trainer-state": "trainer_state",
@@ -65,7 +66,7 @@ def _detect_folder(folder: Path) -> tuple[str, Path]:
 
 def _detect_file(path: Path) -> str:
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:
             head = stream.read(SNIFF_BYTES)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None

@@ -16,6 +16,7 @@ from pathlib import Path
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, numeric_items
 from mldebug_cli.sources.runlog.torchtune import parse as torchtune_line
+from mldebug_cli.core.safe_io import open_regular
 
 _DICT = re.compile(r"\{'[^{}\n]*\}")
 _PROGRESS = re.compile(r"(\d+)/(\d+) \[")
@@ -93,7 +94,7 @@ class _Steps:
 
 def _each_line(path: Path, handle) -> None:
     try:
-        with path.open("r", encoding="utf-8", errors="replace") as stream:
+        with open_regular(path, "r", encoding="utf-8", errors="replace") as stream:
             for number_, line in enumerate(stream, 1):
                 handle(line, number_)
     except OSError as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
@@ -15,7 +16,7 @@ STEP_COLUMNS = ("train/global_step", "Step", "step", "global_step", "_step")
 
 def read(path: Path, sink: LogSink) -> None:
     try:
-        with path.open("r", encoding="utf-8", errors="replace", newline="") as stream:
+        with open_regular(path, "r", encoding="utf-8-sig", errors="replace", newline="") as stream:
             reader = csv.reader(stream)
             header = next(reader, None)
             if not header:

@@ -19,6 +19,7 @@ from pathlib import Path
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog.model import SUMMARY_KEYS
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink
+from mldebug_cli.core.safe_io import open_regular, read_text
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DB_NAME = "mlflow.db"
@@ -110,7 +111,7 @@ def _meta(path: Path) -> dict[str, str]:
     """The flat ``key: value`` lines of an MLflow ``meta.yaml`` (quotes stripped; nested values ignored)."""
     values: dict[str, str] = {}
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_text(path, errors="replace")
     except OSError:
         return values
     for line in text.splitlines():
@@ -136,7 +137,7 @@ def run_folder(folder: Path, run_id: str | None, sink: LogSink) -> Path:
     params = {}
     for key in META_PARAMS:
         try:
-            params[key] = (run.where / "params" / key).read_text(encoding="utf-8", errors="replace")
+            params[key] = read_text((run.where / "params" / key), errors="replace")
         except OSError:
             continue
     _params_meta(params, sink)
@@ -229,7 +230,7 @@ def _read_database(path: Path, sink: LogSink, run_id: str | None) -> None:
     if not path.is_file():
         raise InputError(f"{path}: no such MLflow database")
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:
             if stream.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
                 raise InputError(f"{path}: not an SQLite database (an MLflow store is mlruns/ or mlflow.db)")
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=LOCK_TIMEOUT)

@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from mldebug_cli.core.safe_io import open_regular
 
 _TENSOR = re.compile(r"^tensor\((.*?)(?:,.*)?\)$")
 
@@ -117,7 +118,7 @@ class AppendedLines:
 
     def batches(self):
         """(number of the first line, the lines) of each chunk's complete lines; ``line`` ends at the last."""
-        with open(self.path, "rb") as stream:
+        with open_regular(self.path) as stream:
             stream.seek(self.offset)
             pending = b""
             while True:

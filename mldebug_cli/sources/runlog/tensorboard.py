@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog.protobuf import WireError, as_double, as_float32, fields, signed64
 from mldebug_cli.sources.runlog.records import LogSink
@@ -54,7 +55,7 @@ class EventFile:
             return 0
         before = self.events
         try:
-            with self.path.open("rb") as stream:
+            with open_regular(self.path) as stream:
                 stream.seek(self.offset)
                 while True:
                     header = stream.read(12)

@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+from mldebug_cli.core.safe_io import open_regular, read_text
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog.records import LogSink, as_step, numeric_items
 
@@ -41,7 +42,7 @@ def newest_state(folder: Path) -> Path | None:
 def _global_step(path: Path) -> int | None:
     """``global_step`` from the head of the file (``sort_keys`` puts it before ``log_history``), else the whole."""
     try:
-        with path.open("r", encoding="utf-8") as stream:
+        with open_regular(path, "r", encoding="utf-8-sig") as stream:
             head = stream.read(HEAD_CHARS)
     except (OSError, UnicodeDecodeError):
         return None
@@ -49,7 +50,7 @@ def _global_step(path: Path) -> int | None:
     if found:
         return int(found.group(1))
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        state = json.loads(read_text(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     return as_step(state.get("global_step")) if isinstance(state, dict) else None
@@ -57,7 +58,7 @@ def _global_step(path: Path) -> int | None:
 
 def read(path: Path, sink: LogSink) -> None:
     try:
-        with path.open("r", encoding="utf-8") as stream:
+        with open_regular(path, "r", encoding="utf-8-sig") as stream:
             history = _History(path, stream, sink)
             outside = history.stream()
     except (OSError, UnicodeDecodeError) as exc:

@@ -16,6 +16,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from mldebug_cli.core.safe_io import read_bytes
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog.protobuf import WireError, fields
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
@@ -38,7 +39,7 @@ def read(path: Path, sink: LogSink) -> None:
             raise InputError(f"{path}: no .wandb file in this folder")
         path = found
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read the W&B log ({exc})") from None
     if not data.startswith(MAGIC) or len(data) < HEADER_LEN:
