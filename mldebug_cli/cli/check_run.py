@@ -77,6 +77,7 @@ def check_run(
 
 
 MAX_INTERVAL = 86_400.0  # a day between reads
+GONE_READS = 3  # reads in a row that find no log before the watch ends (a writer replacing it takes far less)
 
 
 def _check_interval(interval: float) -> None:
@@ -91,13 +92,24 @@ def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
     fail_fast. A finding is new when its check, metric and first step are (a growing range is not new)."""
     from mldebug_cli.core.exit import ExitCode
     from mldebug_cli.core.findings import Severity
+    from mldebug_cli.core.errors import InputError
     from mldebug_cli.formats.locations import describe
 
     seen: set[tuple] = set()
     stamp = None
     first = True
+    missing = 0
     try:
         while True:
+            if not run.exists():  # deleted, or between a writer's delete and its new file: wait a little
+                missing += 1
+                if missing >= GONE_READS:
+                    with errors_exit():
+                        raise InputError(f"{run}: the log is gone ({GONE_READS} reads in a row found no file); "
+                                         "the watch ends")
+                time.sleep(interval)
+                continue
+            missing = 0
             current = _stamp(run)
             if current != stamp:
                 stamp = current
@@ -133,5 +145,13 @@ def _watch_line(text: str) -> str:
 
 
 def _stamp(run: Path) -> tuple:
+    """What changes when the log does: each file's identity (a replacement has another inode), time and size."""
     paths = [run] if run.is_file() else sorted(p for p in run.rglob("*") if p.is_file())
-    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths if p.exists())
+    stamps = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        stamps.append((str(path), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(stamps)

@@ -128,4 +128,13 @@ def read_run(path: str | Path, fmt: str | None = None, run_id: str | None = None
         fmt, path = detect(path)
     elif not path.exists():
         raise InputError(f"{path}: no such file or folder")
-    return build_run(path, fmt, lambda sink: read_raw(path, fmt, sink, run_id))
+    run = build_run(path, fmt, lambda sink: read_raw(path, fmt, sink, run_id))
+    if not any(len(series.steps) for series in run.series.values()):  # never "no findings" on a log with no metric
+        raise InputError(f"{path}: no metric was read from this {fmt} log" + _why_empty(run),
+                         hint="check that this is the run's log, and that the run logged at least one step")
+    return run
+
+
+def _why_empty(run) -> str:
+    notes = [note.message for note in run.notes][:1]
+    return f" ({notes[0]})" if notes else ""

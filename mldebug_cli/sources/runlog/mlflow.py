@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.runlog.model import SUMMARY_KEYS
-from mldebug_cli.sources.runlog.records import AppendedLines, LogSink
+from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, as_step
 from mldebug_cli.core.safe_io import open_regular, read_text
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -187,8 +187,10 @@ class MetricFile:
             if len(parts) not in (2, 3, 5):
                 raise ValueError
             value = float(parts[1])
-            step = int(parts[2]) if len(parts) >= 3 else 0
+            step = as_step(parts[2]) if len(parts) >= 3 else 0
             int(parts[0])
+            if step is None:  # Inf, NaN, or beyond any run's length
+                raise ValueError
         except ValueError:
             self.bad += 1
             if self.bad <= MAX_BAD_LINES_NOTED:
@@ -239,10 +241,16 @@ def _read_database(path: Path, sink: LogSink, run_id: str | None) -> None:
     try:
         run = choose(_database_runs(connection, path), run_id, path, sink)
         rows = connection.execute("SELECT key, value, step, is_nan FROM metrics WHERE run_uuid = ?", (run.run_id,))
-        points = 0
+        points = bad = 0
         for key, value, step, is_nan in rows:
             points += 1
-            _add(sink, str(key), _as_int(step), _db_value(value, is_nan))
+            if as_step(step) is None:  # a step of Inf (SQLite keeps it), NaN or beyond any run's length
+                bad += 1
+                continue
+            _add(sink, str(key), as_step(step), _db_value(value, is_nan))
+        if bad:
+            sink.note("bad-record", f"{path}: {bad} metric rows of run {run.run_id} have a step that is not a "
+                      "whole number (Inf, NaN or over 2^62); skipped")
         if not points:
             raise InputError(f"{path}: the MLflow run {run.run_id} has no metrics")
         marks = ",".join("?" * len(META_PARAMS))
@@ -281,7 +289,7 @@ def _db_value(value, is_nan) -> float:
 def _as_int(value) -> int:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 

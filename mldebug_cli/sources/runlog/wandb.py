@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mldebug_cli.core.safe_io import read_bytes
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.runlog.protobuf import WireError, fields
+from mldebug_cli.sources.runlog.protobuf import BYTES, WireError, fields
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
 MAGIC = b":W&B"
@@ -117,7 +117,7 @@ def _history(record: bytes, sink: LogSink) -> int:
 
 def _item(item: bytes) -> tuple[str | None, float | None]:
     key, nested, raw = None, [], None
-    for number_, _wire, value in fields(item):
+    for number_, _wire, value in fields(item, {1: (BYTES,), 2: (BYTES,), 16: (BYTES,)}):
         if number_ == 1:
             key = value.decode("utf-8")  # type: ignore[union-attr]
         elif number_ == 2:
@@ -130,6 +130,6 @@ def _item(item: bytes) -> tuple[str | None, float | None]:
         return key, None
     try:
         return key, number(json.loads(raw))
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or an integer over Python's digit limit
         return key, None
 
