@@ -28,6 +28,7 @@ BINARY_SNIFF_BYTES = 8192
 MIB = 2**20
 MAX_ROW_BYTES = 8 * MIB  # ~2M tokens, twice the longest context windows
 MAX_DEPTH = 100  # real rows (tool schemas included) nest a few dozen levels; Python recursion gives out near 500
+MAX_CSV_COLUMNS = 10_000
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _DATASETS_BUILDERS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv", ".arrow": "arrow"}
 
@@ -234,6 +235,8 @@ def _kind_of(path: Path, spec: str) -> str:
             first = _first_char(path)
             return "json" if first == "[" or (first == "{" and not _first_line_is_json(path)) else "jsonl"
         if suffix in _DATASETS_BUILDERS:
+            if suffix in (".csv", ".tsv"):
+                _check_csv_header(path, "\t" if suffix == ".tsv" else ",")
             return _DATASETS_BUILDERS[suffix]
         raise InputError(
             f"{spec}: unsupported file type {suffix or '(none)'!r}",
@@ -243,6 +246,17 @@ def _kind_of(path: Path, spec: str) -> str:
         require_local_or_cached(spec, "dataset", repo_type="dataset")  # a path-like name: no such file, at once
         return "hub"
     raise InputError(f"{spec}: no such file or folder")
+
+
+def _check_csv_header(path: Path, delimiter: str) -> None:
+    """A CSV dataset's header within mldebug's column limit (datasets would spend minutes and gigabytes on a
+    million columns)."""
+    with open_regular(path) as fh:
+        header = fh.readline(MAX_ROW_BYTES + 1)
+    columns = header.count(delimiter.encode()) + 1
+    if columns > MAX_CSV_COLUMNS:
+        raise InputError(f"{path}:1: the header has {columns:,} columns; mldebug reads datasets of up to "
+                         f"{MAX_CSV_COLUMNS:,}")
 
 
 def check_saved_dataset(folder: Path) -> None:
