@@ -174,6 +174,16 @@ def note_argument_inputs() -> None:
     note_inputs(str(v) for v in flat if isinstance(v, (str, Path)) and v)
 
 
+def refuse_argument_inputs(outputs: dict[str, Path | str]) -> None:
+    """Before the run: an output path that is a file the arguments name is refused at once (the files found while
+    reading are checked again when the report is written)."""
+    from mldebug_cli.core.safe_io import refuse_input
+
+    note_argument_inputs()
+    for flag, path in outputs.items():
+        refuse_input(path, flag)
+
+
 def write_report(path: Path | str, write: Callable[[Any], None], flag: str = "--output", binary: bool = False) -> None:
     """A report file: never onto an input of the run, never through a symlink, whole or not at all."""
     from mldebug_cli.core.safe_io import write_output
@@ -236,6 +246,8 @@ def run_report(build: Callable[[], Report], opts: OutputOptions) -> None:
     with errors_exit():
         output_format = resolve_output_format(opts.output_format)
         check_format(output_format)  # a flag that cannot work fails before anything heavy loads
+        if opts.output is not None:
+            refuse_argument_inputs({"--output": opts.output})
         report = config.load().apply(build())
         if opts.output is not None:
             write_report(opts.output, lambda stream: render_report(report, output_format, stream, color=False))

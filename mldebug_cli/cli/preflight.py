@@ -55,7 +55,7 @@ def preflight(
     online: bool = OnlineOpt,
 ) -> None:
     """Run the data, schedule and template checks a training config implies; exit 1 on findings."""
-    from mldebug_cli.cli.common import run_report
+    from mldebug_cli.cli.common import errors_exit, refuse_argument_inputs, run_report
     from mldebug_cli.pipelines.preflight import PreflightOptions, build_report
 
     options = PreflightOptions(
@@ -81,6 +81,8 @@ def preflight(
             _write(report, fmt, path)
         return report
 
+    with errors_exit():
+        refuse_argument_inputs({f"--{fmt}": path for fmt, path in extra})
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
 
 
