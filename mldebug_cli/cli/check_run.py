@@ -90,9 +90,9 @@ def _check_interval(interval: float) -> None:
 def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
     """Read what the log gained whenever it changes; print each new finding once; stop at the first error with
     fail_fast. A finding is new when its check, metric and first step are (a growing range is not new)."""
+    from mldebug_cli.core.errors import InputError
     from mldebug_cli.core.exit import ExitCode
     from mldebug_cli.core.findings import Severity
-    from mldebug_cli.core.errors import InputError
     from mldebug_cli.formats.locations import describe
 
     seen: set[tuple] = set()

@@ -180,7 +180,7 @@ def long_number(text: str) -> tuple[int, int] | None:
     import sys
 
     limit = sys.get_int_max_str_digits()
-    found = re.search(r"\d{%d,}" % (limit + 1), text) if limit else None
+    found = re.search(r"\d{" + str(limit + 1) + ",}", text) if limit else None
     if found is None:
         return None
     return 1 + text.count("\n", 0, found.start()), len(found.group())

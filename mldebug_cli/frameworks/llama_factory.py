@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import versions
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import Setting, at

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import versions
 from mldebug_cli.frameworks.axolotl import DEFAULT_SEQUENCE_LEN
 from mldebug_cli.frameworks.common import SpecReader

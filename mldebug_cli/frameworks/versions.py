@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.core.config import VERSION_PACKAGES
+from mldebug_cli.core.safe_io import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -17,13 +17,12 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.schedule.arithmetic import axolotl_warmup_steps, hf_warmup_steps
 from mldebug_cli.schedule.formulas import ScheduleBuildError, builtin_lr_at
 from mldebug_cli.schedule.model import RunSpec, Simulation
-from mldebug_cli.core.safe_io import read_text
 
 REL_TOL, ABS_TOL = 1e-6, 1e-12  # logged values may have gone through float32 (custom loops, torchtune)
 MAX_STEPPING_FACTOR = 64  # the largest scheduler steps-per-optimizer-step searched for an unknown process count

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.schedule.arithmetic import plan_steps, step_positions
 from mldebug_cli.schedule.dataset_size import DatasetSize
 from mldebug_cli.schedule.engine import (
@@ -19,7 +20,6 @@ from mldebug_cli.schedule.engine import (
 )
 from mldebug_cli.schedule.model import RunSpec, SchedulePoint, Simulation
 from mldebug_cli.sources.config_file import ConfigFile
-from mldebug_cli.core.safe_io import read_text
 
 
 def simulate(config: ConfigFile, spec: RunSpec, size: DatasetSize | None, engine: str = "auto") -> Simulation:

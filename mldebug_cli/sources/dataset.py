@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.hub import require_local_or_cached, stay_offline
 from mldebug_cli.core.safe_io import note_inputs, open_regular, read_bytes, require_regular
+from mldebug_cli.sources.hub import require_local_or_cached, stay_offline
 from mldebug_cli.sources.json_array import NESTED_TOO_DEEPLY, json_array_elements, number_too_long
 
 BINARY_SNIFF_BYTES = 8192

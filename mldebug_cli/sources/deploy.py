@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.safe_io import read_text as safe_read_text
 from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.safe_io import read_text as safe_read_text
 from mldebug_cli.sources.gguf_file import GGUFVocab, read_gguf_vocab
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 

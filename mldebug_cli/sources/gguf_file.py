@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFValueType, Keys, TokenType
 from gguf.gguf_reader import ReaderField
 
-from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular
 
 _MAGIC = b"GGUF"
 _SUPPORTED_VERSIONS = (2, 3)

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mldebug_cli.core.safe_io import read_bytes
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_bytes
 
 COMMANDS = (
     "from",

@@ -14,9 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, numeric_items
 from mldebug_cli.sources.runlog.torchtune import parse as torchtune_line
-from mldebug_cli.core.safe_io import open_regular
 
 _DICT = re.compile(r"\{'[^{}\n]*\}")
 _PROGRESS = re.compile(r"(\d+)/(\d+) \[")

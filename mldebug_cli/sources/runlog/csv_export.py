@@ -7,8 +7,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
 MAX_METRIC_COLUMNS = 10_000  # a W&B export has tens; more is not a training log, and each row would cost them all

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular, read_text
 from mldebug_cli.sources.runlog.model import SUMMARY_KEYS
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, as_step
-from mldebug_cli.core.safe_io import open_regular, read_text
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DB_NAME = "mlflow.db"

@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
 from mldebug_cli.core.safe_io import open_regular
 
 _TENSOR = re.compile(r"^tensor\((.*?)(?:,.*)?\)$")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.sources.runlog.protobuf import (
     BYTES,
     FIXED32,

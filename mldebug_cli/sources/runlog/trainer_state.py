@@ -12,8 +12,8 @@ import json
 import re
 from pathlib import Path
 
-from mldebug_cli.core.safe_io import open_regular, read_text
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular, read_text
 from mldebug_cli.sources.runlog.records import LogSink, as_step, numeric_items
 
 FILE = "trainer_state.json"

@@ -16,8 +16,8 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from mldebug_cli.core.safe_io import read_bytes
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_bytes
 from mldebug_cli.sources.runlog.protobuf import BYTES, WireError, fields
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
