@@ -181,3 +181,27 @@ def test_an_mlflow_step_of_inf_is_a_skipped_row_with_a_note(tmp_path):
     assert report["series"]["loss"]["points"] == 5
     assert any("1 metric rows of run r1 have a step that is not a whole number" in f["message"]
                for f in report["findings"] if f["code"] == "RN012")
+
+
+def test_an_integer_of_thousands_of_digits_in_a_trainer_state_is_a_note_at_its_line(tmp_path):
+    history = [{"step": s, "loss": 2.0 - s / 10, "learning_rate": 1e-4} for s in range(1, 6)]
+    text = json.dumps({"global_step": 5, "log_history": history}, indent=1).replace('"loss": 1.8', f'"loss": {LONG}')
+    path = tmp_path / "trainer_state.json"
+    path.write_text(text)
+    line = 1 + text[:text.index(LONG)].count("\n")
+    with unchanged(path):
+        result = run_cli("check-run", path, "-f", "json")
+    report = json.loads(result.stdout)
+    assert report["series"]["loss"]["points"] == 4 and report["series"]["loss"]["last_step"] == 5
+    assert [(f["message"], f["location"]["line"]) for f in report["findings"] if f["code"] == "RN012"] == [
+        (f"trainer_state.json: line {line}: a number of {len(LONG):,} digits, more than mldebug reads; read as missing",
+         line)]
+
+
+def test_an_integer_of_thousands_of_digits_in_a_jsonl_log_skips_that_line(tmp_path):
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_text(lines(*(json.dumps({"current_steps": s, "total_steps": 4, "loss": 2.0 - s / 10}) for s in (1, 2, 4)),
+                          '{"current_steps": 3, "total_steps": 4, "loss": ' + LONG + "}"))
+    result = run_cli("check-run", path, "-f", "json")
+    assert result.exit_code in (0, 1), result.stderr
+    assert json.loads(result.stdout)["series"]["loss"]["points"] == 3
