@@ -195,3 +195,16 @@ def long_number_message(text: str, exc: ValueError) -> str:
         return " ".join(str(exc).split())[:200]
     line, digits = found
     return f"line {line}: a number of {digits:,} digits, over the {sys.get_int_max_str_digits():,} mldebug reads"
+
+
+def inside(folder: str | os.PathLike, paths: Iterable[Path]) -> list[Path]:
+    """``paths`` found under ``folder``, each of which must stay inside it after symlinks (a run or dataset folder
+    from a pull request may hold a link to any file on the machine); else a one-line InputError naming it."""
+    root = os.path.realpath(folder)
+    kept = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if os.path.commonpath([real, root]) != root:
+            raise InputError(f"{path}: a link to {real}, outside the folder {folder}")
+        kept.append(path)
+    return kept

@@ -105,3 +105,16 @@ def test_a_run_log_csv_of_many_columns_reads_the_first_ten_thousand(tmp_path, co
     assert len(report["series"]) == 10_000
     assert any(f"the CSV has {columns:,} metric columns; the first 10,000 were read" in f["message"]
                for f in report["findings"] if f["code"] == "RN012")
+
+
+def test_a_run_folder_file_linking_outside_the_folder_is_refused(tmp_path):
+    outside = tmp_path / "secret" / "events.out.tfevents.1.host"
+    outside.parent.mkdir()
+    outside.write_bytes(b"not an event file")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "events.out.tfevents.1.host").symlink_to(outside)
+    for fmt in ("tensorboard", None):
+        result = run_cli("check-run", run, *(("--format", fmt) if fmt else ()))
+        assert_one_line_error(result.exit_code, result.stderr, f"{run / 'events.out.tfevents.1.host'}: a link to "
+                              f"{outside}, outside the folder {run}")

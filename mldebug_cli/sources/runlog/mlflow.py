@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.core.safe_io import open_regular, read_text
+from mldebug_cli.core.safe_io import inside, open_regular, read_text
 from mldebug_cli.sources.runlog.model import SUMMARY_KEYS
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, as_step
 
@@ -147,7 +147,7 @@ def run_folder(folder: Path, run_id: str | None, sink: LogSink) -> Path:
 def metric_files(run: Path) -> list[tuple[Path, str]]:
     """(file, metric key) of each metric file of a run folder; a key with ``/`` is nested folders."""
     metrics = run / "metrics"
-    return [(p, p.relative_to(metrics).as_posix()) for p in sorted(metrics.rglob("*")) if p.is_file()]
+    return [(p, p.relative_to(metrics).as_posix()) for p in inside(run, sorted(metrics.rglob("*"))) if p.is_file()]
 
 
 def _params_meta(params: dict[str, str], sink: LogSink) -> None:

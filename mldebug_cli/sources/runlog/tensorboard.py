@@ -14,7 +14,7 @@ import struct
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.core.safe_io import open_regular
+from mldebug_cli.core.safe_io import inside, open_regular
 from mldebug_cli.sources.runlog.protobuf import (
     BYTES,
     FIXED32,
@@ -34,7 +34,7 @@ DT_FLOAT, DT_DOUBLE = 1, 2
 
 
 def event_files(folder: Path) -> list[Path]:
-    return sorted(folder.rglob(PATTERN), key=lambda p: (p.name, str(p)))
+    return inside(folder, sorted(folder.rglob(PATTERN), key=lambda p: (p.name, str(p))))
 
 
 def read(path: Path, sink: LogSink) -> None:

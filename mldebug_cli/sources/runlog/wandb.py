@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.core.safe_io import read_bytes
+from mldebug_cli.core.safe_io import inside, read_bytes
 from mldebug_cli.sources.runlog.protobuf import BYTES, WireError, fields
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
@@ -28,7 +28,7 @@ HISTORY = 2
 
 
 def find_file(folder: Path) -> Path | None:
-    found = sorted(folder.rglob("*.wandb"))
+    found = inside(folder, sorted(folder.rglob("*.wandb")))
     return found[-1] if found else None
 
 
