@@ -70,7 +70,7 @@ def number(value: Any) -> float | None:
         try:
             return float(value)
         except OverflowError:  # a Python int beyond float range
-            return math.copysign(math.inf, value)
+            return math.inf if value > 0 else -math.inf  # copysign would convert the int too
     return None
 
 
