@@ -205,3 +205,12 @@ def test_an_integer_of_thousands_of_digits_in_a_jsonl_log_skips_that_line(tmp_pa
     result = run_cli("check-run", path, "-f", "json")
     assert result.exit_code in (0, 1), result.stderr
     assert json.loads(result.stdout)["series"]["loss"]["points"] == 3
+
+
+def test_an_integer_beyond_float_range_in_a_log_is_infinite_not_an_error(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    history = [{"step": s, "loss": 2.0 - s / 10} for s in range(1, 4)]
+    path.write_text(json.dumps({"log_history": history}).replace('"loss": 1.8', '"loss": 1' + "0" * 400))
+    result = run_cli("check-run", path, "-f", "json")
+    report = json.loads(result.stdout)
+    assert report["series"]["loss"]["non_finite"] == 1
