@@ -179,6 +179,9 @@ def cases(d: Path):
     lr.write_text("learning_rate: 2.0e-5\nper_device_train_batch_size: 16\nlr_scheduler_type: cosine\nwarmup_steps: 100\n"
                   "max_steps: 1000000000\n")
     yield "lr-plot", "max_steps: 1000000000", ["lr-plot", "-c", lr, "-f", "json", "-o", d / "lr.json"], [lr]
+    small = d / "lr_small.yaml"  # the baseline: the same command's fixed cost (transformers' config schema)
+    small.write_text(lr.read_text().replace("1000000000", "100"))
+    yield "lr-plot", "baseline: max_steps: 100", ["lr-plot", "-c", small, "-f", "json", "-o", d / "lr_small.json"], [small]
     wide = d / "wide.csv"
     wide.write_text("Step," + ",".join(f"m{i}" for i in range(10**6)) + "\n" + "1," + ",".join("1" for _ in range(10**6)) + "\n")
     yield "check-run csv", "10^6 columns", ["check-run", wide, "-f", "json", "-o", d / "wide.json"], [wide]
