@@ -56,3 +56,13 @@ def test_a_csv_dataset_of_a_million_columns_is_a_one_line_error(tmp_path):
     result = run_cli("inspect-data", path, "-t", QWEN25)
     assert_one_line_error(result.exit_code, result.stderr,
                           f"{path}:1: the header has 1,000,000 columns; mldebug reads datasets of up to 10,000")
+
+
+def test_a_modelfile_over_4_mib_is_a_one_line_error(tmp_path):
+    messages = tmp_path / "m.json"
+    messages.write_text('[{"role": "user", "content": "hi"}]')
+    modelfile = tmp_path / "Modelfile"
+    modelfile.write_text("FROM llama3:8b\n" + "# padding\n" * 500_000)
+    result = run_cli("render", "--modelfile", modelfile, "-m", messages, "-e", "ollama")
+    assert_one_line_error(result.exit_code, result.stderr, f"{modelfile}: the Modelfile is over 4 MiB, more than mldebug "
+                          "reads (real ones are a few KiB; a template is at most 1,000,000 characters)")
