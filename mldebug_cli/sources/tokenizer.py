@@ -15,7 +15,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import note_inputs, read_text, require_regular
-from mldebug_cli.sources.hub import online, require_local_or_cached, stay_offline
+from mldebug_cli.sources.hub import online, require_local_or_cached, snapshot_folders, stay_offline
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tekken.json", "spiece.model")
 
@@ -46,8 +46,8 @@ def load_tokenizer(
             hint="point --tokenizer at the folder that holds tokenizer.json and tokenizer_config.json",
         )
     require_local_or_cached(spec, "tokenizer")
-    if path.is_dir():
-        _require_regular_files(path)
+    for folder in [path] if path.is_dir() else snapshot_folders(spec):  # a hub id: its cached files, the same way
+        _require_regular_files(folder)
     if path.is_dir() and not trust_remote_code:
         _refuse_remote_code(path)
     tokenizer = _auto_tokenizer(spec, trust_remote_code)

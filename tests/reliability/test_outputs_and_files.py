@@ -217,3 +217,15 @@ def test_helpers_refuse_and_remember(tmp_path):
     safe_io.start_run()
     safe_io.write_output(path, lambda stream: stream.write("x"))  # a new run: no longer an input
     assert path.read_text() == "x"
+
+
+@posix_only
+def test_a_cached_hub_tokenizer_whose_tokenizer_json_is_not_regular_is_an_error(dataset, tmp_path, monkeypatch):
+    snapshot = tmp_path / "hub" / "models--org--evil" / "snapshots" / "0123abcd"
+    shutil.copytree(QWEN25, snapshot)
+    (snapshot / "tokenizer.json").unlink()
+    (snapshot / "tokenizer.json").symlink_to("/dev/zero")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    result = run_cli("inspect-data", dataset, "-t", "org/evil")
+    assert_one_line_error(result.exit_code, result.stderr, f"{snapshot / 'tokenizer.json'}: not a regular file (a "
+                          "character device)")
