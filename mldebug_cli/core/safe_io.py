@@ -21,7 +21,7 @@ from typing import IO
 
 from mldebug_cli.core.errors import InputError, UsageError
 
-PSEUDO_FILE_SYSTEMS = ("/proc/", "/sys/", "/dev/")  # "regular" files there are kernel interfaces, not data
+PSEUDO_FILE_SYSTEMS = ("/proc/", "/sys/")  # "regular" files there are kernel interfaces, not data (/dev/shm is data)
 MAX_FOLDER_FILES = 100_000  # files of one input folder remembered as inputs (a folder of more is not a run log)
 
 _inputs: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> the path it was read as
