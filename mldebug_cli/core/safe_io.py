@@ -22,6 +22,7 @@ from typing import IO
 from mldebug_cli.core.errors import InputError, UsageError
 
 PSEUDO_FILE_SYSTEMS = ("/proc/", "/sys/")  # "regular" files there are kernel interfaces, not data (/dev/shm is data)
+STREAM_FOLDERS = ("/dev/", "/proc/")  # -o /dev/stdout, /proc/self/fd/1: written where they point, never renamed over
 MAX_FOLDER_FILES = 100_000  # files of one input folder remembered as inputs (a folder of more is not a run log)
 
 _inputs: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> the path it was read as
@@ -139,9 +140,8 @@ def write_output(path: str | os.PathLike, write: Callable[[IO], None], flag: str
         raise InputError(f"{flag} {path}: cannot write the report ({exc.strerror})") from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise InputError(f"{flag} {path}: is a folder; name a file")
-    if st is not None and stat.S_ISCHR(st.st_mode):
-        with open(path, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as stream:
-            write(stream)
+    if os.path.abspath(path).startswith(STREAM_FOLDERS) or (st is not None and stat.S_ISCHR(st.st_mode)):
+        _write_in_place(path, write, flag, binary)
         return
     folder = os.path.dirname(os.path.abspath(path))
     try:
@@ -165,6 +165,32 @@ def write_output(path: str | os.PathLike, write: Callable[[IO], None], flag: str
         if isinstance(exc, OSError):
             raise InputError(f"{flag} {path}: cannot write the report ({exc.strerror or exc})") from None
         raise
+
+
+def _write_in_place(path: str | os.PathLike, write: Callable[[IO], None], flag: str, binary: bool) -> None:
+    """``/dev/stdout``, ``/dev/null``, a terminal or a pipe: appended to where it is (it cannot be replaced, and a
+    rename in /dev would replace the device's name); a block device or another kind of file there is refused."""
+    try:
+        target = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot write the report ({exc.strerror})") from None
+    writable = stat.S_ISFIFO(target.st_mode) or stat.S_ISREG(target.st_mode) or (
+        stat.S_ISCHR(target.st_mode) and (os.path.realpath(path) == os.devnull or _is_terminal(path)))
+    if not writable:
+        raise InputError(f"{flag} {path}: not a file, pipe or terminal mldebug writes a report to")
+    with open(path, "ab" if binary else "a", **({} if binary else {"encoding": "utf-8"})) as stream:
+        write(stream)
+
+
+def _is_terminal(path: str | os.PathLike) -> bool:
+    try:
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        return os.isatty(fd)
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:

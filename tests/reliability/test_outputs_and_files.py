@@ -229,3 +229,18 @@ def test_a_cached_hub_tokenizer_whose_tokenizer_json_is_not_regular_is_an_error(
     result = run_cli("inspect-data", dataset, "-t", "org/evil")
     assert_one_line_error(result.exit_code, result.stderr, f"{snapshot / 'tokenizer.json'}: not a regular file (a "
                           "character device)")
+
+
+@posix_only
+def test_stdout_and_dev_null_are_written_in_place_and_other_devices_refused(tmp_path):
+    safe_io.start_run()
+    safe_io.write_output(os.devnull, lambda stream: stream.write("report"))
+    assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
+    with pytest.raises(InputError, match="not a file, pipe or terminal mldebug writes a report to"):
+        safe_io.write_output("/dev/zero", lambda stream: stream.write("report"))
+    out = tmp_path / "out.txt"
+    with out.open("w") as stream:  # -o /dev/stdout when the shell sent stdout to a file
+        stream.write("before\n")
+        stream.flush()
+        safe_io.write_output(f"/proc/self/fd/{stream.fileno()}", lambda s: s.write("report\n"))
+    assert out.read_text() == "before\nreport\n"
