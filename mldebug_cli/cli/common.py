@@ -79,6 +79,8 @@ OutputFormatOpt = typer.Option(
     "auto", "--output-format", "-f",
     help=f"auto (github under GitHub Actions, else text), {', '.join(FORMATS)}.",
 )
+
+
 def remember_context(ctx: typer.Context, value: Any) -> Any:
     """The command's context, for the files its arguments name (``note_argument_inputs``)."""
     State.context = ctx
@@ -162,8 +164,9 @@ OUTPUT_PARAMETERS = {"output": "--output", "sarif": "--sarif", "junit": "--junit
 
 
 def note_argument_inputs() -> None:
-    """Every file (and every file under a folder) that a command-line argument names, other than the outputs, is an
-    input of the run: a report never lands on one, even one only a library reads (a tokenizer folder's files)."""
+    """Every file a command-line argument names, other than the outputs, is an input of the run, read or not. (Of a
+    folder, the files the readers open are inputs, and all of a tokenizer folder's: ``check-run out/ -o
+    out/report.json`` may run twice, ``-o out/trainer_state.json`` may not.)"""
     from mldebug_cli.core.safe_io import note_inputs
 
     ctx = State.context
@@ -171,7 +174,7 @@ def note_argument_inputs() -> None:
         return
     values = [v for name, v in ctx.params.items() if name not in OUTPUT_PARAMETERS]
     flat = [item for v in values for item in (v if isinstance(v, (list, tuple)) else [v])]
-    note_inputs(str(v) for v in flat if isinstance(v, (str, Path)) and v)
+    note_inputs(str(v) for v in flat if isinstance(v, (str, Path)) and v and os.path.isfile(v))
 
 
 def refuse_argument_inputs(outputs: dict[str, Path | str]) -> None:

@@ -244,3 +244,17 @@ def test_stdout_and_dev_null_are_written_in_place_and_other_devices_refused(tmp_
         stream.flush()
         safe_io.write_output(f"/proc/self/fd/{stream.fileno()}", lambda s: s.write("report\n"))
     assert out.read_text() == "before\nreport\n"
+
+
+def test_a_report_inside_the_run_folder_may_be_rewritten_but_not_a_file_the_run_read(tmp_path):
+    run = tmp_path / "out"
+    run.mkdir()
+    log = run / "trainer_log.jsonl"
+    log.write_text("".join(json.dumps({"current_steps": s, "total_steps": 3, "loss": 2.0 - s / 10}) + "\n" for s in (1, 2, 3)))
+    for _ in range(2):
+        result = run_cli("check-run", run, "-f", "json", "-o", run / "report.json")
+        assert result.exit_code == 0, result.stderr
+    with unchanged(log):
+        result = run_cli("check-run", run, "-o", log)
+    assert_one_line_error(result.exit_code, result.stderr,
+                          f"--output {log}: this is an input of the run; the report would overwrite it", REFUSED_HINT)
