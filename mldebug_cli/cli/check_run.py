@@ -123,7 +123,8 @@ def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
                     report = None
                 first = False
                 for finding in report.findings if report else ():
-                    key = (finding.code, finding.location.key, finding.location.step if finding.code != "RN011" else None)
+                    key = (finding.code, finding.location.key, finding.location.step if finding.code != "RN011" else None,
+                           finding.message if finding.code == "RN012" else None)  # each repair note once (a restart)
                     if key in seen:
                         continue
                     seen.add(key)

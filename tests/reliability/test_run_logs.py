@@ -118,3 +118,26 @@ def test_a_run_folder_file_linking_outside_the_folder_is_refused(tmp_path):
         result = run_cli("check-run", run, *(("--format", fmt) if fmt else ()))
         assert_one_line_error(result.exit_code, result.stderr, f"{run / 'events.out.tfevents.1.host'}: a link to "
                               f"{outside}, outside the folder {run}")
+
+
+def test_watch_says_when_the_log_was_replaced(tmp_path, monkeypatch):
+    from mldebug_cli.cli import app
+    from mldebug_cli.cli import check_run as command
+
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_bytes(b"".join(jsonl_row(s, 2.0) for s in range(1, 6)))
+    steps = []
+
+    def sleep(_seconds):
+        steps.append(1)
+        if len(steps) == 1:
+            new = tmp_path / "new.jsonl"
+            new.write_bytes(b"".join(jsonl_row(s, 1.0) for s in range(1, 3)))
+            os.replace(new, path)
+        else:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(command.time, "sleep", sleep)
+    result = CliRunner().invoke(app, ["check-run", str(path), "--watch", "--interval", "1", "-f", "json"])
+    streamed = [line for line in result.stdout.splitlines() if line.startswith("info RN012")]
+    assert any(f"{path} was replaced by a new file; read again from its start" in line for line in streamed), result.stdout
