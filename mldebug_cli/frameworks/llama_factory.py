@@ -74,8 +74,8 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
         info = json.loads(read_text(info_path))
     except FileNotFoundError:
         raise InputError(f"{at(config, 'dataset')}: {info_path} not found (dataset_dir is {dataset_dir!r})") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{info_path}: not readable JSON ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
     datasets = []
     for name in names:
         entry = info.get(name)

@@ -220,7 +220,15 @@ def _llama_factory_entries(config: ConfigFile) -> dict[str, Any]:
 
     names = config.get("dataset")
     names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names or [])
-    info = json.loads(read_text(resolve_dir(config, str(config.get("dataset_dir", "data"))) / "dataset_info.json"))
+    info_path = resolve_dir(config, str(config.get("dataset_dir", "data"))) / "dataset_info.json"
+    try:
+        info = json.loads(read_text(info_path))
+    except FileNotFoundError:
+        raise InputError(f"{info_path} not found (dataset_dir is {config.get('dataset_dir', 'data')!r})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
+    if not isinstance(info, dict):
+        raise InputError(f"{info_path}: expected a JSON object of datasets")
     return {name: info.get(name) for name in names}
 
 

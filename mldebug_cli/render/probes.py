@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.core.safe_io import read_text
+from mldebug_cli.core.safe_io import long_number_message, read_text
 
 SYSTEM = "Answer in one short sentence."
 QUESTION = "What is the capital of France?"
@@ -119,6 +119,10 @@ def read_conversation(path: str) -> Conversation:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: the JSON is nested too deeply to read") from None
+    except ValueError as exc:  # an integer over Python's digit limit
+        raise InputError(f"{path}: {long_number_message(text, exc)}") from None
     tools: Any = ()
     if isinstance(data, Mapping):
         tools = data.get("tools") or ()

@@ -67,8 +67,8 @@ def read_trainer_state(path: str) -> tuple[tuple[LoggedLR, ...], int | None]:
         state = json.loads(read_text(path))
     except FileNotFoundError:
         raise InputError(f"{path}: trainer state file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the trainer state ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{path}: cannot read the trainer state ({' '.join(str(exc).split())[:200]})") from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise InputError(f"{path}: no log_history list (is this a trainer_state.json?)")

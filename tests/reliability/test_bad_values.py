@@ -214,3 +214,11 @@ def test_an_integer_beyond_float_range_in_a_log_is_infinite_not_an_error(tmp_pat
     result = run_cli("check-run", path, "-f", "json")
     report = json.loads(result.stdout)
     assert report["series"]["loss"]["non_finite"] == 1
+
+
+def test_an_integer_of_thousands_of_digits_in_a_messages_file_is_a_one_line_error(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text('[{"role": "user",\n"content": "hi", "n": ' + LONG + "}]")
+    result = run_cli("render", "-t", QWEN25, "-m", path)
+    assert_one_line_error(result.exit_code, result.stderr,
+                          f"{path}: line 2: a number of {len(LONG):,} digits, over the {DIGITS:,} mldebug reads")
