@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mldebug_cli.render.gotemplate import MAX_SOURCE_CHARS, MAX_TOKENS
+from mldebug_cli.render.gotemplate.exec import MAX_SOURCE_CHARS, MAX_TOKENS
 from mldebug_cli.schedule.engine import EDGE_STEPS, MAX_SCHEDULE_STEPS, SAMPLED_POINTS
 from outcomes import assert_one_line_error, run_cli, unchanged
 from support import QWEN25
