@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
@@ -238,7 +239,7 @@ def _has_template(tokenizer: str) -> bool:
     if (folder / "chat_template.jinja").exists() or (folder / "chat_template.json").exists():
         return True
     try:
-        return bool(json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("chat_template"))
+        return bool(json.loads(read_text(folder / "tokenizer_config.json")).get("chat_template"))
     except (OSError, ValueError):
         return False
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import registry, versions
 from mldebug_cli.frameworks.axolotl import DEFAULT_SEQUENCE_LEN
 from mldebug_cli.frameworks.common import SpecReader
@@ -419,8 +420,8 @@ def _deepspeed(config: ConfigFile, value: Any) -> DeepSpeedFacts | None:
     if isinstance(value, str):
         path = Path(value) if Path(value).is_absolute() else Path(config.path).parent / value
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = json.loads(read_text(path))
+        except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
             raise InputError(f"{config.path}: deepspeed: cannot read {value} ({exc.__class__.__name__})") from None
     zero = data.get("zero_optimization", {}) if isinstance(data, Mapping) else {}
     if not isinstance(zero, Mapping):

@@ -16,6 +16,7 @@ from mldebug_cli.core.errors import (
     SETTING_MAX_LENGTH,
     InputError,
     MldebugError,
+    UsageError,
 )
 from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.frameworks.registry import framework as framework_object
@@ -54,6 +55,8 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
+    if options.sample is not None and options.sample < 1:
+        raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
     try:
