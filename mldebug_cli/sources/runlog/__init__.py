@@ -129,7 +129,8 @@ def read_run(path: str | Path, fmt: str | None = None, run_id: str | None = None
     elif not path.exists():
         raise InputError(f"{path}: no such file or folder")
     run = build_run(path, fmt, lambda sink: read_raw(path, fmt, sink, run_id))
-    if not any(len(series.steps) for series in run.series.values()):  # never "no findings" on a log with no metric
+    crashed = bool(run.meta.get("errors"))  # a console log that died before its first step: RN040 reads the crash
+    if not crashed and not any(len(series.steps) for series in run.series.values()):  # never a silent "no findings"
         raise InputError(f"{path}: no metric was read from this {fmt} log" + _why_empty(run),
                          hint="check that this is the run's log, and that the run logged at least one step")
     return run
