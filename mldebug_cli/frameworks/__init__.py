@@ -41,9 +41,19 @@ def detect_framework(config: ConfigFile) -> str:
         return "axolotl"
     if len(keys & _LLAMA_FACTORY_KEYS) >= 2:
         return "llama-factory"
-    if keys & _TRL_KEYS:
+    if keys & (_TRL_KEYS | _trl_own_keys()):
         return "trl"
     return "transformers"
+
+
+def _trl_own_keys() -> frozenset[str]:
+    """The fields of TRL's config classes (stored list of trl 1.16) that TrainingArguments does not have (stored
+    list of transformers 4.57): ``max_length``, ``beta``, ``num_generations``, ... A file with one is for TRL."""
+    from mldebug_cli.frameworks import schema
+
+    trl, hf = schema.stored("trl-1.16.0.json"), schema.stored("transformers-4.57.6.json")
+    own = set().union(*(fields for name, fields in trl["schemas"].items() if name.endswith("Config")))
+    return frozenset(own - set(hf["schemas"]["config"]))
 
 
 def read_spec(config: ConfigFile, framework: str | None, world_size: int,

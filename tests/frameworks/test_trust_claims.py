@@ -1,0 +1,51 @@
+"""Issue 21's wrong claims, each checked against what the real framework does (TRL 1.16 run here where it is
+installed; goldens written by tools/ scripts otherwise)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from mldebug_cli.cli import app
+from support import ROOT
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [*map(str, args)], catch_exceptions=False)
+
+
+SFT_CONFIG_YAML = """\
+model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct
+max_length: 2048
+learning_rate: 2.0e-5
+warmup_ratio: 0.1
+num_train_epochs: 1
+per_device_train_batch_size: 4
+"""
+
+
+def test_a_trl_sftconfig_yaml_is_detected_as_trl_as_trls_own_config_class_reads_it(tmp_path):
+    """Item 4: max_length is an SFTConfig field, not a TrainingArguments one: the file is TRL's, not CF001."""
+    import yaml
+
+    from mldebug_cli.frameworks import detect_framework
+    from mldebug_cli.sources.config_file import load_config
+
+    config = tmp_path / "sft.yaml"
+    config.write_text(SFT_CONFIG_YAML)
+    assert detect_framework(load_config(config)) == "trl"
+    result = invoke("lr-plot", "-c", config, "--num-rows", 1000, "-f", "json")
+    doc = json.loads(result.stdout)
+    assert doc["context"]["framework"].startswith("trl")
+    assert not [f for f in doc["findings"] if f["code"] == "CF001"]
+    trl = pytest.importorskip("trl")
+    transformers = pytest.importorskip("transformers")
+    data = {k: v for k, v in yaml.safe_load(SFT_CONFIG_YAML).items() if k != "model_name_or_path"}
+    data.pop("warmup_ratio")  # version-dependent (item 3): not what this test is about
+    assert trl.SFTConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, **data).max_length == 2048  # TRL's class takes the file
+    with pytest.raises(TypeError, match="max_length"):
+        transformers.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, **data)  # plain transformers does not
