@@ -218,7 +218,7 @@ def _chat_template(config: ConfigFile, notes: list[str]) -> Setting:
         raise InputError(f"{at(config, 'chat_template')}: axolotl has no chat template named {name!r} (it raises "
                          "\"Template not found\")", hint=f"did you mean {near[0]!r}?" if near else "use tokenizer_default or jinja")
     notes.append(f"chat_template {choice!r}: axolotl's {name} template, read from {source}")
-    return Setting(str(path), "chat_template")
+    return Setting(str(path), "chat_template", own=True)  # axolotl's own file: the path guard is for the config's
 
 
 def _has_template(tokenizer: str) -> bool:

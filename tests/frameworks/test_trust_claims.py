@@ -49,3 +49,22 @@ def test_a_trl_sftconfig_yaml_is_detected_as_trl_as_trls_own_config_class_reads_
     assert trl.SFTConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, **data).max_length == 2048  # TRL's class takes the file
     with pytest.raises(TypeError, match="max_length"):
         transformers.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, **data)  # plain transformers does not
+
+
+def test_axolotls_named_chat_template_does_not_trip_the_path_guard_on_mldebugs_own_copy(tmp_path, monkeypatch):
+    """Item 5: chat_template: qwen_25 is axolotl's own file (installed, or the stored 0.19.0 copy mldebug writes to
+    a private temporary folder): the outside-paths guard is for files the config names, not that one."""
+    from support import FIXTURES, QWEN25
+
+    monkeypatch.chdir(ROOT)
+    source = FIXTURES / "preflight" / "axolotl"
+    (tmp_path / "train.jsonl").write_text((source / "train_fixed.jsonl").read_text())
+    text = (source / "config_fixed.yml").read_text()
+    text = text.replace("base_model: ../../tokenizers/qwen2.5-instruct", f"base_model: {QWEN25}")
+    text = text.replace("chat_template: tokenizer_default", "chat_template: qwen_25").replace("train_fixed.jsonl", "train.jsonl")
+    config = tmp_path / "config.yml"
+    config.write_text(text)
+    result = invoke("preflight", config, "-f", "json")
+    assert result.exit_code in (0, 1), result.output
+    doc = json.loads(result.stdout)
+    assert "qwen_25" in json.dumps(doc["context"])
