@@ -68,3 +68,29 @@ def test_axolotls_named_chat_template_does_not_trip_the_path_guard_on_mldebugs_o
     assert result.exit_code in (0, 1), result.output
     doc = json.loads(result.stdout)
     assert "qwen_25" in json.dumps(doc["context"])
+
+
+def test_axolotl_dpo_dataset_keys_are_read_from_its_dpodataset_schema_not_flagged_cf001(tmp_path, monkeypatch):
+    """Item 6: with rl: dpo axolotl 0.19.0 validates datasets entries with DPODataset (field_chosen, field_rejected,
+    field_messages: the stored list is generated from the wheel by tools/framework_keys.py); a typo is still CF001."""
+    from support import FIXTURES, QWEN25
+
+    from mldebug_cli.frameworks import schema
+
+    stored = schema.stored("axolotl-0.19.0.json")["schemas"]
+    assert {"field_chosen", "field_rejected", "field_messages"} <= set(stored["datasets_dpo"])
+    assert "field_chosen" not in stored["datasets"]  # SFTDataset has none of them
+    monkeypatch.chdir(ROOT)
+    rows = FIXTURES / "trl-1.16.0-preference" / "rows_dpo_conversational.json"
+    config = tmp_path / "dpo.yml"
+    config.write_text(f"base_model: {QWEN25}\nrl: dpo\nchat_template: tokenizer_default\ndatasets:\n"
+                      f"  - path: {rows}\n    split: train\n    type: chat_template.default\n"
+                      "    field_messages: conversation\n    field_chosen: chosen\n    field_rejected: rejected\n"
+                      "sequence_len: 2048\nmicro_batch_size: 1\nnum_epochs: 1\nlearning_rate: 5.0e-7\n"
+                      "output_dir: ./out\n")
+    doc = json.loads(invoke("preflight", config, "-f", "json", "--allow-outside-paths").stdout)
+    unknown = [f["location"]["key"] for f in doc["findings"] if f["code"] == "CF001"]
+    assert unknown == []
+    config.write_text(config.read_text().replace("field_chosen: chosen", "field_chosn: chosen"))
+    doc = json.loads(invoke("preflight", config, "-f", "json", "--allow-outside-paths").stdout)
+    assert [f["location"]["key"] for f in doc["findings"] if f["code"] == "CF001"] == ["datasets.0.field_chosn"]
