@@ -54,6 +54,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS024", "tool-call-dropped", "data.tool_call_dropped"),
     CheckRef("DS025", "tools-not-rendered", "data.tools_not_rendered"),
     CheckRef("DS026", "framework-setting-not-emulated", "data.setting_not_emulated"),
+    CheckRef("DS027", "framework-refuses-rows", "data.framework_refuses_rows"),
     CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),
     CheckRef("LR002", "warmup-fraction", "schedule.warmup_fraction"),
     CheckRef("LR003", "first-step-zero-lr", "schedule.first_step_zero_lr"),
@@ -122,6 +123,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DP012", "reward-columns-missing", "preference.reward_columns_missing"),
     CheckRef("DP013", "invalid-preference-row", "preference.invalid_preference_row"),
     CheckRef("DP014", "preparation-not-emulated", "preference.preparation_not_emulated"),
+    CheckRef("DP015", "framework-refuses-pairs", "preference.framework_refuses_pairs"),
 )
 
 

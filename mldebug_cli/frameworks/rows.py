@@ -128,6 +128,11 @@ class RowProfile:
         """The row as the framework's own prompter reads it (None: the row format's converter reads it)."""
         return None
 
+    def refusal(self, first: Any) -> tuple[str, str] | None:
+        """(what the framework raises while preparing rows like ``first``, the first row, and how to convert them):
+        the run stops before training (DS027); None when it reads them."""
+        return None
+
     def reads(self, sample: Sample, raw: Any) -> Sample:
         """The sample as the framework reads the row (raises RowDropped for a row it leaves out, ValueError for one
         it cannot read)."""

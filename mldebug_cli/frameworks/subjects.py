@@ -51,6 +51,7 @@ class Setup:
     rows: RowProfile = field(default_factory=RowProfile)  # how the framework turns rows into ids and labels
     axolotl: AxolotlMasking | None = None  # chat rows masked as axolotl's chat_template masks them
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
+    refusal: tuple[str, str] | None = None  # (what the framework raises on these rows, how to convert): RowProfile.refusal
 
     @property
     def chat(self) -> bool:

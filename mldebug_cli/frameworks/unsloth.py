@@ -188,6 +188,7 @@ class Rows(trl.Rows):
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     rows = Rows()
+    rows.row_format = row_format  # SFTTrainer reads the rows: TRL's columns
     rows.masker = masking(options.unsloth, loaded.tokenizer, rows.train_on(options.train_on, row_format))
     return rows
 

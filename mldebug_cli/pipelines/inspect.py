@@ -87,7 +87,9 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     rows = row_profile(options.framework, options, loaded, detection.row_format)
     train_on = rows.train_on(options.train_on, detection.row_format)
     loaded, training_template = rows.training_template(loaded, detection.row_format, train_on)
-    setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template)
+    first = next((r.data for r in _first_records(source, 1) if r.error is None), None)
+    setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template,
+                    refusal=rows.refusal(first))
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
         setup = replace(setup, render=lambda messages, tools, add_generation_prompt=False:

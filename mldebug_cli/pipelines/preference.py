@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mldebug_cli.core import registry
@@ -59,6 +59,8 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     own = pair_profile(options.framework, options, loaded, task)  # the framework's own pairwise processor, or None
     prepared = own.pair_preparation(loaded.template_source) if own is not None else None
     setup = _setup(options, task, source, loaded, head[0], prepared)
+    if own is None and options.framework == "trl":
+        setup = replace(setup, refusal=trl.refusal(head[0], task))
     tokenizer = prepared.tokenizer if prepared is not None else loaded.tokenizer
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, loaded.chat_template) if loaded.chat_template else None
     if setup.conversational and renderer is None and own is None:
@@ -68,7 +70,7 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     engine = _Engine(setup, renderer, loaded.tokenizer, boundary, source.display,
                      [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
                      options.show, own)
-    findings: list[Finding] = []
+    findings: list[Finding] = [f for c in checks if c.subject == "preference-setup" for f in c.findings(setup, setup)]
     dataset = PreferenceDataset()
     views: list[tuple[int, bool, dict]] = []
     checked_total = total if indices is None else len(indices)

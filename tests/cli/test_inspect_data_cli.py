@@ -42,7 +42,8 @@ def test_json_contract_on_the_alpaca_demo():
 
 @needs_corpus
 def test_findings_point_at_rows_and_lines_and_exit_1(tmp_path, glaive_rows):
-    result = run("inspect-data", GLAIVE, "-t", PHI3, "--rows", "0-3", "-f", "json")
+    # transformers: the roles mapped as LLaMA-Factory maps them (TRL keeps the tags: DS011 on every row)
+    result = run("inspect-data", GLAIVE, "-t", PHI3, "--rows", "0-3", "-f", "json", "--framework", "transformers")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     dropped = [f for f in doc["findings"] if f["code"] == "DS011"]
@@ -53,7 +54,7 @@ def test_findings_point_at_rows_and_lines_and_exit_1(tmp_path, glaive_rows):
 
 @needs_corpus
 def test_fail_on_select_and_ignore():
-    base = ["inspect-data", GLAIVE, "-t", PHI3, "--rows", "0", "-f", "json"]
+    base = ["inspect-data", GLAIVE, "-t", PHI3, "--rows", "0", "-f", "json", "--framework", "transformers"]
     assert run(*base).exit_code == 1
     quiet = ["--ignore", "unmapped-role,tool-call-dropped"]
     assert run(*base, *quiet).exit_code == 0  # only warnings are left

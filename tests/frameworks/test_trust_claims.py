@@ -94,3 +94,137 @@ def test_axolotl_dpo_dataset_keys_are_read_from_its_dpodataset_schema_not_flagge
     config.write_text(config.read_text().replace("field_chosen: chosen", "field_chosn: chosen"))
     doc = json.loads(invoke("preflight", config, "-f", "json", "--allow-outside-paths").stdout)
     assert [f["location"]["key"] for f in doc["findings"] if f["code"] == "CF001"] == ["datasets.0.field_chosn"]
+
+
+# --- what TRL 1.16 really does with rows in other frameworks' shapes (run here; TRL is in the test extra) --------
+
+def run_trl(trainer: str, rows: list[dict], tokenizer, tmp_path) -> list[dict] | BaseException:
+    """The real trainer's prepared rows (after its collator, SFT only) for ``rows``, or what it raised."""
+    pytest.importorskip("trl")
+    pytest.importorskip("torch")
+    import logging
+    import sys
+    import warnings
+
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from trl_goldens import tiny_model
+
+    import trl
+
+    logging.disable(logging.WARNING)
+    warnings.filterwarnings("ignore")
+    tok = AutoTokenizer.from_pretrained(str(tokenizer))
+    classes = {"sft": (trl.SFTTrainer, trl.SFTConfig), "dpo": (trl.DPOTrainer, trl.DPOConfig),
+               "kto": (trl.KTOTrainer, trl.KTOConfig)}
+    if trainer == "orpo":
+        from trl.experimental.orpo import ORPOConfig, ORPOTrainer
+
+        classes["orpo"] = (ORPOTrainer, ORPOConfig)
+    cls, config = classes[trainer]
+    dataset = Dataset.from_list(rows)
+    try:
+        built = cls(model=tiny_model(tok), args=config(output_dir=str(tmp_path), report_to="none", use_cpu=True),
+                    train_dataset=dataset, processing_class=tok)
+    except (KeyError, ValueError, IndexError) as exc:
+        return exc
+    finally:
+        logging.disable(logging.NOTSET)
+    out = []
+    for example in built.train_dataset:
+        batch = built.data_collator([{"input_ids": example["input_ids"], "labels": example["labels"]}])
+        out.append({"input_ids": batch["input_ids"][0].tolist(), "labels": batch["labels"][0].tolist()})
+    return out
+
+
+def inspect_rows(rows: list[dict], tokenizer, tmp_path, *flags) -> dict:
+    from support import write_jsonl
+
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    result = invoke("inspect-data", path, "-t", tokenizer, "--rows", f"0-{len(rows) - 1}", "-f", "json", *flags)
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def sharegpt_rows() -> list[dict]:
+    from support import FIXTURES, GLAIVE, HAVE_CORPUS
+
+    rows = json.loads((FIXTURES / "trl-1.16.0" / "rows-sharegpt.json").read_text())
+    if HAVE_CORPUS:  # LLaMA-Factory's tool-calling demo: function_call and observation turns, tools as a JSON string
+        rows += json.loads(GLAIVE.read_text())[:4]
+    return rows
+
+
+def test_sharegpt_rows_under_trl_are_trls_own_ids_with_an_error_on_every_tagged_row(tmp_path):
+    """Item 1: TRL renames from/value but keeps human/gpt as roles; the Qwen2.5 template renders none of those turns,
+    so rows train the default system prompt (and the tools block). mldebug shows TRL's ids and labels, DS011 on each."""
+    from support import QWEN25
+
+    rows = sharegpt_rows()
+    trl_rows = run_trl("sft", rows, QWEN25, tmp_path)
+    assert not isinstance(trl_rows, BaseException), trl_rows
+    doc = inspect_rows(rows, QWEN25, tmp_path)
+    got = {r["row"]: r for r in doc["rows"]}
+    for index, want in enumerate(trl_rows):
+        assert got[index]["input_ids"] == want["input_ids"], index
+        assert got[index]["labels"] == want["labels"], index
+    tagged = {i for i, row in enumerate(rows) if any(t["from"] in ("human", "gpt") for t in row["conversations"])}
+    flagged = {f["location"]["row"] for f in doc["findings"] if f["code"] == "DS011" and f["severity"] == "error"}
+    assert flagged == tagged and len(tagged) >= 2
+    assert "keeps ShareGPT's from tags as roles" in next(f["message"] for f in doc["findings"] if f["code"] == "DS011")
+
+
+ALPACA_ROWS = [{"instruction": "Name a primary colour.", "input": "", "output": "Red."},
+               {"instruction": "Add the numbers.", "input": "2 and 3", "output": "5"}]
+ROLE_CONTENT_UNDER_CONVERSATIONS = [{"conversations": [{"role": "user", "content": "Hi"},
+                                                       {"role": "assistant", "content": "Hello."}]}]
+FROM_VALUE_UNDER_MESSAGES = [{"messages": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello."}]},
+                             {"messages": [{"from": "human", "value": "Bye"}, {"from": "gpt", "value": "Bye."}]}]
+
+
+@pytest.mark.parametrize(("rows", "data_format"), [(ALPACA_ROWS, None), (ROLE_CONTENT_UNDER_CONVERSATIONS, None),
+                                                   (FROM_VALUE_UNDER_MESSAGES, "sharegpt")],
+                         ids=["alpaca", "role-content-under-conversations", "from-value-under-messages"])
+def test_rows_sfttrainer_cannot_read_are_ds027_naming_what_it_does(rows, data_format, tmp_path):
+    """Item 2: SFTTrainer raises KeyError: 'text' on alpaca rows (and on role/content turns under conversations),
+    and keeps no row of from/value turns under messages; mldebug says so as an error, with the conversion."""
+    from support import QWEN25
+
+    outcome = run_trl("sft", rows, QWEN25, tmp_path)
+    flags = ["--data-format", data_format] if data_format else []
+    doc = inspect_rows(rows, QWEN25, tmp_path, *flags)
+    refusals = [f for f in doc["findings"] if f["code"] == "DS027"]
+    assert len(refusals) == 1 and refusals[0]["severity"] == "error"
+    if isinstance(outcome, KeyError):
+        assert f"KeyError: {outcome}" in refusals[0]["message"]
+    else:
+        assert outcome == [] and "keeps no row" in refusals[0]["message"]
+    assert not [f for f in inspect_rows(rows, QWEN25, tmp_path, "--framework", "llama-factory", *flags)["findings"]
+                if f["code"] == "DS027"]  # LLaMA-Factory reads them
+
+
+RANKING_ROW = {"conversations": [{"from": "human", "value": "Name a primary colour."}],
+               "chosen": {"from": "gpt", "value": "Red."}, "rejected": {"from": "gpt", "value": "Green."}}
+V1_ROW = {"chosen_messages": [{"role": "user", "content": [{"type": "text", "value": "Name a primary colour."}]},
+                              {"role": "assistant", "content": [{"type": "text", "value": "Red."}]}],
+          "rejected_messages": [{"role": "user", "content": [{"type": "text", "value": "Name a primary colour."}]},
+                                {"role": "assistant", "content": [{"type": "text", "value": "Green."}]}]}
+KTO_ROW = {"messages": [{"role": "user", "content": "Name a primary colour."}, {"role": "assistant", "content": "Red."}],
+           "label": True}
+
+
+@pytest.mark.parametrize(("trainer", "row"), [("dpo", RANKING_ROW), ("orpo", RANKING_ROW), ("kto", RANKING_ROW),
+                                              ("dpo", V1_ROW), ("orpo", V1_ROW), ("kto", KTO_ROW)],
+                         ids=["dpo-ranking", "orpo-ranking", "kto-ranking", "dpo-v1", "orpo-v1", "kto-messages"])
+def test_llama_factory_preference_rows_under_trl_are_dp015_with_trls_own_error(trainer, row, tmp_path):
+    """Item 2: LLaMA-Factory's ranking, v1 and KTO rows are not TRL's columns: its trainers raise while preparing."""
+    from support import QWEN25
+
+    outcome = run_trl(trainer, [row, row], QWEN25, tmp_path)
+    assert isinstance(outcome, KeyError), outcome
+    doc = inspect_rows([row, row], QWEN25, tmp_path, "--task", trainer)
+    refusals = [f for f in doc["findings"] if f["code"] == "DP015"]
+    assert len(refusals) == 1 and refusals[0]["severity"] == "error"
+    assert f"KeyError: {outcome}" in refusals[0]["message"]
