@@ -108,6 +108,7 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
     from mldebug_cli.pipelines.inspect import _single_id, _special_texts
     from mldebug_cli.render.probe import probe_template
 
+    closing: tuple[int, ...] = ()
     if prepared is not None:
         tok, implicit, conversational = prepared.tokenizer, False, True
         max_length, stop_ids = prepared.max_length, set(prepared.stop_ids)
@@ -126,6 +127,7 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
             facts = probe_template(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok.bos_token,
                                    list(tok.get_added_vocab()))
             stop_ids.add(_single_id(tok, facts.end_of_turn) if facts.end_of_turn else None)
+            closing = _template_closing(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok)
     specials = _special_texts(tok)
     return PreferenceSetup(
         task=task,
@@ -146,7 +148,23 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
         unpaired=unpaired,
         bos_id=tok.bos_token_id,
         not_emulated=tuple(options.not_emulated) + (prepared.not_emulated if prepared is not None else ()),
+        template_closing=closing if conversational else (),
     )
+
+
+_PROBE_REPLY = "Ok."
+
+
+def _template_closing(renderer: ChatRenderer, tok) -> tuple[int, ...]:
+    """The ids the template writes after a conversation's final assistant reply (Qwen: ``<|im_end|>\\n``; Phi-3:
+    ``<|end|>\\n<|endoftext|>``; the original Llama 3 template: ``<|eot_id|>`` and a new assistant header): what every
+    completion ends with by the template's design. Empty when the probe does not render."""
+    try:
+        text = renderer.render([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": _PROBE_REPLY}]).text
+    except TemplateRenderError:
+        return ()
+    at = text.rfind(_PROBE_REPLY)
+    return tuple(tok.encode(text[at + len(_PROBE_REPLY):], add_special_tokens=False)) if at >= 0 else ()
 
 
 @dataclass

@@ -228,3 +228,78 @@ def test_llama_factory_preference_rows_under_trl_are_dp015_with_trls_own_error(t
     refusals = [f for f in doc["findings"] if f["code"] == "DP015"]
     assert len(refusals) == 1 and refusals[0]["severity"] == "error"
     assert f"KeyError: {outcome}" in refusals[0]["message"]
+
+
+# --- item 12: preference checks on clean pairs -------------------------------------------------------------------
+
+CLEAN_PAIRS = [
+    {"chosen": [{"role": "user", "content": "Name a primary colour."}, {"role": "assistant", "content": "Red."}],
+     "rejected": [{"role": "user", "content": "Name a primary colour."}, {"role": "assistant", "content": "Green."}]},
+    {"chosen": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"},
+                {"role": "assistant", "content": "4."}],
+     "rejected": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"},
+                  {"role": "assistant", "content": "5."}]},
+]
+NOT_SHARED = [  # row 0: no leading message in common; row 1: the same system prompt, the user turns differ
+    {"chosen": [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4."}],
+     "rejected": [{"role": "user", "content": "What is 3+3?"}, {"role": "assistant", "content": "6."}]},
+    {"chosen": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"},
+                {"role": "assistant", "content": "4."}],
+     "rejected": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2 + 2?"},
+                  {"role": "assistant", "content": "5."}]},
+]
+
+
+def trl_dpo_completions(rows: list[dict], tokenizer, tmp_path) -> list[list[int]]:
+    """The chosen completion ids real TRL 1.16 DPOTrainer prepares for each row."""
+    pytest.importorskip("trl")
+    import sys
+
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import trl
+    from trl_preference_goldens import tiny_model
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer))
+    model = tiny_model(len(tok), str(tmp_path / "model"))
+    args = trl.DPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, bf16=False)
+    built = trl.DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+    return [list(example["chosen_ids"]) for example in built.train_dataset]
+
+
+def tokenizer_cases():
+    from support import CORPUS, HAVE_CORPUS, TOKENIZERS
+
+    names = ["qwen2.5-instruct", "qwen3", "llama3-instruct", "mistral-nemo-instruct"]
+    cases = [pytest.param(TOKENIZERS / n, id=n) for n in names]
+    marks = [] if HAVE_CORPUS else [pytest.mark.skip(reason="needs the shared corpus (Phi-3)")]
+    return cases + [pytest.param(CORPUS / "tokenizers" / "phi-3-mini-instruct", id="phi-3-mini-instruct", marks=marks)]
+
+
+@pytest.mark.parametrize("tokenizer", tokenizer_cases())
+def test_eos_on_side_leaves_what_the_template_writes_after_every_reply_and_catches_unshared_prompts(tokenizer, tmp_path):
+    """Item 12: Phi-3 ends every conversation <|end|>\\n<|endoftext|>, the original Llama 3 template opens another
+    assistant header: real TRL's completions end so on every clean pair, by the template's design, so DP007 says
+    nothing; pairs whose conversations do not share the prompt are DP003 for every tokenizer."""
+    from transformers import AutoTokenizer
+
+    doc = inspect_rows(CLEAN_PAIRS, tokenizer, tmp_path, "--task", "dpo")
+    assert [f for f in doc["findings"] if f["code"] == "DP007"] == []
+    completions = trl_dpo_completions(CLEAN_PAIRS, tokenizer, tmp_path)
+    tok = AutoTokenizer.from_pretrained(str(tokenizer))
+    probe = tok.apply_chat_template([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Ok."}],
+                                    tokenize=False)
+    closing = tok.encode(probe[probe.rfind("Ok.") + 3:], add_special_tokens=False)
+    assert all(ids[len(ids) - len(closing):] == closing for ids in completions)  # TRL trains the template's closing
+    flagged = inspect_rows(NOT_SHARED, tokenizer, tmp_path, "--task", "dpo")
+    assert {f["location"]["row"] for f in flagged["findings"] if f["code"] == "DP003"} == {0, 1}
+
+
+def test_eos_on_side_still_flags_what_a_row_adds_after_the_templates_closing(tmp_path):
+    from support import QWEN25
+
+    rows = [{"prompt": "Name a primary colour.", "chosen": "Red.<|im_end|>\n", "rejected": "Green."}]
+    doc = inspect_rows(rows, QWEN25, tmp_path, "--task", "dpo")
+    assert [(f["code"], f["location"]["key"]) for f in doc["findings"] if f["code"] == "DP007"] == [("DP007", "chosen")]
