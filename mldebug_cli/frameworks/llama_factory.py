@@ -151,6 +151,9 @@ class Rows(RowProfile):
         self.tokenizer = tokenizer
         self.unemulated = unemulated  # the named template, when it is LLaMA-Factory's but not one mldebug emulates
         self.encoder = Encoder(chosen, options, tokenizer)
+        # replace_eos: get_template_and_fix_tokenizer makes the first stop word the EOS of the tokenizer it trains
+        # and saves with (Llama 3: <|eot_id|>, Phi: <|end|>)
+        self.eos_is_turn_end = bool(chosen.replace_eos and chosen.stop_words)
 
     @property
     def masking_method(self) -> str:

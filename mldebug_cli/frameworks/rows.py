@@ -106,6 +106,7 @@ class RowProfile:
     pad_masked_by_id = False  # the collator masks labels equal to the pad id
     masking_method: str | None = None  # the context's masking line when the profile decides it (None: the generic one)
     own_templates = False  # chat rows are encoded by the framework's own templates (no chat template needed)
+    eos_is_turn_end = False  # the framework makes the template's end-of-turn the tokenizer's EOS (it saves it so)
 
     def max_length(self, given: int | None) -> int | None:
         return given

@@ -303,3 +303,18 @@ def test_eos_on_side_still_flags_what_a_row_adds_after_the_templates_closing(tmp
     rows = [{"prompt": "Name a primary colour.", "chosen": "Red.<|im_end|>\n", "rejected": "Green."}]
     doc = inspect_rows(rows, QWEN25, tmp_path, "--task", "dpo")
     assert [(f["code"], f["location"]["key"]) for f in doc["findings"] if f["code"] == "DP007"] == [("DP007", "chosen")]
+
+
+def test_eos_mismatch_is_not_raised_where_llama_factory_makes_the_turn_end_the_eos(tmp_path):
+    """False flag on clean data: LLaMA-Factory's llama3 template (replace_eos) makes <|eot_id|> the EOS it appends and
+    saves (its 0.9.5 goldens end every trained reply with 128009, not the tokenizer's 128001); DS023 is for TRL."""
+    from support import FIXTURES, LLAMA3
+
+    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "llama3.llama3-instruct.json").read_text())
+    row = golden["settings"]["defaults"]["datasets"]["lf_sharegpt"][0]
+    assert [label for label in row["labels"] if label != -100][-1] == 128009
+    rows = [{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}]
+    lf = inspect_rows(rows, LLAMA3, tmp_path, "--framework", "llama-factory", "--template", "llama3")
+    assert not [f for f in lf["findings"] if f["code"] == "DS023"]
+    trl = inspect_rows(rows, LLAMA3, tmp_path)
+    assert [f["code"] for f in trl["findings"] if f["code"] == "DS023"] == ["DS023"]  # no generation_config beside it
