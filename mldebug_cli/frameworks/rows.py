@@ -160,6 +160,10 @@ class RowProfile:
         """The tokenizer, stop ids, length and report lines of the pairs ``encode_pair`` makes."""
         raise NotImplementedError
 
+    def untrained_cause(self, row: Row) -> tuple[str, str] | None:
+        """(why the framework's own masking trains nothing in this row, the fix) when the profile knows (DS001)."""
+        return None
+
     def chat_template_line(self, source: str | None) -> str | None:
         """The context's chat-template line: where the template the rows are rendered with comes from."""
         return source

@@ -178,6 +178,20 @@ class Rows(trl.Rows):
     def masking_method(self) -> str:
         return self.masker.describe()
 
+    def training_template(self, loaded: Any, row_format: str, train_on: str) -> tuple[Any, None]:
+        """The tokenizer's template as it is: train_on_responses_only masks after TRL's preparation, which runs
+        without assistant_only_loss, so TRL neither swaps in its training template nor refuses one without markers."""
+        return loaded, None
+
+    def untrained_cause(self, row: Any) -> tuple[str, str] | None:
+        ids = [*row.input_ids, *row.cut_ids]
+        if self.masker.spans(ids):
+            return None
+        part = self.masker.parts.response_part
+        return (f"the response_part {part!r} matches nowhere in the row, so train_on_responses_only trains nothing",
+                "pass the exact text the template writes before each reply as --response-part (as in the rendered "
+                "prompt shown)")
+
     def label(self, row: Any, encoding: Any, ids: list[int], setup: Any):
         turns = row.layout.turns if row.layout is not None else ()
         return self.masker.labels(ids), [], [token_range(encoding, t.start, t.end) for t in turns]

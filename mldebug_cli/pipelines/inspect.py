@@ -625,7 +625,7 @@ class _Stats:
             self.failed += 1
             self.dropped += bool(row.problem and row.problem.dropped)  # counted in both: unreadable, and left out
             return
-        self.truncated += row.truncated or row.dropped
+        self.truncated += row.truncated and not (row.dropped and row.dropped_by == "length")  # left out, not cut
         self.lengths[row.full_length] += 1
         if row.dropped:  # the trainer leaves it out: none of its tokens is trained
             self.dropped += 1
@@ -661,7 +661,7 @@ class _Stats:
             "length_percentiles": _percentiles(self.lengths),
             "length_histogram": _histogram(self.lengths, self.max_length),
             "max_length": self.max_length,
-            "rows_truncated": self.truncated,  # truncated, or dropped for being too long
+            "rows_truncated": self.truncated,  # cut to max_length (rows left out for their length are rows_dropped)
             "rows_dropped": self.dropped,  # left out of training by the trainer (their tokens are not counted)
             "tokens_kept": self.tokens,  # tokens of the rows that train, after truncation
             "lengths_kept": sorted(self.kept_lengths.items()),  # (tokens, rows) of the rows that train (packing)

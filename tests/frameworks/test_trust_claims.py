@@ -318,3 +318,31 @@ def test_eos_mismatch_is_not_raised_where_llama_factory_makes_the_turn_end_the_e
     assert not [f for f in lf["findings"] if f["code"] == "DS023"]
     trl = inspect_rows(rows, LLAMA3, tmp_path)
     assert [f["code"] for f in trl["findings"] if f["code"] == "DS023"] == ["DS023"]  # no generation_config beside it
+
+
+def test_a_mistyped_unsloth_response_part_is_said_to_match_nothing_and_truncates_no_row():
+    """Item 10: the real train_on_responses_only with response_part '<|im_start|>asistant\\n' leaves every row
+    untrained and Unsloth drops them (fixtures/unsloth-2026.10.9, variant mistyped_response_part): DS001 names the part,
+    and no row is counted truncated (none is longer than max_length)."""
+    from support import FIXTURES, QWEN25
+
+    golden = json.loads((FIXTURES / "unsloth-2026.10.9" / "goldens.json").read_text())
+    case = next(c for c in golden["cases"] if c["variant"] == "mistyped_response_part")
+    rows = FIXTURES / "trl-1.16.0" / "rows-messages.json"
+    total = len(json.loads(rows.read_text()))
+    assert case["dropped"] == list(range(total))
+    doc = json.loads(invoke("inspect-data", rows, "-t", QWEN25, "--framework", "unsloth", *case["inspect_flags"],
+                            "--all", "-f", "json").stdout)
+    assert doc["summary"]["rows_truncated"] == 0 and doc["summary"]["rows_dropped"] == total
+    untrained = [f for f in doc["findings"] if f["code"] == "DS001"]
+    assert len(untrained) == total and "'<|im_start|>asistant\\n' matches nowhere" in untrained[0]["message"]
+    assert not [f for f in doc["findings"] if f["code"] == "DS015" and "TRL" in f["message"]]
+
+
+def test_the_readme_demo_counts_the_row_axolotl_drops_as_dropped_not_truncated():
+    """Item 10: axolotl leaves a row longer than sequence_len out (drop_long); it truncates nothing."""
+    from support import DATASETS, LLAMA3
+
+    doc = json.loads(invoke("inspect-data", DATASETS / "demo" / "support_chat.jsonl", "-t", LLAMA3, "--framework",
+                            "axolotl", "--max-length", 512, "--all", "-f", "json").stdout)
+    assert doc["summary"]["rows_truncated"] == 0 and doc["summary"]["rows_dropped"] == 1
