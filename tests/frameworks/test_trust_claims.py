@@ -346,3 +346,18 @@ def test_the_readme_demo_counts_the_row_axolotl_drops_as_dropped_not_truncated()
     doc = json.loads(invoke("inspect-data", DATASETS / "demo" / "support_chat.jsonl", "-t", LLAMA3, "--framework",
                             "axolotl", "--max-length", 512, "--all", "-f", "json").stdout)
     assert doc["summary"]["rows_truncated"] == 0 and doc["summary"]["rows_dropped"] == 1
+
+
+def test_packing_scaled_from_a_sample_counts_the_files_rows_not_a_rounding_more(tmp_path):
+    """Item 13: 200 rows checked of 999 are scaled to 999 rows (lengths rounded by largest remainder), not 1,000."""
+    from support import QWEN25, write_jsonl
+
+    rows = [{"messages": [{"role": "user", "content": "word " * (1 + i % 37)},
+                          {"role": "assistant", "content": "reply " * (1 + i % 53)}]} for i in range(999)]
+    write_jsonl(tmp_path / "train.jsonl", rows)
+    config = tmp_path / "sft.yaml"
+    config.write_text(f"model_name_or_path: {QWEN25}\ndataset_name: train.jsonl\nmax_length: 512\npacking: true\n"
+                      "per_device_train_batch_size: 1\nnum_train_epochs: 1\n")
+    result = invoke("preflight", config, "--allow-outside-paths", "-f", "json", "--exit-zero")
+    schedule = next(s for s in json.loads(result.stdout)["sections"] if s["command"] == "lr-plot")
+    assert "over the real lengths of 999 rows" in schedule["packing"], schedule["packing"]
