@@ -361,3 +361,23 @@ def test_packing_scaled_from_a_sample_counts_the_files_rows_not_a_rounding_more(
     result = invoke("preflight", config, "--allow-outside-paths", "-f", "json", "--exit-zero")
     schedule = next(s for s in json.loads(result.stdout)["sections"] if s["command"] == "lr-plot")
     assert "over the real lengths of 999 rows" in schedule["packing"], schedule["packing"]
+
+
+def test_transformers_advice_about_a_missing_torch_is_not_printed_by_mldebug(capsys):
+    """Item 13: transformers' "PyTorch was not found" is logged with its advisory logger, which its own switch
+    TRANSFORMERS_NO_ADVISORY_WARNINGS silences; the CLI sets it before any command imports transformers."""
+    import os
+
+    import mldebug_cli.cli  # noqa: F401 - sets the switch
+    from transformers.utils import logging as hf_logging
+
+    assert os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
+    hf_logging.get_logger("transformers").warning_advice("PyTorch was not found. (test)")
+    assert "PyTorch was not found" not in capsys.readouterr().err
+
+
+def test_explain_with_no_argument_lists_the_checks():
+    result = invoke("explain")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("DS001  no-trainable-tokens") and any(line.startswith("DS027") for line in lines)
