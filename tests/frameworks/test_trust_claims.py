@@ -381,3 +381,30 @@ def test_explain_with_no_argument_lists_the_checks():
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].startswith("DS001  no-trainable-tokens") and any(line.startswith("DS027") for line in lines)
+
+
+# --- item 11: refusals announced ------------------------------------------------------------------------------
+
+TOOL_CALL = {"type": "function", "function": {"name": "get_time", "arguments": {"city": "Paris"}}}
+TOOL_PAIRS = [{"prompt": [{"role": "user", "content": "Time in Paris?"}],
+               "chosen": [{"role": "assistant", "content": "", "tool_calls": [TOOL_CALL]}],
+               "rejected": [{"role": "assistant", "content": "No idea."}]}]
+
+
+def test_tool_calls_in_preference_replies_are_rendered_and_mistrals_id_rule_is_named(tmp_path):
+    """Item 11: the preference reader kept only role/content, so a tool-call reply was 'empty' and Mistral-Nemo's
+    template never saw it; real TRL renders the call (Qwen2.5: ids equal) or stops on Mistral's id rule (DP013)."""
+    from jinja2 import TemplateError
+
+    from support import NEMO, QWEN25
+
+    with pytest.raises(TemplateError, match="Tool call IDs should be alphanumeric strings with length 9"):
+        trl_dpo_completions(TOOL_PAIRS, NEMO, tmp_path)
+    doc = inspect_rows(TOOL_PAIRS, NEMO, tmp_path, "--task", "dpo")
+    refused = [f["message"] for f in doc["findings"] if f["code"] == "DP013"]
+    assert refused and "Tool call IDs should be alphanumeric strings with length 9" in refused[0]
+    chosen = trl_dpo_completions(TOOL_PAIRS, QWEN25, tmp_path / "qwen")[0]
+    doc = inspect_rows(TOOL_PAIRS, QWEN25, tmp_path, "--task", "dpo")
+    assert doc["findings"] == []
+    labels = doc["rows"][0]["chosen"]["labels"]
+    assert [label for label in labels if label != -100] == chosen
