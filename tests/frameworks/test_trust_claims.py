@@ -408,3 +408,18 @@ def test_tool_calls_in_preference_replies_are_rendered_and_mistrals_id_rule_is_n
     assert doc["findings"] == []
     labels = doc["rows"][0]["chosen"]["labels"]
     assert [label for label in labels if label != -100] == chosen
+
+
+def test_llama_factory_without_a_template_stops_on_mistral_nemos_chat_template_as_it_does():
+    """Item 11: LLaMA-Factory 0.9.5's parse_template cuts a system slot from a render of a lone system message, which
+    Mistral-Nemo's template renders as nothing; its StringFormatter then raises "A placeholder is required in the
+    string formatter." and the run stops (held-out golden of the real framework). mldebug says so: exit 2, one line.
+    Tokenizers LLaMA-Factory can parse are still emulated (their goldens: tests/frameworks/test_llama_factory_goldens)."""
+    from support import FIXTURES, NEMO, QWEN25
+
+    rows = FIXTURES / "trl-1.16.0" / "rows-messages.json"
+    result = invoke("inspect-data", rows, "-t", NEMO, "--framework", "llama-factory")
+    assert result.exit_code == 2
+    assert "A placeholder is required in the string formatter." in result.stderr.splitlines()[0]
+    assert "stops before training" in result.stderr
+    assert invoke("inspect-data", rows, "-t", QWEN25, "--framework", "llama-factory", "--exit-zero").exit_code == 0
