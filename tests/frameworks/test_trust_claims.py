@@ -423,3 +423,25 @@ def test_llama_factory_without_a_template_stops_on_mistral_nemos_chat_template_a
     assert "A placeholder is required in the string formatter." in result.stderr.splitlines()[0]
     assert "stops before training" in result.stderr
     assert invoke("inspect-data", rows, "-t", QWEN25, "--framework", "llama-factory", "--exit-zero").exit_code == 0
+
+
+def test_llama_factory_opens_the_system_slot_for_a_tools_string_of_an_empty_list():
+    """Item 11: with LLaMA-Factory's mistral template, tool rows differed from its own ids: its converter passes the
+    tools column as the string it is, and "[]" is true, so Mistral's first [INST] gets the empty system's "\\n\\n" (and
+    Llama 3 an empty system block). Goldens by tools/llamafactory_tool_strings_golden.py running LLaMA-Factory 0.9.5.
+    (On the corpus's glaive_toolcall_en_demo.json: 109/300 rows had differed with mistral; 300/300 equal now.)"""
+    from dataclasses import replace
+
+    from support import FIXTURES, TOKENIZERS
+
+    from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
+    from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+
+    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "tool-strings.json").read_text())
+    for case in golden["cases"]:
+        options = LlamaFactoryOptions(template=case["template"], tool_date=golden["tool_date"])
+        inspect = InspectOptions(dataset=str(ROOT / golden["rows"]), tokenizer=str(TOKENIZERS / case["tokenizer"]),
+                                 framework="llama-factory", framework_options=options, show=100)
+        views = build_report(replace(inspect, rows=tuple(range(len(case["rows"]))))).details["rows"]
+        for view, want in zip(views, case["rows"]):
+            assert (view["input_ids"], view["labels"]) == (want["input_ids"], want["labels"]), (case["template"], view["row"])
