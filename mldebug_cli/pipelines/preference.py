@@ -452,9 +452,11 @@ def _view(pair: Pair, setup: PreferenceSetup) -> dict[str, Any]:
             view.update(part)
         else:
             view[side] = part
-    if len(pair.sides) == 2:
-        view["first_difference"] = trl.common_prefix_length(pair.sides["chosen"].input_ids,
-                                                            pair.sides["rejected"].input_ids)
+    if len(pair.sides) == 2 and not pair.dropped:
+        chosen, rejected = pair.sides["chosen"].input_ids, pair.sides["rejected"].input_ids
+        common = trl.common_prefix_length(chosen, rejected)
+        if common < min(len(chosen), len(rejected)) or len(chosen) != len(rejected):  # cut alike, they may not differ
+            view["first_difference"] = common
     return view
 
 

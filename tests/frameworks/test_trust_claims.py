@@ -445,3 +445,19 @@ def test_llama_factory_opens_the_system_slot_for_a_tools_string_of_an_empty_list
         views = build_report(replace(inspect, rows=tuple(range(len(case["rows"]))))).details["rows"]
         for view, want in zip(views, case["rows"]):
             assert (view["input_ids"], view["labels"]) == (want["input_ids"], want["labels"]), (case["template"], view["row"])
+
+
+def test_a_pair_whose_prompt_fills_max_length_is_not_said_to_differ_at_the_cut(tmp_path):
+    """Item 13: a 1,000-word prompt fills max_length 1024: real TRL drops the pair (DP005); both sides cut alike are the
+    same ids, so the view no longer says "chosen and rejected differ from token 1024"."""
+    from support import QWEN25
+
+    long_prompt = " ".join(f"word{i}" for i in range(1000))
+    rows = [{"prompt": [{"role": "user", "content": long_prompt}], "chosen": [{"role": "assistant", "content": "Yes."}],
+             "rejected": [{"role": "assistant", "content": "No."}]}, TOOL_PAIRS[0] | {"chosen": [
+                 {"role": "assistant", "content": "It is noon."}]}]
+    assert len(trl_dpo_completions(rows, QWEN25, tmp_path)) == 1  # TRL keeps the short pair only
+    doc = inspect_rows(rows, QWEN25, tmp_path, "--task", "dpo")
+    assert [f["location"]["row"] for f in doc["findings"] if f["code"] == "DP005"] == [0]
+    views = {r["row"]: r for r in doc["rows"]}
+    assert "first_difference" not in views[0] and views[1]["first_difference"] > 0
