@@ -106,7 +106,6 @@ def run_trl(trainer: str, rows: list[dict], tokenizer, tmp_path) -> list[dict] |
     import sys
     import warnings
 
-    from datasets import Dataset
     from transformers import AutoTokenizer
 
     sys.path.insert(0, str(ROOT / "tools"))
@@ -124,7 +123,13 @@ def run_trl(trainer: str, rows: list[dict], tokenizer, tmp_path) -> list[dict] |
 
         classes["orpo"] = (ORPOTrainer, ORPOConfig)
     cls, config = classes[trainer]
-    dataset = Dataset.from_list(rows)
+    from datasets import load_dataset
+
+    from support import write_jsonl
+
+    # read from a file as a user's run does (Dataset.from_list takes its columns from the first row only)
+    data = write_jsonl(tmp_path / f"trl-{trainer}.jsonl", rows)
+    dataset = load_dataset("json", data_files=str(data), split="train", cache_dir=str(tmp_path / "cache"))
     try:
         built = cls(model=tiny_model(tok), args=config(output_dir=str(tmp_path), report_to="none", use_cpu=True),
                     train_dataset=dataset, processing_class=tok)
@@ -461,3 +466,24 @@ def test_a_pair_whose_prompt_fills_max_length_is_not_said_to_differ_at_the_cut(t
     assert [f["location"]["row"] for f in doc["findings"] if f["code"] == "DP005"] == [0]
     views = {r["row"]: r for r in doc["rows"]}
     assert "first_difference" not in views[0] and views[1]["first_difference"] > 0
+
+
+def test_llama_factory_typed_content_parts_are_read_as_its_renderer_reads_them(tmp_path):
+    """Item 8: {"type": "text"|"reasoning"|"tool_call", "value": ...} parts (LLaMA-Factory's v1 data format, as in the
+    corpus's reason_tool_use_demo_50.jsonl) are not empty turns: text joined, reasoning and tool calls read. Rendered
+    with Qwen3's own template the ids equal LLaMA-Factory 0.9.5's qwen3 renderer (its golden); no DS012; a part type
+    it refuses is DS010. (Corpus: 48/50 rows equal; the two others carry tools "[]", which LLaMA-Factory's v1 renders
+    as an empty tools block and TRL, like the template, as none.)"""
+    from support import FIXTURES, QWEN3
+
+    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "typed-parts.json").read_text())
+    rows = FIXTURES / "llamafactory-rows" / "typed_parts.jsonl"
+    doc = json.loads(invoke("inspect-data", rows, "-t", QWEN3, "--framework", "transformers", "--all", "-f", "json",
+                            "--show", 10, "--exit-zero").stdout)
+    got = {r["row"]: r["input_ids"] for r in doc["rows"]}
+    assert [got[i] for i in range(len(golden["rows"]))] == [r["input_ids"] for r in golden["rows"]]
+    assert not [f for f in doc["findings"] if f["code"] in ("DS010", "DS012")]
+    bad = [{"messages": [{"role": "user", "content": [{"type": "image_url", "value": "x.png"}]},
+                         {"role": "assistant", "content": [{"type": "text", "value": "A cat."}]}]}]
+    found = inspect_rows(bad, QWEN3, tmp_path)["findings"]
+    assert [f["code"] for f in found] == ["DS010"] and "Unsupported content type" in found[0]["message"]
