@@ -31,6 +31,8 @@ def main() -> None:
     audio = types.ModuleType("torchaudio")  # mm_plugin imports it; text rows never use it
     audio.__spec__ = importlib.machinery.ModuleSpec("torchaudio", None)
     sys.modules.setdefault("torchaudio", audio)
+    from datetime import datetime
+
     from datasets import load_dataset
     from llamafactory.data.converter import get_dataset_converter
     from llamafactory.data.parser import DatasetAttr
@@ -38,8 +40,6 @@ def main() -> None:
     from llamafactory.data.template import get_template_and_fix_tokenizer
     from llamafactory.hparams import DataArguments, ModelArguments
     from llamafactory.model import load_tokenizer
-
-    from datetime import datetime
 
     out = {"versions": {p: version(p) for p in ("llamafactory", "transformers", "tokenizers", "datasets")},
            "rows": "fixtures/llamafactory-rows/tools_strings.json",

@@ -159,8 +159,8 @@ def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
     try:
         if not installed or target.version not in (None, installed):
             raise ImportError
-        from axolotl.utils.schemas.config import AxolotlInputConfig
         from axolotl.utils.schemas import datasets as dataset_schemas
+        from axolotl.utils.schemas.config import AxolotlInputConfig
         from axolotl.utils.schemas.deprecated import DeprecatedParameters
 
         keys = schema.pydantic_keys(AxolotlInputConfig)

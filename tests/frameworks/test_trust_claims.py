@@ -73,9 +73,8 @@ def test_axolotls_named_chat_template_does_not_trip_the_path_guard_on_mldebugs_o
 def test_axolotl_dpo_dataset_keys_are_read_from_its_dpodataset_schema_not_flagged_cf001(tmp_path, monkeypatch):
     """Item 6: with rl: dpo axolotl 0.19.0 validates datasets entries with DPODataset (field_chosen, field_rejected,
     field_messages: the stored list is generated from the wheel by tools/framework_keys.py); a typo is still CF001."""
-    from support import FIXTURES, QWEN25
-
     from mldebug_cli.frameworks import schema
+    from support import FIXTURES, QWEN25
 
     stored = schema.stored("axolotl-0.19.0.json")["schemas"]
     assert {"field_chosen", "field_rejected", "field_messages"} <= set(stored["datasets_dpo"])
@@ -109,9 +108,8 @@ def run_trl(trainer: str, rows: list[dict], tokenizer, tmp_path) -> list[dict] |
     from transformers import AutoTokenizer
 
     sys.path.insert(0, str(ROOT / "tools"))
-    from trl_goldens import tiny_model
-
     import trl
+    from trl_goldens import tiny_model
 
     logging.disable(logging.WARNING)
     warnings.filterwarnings("ignore")
@@ -373,8 +371,9 @@ def test_transformers_advice_about_a_missing_torch_is_not_printed_by_mldebug(cap
     TRANSFORMERS_NO_ADVISORY_WARNINGS silences; the CLI sets it before any command imports transformers."""
     import os
 
-    import mldebug_cli.cli  # noqa: F401 - sets the switch
     from transformers.utils import logging as hf_logging
+
+    import mldebug_cli.cli  # noqa: F401 - sets the switch
 
     assert os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
     hf_logging.get_logger("transformers").warning_advice("PyTorch was not found. (test)")
@@ -437,10 +436,9 @@ def test_llama_factory_opens_the_system_slot_for_a_tools_string_of_an_empty_list
     (On the corpus's glaive_toolcall_en_demo.json: 109/300 rows had differed with mistral; 300/300 equal now.)"""
     from dataclasses import replace
 
-    from support import FIXTURES, TOKENIZERS
-
     from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
     from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+    from support import FIXTURES, TOKENIZERS
 
     golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "tool-strings.json").read_text())
     for case in golden["cases"]:
