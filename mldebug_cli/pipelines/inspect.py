@@ -94,7 +94,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     rows = row_profile(options.framework, options, loaded, detection.row_format)
     train_on = rows.train_on(options.train_on, detection.row_format)
     loaded, training_template = rows.training_template(loaded, detection.row_format, train_on)
-    first = next((r.data for r in _first_records(source, 1) if r.error is None), None)
+    first = next((r.data for r in first_records(source, 1) if r.error is None), None)
     setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template,
                     refusal=rows.refusal(first))
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
