@@ -1,4 +1,4 @@
-"""Write fixtures/llamafactory-0.9.5/parse-template.json: whether LLaMA-Factory 0.9.5, given no ``template``, can parse
+"""Write fixtures/llamafactory-0.9.5/more/parse-template.json: whether LLaMA-Factory 0.9.5, given no ``template``, can parse
 each tokenizer's chat template (``get_template_and_fix_tokenizer`` -> ``parse_template``), or the error it stops on.
 
 tests/frameworks/test_trust_claims.py checks that mldebug's ``--framework llama-factory`` without ``--template``
@@ -21,7 +21,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "fixtures" / "llamafactory-0.9.5" / "parse-template.json"
+OUT = ROOT / "fixtures" / "llamafactory-0.9.5" / "more" / "parse-template.json"
 NPM = ("qwen2.5-instruct", "qwen3", "llama3-instruct", "mistral-nemo-instruct")
 CORPUS = ("phi-3-mini-instruct",)
 

@@ -1,4 +1,4 @@
-"""Write fixtures/llamafactory-0.9.5/tool-strings.json: LLaMA-Factory 0.9.5's ids and labels for ShareGPT rows whose
+"""Write fixtures/llamafactory-0.9.5/more/tool-strings.json: LLaMA-Factory 0.9.5's ids and labels for ShareGPT rows whose
 ``tools`` column is a JSON string, empty list included (fixtures/llamafactory-rows/tools_strings.json, our rows).
 
 LLaMA-Factory opens the system slot when ``system or tools`` is true, and its converter passes the column as it is:
@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "fixtures" / "llamafactory-rows" / "tools_strings.json"
-OUT = ROOT / "fixtures" / "llamafactory-0.9.5" / "tool-strings.json"
+OUT = ROOT / "fixtures" / "llamafactory-0.9.5" / "more" / "tool-strings.json"
 CASES = (("mistral", "mistral-nemo-instruct"), ("llama3", "llama3-instruct"), ("qwen", "qwen2.5-instruct"))
 
 

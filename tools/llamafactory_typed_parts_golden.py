@@ -1,4 +1,4 @@
-"""Write fixtures/llamafactory-0.9.5/typed-parts.json: the ids LLaMA-Factory 0.9.5's own qwen3 renderer (its v1 data
+"""Write fixtures/llamafactory-0.9.5/more/typed-parts.json: the ids LLaMA-Factory 0.9.5's own qwen3 renderer (its v1 data
 format, ``llamafactory.v1``) gives our rows of typed content parts (fixtures/llamafactory-rows/typed_parts.jsonl:
 ``text``, ``reasoning`` and ``tool_call`` parts, tools as a JSON string).
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "fixtures" / "llamafactory-rows" / "typed_parts.jsonl"
-OUT = ROOT / "fixtures" / "llamafactory-0.9.5" / "typed-parts.json"
+OUT = ROOT / "fixtures" / "llamafactory-0.9.5" / "more" / "typed-parts.json"
 TOKENIZER = "qwen3"
 
 

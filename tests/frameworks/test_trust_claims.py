@@ -421,7 +421,7 @@ def test_llama_factory_without_a_template_parses_or_stops_as_it_does():
     same tokenizers, and on the others exits 2 naming LLaMA-Factory's error."""
     from support import CORPUS, FIXTURES, HAVE_CORPUS, TOKENIZERS
 
-    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "parse-template.json").read_text())
+    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "more" / "parse-template.json").read_text())
     rows = FIXTURES / "trl-1.16.0" / "rows-messages.json"
     assert not golden["tokenizers"]["mistral-nemo-instruct"]["parsed"]
     for name, outcome in golden["tokenizers"].items():
@@ -448,7 +448,7 @@ def test_llama_factory_opens_the_system_slot_for_a_tools_string_of_an_empty_list
     from mldebug_cli.pipelines.inspect import InspectOptions, build_report
     from support import FIXTURES, TOKENIZERS
 
-    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "tool-strings.json").read_text())
+    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "more" / "tool-strings.json").read_text())
     for case in golden["cases"]:
         options = LlamaFactoryOptions(template=case["template"], tool_date=golden["tool_date"])
         inspect = InspectOptions(dataset=str(ROOT / golden["rows"]), tokenizer=str(TOKENIZERS / case["tokenizer"]),
@@ -482,7 +482,7 @@ def test_llama_factory_typed_content_parts_are_read_as_its_renderer_reads_them(t
     as an empty tools block and TRL, like the template, as none.)"""
     from support import FIXTURES, QWEN3
 
-    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "typed-parts.json").read_text())
+    golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "more" / "typed-parts.json").read_text())
     rows = FIXTURES / "llamafactory-rows" / "typed_parts.jsonl"
     doc = json.loads(invoke("inspect-data", rows, "-t", QWEN3, "--framework", "transformers", "--all", "-f", "json",
                             "--show", 10, "--exit-zero").stdout)
