@@ -238,6 +238,9 @@ class Rows(RowProfile):
         self.tokenizer = tokenizer
         self.unemulated = unemulated  # the named template, when it is LLaMA-Factory's but not one mldebug emulates
         self.encoder = Encoder(chosen, options, tokenizer)
+        # replace_eos: get_template_and_fix_tokenizer makes the first stop word the EOS of the tokenizer it trains
+        # and saves with (Llama 3: <|eot_id|>, Phi: <|end|>)
+        self.eos_is_turn_end = bool(chosen.replace_eos and chosen.stop_words)
 
     @property
     def masking_method(self) -> str:
@@ -380,7 +383,15 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     if parsed and not isinstance(loaded.chat_template, str):
         chosen, parsed = lft.TEMPLATES["empty"], False  # LLaMA-Factory's placeholder when there is nothing to parse
     elif parsed:
-        chosen = lft.parse_template(loaded.tokenizer)
+        from jinja2 import TemplateError
+
+        try:
+            chosen = lft.parse_template(loaded.tokenizer)
+        except (ValueError, TemplateError) as exc:  # LLaMA-Factory's get_template_and_fix_tokenizer raises the same
+            raise InputError(f"{where}LLaMA-Factory names no template here, and it cannot parse the tokenizer's chat "
+                             f"template ({type(exc).__name__}: {exc}): its run stops before training",
+                             hint="name LLaMA-Factory's template for the model (`template:` in the config, or "
+                                  "--template), e.g. mistral") from None
     if settings.tool_format:
         chosen = chosen.with_tool_format(settings.tool_format)
     refused = settings.conflicts(chosen)

@@ -95,7 +95,9 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     rows = row_profile(options.framework, options, loaded, detection.row_format)
     train_on = rows.train_on(options.train_on, detection.row_format)
     loaded, training_template = rows.training_template(loaded, detection.row_format, train_on)
-    setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template)
+    first = next((r.data for r in first_records(source, 1) if r.error is None), None)
+    setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template,
+                    refusal=rows.refusal(first))
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
         setup = replace(setup, render=lambda messages, tools, add_generation_prompt=False:
@@ -547,7 +549,7 @@ class _Stats:
             self.failed += 1
             self.dropped += bool(row.problem and row.problem.dropped)  # counted in both: unreadable, and left out
             return
-        self.truncated += row.truncated or row.dropped
+        self.truncated += row.truncated and not (row.dropped and row.dropped_by == "length")  # left out, not cut
         self.lengths[row.full_length] += 1
         if row.dropped:  # the trainer leaves it out: none of its tokens is trained
             self.dropped += 1
@@ -586,7 +588,7 @@ class _Stats:
             "length_percentiles": _percentiles(self.lengths),
             "length_histogram": _histogram(self.lengths, self.max_length),
             "max_length": self.max_length,
-            "rows_truncated": self.truncated,  # truncated, or dropped for being too long
+            "rows_truncated": self.truncated,  # cut to max_length (rows left out for their length are rows_dropped)
             "rows_dropped": self.dropped,  # left out of training by the trainer (their tokens are not counted)
             "tokens_kept": self.tokens,  # tokens of the rows that train, after truncation
             "lengths_kept": sorted(self.kept_lengths.items()),  # (tokens, rows) of the rows that train (packing)

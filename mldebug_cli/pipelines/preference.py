@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mldebug_cli.core import registry
@@ -57,6 +57,8 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     own = pair_profile(options.framework, options, loaded, task)  # the framework's own pairwise processor, or None
     prepared = own.pair_preparation(loaded.template_source) if own is not None else None
     setup = _setup(options, task, source, loaded, head[0], prepared)
+    if own is None and options.framework == "trl":
+        setup = replace(setup, refusal=trl.refusal(head[0], task))
     tokenizer = prepared.tokenizer if prepared is not None else loaded.tokenizer
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, loaded.chat_template) if loaded.chat_template else None
     if setup.conversational and renderer is None and own is None:
@@ -66,7 +68,7 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     engine = _Engine(setup, renderer, loaded.tokenizer, boundary, source.display,
                      [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
                      options.show, own, getattr(options, "sequence_lengths", False))
-    findings: list[Finding] = []
+    findings: list[Finding] = [f for c in checks if c.subject == "preference-setup" for f in c.findings(setup, setup)]
     dataset = PreferenceDataset(keep_lengths=getattr(options, "sequence_lengths", False))
     views: list[tuple[int, bool, dict]] = []
     checked_total = total if indices is None else len(indices)
@@ -104,6 +106,7 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
         raise UsageError(f"--truncation-mode: unknown mode {mode!r}", hint=f"one of {', '.join(trl.TRUNCATION_MODES)}")
     from mldebug_cli.render.probe import probe_template
 
+    closing: tuple[int, ...] = ()
     if prepared is not None:
         tok, implicit, conversational = prepared.tokenizer, False, True
         max_length, stop_ids = prepared.max_length, set(prepared.stop_ids)
@@ -122,6 +125,7 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
             facts = probe_template(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok.bos_token,
                                    list(tok.get_added_vocab()))
             stop_ids.add(single_id(tok, facts.end_of_turn) if facts.end_of_turn else None)
+            closing = _template_closing(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok)
     specials = special_texts(tok)
     return PreferenceSetup(
         task=task,
@@ -142,7 +146,23 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
         unpaired=unpaired,
         bos_id=tok.bos_token_id,
         not_emulated=tuple(options.not_emulated) + (prepared.not_emulated if prepared is not None else ()),
+        template_closing=closing if conversational else (),
     )
+
+
+_PROBE_REPLY = "Ok."
+
+
+def _template_closing(renderer: ChatRenderer, tok) -> tuple[int, ...]:
+    """The ids the template writes after a conversation's final assistant reply (Qwen: ``<|im_end|>\\n``; Phi-3:
+    ``<|end|>\\n<|endoftext|>``; the original Llama 3 template: ``<|eot_id|>`` and a new assistant header): what every
+    completion ends with by the template's design. Empty when the probe does not render."""
+    try:
+        text = renderer.render([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": _PROBE_REPLY}]).text
+    except TemplateRenderError:
+        return ()
+    at = text.rfind(_PROBE_REPLY)
+    return tuple(tok.encode(text[at + len(_PROBE_REPLY):], add_special_tokens=False)) if at >= 0 else ()
 
 
 @dataclass
@@ -431,9 +451,11 @@ def _view(pair: Pair, setup: PreferenceSetup) -> dict[str, Any]:
             view.update(part)
         else:
             view[side] = part
-    if len(pair.sides) == 2:
-        view["first_difference"] = trl.common_prefix_length(pair.sides["chosen"].input_ids,
-                                                            pair.sides["rejected"].input_ids)
+    if len(pair.sides) == 2 and not pair.dropped:
+        chosen, rejected = pair.sides["chosen"].input_ids, pair.sides["rejected"].input_ids
+        common = trl.common_prefix_length(chosen, rejected)
+        if common < min(len(chosen), len(rejected)) or len(chosen) != len(rejected):  # cut alike, they may not differ
+            view["first_difference"] = common
     return view
 
 

@@ -374,6 +374,19 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint or "pass --tokenizer DIR") from None
 
 
+def _scaled(counts, scale: float, total: int | None = None) -> dict[int, int]:
+    """(length, rows) counts scaled from the rows checked to the file, rounded so they add up to ``total`` (default:
+    the scaled sum, rounded): largest remainders first, so 200 rows checked of 999 give 999 rows, not 1,000."""
+    counts = list(counts)
+    exact = [(length, n * scale) for length, n in counts]
+    want = round(sum(x for _, x in exact)) if total is None else total
+    out = {length: int(x) for length, x in exact}
+    by_remainder = sorted(exact, key=lambda item: item[1] - int(item[1]), reverse=True)
+    for length, _ in by_remainder[: max(0, want - sum(out.values()))]:
+        out[length] += 1
+    return {length: n for length, n in out.items() if n}
+
+
 def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
     """What the data sections measured, for the step count: rows per dataset less the rows the framework
     drops for length, and the token length of every row (for packing); scaled up from a sample."""
@@ -392,8 +405,9 @@ def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
         trained = rows * summary.get("sequences_per_row", 1)  # KTO unpairs each chosen/rejected row into two
         per_dataset.append(trained - round(summary.get("rows_dropped", 0) * scale))
         tokens += summary.get("tokens_kept", 0) * scale
-        lengths.update({length: round(n * scale) for length, n in summary.get("lengths_kept", ())})
-        untrained.update({length: round(n * scale) for length, n in summary.get("lengths_untrained", ())})
+        kept = summary.get("lengths_kept", ())
+        lengths.update(_scaled(kept, scale, per_dataset[-1] if trained == rows else None))
+        untrained.update(_scaled(summary.get("lengths_untrained", ()), scale))
     if not sum(per_dataset):
         return None
     basis = f"{round(tokens)} tokens of the rows that train, " + (

@@ -146,7 +146,43 @@ def _tools(row: dict[str, Any]) -> list[Any] | None:
 
 def _messages(row: dict[str, Any], detection: Detection) -> Chat:
     messages = row.get(detection.messages_key)
+    if isinstance(messages, list):
+        messages = [_typed_parts(m, i) if isinstance(m, dict) else m for i, m in enumerate(messages)]
     return Chat(_validated_messages(messages, detection.messages_key), _tools(row))
+
+
+def _typed_parts(message: dict[str, Any], index: int) -> dict[str, Any]:
+    """A message whose content is LLaMA-Factory's typed parts (``{"type": "text", "value": ...}``, its v1 data format)
+    read as its renderers read them: text parts joined into the content; in assistant turns ``reasoning`` parts are
+    the reasoning and ``tool_call`` parts (JSON of name and arguments) the tool calls. Any other part type, or one in
+    another role, LLaMA-Factory refuses ("Unsupported content type"), and so does this reader (DS010)."""
+    content = message.get("content")
+    if not (isinstance(content, list) and content and all(isinstance(p, dict) and "type" in p and "value" in p
+                                                          and "text" not in p for p in content)):
+        return message
+    allowed = ("text", "reasoning", "tool_call") if message.get("role") == "assistant" else ("text",)
+    text, reasoning, calls = [], [], []
+    for part in content:
+        kind, value = part["type"], part["value"]
+        if kind not in allowed or not isinstance(value, str):
+            raise RowProblem("DS010", f"a {kind!r} content part in a {message.get('role')} message: LLaMA-Factory's "
+                             "renderer raises (Unsupported content type)", index)
+        if kind == "tool_call":
+            try:
+                call = json.loads(value)
+            except json.JSONDecodeError:
+                raise RowProblem("DS010", "a tool_call content part that is not JSON: LLaMA-Factory raises (Invalid "
+                                 "tool call format)", index) from None
+            calls.append({"type": "function", "function": {"name": call.get("name"), "arguments": call.get("arguments", {})}})
+        else:
+            (text if kind == "text" else reasoning).append(value)
+    out = {k: v for k, v in message.items() if k != "content"}
+    out["content"] = "".join(text)
+    if reasoning:
+        out["reasoning_content"] = "".join(reasoning)
+    if calls:
+        out["tool_calls"] = calls
+    return out
 
 
 def _validated_messages(messages: Any, key: str, require_assistant: bool = True) -> list[dict[str, Any]]:
