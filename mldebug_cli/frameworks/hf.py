@@ -194,7 +194,7 @@ HF_ON_UNKNOWN = "HfArgumentParser rejects the file (ValueError: Some keys are no
 STORED_TRANSFORMERS_4 = "transformers-4.57.6.json"
 # keys TrainingArguments no longer has, with what replaced them (shown as the CF001 hint)
 HF_RENAMED = {
-    "evaluation_strategy": "the old name of eval_strategy (gone by transformers 4.57)",
+    "evaluation_strategy": "the old name of eval_strategy (removed in transformers 4.51)",
     "warmup_ratio": "removed in transformers 5.15: warmup_steps below 1 is the ratio",
     "no_cuda": "replaced by use_cpu",
 }
