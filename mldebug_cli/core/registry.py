@@ -24,7 +24,7 @@ class CheckRef:
 
     @property
     def family(self) -> str:
-        return self.code[:2]
+        return self.code.rstrip("0123456789")  # DS, LR, ..., MEM
 
 
 REGISTRY: tuple[CheckRef, ...] = (
@@ -122,6 +122,12 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DP012", "reward-columns-missing", "preference.reward_columns_missing"),
     CheckRef("DP013", "invalid-preference-row", "preference.invalid_preference_row"),
     CheckRef("DP014", "preparation-not-emulated", "preference.preparation_not_emulated"),
+    CheckRef("MEM001", "will-oom", "memory.will_oom"),
+    CheckRef("MEM002", "low-headroom", "memory.low_headroom"),
+    CheckRef("MEM003", "one-row-sets-the-peak", "memory.one_row_sets_the_peak"),
+    CheckRef("MEM004", "logits-dominate", "memory.logits_dominate"),
+    CheckRef("MEM005", "reference-model-counted-twice", "memory.reference_model_counted_twice"),
+    CheckRef("MEM006", "host-memory", "memory.host_memory"),
 )
 
 
