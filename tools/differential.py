@@ -114,10 +114,9 @@ def owner(suite: str) -> str:
 def generate(suite: str, seed: int, groups: int) -> list[dict]:
     """Seeded groups of rows of one shape, each with a tokenizer and a setting."""
     sys.path.insert(0, str(ROOT / "tests" / "differential"))
+    import strategies
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
-
-    import strategies
 
     strategy = {
         "trl-sft": strategies.sft_dataset(), "unsloth": strategies.messages_dataset(),
@@ -429,7 +428,7 @@ def _trl_sft(group: dict, rows: list[dict], numbers: list[int]) -> dict:
 def ours(suite: str, group: dict, folder: Path) -> dict:
     """mldebug's rows for a group: {"rows": [...], "errors": {row or None: [code: message]}, "stopped": msg}."""
     from mldebug_cli.core.errors import InputError, UsageError
-    from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+    from mldebug_cli.pipelines.inspect import build_report
 
     path = folder / f"group-{group['id']}.json"
     path.write_text(json.dumps(group["rows"], ensure_ascii=False), encoding="utf-8")

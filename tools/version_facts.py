@@ -226,7 +226,7 @@ def encode(per_version: dict[str, dict]) -> dict:
             keys = set(last) | set(present or {})
             for key in sorted(keys):
                 now = None if present is None else present.get(key)
-                if last.get(key, None) != now:
+                if last.get(key) != now:
                     changes.setdefault(key, []).append([v, now])
                 last[key] = now
         classes[record] = changes

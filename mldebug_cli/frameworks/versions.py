@@ -12,8 +12,8 @@ import json
 import re
 import sys
 from collections.abc import Mapping
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -156,7 +156,7 @@ def parse(version: str | None) -> tuple[int, ...]:
 FACTS = Path(__file__).parent / "keys" / "version-facts.json"  # tools/version_facts.py, read from the wheels
 
 
-@lru_cache(maxsize=None)
+@cache
 def _facts() -> dict:
     return json.loads(FACTS.read_text(encoding="utf-8"))
 
