@@ -32,7 +32,11 @@ def root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
     version: bool | None = typer.Option(None, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
+    from mldebug_cli.core.safe_io import start_run
+
     State.debug = debug
+    State.context = None
+    start_run()
 
 
 app.command("inspect-data")(inspect_data.inspect_data)

@@ -166,6 +166,9 @@ def _configured(config: str, dataset: str | None, options, allow_outside_paths: 
     return (lambda options, progress=None: inspect_with_config(replace(configured, options=options), progress)), configured.options
 
 
+MAX_ROWS_NAMED = 1_000_000  # rows --rows may list (each is kept, and shown in the report)
+
+
 def parse_rows(text: str) -> tuple[int, ...]:
     """``"3,10-12"`` -> ``(3, 10, 11, 12)``."""
     out: list[int] = []
@@ -176,6 +179,9 @@ def parse_rows(text: str) -> tuple[int, ...]:
                 first, last = (int(x) for x in part.split("-", 1))
                 if last < first:
                     raise ValueError
+                if len(out) + last - first + 1 > MAX_ROWS_NAMED:
+                    raise UsageError(f"--rows: {text[:60]!r} names over {MAX_ROWS_NAMED:,} rows",
+                                     hint="check every row with --all, or a sample with --sample N")
                 out.extend(range(first, last + 1))
             elif part:
                 out.append(int(part))

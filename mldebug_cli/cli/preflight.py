@@ -52,7 +52,7 @@ def preflight(
     online: bool = OnlineOpt,
 ) -> None:
     """Run the data, schedule and template checks a training config implies; exit 1 on findings."""
-    from mldebug_cli.cli.common import run_report
+    from mldebug_cli.cli.common import errors_exit, refuse_argument_inputs, run_report
     from mldebug_cli.pipelines.preflight import PreflightOptions, build_report
 
     options = PreflightOptions(
@@ -81,14 +81,16 @@ def preflight(
             _write(report, fmt, path)
         return report
 
+    with errors_exit():
+        refuse_argument_inputs({f"--{fmt}": path for fmt, path in extra})
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
 
 
 def _write(report, fmt: str, path: Path) -> None:
+    from mldebug_cli.cli.common import write_report
     from mldebug_cli.formats import render_report
 
-    with open(path, "w", encoding="utf-8") as stream:
-        render_report(report, fmt, stream, color=False)
+    write_report(path, lambda stream: render_report(report, fmt, stream, color=False), flag=f"--{fmt}")
 
 
 def _progress():

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
@@ -238,7 +239,7 @@ def _has_template(tokenizer: str) -> bool:
     if (folder / "chat_template.jinja").exists() or (folder / "chat_template.json").exists():
         return True
     try:
-        return bool(json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("chat_template"))
+        return bool(json.loads(read_text(folder / "tokenizer_config.json")).get("chat_template"))
     except (OSError, ValueError):
         return False
 
@@ -449,6 +450,12 @@ class Rows(RowProfile):
         return ("the chat template has no {% generation %} markers (axolotl does not use them either); assistant turns"
                 " were masked as axolotl's chat_template masks them: each turn's content, then its EOS/EOT token",
                 "axolotl's eot_tokens, roles_to_train and train_on_eos decide the mask")
+
+    def end_of_turn_hint(self) -> str | None:
+        """axolotl trains only eot_tokens / EOS ids found within 3 tokens of a turn's content."""
+        if self.masking is None:
+            return None
+        return "list {token} in axolotl's eot_tokens and keep train_on_eot (or train_on_eos) at turn"
 
     @property
     def train_on_inputs(self) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
@@ -98,11 +99,11 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     folder = resolve_dir(config, dataset_dir)
     info_path = folder / "dataset_info.json"
     try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
+        info = json.loads(read_text(info_path))
     except FileNotFoundError:
         raise InputError(f"{at(config, 'dataset')}: {info_path} not found (dataset_dir is {dataset_dir!r})") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{info_path}: not readable JSON ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
     datasets = []
     for name in names:
         entry = info.get(name)
@@ -163,8 +164,15 @@ def _dataset_entries(config: ConfigFile) -> dict[str, Any]:
     """The config's datasets as dataset_info.json describes them (read_plan has checked that they are there)."""
     names = config.get("dataset")
     names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names or [])
-    info = json.loads((resolve_dir(config, str(config.get("dataset_dir", "data"))) / "dataset_info.json").read_text(
-        encoding="utf-8"))
+    info_path = resolve_dir(config, str(config.get("dataset_dir", "data"))) / "dataset_info.json"
+    try:
+        info = json.loads(read_text(info_path))
+    except FileNotFoundError:
+        raise InputError(f"{info_path} not found (dataset_dir is {config.get('dataset_dir', 'data')!r})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
+    if not isinstance(info, dict):
+        raise InputError(f"{info_path}: expected a JSON object of datasets")
     return {name: info.get(name) for name in names}
 
 

@@ -17,6 +17,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks.registry import DISTRIBUTIONS, VERSION_PACKAGES
 
 if sys.version_info >= (3, 11):
@@ -137,7 +138,7 @@ def _locked(path: Path) -> dict[str, str]:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_text(path)
     except (OSError, UnicodeDecodeError):
         return ""
 

@@ -254,6 +254,8 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError("--max-length must be at least 1")
     if options.task is not None and options.task not in TASKS:
         raise UsageError(f"--task: unknown task {options.task!r}", hint=f"one of {', '.join(TASKS)}")
+    if options.sample is not None and options.sample < 1:
+        raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
     if sum(bool(x) for x in (options.rows, options.sample, options.all_rows)) > 1:
         raise UsageError("--rows, --sample and --all exclude each other")
 
@@ -332,7 +334,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         id_to_piece=tok.convert_ids_to_tokens,
         encode=lambda text: tok.encode(text, add_special_tokens=False),
         rows=rows,
-        axolotl=getattr(rows, "masking", None),
+        facts=rows.facts(row_format),
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import (
     SETTING_CHAT_TEMPLATE,
@@ -16,11 +16,15 @@ from mldebug_cli.core.errors import (
     SETTING_MAX_LENGTH,
     InputError,
     MldebugError,
+    UsageError,
 )
 from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
+
+if TYPE_CHECKING:
+    from mldebug_cli.pipelines.memory import Lengths
 
 COMMAND = "preflight"
 
@@ -51,6 +55,8 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
+    if options.sample is not None and options.sample < 1:
+        raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
     try:
@@ -539,3 +545,20 @@ def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:
     for f in findings:
         counts[f.code] = counts.get(f.code, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def memory_lengths(options) -> Lengths:
+    """For ``memory.MemoryOptions``: every row's sequence lengths as mldebug's inspect-data encodes them for this
+    config (its framework's tokenization, template, masking and truncation): the same ids preflight checks."""
+    from mldebug_cli.pipelines.inspect import InspectOptions
+    from mldebug_cli.pipelines.memory import Lengths, lengths_of
+
+    wanted = InspectOptions(dataset="", tokenizer="", sample=options.sample, all_rows=options.sample is None,
+                            show=0, select=("DS001",), sequence_lengths=True)
+    try:
+        configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
+                                                                                 "show", "sequence_lengths"}))
+        report = inspect_with_config(configured)
+    except InputError as error:
+        return Lengths([], f"every sequence at max_length (the rows were not read: {error.message})")
+    return lengths_of(report)

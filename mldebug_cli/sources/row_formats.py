@@ -287,7 +287,23 @@ def _tokenized(row: dict[str, Any], detection: Detection) -> Tokens:
         raise RowProblem("DS010", "labels is not a list of integers")
     if not input_ids:
         raise RowProblem("DS010", "input_ids is empty")
+    for position, token_id in enumerate(input_ids):
+        if not 0 <= token_id < MAX_TOKEN_ID:
+            raise RowProblem("DS010", f"input_ids holds {_short_int(token_id)} at position {position}: a token id is "
+                             f"from 0 to {MAX_TOKEN_ID - 1:,}")
+    for position, label in enumerate(labels or ()):
+        if not -MAX_TOKEN_ID <= label < MAX_TOKEN_ID:
+            raise RowProblem("DS010", f"labels holds {_short_int(label)} at position {position}: a label is a token "
+                             "id or -100")
     return Tokens(list(input_ids), None if labels is None else list(labels))
+
+
+MAX_TOKEN_ID = 2**31  # tokenizers keep ids in 32 bits; the largest vocabularies hold a few hundred thousand
+
+
+def _short_int(value: int) -> str:
+    text = f"{value:,}" if abs(value) < 10**30 else f"an integer of {len(str(abs(value)))} digits"
+    return text
 
 
 def _is_int_list(value: Any) -> bool:
