@@ -41,7 +41,7 @@ def inspect_data(
     train_on: str | None = typer.Option(None, "--train-on", help="assistant, all, last or completion (default: the framework's default)."),
     max_length: int | None = typer.Option(None, "--max-length", help="Truncate to this many tokens, as the trainer would."),
     task: str | None = typer.Option(None, "--task", help="sft, dpo (also IPO pairs), orpo, kto (also on chosen/rejected pairs) or grpo (default: from the columns)."),
-    truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="DPO: keep_start (default) or keep_end."),
+    truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="TRL SFT and DPO: keep_start (default) or keep_end."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, e.g. answer."),
     instruction_part: str | None = typer.Option(None, "--instruction-part", help="Unsloth train_on_responses_only's "
                                                 "instruction_part, e.g. '<|im_start|>user\\n' (\\n and \\t are read as escapes)."),

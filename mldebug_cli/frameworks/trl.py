@@ -252,9 +252,10 @@ def training_template(template: str, has_generation_markers: bool) -> TrainingTe
     return TrainingTemplate("refused", trl_version=version)
 
 
-def truncated(ids: list[int], labels: list[int], max_len: int) -> Truncated:
-    """The first ``max_len`` tokens; then TRL filters out the rows that have no trained token left."""
-    cut = truncate(ids, labels, max_len, TRUNCATION)
+def truncated(ids: list[int], labels: list[int], max_len: int, mode: str = TRUNCATION) -> Truncated:
+    """The first ``max_len`` tokens (``keep_end``: the last); then TRL filters out the rows that have no trained token
+    left."""
+    cut = truncate(ids, labels, max_len, mode)
     if any(label != IGNORE_INDEX for label in cut.labels):
         return cut
     return replace(cut, dropped=True, dropped_by="nothing-trained")
@@ -342,6 +343,25 @@ class Rows(RowProfile):
         found = sft_refusal(first, self.row_format)
         return None if found is None else (f"TRL's SFTTrainer {found[0]}", found[1])
 
+    def __init__(self, truncation_mode: str | None = None, tokenizer: Any = None) -> None:
+        self.truncation_mode = truncation_mode or TRUNCATION  # SFTConfig.truncation_mode
+        self.tokenizer = tokenizer  # for the prompt alone of prompt/completion rows
+
+    def label(self, row: Any, encoding: Any, ids: list[int], setup: Any) -> tuple[list[int], list[int], list[tuple[int, int]]] | None:
+        """Prompt/completion rows: SFTTrainer tokenizes the prompt alone and the prompt+completion, and the completion
+        starts where the two diverge (``common_prefix_length``), not where the prompt text ends: tokens that merge
+        across the boundary are trained."""
+        layout = row.layout
+        if self.tokenizer is None or layout is None or layout.method != "completion" or setup.train_on == "all":
+            return None
+        from mldebug_cli.frameworks.trl_preference import common_prefix_length
+
+        text_row = isinstance(getattr(row.sample, "prompt", None), str)
+        prompt = self.tokenizer.backend_tokenizer.encode(layout.text[: layout.prompt_end], add_special_tokens=text_row).ids
+        start = common_prefix_length(prompt, ids)
+        labels = [IGNORE_INDEX] * start + list(ids[start:])
+        return labels, [], [(start, len(ids))] * len(layout.turns)
+
     def max_length(self, given: int | None) -> int:
         return max_length(given)
 
@@ -358,7 +378,9 @@ class Rows(RowProfile):
         return loaded, chosen
 
     def truncated(self, ids: list[int], labels: list[int], max_length: int | None, turns: list[tuple[int, int]]) -> Truncated:
-        return truncated(ids, labels, max_length) if max_length is not None else truncate(ids, labels, None, TRUNCATION)
+        if max_length is None:
+            return truncate(ids, labels, None, self.truncation_mode)
+        return truncated(ids, labels, max_length, self.truncation_mode)
 
     def describe(self) -> str:
         return f"{super().describe()}; {DESCRIPTION}"
@@ -373,7 +395,7 @@ def _own_keys() -> frozenset[str]:
 
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
-    rows = Rows()
+    rows = Rows(getattr(options, "truncation_mode", None), getattr(loaded, "tokenizer", None))
     rows.row_format = row_format
     return rows
 

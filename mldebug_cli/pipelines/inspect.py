@@ -71,7 +71,7 @@ class InspectOptions:
     framework_options: Any = None  # the framework's own settings from a config (axolotl: AxolotlOptions); None: its defaults
     template: str | None = None  # the framework's own template by name (LLaMA-Factory's registry)
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
-    truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
+    truncation_mode: str | None = None  # TRL SFT and DPO: keep_start (the default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
     unsloth: Any = None  # --framework unsloth: train_on_responses_only's parts (frameworks.unsloth.ResponseParts)
     not_emulated: tuple[str, ...] = ()  # preflight: what the config's trainer does to the rows that mldebug does not

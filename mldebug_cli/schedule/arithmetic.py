@@ -61,7 +61,7 @@ def grpo_dataloader_length(rows: int, spec: RunSpec) -> int:
 
 
 def hf_warmup_steps(spec: RunSpec, total: int) -> int:
-    """TrainingArguments.get_warmup_steps: a count, or a ratio below 1 rounded up (warmup_ratio before 5.2)."""
+    """TrainingArguments.get_warmup_steps: a count, or a ratio below 1 rounded up (warmup_ratio before 5.0)."""
     steps = spec.warmup_steps or 0
     if steps >= 1:
         return int(steps)

@@ -289,7 +289,7 @@ def _alpaca(row: dict[str, Any], detection: Detection) -> Chat:
         if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise RowProblem("DS010", "history must be a list of [instruction, response] pairs of text")
         messages += [{"role": "user", "content": pair[0]}, {"role": "assistant", "content": pair[1]}]
-    user = f"{instruction}\n{inp}" if inp else instruction
+    user = "\n".join(q for q in (instruction, inp) if q)  # LLaMA-Factory's converter: an empty instruction adds no line
     messages += [{"role": "user", "content": user}, {"role": "assistant", "content": output}]
     return Chat(messages)
 
