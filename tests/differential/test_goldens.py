@@ -31,12 +31,6 @@ def _documents() -> dict[str, dict]:
 
 
 DOCUMENTS = _documents()
-# shapes whose silent cases are wrong claims being fixed on another branch (issue 21): xfail until that lands there,
-# then these pass (non-strict) and the entry goes
-PENDING = {
-    ("trl-sft", "sharegpt"): "issue 21 item 1: TRL keeps ShareGPT's human/gpt role names; mldebug maps them",
-    ("trl-dpo", "ranking"): "issue 21 item 2: DPOTrainer raises KeyError: 0 on LLaMA-Factory ranking rows",
-}
 GROUPS = [pytest.param(suite, group, id=f"{suite}-{group['id']}-{group['shape']}-{group['setting']}")
           for suite, document in DOCUMENTS.items() for group in document["groups"]]
 
@@ -53,6 +47,4 @@ def test_no_silent_disagreement(suite, group, tmp_path):
     mine = differential.ours(suite, group, tmp_path)
     silent = [f"row {row}: {detail}" for row, verdict, detail in differential.verdicts(group, group["framework"], mine)
               if verdict == "silent"]
-    if silent and (suite, group["shape"]) in PENDING:
-        pytest.xfail(PENDING[suite, group["shape"]])
     assert silent == []
