@@ -12,7 +12,7 @@ from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.findings import Finding, Hit, Location, Report
 from mldebug_cli.frameworks import ROW_PROFILES, profile_class, row_profile
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
@@ -21,6 +21,7 @@ from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_
 from mldebug_cli.render.masking import TRAIN_ON, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
 from mldebug_cli.sources.dataset import DatasetSource, Record
+from mldebug_cli.sources.shards import ShardedSource, open_dataset
 from mldebug_cli.sources.hub import require_local_or_cached
 from mldebug_cli.sources.row_formats import (
     ROW_FORMATS,
@@ -35,6 +36,7 @@ from mldebug_cli.sources.row_formats import (
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
 FRAMEWORKS = tuple(ROW_PROFILES)
+ENGINES = ("local", "ray")
 TASKS = ("sft", "dpo", "kto", "orpo", "grpo")
 DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
@@ -68,17 +70,20 @@ class InspectOptions:
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
     unsloth: Any = None  # --framework unsloth: train_on_responses_only's parts (frameworks.unsloth.ResponseParts)
     not_emulated: tuple[str, ...] = ()  # preflight: what the config's trainer does to the rows that mldebug does not
+    engine: str = "local"  # local: this process (and forked workers); ray: Ray Data (pipelines.ray_engine)
+    ray_address: str | None = None  # --engine ray: the cluster (auto, host:port, ray://...); None: RAY_ADDRESS or a new local one
+    ray_concurrency: int | None = None  # --engine ray: actors in the pool; None: one per CPU of the cluster
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
     _validate(options)
     require_local_or_cached(options.tokenizer, "tokenizer")  # a typo fails at once, before the dataset is read
-    source = DatasetSource(options.dataset, options.split)
+    source = _open_source(options)
     task = _preference_task(source, options)
     if task is not None:
         from mldebug_cli.pipelines import preference
 
-        return preference.build_report(options, task, progress)
+        return preference.build_report(options, task, progress, source)
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
     total = len(source)
     indices = _indices(options, total)
@@ -98,6 +103,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     for check in checks:
         if check.subject == "setup":
             findings.extend(check.findings(setup, setup))
+    findings += unreadable_shards(source, checks, "DS010")
     engine = _RowEngine(
         detection, setup, renderer, locator, loaded.tokenizer, source.display,
         row_checks=[c for c in checks if c.subject == "row"],
@@ -107,8 +113,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     stats = _Stats(setup.max_length)
     views: list[_View] = []
     checked_total = total if indices is None else len(indices)
-    workers = _workers(options.workers, checked_total)
-    for result in _run_batches(engine, _batches(source.records(indices, parse=False), BATCH_SIZE), workers):
+    workers = _workers(options.workers, checked_total) if options.engine == "local" else 1
+    for result in batch_results(engine, source, indices, options, workers):
         findings.extend(result.findings)
         stats.merge(result.stats)
         views = _keep_shown(views + result.views, options)
@@ -119,7 +125,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         findings=tuple(findings),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
-        context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers),
+        context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options),
         summary=stats.summary(total, findings),
         details={"rows": [_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)],
                  "token_table": options.token_table or bool(options.rows)},
@@ -220,6 +226,43 @@ def _quiet_worker() -> None:
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one Rust thread per worker process
 
 
+def _open_source(options: InspectOptions):
+    """The dataset; with --engine ray its shards are scanned on the cluster."""
+    if options.engine == "ray":
+        from mldebug_cli.pipelines import ray_engine
+
+        return ray_engine.open_dataset(options)
+    return open_dataset(options.dataset, options.split)
+
+
+def batch_results(engine, source, indices: list[int] | None, options, workers: int) -> Iterator:
+    """Every batch's result (``engine.process`` on it), in row order: here and in forked workers, or on Ray Data."""
+    if options.engine == "ray":
+        from mldebug_cli.pipelines import ray_engine
+
+        return ray_engine.batch_results(engine, source, indices, options)
+    return _run_batches(engine, _batches(source.records(indices, parse=False), BATCH_SIZE), workers)
+
+
+def engine_line(options) -> dict[str, str]:
+    """The report's engine line: only for --engine ray (the in-process report has none)."""
+    if options.engine != "ray":
+        return {}
+    from mldebug_cli.pipelines import ray_engine
+
+    return {"engine": ray_engine.describe(options)}
+
+
+def unreadable_shards(source, checks: list, code: str) -> list[Finding]:
+    """One ``code`` finding for each shard that could not be read (the other shards are checked)."""
+    check = next((c for c in checks if c.code == code), None)
+    if check is None or not isinstance(source, ShardedSource):
+        return []
+    return [check.finding(Hit(f"the shard cannot be read ({u.reason}); its rows are not checked",
+                              "repair or remove the shard; the other shards were checked", Location(path=u.shard)))
+            for u in source.plan.unreadable]
+
+
 def _run_batches(engine: _RowEngine, batches: Iterator[list[Record]], workers: int) -> Iterator[_BatchResult]:
     """Batches in order, processed here or by ``workers`` forked processes."""
     global _ENGINE
@@ -256,11 +299,13 @@ def _workers(requested: int | None, rows: int) -> int:
 
 
 def _keep_shown(views: list[_View], options: InspectOptions) -> list[_View]:
-    """The candidates that can still be shown (so memory does not grow with the dataset)."""
+    """The candidates that can still be shown (so memory does not grow with the dataset), whatever order the
+    batches come in."""
     if options.rows:
         return views
     limit = max(options.show, 1) if options.show else 0
-    return _most_serious([v for v in views if v.flagged], limit) + [v for v in views if v.ok and not v.flagged][:limit]
+    clean = sorted((v for v in views if v.ok and not v.flagged), key=lambda v: v.row)
+    return _most_serious([v for v in views if v.flagged], limit) + clean[:limit]
 
 
 def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
@@ -274,6 +319,12 @@ def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
 
 
 def _validate(options: InspectOptions) -> None:
+    if options.engine not in ENGINES:
+        raise UsageError(f"--engine: unknown engine {options.engine!r}", hint=f"one of {', '.join(ENGINES)}")
+    if options.engine != "ray" and (options.ray_address is not None or options.ray_concurrency is not None):
+        raise UsageError("--ray-address and --ray-concurrency need --engine ray")
+    if options.ray_concurrency is not None and options.ray_concurrency < 1:
+        raise UsageError("--ray-concurrency must be at least 1")
     if options.data_format is not None and options.data_format not in ROW_FORMATS:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
     if options.framework not in FRAMEWORKS:
@@ -432,7 +483,7 @@ def _process(batch: list[Record], detection, setup: Setup, renderer, locator, to
 
 def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: str) -> Row:
     record = record.parsed()  # JSON Lines rows reach the batch as raw lines: parsing happens in the workers
-    row = Row(index=record.index, line=record.line, path=path, raw=record.data)
+    row = Row(index=record.index, line=record.line, path=record.path or path, raw=record.data)
     if record.error is not None:
         row.problem = RowProblem("DS010", record.error)
         return row

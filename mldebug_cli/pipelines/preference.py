@@ -24,6 +24,7 @@ from mldebug_cli.pipelines.preference_subjects import Pair, PreferenceDataset, P
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
 from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary
 from mldebug_cli.sources.dataset import DatasetSource, Record
+from mldebug_cli.sources.shards import open_dataset
 from mldebug_cli.sources.preference_rows import TASK_COLUMNS, detect_task, to_trl_row
 from mldebug_cli.sources.row_formats import RowProblem
 from mldebug_cli.sources.tokenizer import load_tokenizer
@@ -45,11 +46,18 @@ def preference_task(head: list[Any], requested: str | None) -> str | None:
     return detect_task(first) if first is not None else None
 
 
-def build_report(options, task: str, progress: Callable[[int, int], None] | None = None) -> Report:
-    from mldebug_cli.pipelines.inspect import BATCH_SIZE, _batches, _first_records, _indices, _run_batches, _workers
+def build_report(options, task: str, progress: Callable[[int, int], None] | None = None, source=None) -> Report:
+    from mldebug_cli.pipelines.inspect import (
+        _first_records,
+        _indices,
+        _workers,
+        batch_results,
+        engine_line,
+        unreadable_shards,
+    )
 
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DP")]
-    source = DatasetSource(options.dataset, options.split)
+    source = source if source is not None else open_dataset(options.dataset, options.split)
     total = len(source)
     indices = _indices(options, total)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
@@ -68,16 +76,16 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     engine = _Engine(setup, renderer, loaded.tokenizer, boundary, source.display,
                      [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
                      options.show, own)
-    findings: list[Finding] = []
+    findings: list[Finding] = unreadable_shards(source, checks, "DP013")
     dataset = PreferenceDataset()
     views: list[tuple[int, bool, dict]] = []
     checked_total = total if indices is None else len(indices)
     rows = 0
-    workers = _workers(options.workers, checked_total)
-    for result in _run_batches(engine, _batches(source.records(indices, parse=False), BATCH_SIZE), workers):
+    workers = _workers(options.workers, checked_total) if options.engine == "local" else 1
+    for result in batch_results(engine, source, indices, options, workers):
         findings.extend(result.findings)
         dataset.merge(result.dataset)
-        views += result.views
+        views = _keep_shown(views + result.views, options)
         rows += result.rows
         if progress is not None:
             progress(rows, checked_total)
@@ -89,7 +97,7 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
         findings=tuple(findings),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
-        context=_context(setup, options, checked_total, total, loaded, prepared),
+        context=_context(setup, options, checked_total, total, loaded, prepared) | engine_line(options),
         summary=_summary(rows, total, dataset, findings, setup),
         details={"rows": [_with_pieces(v, tokenizer) for v in _shown(views, options)]},
     )
@@ -192,7 +200,7 @@ class _Engine:
     def _read(self, record: Record) -> tuple[Pair, Any]:
         """The row's Pair (its problem set when the line is not readable) and its data."""
         record = record.parsed()
-        pair = Pair(index=record.index, line=record.line, path=self.path)
+        pair = Pair(index=record.index, line=record.line, path=record.path or self.path)
         if record.error is not None:
             pair.problem = record.error
         else:
@@ -448,6 +456,15 @@ def _with_pieces(view: dict[str, Any], tokenizer) -> dict[str, Any]:
         view["prompt_pieces"] = tokenizer.convert_ids_to_tokens(view["prompt_input_ids"])
         view["prompt_texts"] = [tokenizer.decode([i]) for i in view["prompt_input_ids"]]
     return view
+
+
+def _keep_shown(views: list[tuple[int, bool, dict]], options) -> list[tuple[int, bool, dict]]:
+    """The views ``_shown`` can still choose (so memory does not grow with the dataset)."""
+    if options.rows:
+        return views
+    limit = max(options.show, 1) if options.show else 0
+    ordered = sorted(views, key=lambda v: v[0])
+    return [v for v in ordered if v[1]][:limit] + [v for v in ordered if not v[1] and "error" not in v[2]][:limit]
 
 
 def _shown(views: list[tuple[int, bool, dict]], options) -> list[dict[str, Any]]:
