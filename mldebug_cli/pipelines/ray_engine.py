@@ -31,8 +31,8 @@ SPLIT_KINDS = ("jsonl", "parquet")  # single files Ray reads in chunks; other ki
 
 
 def describe(options) -> str:
-    actors = options.ray_concurrency or "one per CPU"
-    return f"ray (Ray Data, {actors} actors, cluster {options.ray_address or os.environ.get('RAY_ADDRESS') or 'local'})"
+    actors = f"{options.ray_concurrency} actors" if options.ray_concurrency else "an actor per CPU"
+    return f"ray (Ray Data, {actors}, cluster {options.ray_address or os.environ.get('RAY_ADDRESS') or 'local'})"
 
 
 def connect(address: str | None):
@@ -93,9 +93,10 @@ def batch_results(engine, source, indices: list[int] | None, options) -> Iterato
         warnings.simplefilter("ignore", DeprecationWarning)
         dataset = (
             ray.data.from_items([{"unit": pickle.dumps(u)} for u in units], override_num_blocks=len(units))
-            # reading takes no CPU of its own: a pool holding every CPU would otherwise wait for rows forever
+            # reading takes no CPU of its own (a pool holding every CPU would wait for rows forever), and as many
+            # read tasks at a time as actors (unbounded, Ray would start a worker process for each chunk)
             .map_batches(_read_unit, batch_size=1, batch_format="pyarrow", fn_kwargs={"batch_size": BATCH_SIZE},
-                         num_cpus=0)
+                         num_cpus=0, concurrency=concurrency)
             .map_batches(_BatchWorker, batch_size=1, batch_format="pyarrow", fn_constructor_args=([engine_ref],),
                          compute=ActorPoolStrategy(size=concurrency), num_cpus=1,
                          max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS)
