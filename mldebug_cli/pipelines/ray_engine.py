@@ -12,6 +12,7 @@ A dead actor is restarted and its batch retried (``ACTOR_RESTARTS`` times), then
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import socket
@@ -81,7 +82,7 @@ def batch_results(engine, source, indices: list[int] | None, options) -> Iterato
     from mldebug_cli.pipelines.inspect import BATCH_SIZE
 
     ray = connect(options.ray_address)
-    from ray.data import ActorPoolStrategy, DataContext
+    from ray.data import ActorPoolStrategy, DataContext, TaskPoolStrategy
 
     context = DataContext.get_current()
     context.execution_options.preserve_order = True  # the reduction sees the batches as the in-process path does
@@ -96,17 +97,22 @@ def batch_results(engine, source, indices: list[int] | None, options) -> Iterato
             # reading takes no CPU of its own (a pool holding every CPU would wait for rows forever), and as many
             # read tasks at a time as actors (unbounded, Ray would start a worker process for each chunk)
             .map_batches(_read_unit, batch_size=1, batch_format="pyarrow", fn_kwargs={"batch_size": BATCH_SIZE},
-                         num_cpus=0, concurrency=concurrency)
+                         num_cpus=0, compute=TaskPoolStrategy(size=concurrency))
             .map_batches(_BatchWorker, batch_size=1, batch_format="pyarrow", fn_constructor_args=([engine_ref],),
                          compute=ActorPoolStrategy(size=concurrency), num_cpus=1,
                          max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS)
         )
-    try:
-        for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
-            for blob in block.column("result").to_pylist():
-                yield pickle.loads(blob)
-    except ray.exceptions.RayError as exc:
-        raise _reported(exc, ray) from None
+    done: set[int] = set()  # a batch retried after its actor died may come back twice: it is counted once
+    # Ray prints its raylet's messages (a worker died, a task retried) on stdout, where the report goes
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+                for first, blob in zip(block.column("first").to_pylist(), block.column("result").to_pylist()):
+                    if first not in done:
+                        done.add(first)
+                        yield pickle.loads(blob)
+        except ray.exceptions.RayError as exc:
+            raise _reported(exc, ray) from None
 
 
 def _units(source, indices: list[int] | None) -> list[tuple]:
@@ -157,8 +163,10 @@ class _BatchWorker:
     def __call__(self, batch):
         import pyarrow as pa
 
-        results = [pickle.dumps(self.engine.process(pickle.loads(blob))) for blob in batch.column("records").to_pylist()]
-        return pa.table({"result": pa.array(results, pa.binary())})
+        batches = [pickle.loads(blob) for blob in batch.column("records").to_pylist()]
+        results = [pickle.dumps(self.engine.process(records)) for records in batches]
+        return pa.table({"first": pa.array([records[0].index for records in batches], pa.int64()),
+                         "result": pa.array(results, pa.binary())})
 
 
 def _reported(exc: BaseException, ray) -> MldebugError | BaseException:

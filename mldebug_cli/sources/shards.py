@@ -11,6 +11,7 @@ the rest are still read.
 from __future__ import annotations
 
 import fnmatch
+import io
 import glob
 import os
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.dataset import DatasetSource, Record, _bounded_lines, _parse_line, _rows_of_batch, _too_large
+from mldebug_cli.sources.dataset import MIB, DatasetSource, Record, _bounded_lines, _parse_line, _rows_of_batch, _too_large
 
 SHARD_KINDS = {".parquet": "parquet", ".jsonl": "jsonl"}
 CHUNK_ROWS = 1024  # rows of JSON Lines per chunk: a multiple of the pipelines' batch size
@@ -103,7 +104,7 @@ def _open(shard: str):
     from pyarrow import fs
 
     filesystem, path = fs.FileSystem.from_uri(shard)
-    return filesystem.open_input_file(path)
+    return io.BufferedReader(filesystem.open_input_file(path), buffer_size=MIB)  # pyarrow's files have no readline
 
 
 def scan_shard(shard: str, chunk_rows: int = CHUNK_ROWS, kind: str | None = None) -> list[Chunk] | Unreadable:
@@ -146,10 +147,10 @@ def _scan_jsonl(shard: str, chunk_rows: int) -> list[Chunk]:
             if isinstance(raw, int) or raw.strip():
                 rows += 1
                 if rows == chunk_rows:
-                    chunks.append(Chunk(shard, "jsonl", 0, rows, start, offset, lines_before))
+                    chunks.append(Chunk(shard, "jsonl", len(chunks) * chunk_rows, rows, start, offset, lines_before))
                     rows = 0
         if rows:
-            chunks.append(Chunk(shard, "jsonl", 0, rows, start, offset, lines_before))
+            chunks.append(Chunk(shard, "jsonl", len(chunks) * chunk_rows, rows, start, offset, lines_before))
     return chunks
 
 

@@ -37,6 +37,8 @@ GENERATED_ROWS = 10_000  # 10^5 takes minutes on 2 shared cores: benchmarks/benc
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
+    # the memory monitor kills workers when the whole machine is short of memory (a shared CI box), not ours
+    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning")
     yield
     ray.shutdown()
@@ -100,6 +102,28 @@ def test_corpus_datasets_give_the_same_report(dataset, options):
 def test_preference_rows_give_the_same_report():
     same_reports(InspectOptions(dataset=str(FIXTURES / "trl-1.16.0-preference" / "rows_dpo_conversational.json"),
                                 tokenizer=str(QWEN25), all_rows=True, max_length=64))
+
+
+def _without_ray_engine(value):
+    """``value`` with every engine line of --engine ray left out (preflight has one per data section)."""
+    if isinstance(value, dict):
+        return {k: _without_ray_engine(v) for k, v in value.items()
+                if not (k == "engine" and str(v).startswith("ray (Ray Data"))}
+    if isinstance(value, list):
+        return [_without_ray_engine(v) for v in value]
+    return value
+
+
+def test_preflight_gives_the_same_report(monkeypatch):
+    from mldebug_cli.pipelines.preflight import PreflightOptions
+    from mldebug_cli.pipelines.preflight import build_report as preflight
+
+    monkeypatch.chdir(ROOT)
+    options = PreflightOptions(config=str(FIXTURES / "preflight" / "trl" / "config.yaml"), all_rows=True)
+    local = report_document(preflight(options))
+    on_ray = report_document(preflight(replace(options, engine="ray")))
+    assert on_ray != local and _without_ray_engine(on_ray) == local
+    assert local["summary"]["by_check"].get("DS011") == 1
 
 
 def _kill_a_pool_actor(stop: threading.Event) -> list[int]:
