@@ -22,7 +22,7 @@ from mldebug_cli.schedule.model import AXOLOTL_FAMILY, Packing, RunSpec, Schedul
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, local, set_key, template_setting
 
-DEFAULT_SEQUENCE_LEN = 2048
+DEFAULT_SEQUENCE_LEN = 512  # axolotl 0.19.0 utils/schemas/config.py: sequence_len Field(default=512)
 STORED_KEYS = "axolotl-0.19.0.json"
 STORED_TEMPLATES = "axolotl-0.19.0-chat-templates.json"  # tools/axolotl_chat_templates.py
 FALLBACK_PREFIX = "tokenizer_default_fallback_"
