@@ -175,13 +175,20 @@ def plan_shards(spec: str, scan: Callable[[list[str]], list[list[Chunk] | Unread
 
 
 def read_chunk(chunk: Chunk, wanted: list[int] | None = None, parse: bool = False) -> Iterator[Record]:
-    """The chunk's records (only the ``wanted`` dataset rows when given), each naming its shard."""
-    records = _read_parquet(chunk) if chunk.kind == "parquet" else _read_jsonl(chunk, parse)
-    if wanted is None:
-        yield from records
-        return
-    keep = set(wanted)
-    yield from (r for r in records if r.index in keep)
+    """The chunk's records (only the ``wanted`` dataset rows when given), each naming its shard; when the shard
+    stops being readable part way (changed or corrupt since the scan), the rows left are records of the error."""
+    keep = None if wanted is None else set(wanted)
+    left = chunk.first_row
+    try:
+        for record in _read_parquet(chunk) if chunk.kind == "parquet" else _read_jsonl(chunk, parse):
+            left = record.index + 1
+            if keep is None or record.index in keep:
+                yield record
+    except Exception as exc:  # noqa: BLE001 - pyarrow and the filesystems raise many types for an unreadable file
+        reason = f"the shard cannot be read from here on ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+        for index in range(left, chunk.first_row + chunk.rows):
+            if keep is None or index in keep:
+                yield Record(index, None, error=reason, path=chunk.shard)
 
 
 def _read_jsonl(chunk: Chunk, parse: bool) -> Iterator[Record]:
@@ -189,7 +196,9 @@ def _read_jsonl(chunk: Chunk, parse: bool) -> Iterator[Record]:
         fh.seek(chunk.start)
         index, line = chunk.first_row, chunk.lines_before
         while index < chunk.first_row + chunk.rows:
-            raw = next(_bounded_lines(fh))
+            raw = next(_bounded_lines(fh), None)
+            if raw is None:
+                raise EOFError(f"the file ends before line {line + 1}")
             line += 1
             if isinstance(raw, int):
                 yield Record(index, line, error=_too_large(raw), path=chunk.shard)

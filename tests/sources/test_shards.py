@@ -80,3 +80,13 @@ def test_a_folder_without_shards_is_one_error(tmp_path):
         len(open_dataset(str(tmp_path / "*.parquet")))
     with pytest.raises(InputError, match="not one written by datasets' save_to_disk"):
         open_dataset(str(tmp_path))
+
+
+def test_a_shard_cut_short_after_the_scan_gives_error_records_for_the_rows_left(tmp_path):
+    path = write_jsonl(tmp_path / "rows.jsonl", [generated_chat(i) for i in range(20)])
+    plan = plan_shards(str(path))
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:15]))
+    records = list(ShardedSource(str(path), plan).records())
+    assert [r.index for r in records] == list(range(20))
+    assert [r.error for r in records[:15]] == [None] * 15
+    assert records[15].error == "the shard cannot be read from here on (EOFError: the file ends before line 16)"
