@@ -119,8 +119,9 @@ def tf_record(payload: bytes) -> bytes:
 
 # --- generated sharded datasets (the Ray engine tests and benchmarks/bench_ray.py) --------------------------------
 
-_WORDS = ("the model reads every token of the prompt and learns to answer with a short and careful reply about data "
-          "masks labels rows shards clusters batches templates tokens").split()
+_WORDS = ("the", "model", "reads", "every", "token", "of", "the", "prompt", "and", "learns", "to", "answer", "with", "a",
+          "short", "and", "careful", "reply", "about", "data", "masks", "labels", "rows", "shards", "clusters",
+          "batches", "templates", "tokens")
 
 
 def generated_chat(i: int) -> dict:

@@ -16,12 +16,12 @@ from mldebug_cli.core.findings import Finding, Hit, Location, Report
 from mldebug_cli.frameworks import ROW_PROFILES, profile_class, row_profile
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
+from mldebug_cli.pipelines import ray_engine
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
 from mldebug_cli.render.masking import TRAIN_ON, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
 from mldebug_cli.sources.dataset import DatasetSource, Record
-from mldebug_cli.sources.shards import ShardedSource, open_dataset
 from mldebug_cli.sources.hub import require_local_or_cached
 from mldebug_cli.sources.row_formats import (
     ROW_FORMATS,
@@ -33,6 +33,7 @@ from mldebug_cli.sources.row_formats import (
     detect,
     to_sample,
 )
+from mldebug_cli.sources.shards import ShardedSource, open_dataset
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
 FRAMEWORKS = tuple(ROW_PROFILES)
@@ -229,8 +230,6 @@ def _quiet_worker() -> None:
 def _open_source(options: InspectOptions):
     """The dataset; with --engine ray its shards are scanned on the cluster."""
     if options.engine == "ray":
-        from mldebug_cli.pipelines import ray_engine
-
         return ray_engine.open_dataset(options)
     return open_dataset(options.dataset, options.split)
 
@@ -238,19 +237,13 @@ def _open_source(options: InspectOptions):
 def batch_results(engine, source, indices: list[int] | None, options, workers: int) -> Iterator:
     """Every batch's result (``engine.process`` on it), in row order: here and in forked workers, or on Ray Data."""
     if options.engine == "ray":
-        from mldebug_cli.pipelines import ray_engine
-
-        return ray_engine.batch_results(engine, source, indices, options)
+        return ray_engine.batch_results(engine, source, indices, options, BATCH_SIZE)
     return _run_batches(engine, _batches(source.records(indices, parse=False), BATCH_SIZE), workers)
 
 
 def engine_line(options) -> dict[str, str]:
     """The report's engine line: only for --engine ray (the in-process report has none)."""
-    if options.engine != "ray":
-        return {}
-    from mldebug_cli.pipelines import ray_engine
-
-    return {"engine": ray_engine.describe(options)}
+    return {"engine": ray_engine.describe(options)} if options.engine == "ray" else {}
 
 
 def unreadable_shards(source, checks: list, code: str) -> list[Finding]:

@@ -24,9 +24,9 @@ from mldebug_cli.pipelines.preference_subjects import Pair, PreferenceDataset, P
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
 from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary
 from mldebug_cli.sources.dataset import DatasetSource, Record
-from mldebug_cli.sources.shards import open_dataset
 from mldebug_cli.sources.preference_rows import TASK_COLUMNS, detect_task, to_trl_row
 from mldebug_cli.sources.row_formats import RowProblem
+from mldebug_cli.sources.shards import open_dataset
 from mldebug_cli.sources.tokenizer import load_tokenizer
 
 SIDES = {"dpo": ("chosen", "rejected"), "orpo": ("chosen", "rejected"), "kto": ("completion",), "grpo": ()}

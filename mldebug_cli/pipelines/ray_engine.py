@@ -77,10 +77,9 @@ def open_dataset(options) -> DatasetSource | ShardedSource:
     return ShardedSource(options.dataset, plan)
 
 
-def batch_results(engine, source, indices: list[int] | None, options) -> Iterator[Any]:
-    """``engine.process`` on every batch of the rows (``indices`` when given), on Ray Data, in row order."""
-    from mldebug_cli.pipelines.inspect import BATCH_SIZE
-
+def batch_results(engine, source, indices: list[int] | None, options, batch_size: int) -> Iterator[Any]:
+    """``engine.process`` on every batch of ``batch_size`` rows (only ``indices`` when given), on Ray Data, in row
+    order."""
     ray = connect(options.ray_address)
     from ray.data import ActorPoolStrategy, DataContext, TaskPoolStrategy
 
@@ -96,7 +95,7 @@ def batch_results(engine, source, indices: list[int] | None, options) -> Iterato
             ray.data.from_items([{"unit": pickle.dumps(u)} for u in units], override_num_blocks=len(units))
             # reading takes no CPU of its own (a pool holding every CPU would wait for rows forever), and as many
             # read tasks at a time as actors (unbounded, Ray would start a worker process for each chunk)
-            .map_batches(_read_unit, batch_size=1, batch_format="pyarrow", fn_kwargs={"batch_size": BATCH_SIZE},
+            .map_batches(_read_unit, batch_size=1, batch_format="pyarrow", fn_kwargs={"batch_size": batch_size},
                          num_cpus=0, compute=TaskPoolStrategy(size=concurrency))
             .map_batches(_BatchWorker, batch_size=1, batch_format="pyarrow", fn_constructor_args=([engine_ref],),
                          compute=ActorPoolStrategy(size=concurrency), num_cpus=1,

@@ -11,15 +11,23 @@ the rest are still read.
 from __future__ import annotations
 
 import fnmatch
-import io
 import glob
+import io
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.dataset import MIB, DatasetSource, Record, _bounded_lines, _parse_line, _rows_of_batch, _too_large
+from mldebug_cli.sources.dataset import (
+    MIB,
+    DatasetSource,
+    Record,
+    _bounded_lines,
+    _parse_line,
+    _rows_of_batch,
+    _too_large,
+)
 
 SHARD_KINDS = {".parquet": "parquet", ".jsonl": "jsonl"}
 CHUNK_ROWS = 1024  # rows of JSON Lines per chunk: a multiple of the pipelines' batch size
@@ -142,7 +150,7 @@ def _scan_jsonl(shard: str, chunk_rows: int) -> list[Chunk]:
         for raw in _bounded_lines(fh):
             if rows == 0:
                 start, lines_before = offset, line
-            line += 1
+            line += 1  # noqa: SIM113 - counted beside the byte offset, both saved at chunk starts
             offset = fh.tell()
             if isinstance(raw, int) or raw.strip():
                 rows += 1

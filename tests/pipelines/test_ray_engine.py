@@ -19,12 +19,10 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.formats.json_format import report_document
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 from support import (
-    ALPACA,
     CORPUS,
     FIXTURES,
     QWEN25,
     ROOT,
-    alpaca_as_messages,
     generated_chat,
     needs_corpus,
     write_chat_shards,
