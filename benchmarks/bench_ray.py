@@ -43,6 +43,9 @@ def one(mode: str, dataset: str, tokenizer: str) -> dict:
     if engine == "ray":
         import ray
 
+        from mldebug_cli.pipelines.ray_engine import local_priority
+
+        local_priority()
         ray.init(num_cpus=int(cpus), include_dashboard=False, log_to_driver=False, logging_level="error")
         options = InspectOptions(**{**options.__dict__, "engine": "ray", "ray_concurrency": int(cpus)})
     else:

@@ -45,6 +45,8 @@ def connect(address: str | None):
     if ray.is_initialized():
         return ray
     where = address or os.environ.get("RAY_ADDRESS")
+    if where is None:
+        local_priority()
     try:
         _reachable(where)  # Ray itself retries an unreachable address for minutes
         ray.init(address=address, log_to_driver=False, logging_level="warning", include_dashboard=False)
@@ -52,6 +54,12 @@ def connect(address: str | None):
         raise InputError(f"cannot reach the Ray cluster at {where or 'a new local instance'}: {_one_line(exc)}",
                          hint=CLUSTER_HINT) from None
     return ray
+
+
+def local_priority() -> None:
+    """A Ray instance started here runs its workers at this process's priority, as the in-process path's workers
+    do (Ray nices them by 15 by default: on a busy machine they would get a fraction of a core)."""
+    os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 def _reachable(address: str | None) -> None:

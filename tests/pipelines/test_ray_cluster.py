@@ -9,6 +9,7 @@ import pytest
 
 from mldebug_cli.formats.json_format import report_document
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+from mldebug_cli.pipelines.ray_engine import local_priority
 from support import QWEN25, write_chat_shards
 
 ray = pytest.importorskip("ray")
@@ -18,6 +19,7 @@ ray = pytest.importorskip("ray")
 def two_nodes():
     from ray.cluster_utils import Cluster
 
+    local_priority()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     cluster.add_node(num_cpus=1)
     ray.init(address=cluster.address, log_to_driver=False, logging_level="warning")

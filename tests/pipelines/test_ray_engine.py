@@ -18,6 +18,7 @@ import pytest
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.formats.json_format import report_document
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+from mldebug_cli.pipelines.ray_engine import local_priority
 from support import (
     CORPUS,
     FIXTURES,
@@ -37,6 +38,7 @@ GENERATED_ROWS = 10_000  # 10^5 takes minutes on 2 shared cores: benchmarks/benc
 def cluster():
     # the memory monitor kills workers when the whole machine is short of memory (a shared CI box), not ours
     os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
+    local_priority()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning")
     yield
     ray.shutdown()
