@@ -30,6 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("local-2", "ray-2", "local-1", "ray-1")
+RESULT = "RESULT "  # Ray may print its own lines on the child's stdout as it exits
 
 
 def one(mode: str, dataset: str, tokenizer: str) -> dict:
@@ -63,7 +64,7 @@ def one(mode: str, dataset: str, tokenizer: str) -> dict:
 def run(mode: str, dataset: Path, tokenizer: str) -> dict:
     out = subprocess.run([sys.executable, __file__, "--one", mode, "--dataset", str(dataset), "--tokenizer", tokenizer],
                          capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(next(line for line in out.stdout.splitlines() if line.startswith(RESULT))[len(RESULT):])
 
 
 def main() -> None:
@@ -76,7 +77,7 @@ def main() -> None:
     parser.add_argument("--dataset")
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.dataset, args.tokenizer)))
+        print(RESULT + json.dumps(one(args.one, args.dataset, args.tokenizer)), flush=True)
         return
     sys.path.insert(0, str(ROOT / "tests"))
     from support import write_chat_shards

@@ -62,6 +62,17 @@ def shards(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="module")
+def shards_options(shards):
+    return InspectOptions(dataset=str(shards), tokenizer=str(QWEN25), all_rows=True, max_length=512, workers=1)
+
+
+@pytest.fixture(scope="module")
+def shards_report(shards_options):
+    """The in-process report on the shards (made once: two tests compare with it)."""
+    return report_document(build_report(shards_options))
+
+
 def test_planted_rows_give_the_same_report(tmp_path):
     rows = [generated_chat(i) for i in range(300)]
     rows[5] = {"messages": [{"role": "user", "text": "no content key"}]}
@@ -74,8 +85,11 @@ def test_planted_rows_give_the_same_report(tmp_path):
     assert next(f["location"] for f in doc["findings"] if f["location"].get("row") == 300)["line"] == 301
 
 
-def test_sharded_parquet_gives_the_same_report_with_rows_numbered_across_shards(shards):
-    doc = same_reports(InspectOptions(dataset=str(shards), tokenizer=str(QWEN25), all_rows=True, max_length=512))
+def test_sharded_parquet_gives_the_same_report_with_rows_numbered_across_shards(shards_options, shards_report):
+    on_ray = report_document(build_report(replace(shards_options, engine="ray", ray_concurrency=2)))
+    assert on_ray["context"].pop("engine") == "ray (Ray Data, 2 actors, cluster local)"
+    assert on_ray == shards_report
+    doc = shards_report
     assert doc["summary"]["rows_checked"] == GENERATED_ROWS
     unreadable = [f for f in doc["findings"] if f["location"]["path"].endswith("part-00004b.parquet")]
     assert len(unreadable) == 1 and "the shard cannot be read" in unreadable[0]["message"]
@@ -145,16 +159,14 @@ def _kill_a_pool_actor(stop: threading.Event) -> list[int]:
     return killed
 
 
-def test_a_killed_worker_is_restarted_and_the_report_is_the_same(shards):
-    options = InspectOptions(dataset=str(shards), tokenizer=str(QWEN25), all_rows=True, max_length=512, workers=1)
-    local = report_document(build_report(options))
+def test_a_killed_worker_is_restarted_and_the_report_is_the_same(shards_options, shards_report):
     stop = threading.Event()
     killed = _kill_a_pool_actor(stop)
-    on_ray = report_document(build_report(replace(options, engine="ray", ray_concurrency=2)))
+    on_ray = report_document(build_report(replace(shards_options, engine="ray", ray_concurrency=2)))
     stop.set()
     assert killed, "no actor of the pool was seen to kill"
     on_ray["context"].pop("engine")
-    assert on_ray == local
+    assert on_ray == shards_report
 
 
 def test_a_worker_that_dies_past_its_retries_is_one_error(monkeypatch, tmp_path):
