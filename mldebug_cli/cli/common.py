@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import functools
+import inspect
 import os
 import sys
 import traceback
@@ -10,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -18,6 +20,7 @@ from mldebug_cli.core.errors import MldebugError
 from mldebug_cli.core.exit import ExitCode, exit_code_for
 from mldebug_cli.core.findings import Report, Severity
 from mldebug_cli.formats import FORMATS
+from mldebug_cli.frameworks.registry import VERSION_LABELS, VERSION_PACKAGES
 
 if TYPE_CHECKING:
     from mldebug_cli.core.config import Settings
@@ -113,16 +116,28 @@ OnlineOpt = typer.Option(
 )
 ExitZeroOpt = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings (errors reading input still exit 2).")
 _VERSION_HELP = "The {} version the run uses (default: mldebug.toml [versions], a requirements.txt/lockfile beside the config, else the installed one)."
-TransformersVersionOpt = typer.Option(None, "--transformers-version", help=_VERSION_HELP.format("transformers"))
-TrlVersionOpt = typer.Option(None, "--trl-version", help=_VERSION_HELP.format("TRL"))
-AxolotlVersionOpt = typer.Option(None, "--axolotl-version", help=_VERSION_HELP.format("axolotl"))
-LlamaFactoryVersionOpt = typer.Option(None, "--llamafactory-version", help=_VERSION_HELP.format("LLaMA-Factory"))
+VERSION_FLAGS = "target_versions"  # the parameter version_flags fills
 
 
-def target_versions(transformers: str | None, trl: str | None, axolotl: str | None,
-                    llamafactory: str | None) -> dict[str, str | None]:
-    """The ``--<package>-version`` flags, by package."""
-    return {"transformers": transformers, "trl": trl, "axolotl": axolotl, "llamafactory": llamafactory}
+def version_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with one ``--<package>-version`` option per framework package of the registry, in the place of
+    its ``target_versions`` parameter, which receives the flags as a dict by package."""
+    signature = inspect.signature(command)
+    flags = [inspect.Parameter(f"{package}_version", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Optional[str],
+                               default=typer.Option(None, f"--{package}-version",
+                                                    help=_VERSION_HELP.format(VERSION_LABELS[package])))
+             for package in VERSION_PACKAGES]
+    parameters = []
+    for parameter in signature.parameters.values():
+        parameters += flags if parameter.name == VERSION_FLAGS else [parameter]
+
+    @functools.wraps(command)
+    def with_flags(**kwargs: Any) -> Any:
+        given = {package: kwargs.pop(f"{package}_version") for package in VERSION_PACKAGES}
+        return command(**kwargs, **{VERSION_FLAGS: given})
+
+    with_flags.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    return with_flags
 
 
 def configured_versions() -> dict[str, str]:
@@ -130,6 +145,11 @@ def configured_versions() -> dict[str, str]:
     from mldebug_cli.core import config
 
     return dict(config.load().versions)
+
+
+def or_list(names: tuple[str, ...]) -> str:
+    """``("a", "b", "c")`` -> ``"a, b or c"``: a registry's names in help text."""
+    return f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 def split_list(values: list[str] | None) -> list[str]:

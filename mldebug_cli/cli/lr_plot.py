@@ -7,26 +7,23 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import (
-    AxolotlVersionOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
     IgnoreOpt,
-    LlamaFactoryVersionOpt,
     OnlineOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
     SelectOpt,
-    TransformersVersionOpt,
-    TrlVersionOpt,
     configured_versions,
     run_report,
     split_list,
-    target_versions,
+    version_flags,
 )
 
 
+@version_flags
 def lr_plot(
     config: Path = typer.Option(..., "--config", "-c", help="TrainingArguments/SFTConfig JSON or YAML, axolotl, "
                                 "LLaMA-Factory or torchtune YAML."),
@@ -43,10 +40,7 @@ def lr_plot(
         None, "--plot", help="Write the chart to OUT.png or OUT.svg (needs matplotlib)."
     ),
     builtin: bool = typer.Option(False, "--builtin-engine", help="Use the built-in formulas even when torch is there."),
-    transformers_version: str | None = TransformersVersionOpt,
-    trl_version: str | None = TrlVersionOpt,
-    axolotl_version: str | None = AxolotlVersionOpt,
-    llamafactory_version: str | None = LlamaFactoryVersionOpt,
+    target_versions: dict[str, str | None] = None,  # one --<package>-version flag per framework package
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
     fail_on=FailOnOpt,
@@ -71,7 +65,7 @@ def lr_plot(
             select=split_list(select),
             ignore=split_list(ignore),
             engine="builtin" if builtin else "auto",
-            target_versions=target_versions(transformers_version, trl_version, axolotl_version, llamafactory_version),
+            target_versions=target_versions,
             configured_versions=configured_versions(),
         )
 

@@ -9,25 +9,22 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import (
-    AxolotlVersionOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
     IgnoreOpt,
-    LlamaFactoryVersionOpt,
     OnlineOpt,
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
     SelectOpt,
-    TransformersVersionOpt,
-    TrlVersionOpt,
     configured_versions,
     split_list,
-    target_versions,
+    version_flags,
 )
 
 
+@version_flags
 def preflight(
     config: Path = typer.Argument(..., help="An axolotl YAML, a TRL/HF TrainingArguments JSON/YAML, or a LLaMA-Factory YAML."),
     deploy: list[str] | None = typer.Option(None, "--deploy", help="A deploy artefact to compare templates with (GGUF, Modelfile, .jinja, tokenizer folder); repeatable."),
@@ -45,10 +42,7 @@ def preflight(
     task: str | None = typer.Option(None, "--task", help="sft, dpo, kto, orpo or grpo: the trainer the config is for (default: from its keys, axolotl's rl or LLaMA-Factory's stage)."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, besides those of TRL's own reward functions the config names."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside the working directory and its own folder."),
-    transformers_version: str | None = TransformersVersionOpt,
-    trl_version: str | None = TrlVersionOpt,
-    axolotl_version: str | None = AxolotlVersionOpt,
-    llamafactory_version: str | None = LlamaFactoryVersionOpt,
+    target_versions: dict[str, str | None] = None,  # one --<package>-version flag per framework package
     sarif: Path | None = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0 to FILE."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML to FILE."),
     output_format: str = OutputFormatOpt,
@@ -80,7 +74,7 @@ def preflight(
         select=tuple(split_list(select)),
         ignore=tuple(split_list(ignore)),
         allow_outside_paths=allow_outside_paths,
-        target_versions=target_versions(transformers_version, trl_version, axolotl_version, llamafactory_version),
+        target_versions=target_versions,
     )
     extra = [(fmt, path) for fmt, path in (("sarif", sarif), ("junit", junit)) if path is not None]
 

@@ -32,6 +32,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import MldebugError, UsageError
 from mldebug_cli.core.findings import Report, Severity
+from mldebug_cli.frameworks.registry import VERSION_PACKAGES  # the --<package>-version flags
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,7 +46,6 @@ ENV_SELECT = "MLDEBUG_SELECT"
 ENV_IGNORE = "MLDEBUG_IGNORE"
 ENV_FAIL_ON = "MLDEBUG_FAIL_ON"
 TOP_KEYS = ("select", "ignore", "fail-on", "checks", "versions")
-VERSION_PACKAGES = ("transformers", "trl", "axolotl", "llamafactory")  # the --<package>-version flags
 CHECK_KEYS = ("severity",)
 SEVERITIES = tuple(s.value for s in Severity)
 

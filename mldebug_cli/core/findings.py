@@ -47,6 +47,7 @@ class Hit:
     hint: str | None = None
     location: Location = field(default_factory=Location)
     severity: Severity | None = None  # overrides the check's default severity
+    setting: str | None = None  # the run setting that caused it, when the check knows (core.errors.SETTING_*)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Finding:
     message: str
     hint: str | None
     location: Location
+    setting: str | None = None  # the run setting that caused it, when the check knows (core.errors.SETTING_*)
 
     def as_dict(self) -> dict[str, Any]:
         return {

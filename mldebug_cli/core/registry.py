@@ -143,6 +143,7 @@ class Check:
             message=hit.message,
             hint=hit.hint,
             location=hit.location,
+            setting=hit.setting,
         )
 
     def findings(self, subject: Any, ctx: Any) -> Iterator[Finding]:

@@ -7,14 +7,13 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from mldebug_cli.core.labels import IGNORE_INDEX
 from mldebug_cli.core.numbers import count, percent, plural
+from mldebug_cli.formats import text_preference
+from mldebug_cli.formats.text_rows import MASKED_STYLE, PROMPT_LIMIT, TRAINED_STYLE, visible
 
-IGNORE_INDEX = -100
-TRAINED_STYLE = "bold green"
-MASKED_STYLE = "dim"
 TOKEN_TABLE_LIMIT = 400
 COMPACT_LIMIT = 4000  # tokens in the coloured text view; the JSON report has every token
-PROMPT_LIMIT = 20_000  # characters of the rendered prompt shown
 
 
 FINDINGS_FIRST = True  # the findings fit the first screen; the rows (long) follow them
@@ -24,8 +23,6 @@ def render_details(report, console) -> None:
     """The summary, then the shown rows, most serious first: each as its prompt with the trained text marked;
     the rendered prompt and the per-token table only when asked (--tokens, or --rows)."""
     if "pairs" in report.summary:  # DPO/KTO/GRPO rows
-        from mldebug_cli.formats import text_preference
-
         text_preference.render_details(report, console)
         return
     _render_summary(report.summary, console)
@@ -37,13 +34,6 @@ def render_details(report, console) -> None:
         console.print(Text("  --tokens adds each row's rendered prompt and per-token table; -f html or -f json has "
                            "every token", style="dim"))
         console.print()
-
-
-def visible(text: str) -> str:
-    """Whitespace made visible: newlines as ↵ (kept as line breaks), tabs as →, trailing spaces as ·."""
-    lines = text.replace("\t", "→").split("\n")
-    shown = [line[: len(line.rstrip(" "))] + "·" * (len(line) - len(line.rstrip(" "))) for line in lines]
-    return "↵\n".join(shown)
 
 
 def render_row(row: dict[str, Any], console, full: bool, findings=()) -> None:

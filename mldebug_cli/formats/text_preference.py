@@ -7,7 +7,8 @@ from typing import Any
 
 from rich.text import Text
 
-from mldebug_cli.formats.text_inspect_data import IGNORE_INDEX, MASKED_STYLE, PROMPT_LIMIT, TRAINED_STYLE, visible
+from mldebug_cli.core.labels import IGNORE_INDEX
+from mldebug_cli.formats.text_rows import MASKED_STYLE, PROMPT_LIMIT, TRAINED_STYLE, visible
 
 TOKEN_LIMIT = 2000
 DIFF_STYLE = "bold reverse magenta"

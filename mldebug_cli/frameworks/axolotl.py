@@ -11,14 +11,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.hf import hf_scheduler_choice
+from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
+from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.formulas import HF_SCHEDULER_TYPES
-from mldebug_cli.schedule.model import AXOLOTL_FAMILY, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.schedule.model import AXOLOTL_FAMILY, PRECOMPUTED_STEPS, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, local, set_key, template_setting
 
@@ -32,7 +35,8 @@ TYPE_KEYS = ("field", "conversation")  # a dataset entry's keys its prompt strat
 TERMINATORS = ("all", "turn", "last", "none")
 
 
-def read_spec(config: ConfigFile, world_size: int, targets: TargetVersions) -> RunSpec:
+def read_spec(config: ConfigFile, framework: str, world_size: int, targets: TargetVersions,
+              task: str | None = None) -> RunSpec:
     r = SpecReader(config)
     if not r.has("learning_rate"):
         raise InputError(f"{config.path}: axolotl configs need learning_rate (it has no default)",
@@ -67,6 +71,8 @@ def read_spec(config: ConfigFile, world_size: int, targets: TargetVersions) -> R
         keys=r.keys,
         ignored=tuple(r.ignored),
         notes=tuple(r.notes),
+        counting=PRECOMPUTED_STEPS,
+        warmup_share_key="warmup_ratio",
     )
 
 
@@ -363,6 +369,51 @@ def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
 
 # --- how axolotl turns rows into ids and labels ---------------------------------------------------------
 
+# --- preference trainers (rl:) ------------------------------------------------------------------------------
+
+AXOLOTL_RL = {"dpo": "dpo", "ipo": "dpo", "kto": "kto", "orpo": "orpo", "grpo": "grpo", "gdpo": "grpo"}
+# axolotl's preference prompt strategies (prompt_strategies/dpo, kto, orpo): the first part of a dataset `type:`
+AXOLOTL_STRATEGIES = ("chatml", "llama3", "zephyr", "user_defined", "passthrough", "chat_template")
+
+
+def read_preference(config: ConfigFile, task: str | None, targets: TargetVersions) -> PreferenceConfig | None:
+    """``rl:`` (or ``--task``): the TRL trainer axolotl builds, with ``sequence_len`` as its max_length."""
+    rl = config.get("rl")
+    if rl is None and task is None:
+        return None
+    if rl is not None and str(rl) not in AXOLOTL_RL:
+        raise InputError(f"{at(config, 'rl')}: rl: {rl!r} is not a trainer mldebug emulates",
+                         hint=f"mldebug inspects rl: {', '.join(AXOLOTL_RL)} (simpo builds TRL's CPOTrainer)")
+    chosen = task or AXOLOTL_RL[str(rl)]
+    length_key = "sequence_len" if config.has("sequence_len") else None
+    max_length = Setting(None, None) if chosen == "grpo" else Setting(
+        positive_length(config, length_key, config.get("sequence_len", DEFAULT_SEQUENCE_LEN)), length_key)
+    notes = ["axolotl passes sequence_len to the TRL trainer as max_length"] if chosen != "grpo" else []
+    rewards = Setting((), None)
+    if chosen == "grpo" and config.get("trl.reward_funcs"):
+        notes.append("trl.reward_funcs names Python functions: mldebug cannot tell which columns they read "
+                     "(pass --reward-columns)")
+    not_emulated = [_strategy_gap(entry, i) for i, entry in enumerate(config.get("datasets") or [])]
+    if chosen != "grpo":
+        not_emulated.append("axolotl drops pairs whose prompt+chosen or prompt+rejected is longer than sequence_len "
+                            "before the trainer sees them (drop_long_rl_seq); mldebug does not count those")
+    trainer = f"axolotl rl: {rl}" if rl is not None else f"axolotl (--task {task})"
+    return PreferenceConfig(chosen, trainer, "rl" if rl is not None else "--task", max_length, Setting(None, None),
+                            rewards, tuple(g for g in not_emulated if g), tuple(notes))
+
+
+def _strategy_gap(entry: Any, i: int) -> str | None:
+    kind = entry.get("type") if isinstance(entry, dict) else None
+    if not isinstance(kind, str) or not kind:
+        return None
+    family = kind.split(".")[0]
+    what = ("one of axolotl's preference prompt strategies" if family in AXOLOTL_STRATEGIES
+            else "a dataset type mldebug does not know")
+    return (f"datasets[{i}] type {kind!r} is {what}: axolotl rewrites each row into prompt/chosen/rejected text "
+            "with its own formatting, which mldebug does not emulate; it inspected the rows' own columns "
+            "(prompt/chosen/rejected, or LLaMA-Factory-style pairs) with the tokenizer's chat template")
+
+
 CHAT_FORMATS = ("messages", "sharegpt", "alpaca")
 CHAT_TYPES = ("chat_template", "sharegpt", "messages")  # types masked by axolotl's chat_template strategy
 
@@ -391,6 +442,13 @@ class Rows(RowProfile):
             kind = self.prompter if isinstance(self.prompter, str) else self.prompter.kind
             return f"axolotl's {kind} prompter (its own prompt text and tokenization; no chat template)"
         return f"axolotl chat_template masking ({self.masking.describe()})" if self.masking is not None else None
+
+    def unmarked_masking(self) -> tuple[str, str] | None:
+        if self.masking is None:
+            return None
+        return ("the chat template has no {% generation %} markers (axolotl does not use them either); assistant turns"
+                " were masked as axolotl's chat_template masks them: each turn's content, then its EOS/EOT token",
+                "axolotl's eot_tokens, roles_to_train and train_on_eos decide the mask")
 
     @property
     def train_on_inputs(self) -> bool:
@@ -510,5 +568,33 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     try:
         masking = axolotl.AxolotlMasking.resolve(settings, loaded.tokenizer, loaded.chat_template)
     except axolotl.AxolotlConfigError as exc:
-        raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot") from None
+        raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot",
+                         setting=SETTING_END_OF_TURN_MASKING) from None
     return Rows(given, masking, unemulated=unemulated)
+
+
+def masking_options(dataset: DatasetPlan, train_on: str | None = None):
+    """The dataset's chat_template masking settings over axolotl's defaults (``train_on``: --train-on, which wins)."""
+    from mldebug_cli.render.axolotl import AxolotlOptions
+
+    masking = {name: setting.value for name, setting in dataset.masking}
+    if train_on is not None:
+        masking.update(train_on_inputs=train_on == "all", last_turn_only=train_on == "last")
+    return AxolotlOptions(**masking)
+
+
+FRAMEWORK = Framework(
+    name="axolotl",
+    versioned=("axolotl", "transformers"),
+    detection=Detection(rank=1, keys=frozenset({"base_model", "micro_batch_size", "num_epochs", "sample_packing",
+                                               "lr_scheduler", "sequence_len", "val_set_size"}), at_least=2),
+    read_spec=read_spec,
+    key_schema=lambda config, targets, task: key_schema(config, targets),
+    read_plan=read_plan,
+    read_preference=read_preference,
+    dataset_options=lambda plan, dataset, train_on: masking_options(dataset, train_on),
+    end_of_turn_keys=("eot_tokens", "train_on_eot", "train_on_eos"),
+    rows=Rows,
+    row_profile=row_profile,
+    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_axolotl"),
+)

@@ -11,10 +11,14 @@ read a ``warmup_steps`` below 1 as a ratio; 5.2 removed ``warmup_ratio``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.framework import Framework
+from mldebug_cli.frameworks.registry import borrowed, lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.schedule.formulas import (
     HF_IGNORES_WARMUP,
@@ -25,34 +29,39 @@ from mldebug_cli.schedule.formulas import (
 from mldebug_cli.schedule.model import HF_FAMILY, GenerationBatching, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 
-LLAMA_FACTORY_DEFAULT_CUTOFF = 2048
-
-
-PREFERENCE_LR = 1e-6  # DPOConfig, KTOConfig, ORPOConfig and GRPOConfig (TRL 1.16)
 GRPO_NUM_GENERATIONS = 8
 
 
-def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions,
-              task: str | None = None) -> RunSpec:
-    """``task``: a TRL preference trainer (dpo, kto, orpo, grpo) whose config class has its own defaults."""
-    from mldebug_cli.frameworks import trl as trl_profile
+@dataclass(frozen=True)
+class TrainerDefaults:
+    """What a framework that runs the Trainer changes in how its TrainingArguments are read."""
 
+    learning_rate: float = 5e-5
+    logging_steps: float = 500
+    packing: Callable[[SpecReader], Packing] | None = None  # None: no packing
+    generation: Callable[[SpecReader, int, int, int], GenerationBatching] | None = None  # GRPO's generation batches
+    validation_key: str | None = None  # a held-out share taken from the training rows (LLaMA-Factory val_size)
+    max_samples_key: str | None = None
+    warmup_share_key: str = "warmup_steps"  # the key a warmup share is given in (transformers >= 5 reads one below 1)
+
+
+def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions,
+              task: str | None = None, defaults: TrainerDefaults = TrainerDefaults()) -> RunSpec:
+    """The schedule settings of a Trainer run, with ``defaults`` the framework on top of it changes."""
     transformers_version = targets.version("transformers")
     r = SpecReader(config)
-    trl = framework == "trl"
-    default_lr = (PREFERENCE_LR if task else trl_profile.DEFAULT_LR) if trl else 5e-5
     kwargs = r.mapping("scheduler_kwargs", "lr_scheduler_kwargs")
     scheduler = hf_scheduler_choice(r, "lr_scheduler_type", "linear", kwargs)
     warmup_steps = r.number("warmup", "warmup_steps", 0)
     warmup_steps, warmup_ratio = _warmup(r, warmup_steps, transformers_version)
     _note_warmup_effects(r, scheduler, warmup_steps, warmup_ratio)
-    packing = _packing(r, framework, trl_profile.DEFAULT_MAX_LENGTH)
+    packing = defaults.packing(r) if defaults.packing else Packing(False)
     batch_size = r.integer("batch_size", "per_device_train_batch_size", 8)
     grad_accum = r.integer("grad_accum", "gradient_accumulation_steps", 1)
-    generation = grpo_batching(r, batch_size, grad_accum, world_size) if trl and task == "grpo" else None
+    generation = defaults.generation(r, batch_size, grad_accum, world_size) if defaults.generation else None
     return RunSpec(
         framework=framework,
-        learning_rate=float(r.number("learning_rate", "learning_rate", default_lr)),
+        learning_rate=float(r.number("learning_rate", "learning_rate", defaults.learning_rate)),
         scheduler=scheduler,
         warmup_steps=float(warmup_steps),
         warmup_ratio=warmup_ratio,
@@ -63,17 +72,18 @@ def read_spec(config: ConfigFile, framework: str, world_size: int, targets: vers
         world_size=world_size,
         drop_last=r.flag("drop_last", "dataloader_drop_last", False),
         logging_strategy=str(r.text("logging_strategy", "logging_strategy", "steps")),
-        logging_steps=r.number("logging_steps", "logging_steps", trl_profile.DEFAULT_LOGGING_STEPS if trl else 500),
+        logging_steps=r.number("logging_steps", "logging_steps", defaults.logging_steps),
         logging_first_step=r.flag("logging_first_step", "logging_first_step", False),
         eval_strategy=str(r.text("eval_strategy", "eval_strategy", "no")),
         log_offset=1 if versions.logs_next_step_lr(transformers_version) else 0,
         packing=packing,
-        validation_split=r.number("validation_split", "val_size", None) if framework == "llama-factory" else None,
-        max_samples=r.integer("max_samples", "max_samples", None) if framework == "llama-factory" else None,
+        validation_split=r.number("validation_split", defaults.validation_key, None) if defaults.validation_key else None,
+        max_samples=r.integer("max_samples", defaults.max_samples_key, None) if defaults.max_samples_key else None,
         deepspeed=r.raw("deepspeed", "deepspeed"),
         generation=generation,
         transformers_version=transformers_version,
-        framework_version=targets.version("transformers" if framework == "transformers" else framework),
+        framework_version=targets.version(framework),
+        warmup_share_key=defaults.warmup_share_key,
         keys=r.keys,
         ignored=tuple(r.ignored),
         notes=tuple(r.notes),
@@ -177,24 +187,6 @@ def _note_warmup_effects(r: SpecReader, scheduler: SchedulerChoice, warmup_steps
         )
 
 
-def _packing(r: SpecReader, framework: str, trl_max_length: int) -> Packing:
-    if framework == "trl":
-        enabled = r.flag("packing", "packing", False)
-        seq_key = "max_length" if r.has("max_length") or not r.has("max_seq_length") else "max_seq_length"
-        return Packing(bool(enabled), "packing", r.integer(None, seq_key, trl_max_length))
-    if framework == "llama-factory":
-        stage = r.text(None, "stage", "sft")
-        neat = r.flag(None, "neat_packing", False)
-        enabled = r.flag("packing", "packing", None)
-        key = "packing" if r.has("packing") else ("neat_packing" if neat else "stage")
-        on = bool(neat or (enabled if enabled is not None else stage == "pt"))  # pre-training packs by default
-        if on and "packing" not in r.keys:
-            r.keys["packing"] = key
-        return Packing(on, key, r.integer(None, "cutoff_len", LLAMA_FACTORY_DEFAULT_CUTOFF))
-    return Packing(False)
-
-
-
 HF_ON_UNKNOWN = "HfArgumentParser rejects the file (ValueError: Some keys are not used by the HfArgumentParser)"
 STORED_TRANSFORMERS_4 = "transformers-4.57.6.json"
 # keys TrainingArguments no longer has, with what replaced them (shown as the CF001 hint)
@@ -248,3 +240,17 @@ class Rows(RowProfile):
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     return Rows()
+
+
+FRAMEWORK = Framework(
+    name="transformers",
+    versioned=("transformers",),
+    fallback=True,
+    read_spec=read_spec,
+    key_schema=lambda config, targets, task: training_arguments_schema(targets),
+    read_plan=borrowed("trl", "read_plan"),  # a bare TrainingArguments file's data is read as TRL's SFT script reads it
+    read_preference=borrowed("trl", "read_preference"),
+    rows=Rows,
+    row_profile=row_profile,
+    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
+)

@@ -15,13 +15,19 @@ from the per-dataset sizes preflight measures.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
+from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
+from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile
+from mldebug_cli.schedule.model import Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
@@ -33,6 +39,28 @@ CONFLICTS = ((("mask_history", "train_on_prompt"), "LLaMA-Factory refuses the fi
               "with `train_on_prompt` (DataArguments)"),)
 ON_UNKNOWN = ("HfArgumentParser rejects the file (ValueError: Some keys are not used by the HfArgumentParser) "
               "unless ALLOW_EXTRA_ARGS=1 is set")
+
+
+DEFAULT_CUTOFF = 2048
+
+
+def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions,
+              task: str | None = None) -> RunSpec:
+    """TrainingArguments, with LLaMA-Factory's packing, val_size and max_samples."""
+    defaults = hf.TrainerDefaults(packing=_packing, validation_key="val_size", max_samples_key="max_samples",
+                                  warmup_share_key="warmup_ratio")
+    return hf.read_spec(config, framework, world_size, targets, task, defaults)
+
+
+def _packing(r: SpecReader) -> Packing:
+    stage = r.text(None, "stage", "sft")
+    neat = r.flag(None, "neat_packing", False)
+    enabled = r.flag("packing", "packing", None)
+    key = "packing" if r.has("packing") else ("neat_packing" if neat else "stage")
+    on = bool(neat or (enabled if enabled is not None else stage == "pt"))  # pre-training packs by default
+    if on and "packing" not in r.keys:
+        r.keys["packing"] = key
+    return Packing(on, key, r.integer(None, "cutoff_len", DEFAULT_CUTOFF))
 
 
 def key_schema(config: ConfigFile, targets: versions.TargetVersions) -> schema.KeySchema:
@@ -100,6 +128,57 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
         note = "no `template` key: LLaMA-Factory parses the tokenizer's chat template into its slots, and so does mldebug"
     return TrainingPlan("llama-factory", Setting(config.get("model_name_or_path"), "model_name_or_path"), Setting(None),
                         tuple(datasets), train_on, max_length, (note,), framework_options=options)
+
+
+# --- preference stages (stage: dpo, stage: kto) -------------------------------------------------------------
+
+STAGES = {"dpo": "dpo", "kto": "kto"}
+
+
+def read_preference(config: ConfigFile, task: str | None, targets: versions.TargetVersions) -> PreferenceConfig | None:
+    """``stage: dpo`` or ``stage: kto`` (or ``--task``), with ``cutoff_len`` as the length."""
+    stage = str(config.get("stage", "sft"))
+    if task is None and stage not in STAGES:
+        return None
+    chosen = task or STAGES[stage]
+    loss = config.get("pref_loss", "sigmoid")
+    trainer = f"LLaMA-Factory stage: {stage}" + (f", pref_loss: {loss}" if stage == "dpo" else "")
+    length_key = "cutoff_len" if config.has("cutoff_len") else None
+    max_length = Setting(positive_length(config, length_key, config.get("cutoff_len", DEFAULT_CUTOFF)),
+                         length_key)
+    if task is None:
+        check_ranking(config, chosen, _dataset_entries(config))
+    gaps = () if chosen != "kto" else (
+        "LLaMA-Factory prepares KTO rows with its own processor (its `template`, cutoff_len split between prompt and "
+        "reply by infer_seqlen); mldebug does not emulate it: the rows were rendered with the tokenizer's chat "
+        "template and prepared as TRL 1.16 does",)
+    notes = () if chosen == "kto" else (
+        "pairs encoded as LLaMA-Factory's pairwise processor encodes them (its `template`, cutoff_len split between "
+        "the prompt and the longer reply by infer_seqlen)",)
+    return PreferenceConfig(chosen, trainer, "stage" if task is None else "--task", max_length, Setting(None, None),
+                            Setting((), None), gaps, notes)
+
+
+def _dataset_entries(config: ConfigFile) -> dict[str, Any]:
+    """The config's datasets as dataset_info.json describes them (read_plan has checked that they are there)."""
+    names = config.get("dataset")
+    names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names or [])
+    info = json.loads((resolve_dir(config, str(config.get("dataset_dir", "data"))) / "dataset_info.json").read_text(
+        encoding="utf-8"))
+    return {name: info.get(name) for name in names}
+
+
+def check_ranking(config: ConfigFile, task: str, entries: Mapping[str, Any]) -> None:
+    """LLaMA-Factory refuses a dataset whose ``ranking`` does not fit the stage (data/loader.py): DPO reads the
+    datasets as the reward-model stage does (``ranking: true``), KTO as unpaired rows."""
+    for name, entry in entries.items():
+        ranking = bool(entry.get("ranking", False)) if isinstance(entry, Mapping) else False
+        if ranking != (task != "kto"):
+            want = "ranking: true" if task != "kto" else "no ranking"
+            raise InputError(
+                f"{at(config, 'dataset')}: dataset {name!r} does not fit stage {config.get('stage')}: LLaMA-Factory "
+                "raises 'The dataset is not applicable in the current training stage.'",
+                hint=f"a {task} stage needs datasets with {want} in dataset_info.json")
 
 
 SETTING_KEYS = {"template": str, "default_system": str, "tool_format": str, "enable_thinking": bool,
@@ -300,3 +379,19 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     if refused:
         raise InputError(f"{where}LLaMA-Factory refuses these settings: {refused}")
     return Rows(settings, chosen, fixed_tokenizer(loaded.tokenizer, chosen), parsed, unemulated)
+
+
+FRAMEWORK = Framework(
+    name="llama-factory",
+    versioned=("llamafactory", "transformers"),
+    detection=Detection(rank=2, keys=frozenset({"finetuning_type", "cutoff_len", "template", "stage", "val_size",
+                                               "neat_packing"}), at_least=2),
+    read_spec=read_spec,
+    key_schema=lambda config, targets, task: key_schema(config, targets),
+    read_plan=read_plan,
+    read_preference=read_preference,
+    rows=Rows,
+    row_profile=row_profile,
+    encodes_pairs=True,
+    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_llama_factory"),
+)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mldebug_cli.frameworks.subjects import NotEmulated
 from mldebug_cli.render.masking import ChatLayout, ShapeCache
 from mldebug_cli.render.truncation import Truncated, truncate
 
@@ -69,16 +70,6 @@ class PairPreparation:
 
 
 @dataclass(frozen=True)
-class NotEmulated:
-    """A framework setting whose effect on rows mldebug does not reproduce (DS026), and where it is set."""
-
-    message: str
-    key: str | None = None
-    path: str | None = None
-    line: int | None = None
-
-
-@dataclass(frozen=True)
 class EncodedRow:
     """A row as a framework's own data code tokenizes it (after its truncation)."""
 
@@ -109,6 +100,11 @@ class RowProfile:
 
     def max_length(self, given: int | None) -> int | None:
         return given
+
+    def unmarked_masking(self) -> tuple[str, str] | None:
+        """How the framework masks chat rows whose template has no {% generation %} markers, when it does so its own
+        way: a finding's message and hint (None: by per-turn prefix renders, as mldebug does)."""
+        return None
 
     def train_on(self, given: str | None, row_format: str) -> str:
         """What is trained: --train-on when given; prompt/completion rows train the completion by default."""

@@ -5,17 +5,56 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mldebug_cli.core.findings import Location
-from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.render.axolotl import AxolotlMasking
 from mldebug_cli.render.masking import ChatLayout
 from mldebug_cli.render.probe import TemplateFacts
 from mldebug_cli.sources.row_formats import RowProblem, Sample
 
-if TYPE_CHECKING:
-    from mldebug_cli.frameworks.trl import TrainingTemplate
+
+@dataclass(frozen=True)
+class NotEmulated:
+    """A framework setting whose effect on rows mldebug does not reproduce (DS026), and where it is set."""
+
+    message: str
+    key: str | None = None
+    path: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class TrainingTemplate:
+    """What TRL renders with under ``assistant_only_loss``, as decided from the tokenizer's template.
+
+    ``outcome``: "own" (the template has generation markers: TRL uses it), "swapped" (TRL substitutes
+    ``name`` from its package), "refused" (TRL raises ValueError), or "unknown" (trl is not installed).
+    """
+
+    outcome: str
+    text: str | None = None
+    name: str | None = None  # the training template's file in trl/chat_templates
+    matched: str | None = None  # the shipped template the tokenizer's template equals
+    trl_version: str | None = None
+
+    def describe(self) -> str:
+        return f"trl {self.trl_version} chat_templates/{self.name} (TRL swaps it in for {self.matched}: assistant_only_loss)"
+
+
+class RowRules(Protocol):
+    """What the data checks ask of the framework's row profile (frameworks.rows.RowProfile is one)."""
+
+    own_templates: bool  # chat rows are encoded by the framework's own templates
+    pad_masked_by_id: bool  # the collator masks labels equal to the pad id
+
+    def renders_chat(self, row_format: str) -> bool: ...
+
+    def not_emulated(self) -> list[NotEmulated]: ...
+
+    def unmarked_masking(self) -> tuple[str, str] | None: ...
+
+
 
 
 @dataclass(frozen=True)
@@ -47,8 +86,8 @@ class Setup:
     special_pattern: re.Pattern | None
     id_to_piece: Any  # callable id -> token text
     encode: Any  # callable text -> ids without special tokens
+    rows: RowRules  # how the framework turns rows into ids and labels (a frameworks.rows.RowProfile)
     render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
-    rows: RowProfile = field(default_factory=RowProfile)  # how the framework turns rows into ids and labels
     axolotl: AxolotlMasking | None = None  # chat rows masked as axolotl's chat_template masks them
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
 

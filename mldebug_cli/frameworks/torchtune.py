@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.versions import TargetVersions
-from mldebug_cli.schedule.model import TORCHTUNE_FAMILY, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, TORCHTUNE_FAMILY, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 
 COSINE_COMPONENTS = (
@@ -20,7 +21,8 @@ COSINE_COMPONENTS = (
 )
 
 
-def read_spec(config: ConfigFile, world_size: int, targets: TargetVersions) -> RunSpec:
+def read_spec(config: ConfigFile, framework: str, world_size: int, targets: TargetVersions,
+              task: str | None = None) -> RunSpec:
     r = SpecReader(config)
     if not r.has("optimizer.lr"):
         raise InputError(f"{config.path}: torchtune configs need optimizer.lr")
@@ -51,6 +53,9 @@ def read_spec(config: ConfigFile, world_size: int, targets: TargetVersions) -> R
         keys=r.keys,
         ignored=tuple(r.ignored),
         notes=tuple(r.notes),
+        counting=EPOCH_LOOP_STEPS,
+        warmup_share_key=None,  # torchtune's schedulers take warmup only as a step count
+        warmup_steps_key="lr_scheduler.num_warmup_steps",
     )
 
 
@@ -68,3 +73,10 @@ def _scheduler(r: SpecReader) -> tuple[SchedulerChoice, float]:
     warmup = r.integer("warmup", "lr_scheduler.num_warmup_steps", 0)
     kwargs = {"num_cycles": float(r.number(None, "lr_scheduler.num_cycles", 0.5))}
     return SchedulerChoice("cosine", TORCHTUNE_FAMILY, kwargs), float(warmup)
+
+
+FRAMEWORK = Framework(
+    name="torchtune",
+    detection=Detection(rank=0, component_key="_component_"),
+    read_spec=read_spec,
+)

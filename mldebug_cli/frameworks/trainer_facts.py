@@ -9,13 +9,13 @@ to the config key that set it, for findings that point at the key to change.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.frameworks import versions
+from mldebug_cli.frameworks import registry, versions
 from mldebug_cli.frameworks.axolotl import DEFAULT_SEQUENCE_LEN
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.sources.config_file import ConfigFile, load_config
@@ -115,7 +115,7 @@ def read_trainer_facts(config_path: str | Path, framework: str | None = None, wo
     name = checked_framework(framework or detect_framework(config))
     if world_size < 1:
         raise InputError(f"--world-size must be at least 1, got {world_size}")
-    reader = _READERS.get(name)
+    reader = registry.framework(name).trainer_facts
     if reader is None:
         raise InputError(f"{config.path}: mldebug does not read trainer settings of {name} configs")
     return reader(config, name, world_size)
@@ -445,7 +445,3 @@ def _indices(value: Any) -> tuple[int, ...]:
         return tuple(int(i) for ids in value.values() for i in ids)
     return tuple(int(i) for i in value or ())
 
-
-_READERS: dict[str, Callable[[ConfigFile, str, int], TrainerFacts]] = {
-    "trl": _trl, "transformers": _trl, "unsloth": _trl, "axolotl": _axolotl, "llama-factory": _llama_factory,
-}

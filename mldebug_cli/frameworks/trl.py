@@ -24,14 +24,28 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from importlib import metadata, resources
 from typing import Any
 
 from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.framework import Detection, Framework
+from mldebug_cli.frameworks.preference_config import (
+    EMULATED_TRL,
+    TRL_CLASSES,
+    TRL_REWARD_COLUMNS,
+    PreferenceConfig,
+    positive_length,
+    trl_config_class,
+)
+from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
+from mldebug_cli.frameworks.subjects import TrainingTemplate
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import Truncated, truncate
+from mldebug_cli.schedule.model import Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, local, set_key, template_setting
 
@@ -59,8 +73,6 @@ RENAMED = {"max_seq_length": "renamed max_length in TRL 0.20", "torch_dtype": "M
 def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str | None = None) -> schema.KeySchema:
     """TrainingArguments' keys plus the TRL config class the file is for (``task`` names it, else the keys do),
     and the trl script's arguments."""
-    from mldebug_cli.frameworks.preference_config import trl_config_class
-
     own, source = trl_keys(targets)
     base = hf.training_arguments_schema(targets)
     name = trl_config_class(config.data, own, task)
@@ -83,6 +95,82 @@ def trl_keys(targets: versions.TargetVersions) -> tuple[dict[str, dict[str, sche
     keys = {name: schema.stored_keys(fields) for name, fields in table["schemas"].items()}
     wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
     return keys, f"trl {table['version']} (stored key list{wanted})"
+
+
+# --- the schedule: TrainingArguments with SFTConfig's (or the preference config class's) defaults ------------
+
+PREFERENCE_LR = 1e-6  # DPOConfig, KTOConfig, ORPOConfig and GRPOConfig (TRL 1.16)
+
+
+def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions,
+              task: str | None = None) -> RunSpec:
+    """``task``: the preference trainer (dpo, kto, orpo, grpo) when the caller knows it; the keys say it otherwise."""
+    if task is None:
+        task = TRL_CLASSES[trl_config_class(config.data, trl_keys(targets)[0])]
+    defaults = hf.TrainerDefaults(
+        learning_rate=PREFERENCE_LR if task else DEFAULT_LR,
+        logging_steps=DEFAULT_LOGGING_STEPS,
+        packing=_packing,
+        generation=hf.grpo_batching if task == "grpo" else None,
+    )
+    return hf.read_spec(config, framework, world_size, targets, task, defaults)
+
+
+def _packing(r: SpecReader) -> Packing:
+    enabled = r.flag("packing", "packing", False)
+    seq_key = "max_length" if r.has("max_length") or not r.has("max_seq_length") else "max_seq_length"
+    return Packing(bool(enabled), "packing", r.integer(None, seq_key, DEFAULT_MAX_LENGTH), packs_every_row=True)
+
+
+# --- preference trainers: which config class, and the settings its data preparation reads -----------------
+
+def read_preference(config: ConfigFile, task: str | None, targets: versions.TargetVersions) -> PreferenceConfig | None:
+    """The TRL config class a file is for, when it is DPOConfig, KTOConfig, ORPOConfig or GRPOConfig."""
+    own, _ = trl_keys(targets)
+    name = trl_config_class(config.data, own, task)
+    chosen = TRL_CLASSES[name]
+    if chosen is None:
+        return None
+    decided_by = "--task" if task else _deciding_key(config, own, name)
+    notes, not_emulated = [], []
+    target = targets.get("trl")
+    if target.version and target.version != EMULATED_TRL:
+        not_emulated.append(f"the run uses {target.describe()}; mldebug prepares the rows as TRL {EMULATED_TRL} "
+                            "does (older TRL cut prompts to max_prompt_length and added BOS/EOS ids in DPO)")
+    length_key = "max_length" if config.has("max_length") else None
+    if chosen == "grpo":
+        max_length = Setting(None, None)
+        if config.has("max_prompt_length"):
+            notes.append("GRPOConfig in TRL 1.16 has no max_prompt_length: prompts are not cut")
+    else:
+        value = config.get("max_length") if length_key else DEFAULT_MAX_LENGTH
+        max_length = Setting(positive_length(config, length_key, value), length_key)
+    mode_key = "truncation_mode" if chosen == "dpo" and config.has("truncation_mode") else None
+    mode = Setting(str(config.get("truncation_mode")) if mode_key else None, mode_key)
+    rewards = _reward_columns(config, notes) if chosen == "grpo" else Setting((), None)
+    return PreferenceConfig(chosen, f"TRL {name}", decided_by, max_length, mode, rewards, tuple(not_emulated),
+                            tuple(notes))
+
+
+def _deciding_key(config: ConfigFile, own: Mapping[str, Mapping[str, Any]], name: str) -> str:
+    others = set().union(*(own[o] for o in TRL_CLASSES if o != name))
+    keys = [k for k in config.data if k in own[name]]
+    return next((k for k in keys if k not in others), next((k for k in keys if k not in own["SFTConfig"]), keys[0]))
+
+
+def _reward_columns(config: ConfigFile, notes: list[str]) -> Setting:
+    names = config.get("reward_funcs")
+    if not names:
+        return Setting((), None)
+    if not isinstance(names, list):
+        names = [names]
+    columns: list[str] = []
+    for name in map(str, names):
+        if name in TRL_REWARD_COLUMNS:
+            columns += [c for c in TRL_REWARD_COLUMNS[name] if c not in columns]
+        else:
+            notes.append(f"reward function {name!r}: mldebug cannot tell which columns it reads (pass --reward-columns)")
+    return Setting(tuple(columns), "reward_funcs")
 
 
 def _installed_keys() -> dict[str, dict[str, schema.KeyType]]:
@@ -136,24 +224,6 @@ DESCRIPTION = (f"max_length {DEFAULT_MAX_LENGTH} unless given, keep_start trunca
 def max_length(given: int | None) -> int:
     """SFTConfig.max_length: what the user gave, else TRL's default."""
     return DEFAULT_MAX_LENGTH if given is None else given
-
-
-@dataclass(frozen=True)
-class TrainingTemplate:
-    """What TRL renders with under ``assistant_only_loss``, as decided from the tokenizer's template.
-
-    ``outcome``: "own" (the template has generation markers: TRL uses it), "swapped" (TRL substitutes
-    ``name`` from its package), "refused" (TRL raises ValueError), or "unknown" (trl is not installed).
-    """
-
-    outcome: str
-    text: str | None = None
-    name: str | None = None  # the training template's file in trl/chat_templates
-    matched: str | None = None  # the shipped template the tokenizer's template equals
-    trl_version: str | None = None
-
-    def describe(self) -> str:
-        return f"trl {self.trl_version} chat_templates/{self.name} (TRL swaps it in for {self.matched}: assistant_only_loss)"
 
 
 def training_template(template: str, has_generation_markers: bool) -> TrainingTemplate:
@@ -216,3 +286,22 @@ class Rows(RowProfile):
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     return Rows()
+
+
+FRAMEWORK = Framework(
+    name=NAME,
+    versioned=("trl", "transformers"),
+    detection=Detection(rank=3, keys=frozenset({
+        "packing", "packing_strategy", "padding_free", "max_seq_length", "dataset_text_field", "completion_only_loss",
+        "assistant_only_loss", "dataset_kwargs", "model_init_kwargs", "eval_packing", "chat_template_path",
+        # DPOConfig, KTOConfig, ORPOConfig, GRPOConfig and the `trl grpo` script
+        "beta", "loss_type", "truncation_mode", "desirable_weight", "undesirable_weight", "num_generations",
+        "generation_batch_size", "steps_per_generation", "num_iterations", "reward_funcs", "max_completion_length"})),
+    read_spec=read_spec,
+    key_schema=key_schema,
+    read_plan=read_plan,
+    read_preference=read_preference,
+    rows=Rows,
+    row_profile=row_profile,
+    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
+)

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-IGNORE_INDEX = -100
+from mldebug_cli.core.labels import IGNORE_INDEX
+
 TASKS = ("dpo", "kto", "orpo", "grpo")
 TRUNCATION_MODES = ("keep_start", "keep_end")
 DEFAULT_MAX_LENGTH = 1024  # DPOConfig.max_length and KTOConfig.max_length

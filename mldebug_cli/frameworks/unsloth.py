@@ -31,6 +31,8 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.frameworks import trl
+from mldebug_cli.frameworks.framework import Framework
+from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.render.labels import IGNORE_INDEX, token_range
 from mldebug_cli.render.truncation import Truncated
 
@@ -178,6 +180,12 @@ class Rows(trl.Rows):
     def masking_method(self) -> str:
         return self.masker.describe()
 
+    def unmarked_masking(self) -> tuple[str, str]:
+        return ("the chat template has no {% generation %} markers (Unsloth does not use them either); the rows were"
+                " relabelled as Unsloth's train_on_responses_only relabels them: from each response marker to the EOS,"
+                " the next instruction marker or the end of the row",
+                "--instruction-part and --response-part decide the mask: they must match the template's role headers")
+
     def label(self, row: Any, encoding: Any, ids: list[int], setup: Any):
         turns = row.layout.turns if row.layout is not None else ()
         return self.masker.labels(ids), [], [token_range(encoding, t.start, t.end) for t in turns]
@@ -287,3 +295,12 @@ def with_named_template(tokenizer: str, name: str) -> str:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise InputError(f"--unsloth-template {name}: Unsloth's get_chat_template failed: {last}")
     return out
+
+
+FRAMEWORK = Framework(
+    name=NAME,
+    read_plan=trl.read_plan,  # Unsloth runs TRL's SFTConfig
+    rows=Rows,
+    row_profile=row_profile,
+    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
+)

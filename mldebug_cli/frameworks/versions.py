@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from mldebug_cli.core.config import VERSION_PACKAGES
+from mldebug_cli.frameworks.registry import DISTRIBUTIONS, VERSION_PACKAGES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -25,14 +25,7 @@ else:
 # the newest transformers whose step counting and schedulers the built-in engine was checked against
 NEWEST_CHECKED_TRANSFORMERS = "5.23.0"
 PACKAGES = VERSION_PACKAGES  # the ones a target version can be given for
-_DISTRIBUTIONS = {
-    "transformers": "transformers",
-    "trl": "trl",
-    "axolotl": "axolotl",
-    "llama-factory": "llamafactory",
-    "llamafactory": "llamafactory",
-    "torchtune": "torchtune",
-}
+_DISTRIBUTIONS = {**DISTRIBUTIONS, **{package: package for package in DISTRIBUTIONS.values()}}
 REQUIREMENTS_FILES = ("requirements.txt",)
 LOCK_FILES = ("uv.lock", "poetry.lock", "pylock.toml")
 INSTALLED = "installed"
@@ -149,7 +142,7 @@ def _read(path: Path) -> str:
 
 def _normalise(name: str) -> str:
     name = re.sub(r"[-_.]+", "-", name.lower())
-    return "llamafactory" if name in ("llamafactory", "llama-factory") else name
+    return _DISTRIBUTIONS.get(name, name)
 
 
 def parse(version: str | None) -> tuple[int, ...]:

@@ -2,27 +2,37 @@
 
 from __future__ import annotations
 
-import os
 import re
-from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import Finding, Hit, Location, Report
-from mldebug_cli.frameworks import ROW_PROFILES, profile_class, row_profile
+from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.frameworks.registry import DEFAULT_ROWS, entry, names_with
+from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
+from mldebug_cli.frameworks.selector import profile_class, row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
-from mldebug_cli.pipelines import ray_engine
+from mldebug_cli.pipelines.row_batches import (
+    batch_results,
+    engine_line,
+    first_records,
+    open_rows,
+    sample_indices,
+    unreadable_shards,
+    workers_for,
+)
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
 from mldebug_cli.render.masking import TRAIN_ON, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.hub import require_local_or_cached
+from mldebug_cli.sources.preference_rows import preference_task
 from mldebug_cli.sources.row_formats import (
     ROW_FORMATS,
     Chat,
@@ -33,15 +43,11 @@ from mldebug_cli.sources.row_formats import (
     detect,
     to_sample,
 )
-from mldebug_cli.sources.shards import ShardedSource, open_dataset
-from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
+from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer, single_id, special_texts
 
-FRAMEWORKS = tuple(ROW_PROFILES)
 ENGINES = ("local", "ray")
 TASKS = ("sft", "dpo", "kto", "orpo", "grpo")
-DEFAULT_SAMPLE = 200
 DEFAULT_SHOWN = 2
-BATCH_SIZE = 256
 HISTOGRAM_BINS = 40
 
 
@@ -51,7 +57,7 @@ class InspectOptions:
     tokenizer: str
     chat_template: str | None = None
     data_format: str | None = None
-    framework: str = "trl"
+    framework: str = DEFAULT_ROWS
     train_on: str | None = None  # None: the framework's default
     max_length: int | None = None
     rows: tuple[int, ...] | None = None
@@ -79,7 +85,7 @@ class InspectOptions:
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
     _validate(options)
     require_local_or_cached(options.tokenizer, "tokenizer")  # a typo fails at once, before the dataset is read
-    source = _open_source(options)
+    source = open_rows(options)
     task = _preference_task(source, options)
     if task is not None:
         from mldebug_cli.pipelines import preference
@@ -87,7 +93,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         return preference.build_report(options, task, progress, source)
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
     total = len(source)
-    indices = _indices(options, total)
+    indices = sample_indices(options, total)
     detection = _detection(source, options)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
     rows = row_profile(options.framework, options, loaded, detection.row_format)
@@ -114,7 +120,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     stats = _Stats(setup.max_length)
     views: list[_View] = []
     checked_total = total if indices is None else len(indices)
-    workers = _workers(options.workers, checked_total) if options.engine == "local" else 1
+    workers = workers_for(options.workers, checked_total) if options.engine == "local" else 1
     for result in batch_results(engine, source, indices, options, workers):
         findings.extend(result.findings)
         stats.merge(result.stats)
@@ -216,81 +222,6 @@ class _RowEngine:
         return result
 
 
-_ENGINE: _RowEngine | None = None  # set before forking workers, which inherit it
-
-
-def _work(batch: list[Record]) -> _BatchResult:
-    return _ENGINE.process(batch)
-
-
-def _quiet_worker() -> None:
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one Rust thread per worker process
-
-
-def _open_source(options: InspectOptions):
-    """The dataset; with --engine ray its shards are scanned on the cluster."""
-    if options.engine == "ray":
-        return ray_engine.open_dataset(options)
-    return open_dataset(options.dataset, options.split)
-
-
-def batch_results(engine, source, indices: list[int] | None, options, workers: int) -> Iterator:
-    """Every batch's result (``engine.process`` on it), in row order: here and in forked workers, or on Ray Data."""
-    if options.engine == "ray":
-        return ray_engine.batch_results(engine, source, indices, options, BATCH_SIZE)
-    return _run_batches(engine, _batches(source.records(indices, parse=False), BATCH_SIZE), workers)
-
-
-def engine_line(options) -> dict[str, str]:
-    """The report's engine line: only for --engine ray (the in-process report has none)."""
-    return {"engine": ray_engine.describe(options)} if options.engine == "ray" else {}
-
-
-def unreadable_shards(source, checks: list, code: str) -> list[Finding]:
-    """One ``code`` finding for each shard that could not be read (the other shards are checked)."""
-    check = next((c for c in checks if c.code == code), None)
-    if check is None or not isinstance(source, ShardedSource):
-        return []
-    return [check.finding(Hit(f"the shard cannot be read ({u.reason}); its rows are not checked",
-                              "repair or remove the shard; the other shards were checked", Location(path=u.shard)))
-            for u in source.plan.unreadable]
-
-
-def _run_batches(engine: _RowEngine, batches: Iterator[list[Record]], workers: int) -> Iterator[_BatchResult]:
-    """Batches in order, processed here or by ``workers`` forked processes."""
-    global _ENGINE
-    if workers <= 1:
-        yield from map(engine.process, batches)
-        return
-    import gc
-    import multiprocessing
-
-    _ENGINE = engine
-    gc.freeze()  # what the workers inherit is never collected there: no scans of it, no copy-on-write from the collector
-    try:
-        with multiprocessing.get_context("fork").Pool(workers, initializer=_quiet_worker) as pool:
-            # at most a few batches in flight: Pool.imap would read the whole dataset into its queue
-            pending: deque = deque()
-            for batch in batches:
-                pending.append(pool.apply_async(_work, (batch,)))
-                if len(pending) >= 2 * workers:
-                    yield pending.popleft().get()
-            while pending:
-                yield pending.popleft().get()
-    finally:
-        _ENGINE = None
-        gc.unfreeze()
-
-
-def _workers(requested: int | None, rows: int) -> int:
-    """Worker processes: as asked, else one per available core; none for small runs, where forking costs more."""
-    if requested is not None:
-        return max(1, requested)
-    if rows < 4 * BATCH_SIZE or not hasattr(os, "fork"):
-        return 1
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def _keep_shown(views: list[_View], options: InspectOptions) -> list[_View]:
     """The candidates that can still be shown (so memory does not grow with the dataset), whatever order the
     batches come in."""
@@ -320,10 +251,11 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError("--ray-concurrency must be at least 1")
     if options.data_format is not None and options.data_format not in ROW_FORMATS:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
-    if options.framework not in FRAMEWORKS:
-        raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(FRAMEWORKS)}")
+    if entry(options.framework) is None or framework_object(options.framework).row_profile is None:
+        with_rows = names_with("row_profile")
+        raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(with_rows)}")
     if options.template is not None and not profile_class(options.framework).own_templates:
-        owners = " or ".join(f"--framework {f}" for f in FRAMEWORKS if profile_class(f).own_templates)
+        owners = " or ".join(f"--framework {f}" for f in names_with("row_profile") if profile_class(f).own_templates)
         raise UsageError(f"--template names a framework's own template, and {options.framework} has none",
                          hint=f"pass {owners} to use its template, or the template file with --chat-template")
     if options.train_on is not None and options.train_on not in TRAIN_ON:
@@ -336,33 +268,17 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError("--rows, --sample and --all exclude each other")
 
 
-def _indices(options: InspectOptions, total: int) -> list[int] | None:
-    if options.all_rows:
-        return None
-    if options.rows:
-        outside = [r for r in options.rows if r >= total]
-        if outside:
-            raise UsageError(f"--rows: row {outside[0]} is past the end of the dataset ({total} rows, 0-based)")
-        return sorted(set(options.rows))
-    n = options.sample or DEFAULT_SAMPLE
-    if n >= total:
-        return None
-    return sorted({round(i * (total - 1) / (n - 1)) for i in range(n)}) if n > 1 else [0]
-
-
 def _preference_task(source: DatasetSource, options: InspectOptions) -> str | None:
     """dpo, kto or grpo when --task says so or the rows' columns do (and --data-format does not say otherwise)."""
     if options.data_format is not None and options.task is None:
         return None
-    from mldebug_cli.pipelines.preference import preference_task
-
-    return preference_task([r.data for r in _first_records(source, 1) if r.error is None], options.task)
+    return preference_task([r.data for r in first_records(source, 1) if r.error is None], options.task)
 
 
 def _detection(source: DatasetSource, options: InspectOptions):
     from mldebug_cli.sources.row_formats import Detection
 
-    head = [r.data for r in _first_records(source, 50) if r.error is None]
+    head = [r.data for r in first_records(source, 50) if r.error is None]
     try:
         detected = detect(head, source.display)
     except InputError:  # columns no format claims (or a preference dataset): only --data-format can decide
@@ -375,13 +291,6 @@ def _detection(source: DatasetSource, options: InspectOptions):
     if options.data_format in ("messages", "sharegpt") and head and isinstance(head[0], dict):
         key = next((k for k in ("messages", "conversations", "conversation") if k in head[0]), key)
     return Detection(options.data_format, "--data-format", key)
-
-
-def _first_records(source: DatasetSource, n: int) -> list[Record]:
-    out = []
-    for record in source.records(list(range(n))):
-        out.append(record)
-    return out
 
 
 def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokenizer, row_format: str, train_on: str,
@@ -400,11 +309,11 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
             where = options.chat_template or str(Path(loaded.source) / "tokenizer_config.json")
             raise InputError(f"{where}: the chat template does not compile: {problem}")
     added = [t for t in tok.get_added_vocab()]
-    specials = _special_texts(tok)
+    specials = special_texts(tok)
     facts = None
     if template:
         facts = probe_template(ChatRenderer.for_tokenizer(tok, template), tok.bos_token, added)
-    end_of_turn_id = _single_id(tok, facts.end_of_turn) if facts and facts.end_of_turn else None
+    end_of_turn_id = single_id(tok, facts.end_of_turn) if facts and facts.end_of_turn else None
     stop_ids = {i for i in (tok.eos_token_id, end_of_turn_id, *loaded.generation_eos_ids) if i is not None}
     return Setup(
         dataset_path=source.display,
@@ -437,34 +346,11 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
     )
 
 
-def _special_texts(tok) -> list[str]:
-    """Texts the tokenizer maps to special ids (the added tokens marked special, and the named special tokens)."""
-    texts = {t.content for t in tok.added_tokens_decoder.values() if t.special}
-    texts.update(t for t in tok.all_special_tokens if t)
-    return sorted(t for t in texts if t.strip())
-
-
-def _single_id(tok, text: str) -> int | None:
-    ids = tok.encode(text, add_special_tokens=False)
-    return ids[0] if len(ids) == 1 else None
-
-
 def _adds_bos(tok) -> bool:
     if tok.bos_token_id is None:
         return False
     ids = tok("a").input_ids
     return bool(ids) and ids[0] == tok.bos_token_id
-
-
-def _batches(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
-    batch: list[Record] = []
-    for record in records:
-        batch.append(record)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _process(batch: list[Record], detection, setup: Setup, renderer, locator, tokenizer, path: str) -> list[Row]:

@@ -17,17 +17,25 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.frameworks import pair_profile
 from mldebug_cli.frameworks import trl_preference as trl
+from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
-from mldebug_cli.pipelines.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
+from mldebug_cli.frameworks.selector import pair_profile
+from mldebug_cli.pipelines.row_batches import (
+    batch_results,
+    engine_line,
+    first_records,
+    open_rows,
+    sample_indices,
+    unreadable_shards,
+    workers_for,
+)
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
 from mldebug_cli.render.shared_prefix import boundary_pattern, last_boundary
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.preference_rows import TASK_COLUMNS, detect_task, to_trl_row
 from mldebug_cli.sources.row_formats import RowProblem
-from mldebug_cli.sources.shards import open_dataset
-from mldebug_cli.sources.tokenizer import load_tokenizer
+from mldebug_cli.sources.tokenizer import load_tokenizer, single_id, special_texts
 
 SIDES = {"dpo": ("chosen", "rejected"), "orpo": ("chosen", "rejected"), "kto": ("completion",), "grpo": ()}
 PAIR_SIDES = ("chosen", "rejected")
@@ -38,30 +46,13 @@ FRAMEWORK_NOTES = {
 }
 
 
-def preference_task(head: list[Any], requested: str | None) -> str | None:
-    """The task the rows are for: --task when given (sft: none), else what the first readable row's columns say."""
-    if requested is not None:
-        return None if requested == "sft" else requested
-    first = next((r for r in head if isinstance(r, dict) and r), None)
-    return detect_task(first) if first is not None else None
-
-
 def build_report(options, task: str, progress: Callable[[int, int], None] | None = None, source=None) -> Report:
-    from mldebug_cli.pipelines.inspect import (
-        _first_records,
-        _indices,
-        _workers,
-        batch_results,
-        engine_line,
-        unreadable_shards,
-    )
-
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DP")]
-    source = source if source is not None else open_dataset(options.dataset, options.split)
+    source = source if source is not None else open_rows(options)
     total = len(source)
-    indices = _indices(options, total)
+    indices = sample_indices(options, total)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
-    head = [r.data for r in _first_records(source, 1) if r.error is None]
+    head = [r.data for r in first_records(source, 1) if r.error is None]
     if not head or not isinstance(head[0], dict):
         raise InputError(f"{source.display}: the first row is not a JSON object", hint=f"{task} rows need {TASK_COLUMNS}")
     own = pair_profile(options.framework, options, loaded, task)  # the framework's own pairwise processor, or None
@@ -81,7 +72,7 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     views: list[tuple[int, bool, dict]] = []
     checked_total = total if indices is None else len(indices)
     rows = 0
-    workers = _workers(options.workers, checked_total) if options.engine == "local" else 1
+    workers = workers_for(options.workers, checked_total) if options.engine == "local" else 1
     for result in batch_results(engine, source, indices, options, workers):
         findings.extend(result.findings)
         dataset.merge(result.dataset)
@@ -111,7 +102,6 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
     mode = options.truncation_mode or "keep_start"
     if mode not in trl.TRUNCATION_MODES:
         raise UsageError(f"--truncation-mode: unknown mode {mode!r}", hint=f"one of {', '.join(trl.TRUNCATION_MODES)}")
-    from mldebug_cli.pipelines.inspect import _single_id, _special_texts
     from mldebug_cli.render.probe import probe_template
 
     if prepared is not None:
@@ -131,8 +121,8 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
         if loaded.chat_template:  # the token that closes assistant turns in the template (<|eot_id|>, <|im_end|>)
             facts = probe_template(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok.bos_token,
                                    list(tok.get_added_vocab()))
-            stop_ids.add(_single_id(tok, facts.end_of_turn) if facts.end_of_turn else None)
-    specials = _special_texts(tok)
+            stop_ids.add(single_id(tok, facts.end_of_turn) if facts.end_of_turn else None)
+    specials = special_texts(tok)
     return PreferenceSetup(
         task=task,
         dataset_path=source.display,

@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, SETTING_END_OF_TURN_MASKING, SETTING_MAX_LENGTH, InputError
 from mldebug_cli.core.findings import Finding, Location, Report
+from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
 
@@ -40,8 +41,8 @@ class PreflightOptions:
 
 
 def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
-    from mldebug_cli.frameworks import detect_framework, read_plan, versions
-    from mldebug_cli.frameworks.preference_config import read_preference
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(options.config)
@@ -118,10 +119,11 @@ def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: fro
                 "framework": plan.framework, "train_on": plan.train_on.value, "max_length": plan.max_length.value,
                 "split": dataset.split}
     configured = replace(options, **{name: value for name, value in settings.items() if name not in given})
-    if configured.framework == "axolotl" and plan.framework == "axolotl":
-        configured = replace(configured, framework_options=_axolotl_options(dataset, configured.train_on if "train_on" in given else None))
-    elif configured.framework == plan.framework:
-        configured = replace(configured, framework_options=plan.framework_options)
+    if configured.framework == plan.framework:
+        from mldebug_cli.frameworks.selector import dataset_options
+
+        train_on = configured.train_on if "train_on" in given else None
+        configured = replace(configured, framework_options=dataset_options(plan, dataset, train_on))
     return configured
 
 
@@ -133,7 +135,7 @@ def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: Dataset
     try:
         report = inspect.build_report(options, progress)
     except InputError as exc:
-        key = (_terminator_key(dataset) or dataset.key) if exc.message.startswith("axolotl refuses") else dataset.key
+        key = (_terminator_key(plan, dataset) or dataset.key) if exc.setting == SETTING_END_OF_TURN_MASKING else dataset.key
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint) from None
     return replace(report, findings=tuple(_point_at_config(f, config, plan, dataset, preference) for f in report.findings))
 
@@ -170,16 +172,6 @@ def _engine(options: PreflightOptions) -> dict[str, Any]:
     return {"engine": options.engine, "ray_address": options.ray_address, "ray_concurrency": options.ray_concurrency}
 
 
-def _axolotl_options(dataset: DatasetPlan, train_on: str | None = None):
-    """The dataset's chat_template masking settings over axolotl's defaults (``train_on``: --train-on, which wins)."""
-    from mldebug_cli.render.axolotl import AxolotlOptions
-
-    masking = {name: setting.value for name, setting in dataset.masking}
-    if train_on is not None:
-        masking.update(train_on_inputs=train_on == "all", last_turn_only=train_on == "last")
-    return AxolotlOptions(**masking)
-
-
 # --- inspect-data --config: one dataset as the training config trains it ---------------------------------
 
 # the settings a config decides, with the flag that overrides each (a flag the user gives wins)
@@ -204,8 +196,8 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
     """``options`` (inspect.InspectOptions from the flags; ``given`` names the flags the user passed) with the
     tokenizer, template, format, framework, masking and max length the config sets for ``dataset`` (a path or
     name of one of its datasets; None: its first), read by the reader preflight uses."""
-    from mldebug_cli.frameworks import detect_framework, read_plan, versions
-    from mldebug_cli.frameworks.preference_config import read_preference
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(config_path)
@@ -370,7 +362,7 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
     except InputError as exc:
         if not from_config:
             raise
-        key = plan.chat_template.key if plan.chat_template.value and "template" in exc.message else plan.tokenizer.key
+        key = plan.chat_template.key if plan.chat_template.value and exc.setting == SETTING_CHAT_TEMPLATE else plan.tokenizer.key
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint or "pass --tokenizer DIR") from None
 
 
@@ -436,7 +428,7 @@ def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, 
 # tokenizer, the template or masking switch for masking findings.
 def _config_key(code: str, plan: TrainingPlan, dataset: DatasetPlan) -> str | None:
     by_code = {
-        "DS004": _terminator_key(dataset),
+        "DS004": _terminator_key(plan, dataset),
         "DS001": plan.max_length.key,
         "DS007": plan.max_length.key,
         "DS008": plan.max_length.key,
@@ -448,10 +440,11 @@ def _config_key(code: str, plan: TrainingPlan, dataset: DatasetPlan) -> str | No
     return by_code.get(code)
 
 
-def _terminator_key(dataset: DatasetPlan) -> str | None:
-    """The axolotl key that decides which end-of-turn tokens are trained, when the config sets one."""
+def _terminator_key(plan: TrainingPlan, dataset: DatasetPlan) -> str | None:
+    """The dataset's key that decides which end-of-turn tokens are trained, when the config sets one."""
     masking = dict(dataset.masking)
-    return next((masking[k].key for k in ("eot_tokens", "train_on_eot", "train_on_eos") if k in masking), None)
+    keys = framework_object(plan.framework).end_of_turn_keys
+    return next((masking[k].key for k in keys if k in masking), None)
 
 
 def _preference_key(code: str, preference) -> str | None:
@@ -466,7 +459,7 @@ def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, d
     """Row findings keep their row and name the config key behind them; setup findings point at that key's line."""
     dataset_key = dataset.key
     key = _preference_key(finding.code, preference) if preference else _config_key(finding.code, plan, dataset)
-    if finding.code == "DS001" and "truncation" not in finding.message:
+    if finding.code == "DS001" and finding.setting != SETTING_MAX_LENGTH:
         key = None
     if finding.location.row is not None:
         return replace(finding, location=replace(finding.location, key=key or dataset_key))

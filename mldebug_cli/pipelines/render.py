@@ -1,28 +1,25 @@
 """render: one conversation rendered the way an engine renders it, and tokenized the way it tokenizes.
 
-``render_with_engine`` is the one dispatch from a side to its engine's renderer; check-template uses it for
-both sides. Every engine gets the same fixed clock, so date-dependent templates render reproducibly.
+``render_with_engine`` (mldebug_cli.engines.registry) is the one dispatch from a side to its engine's renderer;
+check-template uses it for both sides. Every engine gets the same fixed clock, so date-dependent templates render
+reproducibly.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.engines.registry import FIXED_NOW, EngineRenderError, render_source_side, render_with_engine
 from mldebug_cli.render.probes import read_conversation
-from mldebug_cli.sources.deploy import Side, render_source_side
+from mldebug_cli.sources.deploy import Side
 
-FIXED_NOW = datetime(2025, 1, 15, 12, 0)  # differs from the dates templates hard-code (e.g. Llama 3.1's 26 Jul 2024)
-
-
-class EngineRenderError(Exception):
-    """The engine failed to render the conversation (its own message is kept)."""
-
+__all__ = ["FIXED_NOW", "EngineRenderError", "RenderOptions", "RenderedPrompt", "build_prompt", "render_with_engine",
+           "tokenize"]
 
 @dataclass(frozen=True)
 class RenderOptions:
@@ -97,119 +94,6 @@ def parse_variables(pairs: Sequence[str]) -> tuple[tuple[str, Any], ...]:
             parsed = value
         out.append((key.strip(), parsed))
     return tuple(out)
-
-
-# ------------------------------------------------------------------------------ engine dispatch
-
-
-def render_with_engine(
-    side: Side,
-    messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
-    add_generation_prompt: bool,
-    now: datetime = FIXED_NOW,
-    variables: Mapping[str, Any] | None = None,
-) -> str:
-    """The prompt text ``side.engine`` builds from ``messages``; raises ``EngineRenderError``."""
-    variables = dict(variables or {})
-    fresh = json.loads(json.dumps(list(messages)))  # renderers may rewrite the messages they are given
-    try:
-        if side.engine in ("transformers", "vllm"):
-            return _render_transformers(side, fresh, tools, add_generation_prompt, now, variables)
-        if side.engine == "llamacpp":
-            return _render_llamacpp(side, fresh, tools, add_generation_prompt, now, variables)
-        if side.engine == "tgi":
-            return _render_tgi(side, fresh, tools, now, variables)
-        return _render_ollama(side, fresh, tools, now, variables)
-    except InputError as exc:  # the engines' own render failures
-        raise EngineRenderError(exc.message) from None
-
-
-def _render_transformers(side, messages, tools, add_generation_prompt, now, variables) -> str:
-    from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
-
-    renderer = ChatRenderer(side.template, dict(side.special_tokens), variables)
-    try:
-        with _transformers_clock(now):
-            return renderer.render(messages, list(tools) or None, add_generation_prompt).text
-    except TemplateRenderError as exc:
-        raise EngineRenderError(str(exc)) from None
-
-
-def _render_llamacpp(side, messages, tools, add_generation_prompt, now, variables) -> str:
-    from mldebug_cli.render.llamacpp import render_llamacpp
-
-    enable_thinking = variables.pop("enable_thinking", None)
-    return render_llamacpp(
-        side.template,
-        messages,
-        bos_token=side.bos_text or "",
-        eos_token=side.eos_text or "",
-        add_bos=side.adds_bos,
-        add_eos=side.adds_eos,
-        add_generation_prompt=add_generation_prompt,
-        tools=list(tools) or None,
-        enable_thinking=enable_thinking,
-        extra_vars=variables,
-        now=now,
-        template_name=side.template_source,
-    ).prompt
-
-
-def _render_tgi(side, messages, tools, now, variables) -> str:
-    from mldebug_cli.render.tgi import render_tgi
-
-    _only_variables(variables, ("guideline",), "tgi")
-    return render_tgi(
-        side.template,
-        messages,
-        bos_token=side.bos_text,
-        eos_token=side.eos_text,
-        tools=list(tools) or None,
-        guideline=variables.get("guideline"),
-        now=now,
-        template_name=side.template_source,
-    ).prompt
-
-
-def _render_ollama(side, messages, tools, now, variables) -> str:
-    from mldebug_cli.render import ollama
-
-    _only_variables(variables, ("think",), "ollama")
-    return ollama.render(
-        side.template,
-        messages,
-        system=side.system,
-        modelfile_messages=side.modelfile_messages,
-        tools=list(tools) or None,
-        think=variables.get("think"),
-        today=now.date(),
-    )
-
-
-def _only_variables(variables: Mapping[str, Any], allowed: tuple[str, ...], engine: str) -> None:
-    unknown = sorted(set(variables) - set(allowed))
-    if unknown:
-        raise UsageError(f"--var {unknown[0]}: {engine} passes no such variable to templates",
-                         hint=f"{engine} takes only: {', '.join(allowed)}")  # fmt: skip
-
-
-@contextmanager
-def _transformers_clock(now: datetime) -> Iterator[None]:
-    """transformers' ``strftime_now`` reads ``datetime.now()`` from its module: pin it for reproducible renders."""
-    import transformers.utils.chat_template_utils as chat_utils
-
-    class FixedClock(datetime):
-        @classmethod
-        def now(cls, tz: Any = None) -> datetime:  # noqa: ARG003 - same signature as datetime.now
-            return now
-
-    original = chat_utils.datetime
-    chat_utils.datetime = FixedClock
-    try:
-        yield
-    finally:
-        chat_utils.datetime = original
 
 
 # ---------------------------------------------------------------------------------- tokenization

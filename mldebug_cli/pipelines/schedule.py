@@ -36,7 +36,8 @@ def build_report(
     ``rows_source``: where ``num_rows`` came from; ``task``: the preference trainer preflight found (dpo, kto,
     orpo, grpo), else the config's keys decide."""
     from mldebug_cli.core import registry
-    from mldebug_cli.frameworks import checked_framework, detect_framework, read_spec, versions
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.frameworks.selector import checked_framework, detect_framework, read_spec
     from mldebug_cli.schedule import dataset_size
     from mldebug_cli.schedule.engine import ENGINE_CHOICES
     from mldebug_cli.schedule.overlay import compare
@@ -88,8 +89,8 @@ def config_findings(config_file, framework: str, targets, select: Iterable[str] 
                     reported: frozenset[str] = frozenset(), task: str | None = None) -> tuple[Finding, ...]:
     """The CF checks on a config: its keys and values against the framework's schema at the target versions."""
     from mldebug_cli.core import registry
-    from mldebug_cli.frameworks import key_schema
     from mldebug_cli.frameworks.schema import ConfigReview
+    from mldebug_cli.frameworks.selector import key_schema
 
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="CF")]
     if not checks:
@@ -105,9 +106,9 @@ def _config_codes(select: Iterable[str], ignore: Iterable[str]) -> tuple[str, ..
 
 
 def _packages(framework: str) -> tuple[str, ...]:
-    from mldebug_cli.frameworks import VERSIONED_PACKAGES
+    from mldebug_cli.frameworks.selector import versioned_packages
 
-    return VERSIONED_PACKAGES.get(framework, ())
+    return versioned_packages(framework)
 
 
 def _unsimulated(config: str, framework: str, targets, findings: tuple[Finding, ...], error: InputError) -> Report:

@@ -15,6 +15,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.engines.registry import deploy_side, train_side
 from mldebug_cli.pipelines.render import FIXED_NOW, EngineRenderError, render_with_engine, tokenize
 from mldebug_cli.render.diff import (
     HunkContext,
@@ -26,7 +27,7 @@ from mldebug_cli.render.diff import (
     token_hunks,
 )
 from mldebug_cli.render.probes import ANSWER, QUESTION, SYSTEM, Probe, builtin_probes, content_spans, read_conversation
-from mldebug_cli.sources.deploy import Side, deploy_side, train_side
+from mldebug_cli.sources.deploy import Side
 
 _OTHER_DAY = timedelta(days=400)  # a date with another day, month and year, to see whether a render depends on it
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-IGNORE_INDEX = -100
+from mldebug_cli.core.labels import IGNORE_INDEX
 
 
 def labels_from_encoding(

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.schedule.dataset_size import DatasetSize, PackedRows, packed_rows
-from mldebug_cli.schedule.model import RunSpec, StepPlan
+from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, PRECOMPUTED_STEPS, RunSpec, StepPlan
 
 AXOLOTL_WARMUP_SHARE, AXOLOTL_WARMUP_CAP = 0.03, 100
 
@@ -39,9 +39,9 @@ def plan_steps(spec: RunSpec, size: DatasetSize | None) -> StepPlan:
 
 
 def _plan_for_rows(spec: RunSpec, rows: int | None) -> StepPlan:
-    if spec.framework == "torchtune":
+    if spec.counting == EPOCH_LOOP_STEPS:
         return _torchtune_plan(spec, rows)
-    if spec.framework == "axolotl":
+    if spec.counting == PRECOMPUTED_STEPS:
         return _axolotl_plan(spec, rows)
     return _hf_plan(spec, rows)
 
@@ -98,7 +98,7 @@ def training_rows(spec: RunSpec, size: DatasetSize | None) -> tuple[int | None, 
     if size.lengths and spec.packing.sequence_len:
         from mldebug_cli.schedule.packing import packed_from_lengths
 
-        packed = packed_from_lengths(spec.framework, size, spec.packing.sequence_len)
+        packed = packed_from_lengths(spec.packing.packs_every_row, size, spec.packing.sequence_len)
     share = kept / size.rows if size.rows else 0.0  # the packer only sees the rows left for training
     scaled = PackedRows(
         estimate=math.ceil(packed.estimate * share),
@@ -122,7 +122,7 @@ def _require_positive(spec: RunSpec) -> None:
 def _missing_rows(spec: RunSpec) -> InputError:
     return InputError(
         "the step count needs the dataset size",
-        hint="pass --num-rows N or --dataset PATH" + ("" if spec.framework == "torchtune" else ", or set max_steps"),
+        hint="pass --num-rows N or --dataset PATH" + ("" if spec.counting == EPOCH_LOOP_STEPS else ", or set max_steps"),
     )
 
 

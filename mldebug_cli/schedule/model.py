@@ -6,10 +6,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-FRAMEWORKS = ("transformers", "trl", "axolotl", "llama-factory", "torchtune")
-HF_FAMILY = "transformers"  # schedulers built by transformers' get_scheduler
-AXOLOTL_FAMILY = "axolotl"  # axolotl's own schedulers (cosine with min LR, REX, OneCycle, ...)
-TORCHTUNE_FAMILY = "torchtune"  # torchtune's cosine, or no scheduler at all
+# scheduler families, by the code that builds them
+HF_FAMILY = "transformers.optimization"  # schedulers built by transformers' get_scheduler
+AXOLOTL_FAMILY = "axolotl.utils.schedulers"  # axolotl's own schedulers (cosine with min LR, REX, OneCycle, ...)
+TORCHTUNE_FAMILY = "torchtune.training.lr_schedulers"  # torchtune's cosine, or no scheduler at all
+
+# how a framework turns rows into optimizer steps (RunSpec.counting)
+TRAINER_STEPS = "trainer"  # the transformers Trainer's loop: steps per epoch from the dataloader, max_steps wins
+PRECOMPUTED_STEPS = "precomputed"  # the framework computes the total steps itself and hands the Trainer max_steps
+# (axolotl's calculate_total_num_steps), and derives its warmup and logging defaults from that total
+EPOCH_LOOP_STEPS = "epoch-loop"  # its own epoch loop: max_steps_per_epoch caps each epoch, a last partial
+# accumulation window carries its gradients into the next epoch (torchtune's recipes)
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class Packing:
     key: str | None = None
     sequence_len: int | None = None
     efficiency_estimate: float | None = None  # axolotl's sample_packing_eff_est
+    packs_every_row: bool = False  # best fit decreasing over all rows, untrained ones too, in fixed-size batches (TRL)
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,9 @@ class RunSpec:
     keys: Mapping[str, str] = field(default_factory=dict)
     ignored: tuple[IgnoredKey, ...] = ()
     notes: tuple[str, ...] = ()
+    counting: str = TRAINER_STEPS  # TRAINER_STEPS, PRECOMPUTED_STEPS or EPOCH_LOOP_STEPS
+    warmup_share_key: str | None = "warmup_steps"  # the key that takes warmup as a share (None: only a count)
+    warmup_steps_key: str = "warmup_steps"  # the key that takes warmup as a step count
 
     def key(self, setting: str) -> str | None:
         return self.keys.get(setting)

@@ -38,13 +38,14 @@ def best_fit_decreasing(lengths: Iterable[tuple[int, int]], capacity: int) -> in
     return sequences
 
 
-def packed_from_lengths(framework: str, size: DatasetSize, capacity: int) -> PackedRows:
-    """Packed sequences from the measured row lengths (``size.lengths``, plus the untrained rows TRL packs too)."""
-    lengths = list(size.lengths) + (list(size.untrained_lengths) if framework == "trl" else [])
+def packed_from_lengths(packs_every_row: bool, size: DatasetSize, capacity: int) -> PackedRows:
+    """Packed sequences from the measured row lengths (``size.lengths``, plus the untrained rows when the packer
+    packs every row: TRL's pack_dataset)."""
+    lengths = list(size.lengths) + (list(size.untrained_lengths) if packs_every_row else [])
     rows = sum(count for _, count in lengths)
     packed = best_fit_decreasing(lengths, capacity)
     basis = f"best fit decreasing over the real lengths of {plural(rows, 'row')}"
-    if framework == "trl":
+    if packs_every_row:
         batches = math.ceil(rows / TRL_PACKING_BATCH)
         exact = size.tokens_exact and batches <= 1
         basis = (f"TRL's pack_dataset (bfd) over the real lengths of {plural(rows, 'row')}"

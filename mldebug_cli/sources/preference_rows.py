@@ -113,3 +113,11 @@ def _kind(value: Any) -> str:
     if value is None:
         return "missing"
     return {"str": "text", "list": "a list", "dict": "an object", "bool": "a boolean"}.get(type(value).__name__, "a number")
+
+
+def preference_task(head: list[Any], requested: str | None) -> str | None:
+    """The task the rows are for: --task when given (sft: none), else what the first readable row's columns say."""
+    if requested is not None:
+        return None if requested == "sft" else requested
+    first = next((r for r in head if isinstance(r, dict) and r), None)
+    return detect_task(first) if first is not None else None

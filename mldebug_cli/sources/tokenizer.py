@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, InputError
 from mldebug_cli.sources.hub import online, require_local_or_cached, stay_offline
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tekken.json", "spiece.model")
@@ -128,9 +128,10 @@ def _template(tokenizer, spec: str, override: str | None) -> tuple[str | None, s
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise InputError(f"{override}: no such chat template file") from None
+            raise InputError(f"{override}: no such chat template file", setting=SETTING_CHAT_TEMPLATE) from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{override}: cannot read the chat template: {_one_line(exc)}") from None
+            raise InputError(f"{override}: cannot read the chat template: {_one_line(exc)}",
+                             setting=SETTING_CHAT_TEMPLATE) from None
         return text, override
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # named templates: the trainer uses "default"
@@ -159,3 +160,16 @@ def _read_json(path: Path) -> Any:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
+
+
+def special_texts(tok) -> list[str]:
+    """Texts the tokenizer maps to special ids (the added tokens marked special, and the named special tokens)."""
+    texts = {t.content for t in tok.added_tokens_decoder.values() if t.special}
+    texts.update(t for t in tok.all_special_tokens if t)
+    return sorted(t for t in texts if t.strip())
+
+
+def single_id(tok, text: str) -> int | None:
+    """The id of ``text`` when the tokenizer encodes it as one token."""
+    ids = tok.encode(text, add_special_tokens=False)
+    return ids[0] if len(ids) == 1 else None

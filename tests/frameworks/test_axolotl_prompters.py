@@ -9,8 +9,8 @@ import yaml
 
 from mldebug_cli.frameworks import axolotl as axolotl_framework
 from mldebug_cli.frameworks import axolotl_prompters
+from mldebug_cli.frameworks.axolotl import masking_options as _axolotl_options
 from mldebug_cli.pipelines import inspect
-from mldebug_cli.pipelines.preflight import _axolotl_options
 from mldebug_cli.sources.config_file import load_config
 from mldebug_cli.sources.row_formats import RowProblem
 from support import FIXTURES, QWEN25, ROOT, golden_clock

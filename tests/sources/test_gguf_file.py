@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.deploy import render_source_side
+from mldebug_cli.engines.registry import render_source_side
 from mldebug_cli.sources.gguf_file import _vocab_from_reader, read_gguf_vocab
 from support import CORPUS_GGUF, needs_corpus
 

@@ -26,13 +26,17 @@ Fix
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.config import at_key
 from mldebug_cli.core.findings import Hit
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.schema import ConfigReview
+
 SEVERITY = "info"
 SUBJECT = "config"
-def run(review, ctx) -> Iterator[Hit]:
+def run(review: ConfigReview, ctx: None) -> Iterator[Hit]:
     if review.schema is None:
         return
     for key, (package, change, only) in review.schema.version_dependent.items():

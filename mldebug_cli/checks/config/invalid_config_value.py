@@ -23,17 +23,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.checks.config import at_key, present_keys
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.schema import ConfigReview
 
 SEVERITY = "error"
 SUBJECT = "config"
 _NUMBER = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 
 
-def run(review, ctx) -> Iterator[Hit]:
+def run(review: ConfigReview, ctx: None) -> Iterator[Hit]:
     if review.schema is None:
         return
     yield from _conflicts(review)

@@ -24,15 +24,19 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.config import at_key, present_keys
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.schema import ConfigReview
 
 SEVERITY = "error"
 SUBJECT = "config"
 
 
-def run(review, ctx) -> Iterator[Hit]:
+def run(review: ConfigReview, ctx: None) -> Iterator[Hit]:
     if review.schema is None:
         return
     for path, name, _value, schema in present_keys(review):

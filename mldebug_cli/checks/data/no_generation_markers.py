@@ -42,22 +42,9 @@ def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
         return
     if setup.has_generation_markers:
         return
-    if setup.framework == "unsloth":
-        yield Hit(
-            "the chat template has no {% generation %} markers (Unsloth does not use them either); the rows were"
-            " relabelled as Unsloth's train_on_responses_only relabels them: from each response marker to the EOS, the"
-            " next instruction marker or the end of the row",
-            "--instruction-part and --response-part decide the mask: they must match the template's role headers",
-            setup.location(),
-        )
-        return
-    if setup.axolotl is not None:
-        yield Hit(
-            "the chat template has no {% generation %} markers (axolotl does not use them either); assistant turns"
-            " were masked as axolotl's chat_template masks them: each turn's content, then its EOS/EOT token",
-            "axolotl's eot_tokens, roles_to_train and train_on_eos decide the mask",
-            setup.location(),
-        )
+    own = setup.rows.unmarked_masking()
+    if own is not None:  # the framework masks without markers its own way
+        yield Hit(own[0], own[1], setup.location())
         return
     yield Hit(
         "the chat template has no {% generation %} markers; assistant turns were masked by per-turn prefix renders",

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.data.common import dropped_note
+from mldebug_cli.core.errors import SETTING_MAX_LENGTH
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.sources.row_formats import Chat, Tokens
 
@@ -34,7 +35,9 @@ SUBJECT = "row"
 def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if not row.ok or not row.input_ids or row.trained:
         return
-    yield Hit(f"all {len(row.labels)} labels are -100: {_cause(row, setup)}{dropped_note(row, setup)}", _hint(row, setup), row.location())
+    cut = row.trained_before_truncation or (row.dropped and row.dropped_by == "nothing-trained")
+    yield Hit(f"all {len(row.labels)} labels are -100: {_cause(row, setup)}{dropped_note(row, setup)}", _hint(row, setup),
+              row.location(), setting=SETTING_MAX_LENGTH if cut else None)
 
 
 def _cause(row, setup) -> str:

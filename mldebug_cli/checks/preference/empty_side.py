@@ -16,15 +16,19 @@ Drop the row or fill the reply.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.preference.common import reply_text, without_eos
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceSetup
 
 SEVERITY = "error"
 SUBJECT = "pair"
 
 
-def run(pair, setup) -> Iterator[Hit]:
+def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
     if not pair.ok:
         return
     eos = None if setup.conversational else setup.eos_text

@@ -16,14 +16,18 @@ End every prompt with the user (or tool) turn the model should answer; keep the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit, Location
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceSetup
 
 SEVERITY = "warning"
 SUBJECT = "pair"
 
 
-def run(pair, setup) -> Iterator[Hit]:
+def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
     if not pair.ok or setup.task != "grpo" or not setup.conversational:
         return
     if pair.prompt and pair.prompt[-1].get("role") == "assistant":

@@ -20,14 +20,18 @@ Give every row the same columns and kinds as the first.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceSetup
 
 SEVERITY = "error"
 SUBJECT = "pair"
 
 
-def run(pair, setup) -> Iterator[Hit]:
+def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
     if pair.problem is not None:
         hint = ("fix the row's turn order, or drop it yourself so the count is known" if pair.left_out
                 else "give every row the columns and kinds of the first row")

@@ -16,15 +16,19 @@ Add undesirable examples (or desirable ones), or set the weights so that weight 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit, Location
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import PreferenceDataset, PreferenceSetup
 
 SEVERITY = "warning"
 SUBJECT = "preference-dataset"
 MINORITY = 0.1
 
 
-def run(dataset, setup) -> Iterator[Hit]:
+def run(dataset: PreferenceDataset, setup: PreferenceSetup) -> Iterator[Hit]:
     if setup.task != "kto":
         return
     good, bad = dataset.labels[True], dataset.labels[False]

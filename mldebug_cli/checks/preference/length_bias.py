@@ -17,8 +17,12 @@ Balance the set by length (subsample, or pair replies of similar length), or use
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit, Location
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import PreferenceDataset, PreferenceSetup
 
 SEVERITY = "warning"
 SUBJECT = "preference-dataset"
@@ -27,7 +31,7 @@ SHARE = 0.7
 MIN_PAIRS = 20
 
 
-def run(dataset, setup) -> Iterator[Hit]:
+def run(dataset: PreferenceDataset, setup: PreferenceSetup) -> Iterator[Hit]:
     ratio = dataset.length_ratio
     if dataset.pairs < MIN_PAIRS or ratio is None:
         return

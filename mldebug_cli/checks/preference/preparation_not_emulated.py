@@ -23,14 +23,18 @@ against the framework's own preprocessed dataset.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit, Location
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import PreferenceDataset, PreferenceSetup
 
 SEVERITY = "info"
 SUBJECT = "preference-dataset"
 
 
-def run(dataset, setup) -> Iterator[Hit]:
+def run(dataset: PreferenceDataset, setup: PreferenceSetup) -> Iterator[Hit]:
     for gap in setup.not_emulated:
         yield Hit(gap, "read the other findings as the preparation the report's framework line names",
                   Location(path=setup.dataset_path))

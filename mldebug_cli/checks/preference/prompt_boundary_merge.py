@@ -21,15 +21,19 @@ for chats, use a template that renders the prompt the same way alone and with a 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.data.common import show
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceSetup
 
 SEVERITY = "warning"
 SUBJECT = "pair"
 
 
-def run(pair, setup) -> Iterator[Hit]:
+def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
     if not pair.ok or setup.task == "grpo" or pair.prompt_len >= len(pair.prompt_ids):
         return
     lost = pair.prompt_ids[pair.prompt_len:]

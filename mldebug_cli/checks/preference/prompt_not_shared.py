@@ -18,14 +18,18 @@ Give both sides the same prompt messages, or write the prompt into an explicit `
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceSetup
 
 SEVERITY = "error"
 SUBJECT = "pair"
 
 
-def run(pair, setup) -> Iterator[Hit]:
+def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
     if pair.refused is not None:
         yield Hit(pair.refused, "give chosen and rejected the same prompt messages, or a prompt column", pair.location())
         return

@@ -16,14 +16,18 @@ Add the column to every row, or name the column the reward function really reads
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit, Location
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import PreferenceDataset, PreferenceSetup
 
 SEVERITY = "error"
 SUBJECT = "preference-dataset"
 
 
-def run(dataset, setup) -> Iterator[Hit]:
+def run(dataset: PreferenceDataset, setup: PreferenceSetup) -> Iterator[Hit]:
     for column, rows in dataset.missing_columns.items():
         yield Hit(f"{len(rows)} row(s) have no {column!r} column for the reward functions (first: row {rows[0]})",
                   f"add {column!r} to every row", Location(path=setup.dataset_path, row=rows[0]))

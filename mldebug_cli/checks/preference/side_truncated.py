@@ -21,15 +21,19 @@ Raise `max_length`, or shorten the long reply; prefer `keep_start` (the default)
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceSetup
 
 SEVERITY = "warning"
 SUBJECT = "pair"
 GAP = 0.5  # share of a side's completion cut beyond the other side's
 
 
-def run(pair, setup) -> Iterator[Hit]:
+def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
     if not pair.ok or pair.dropped or not pair.sides:
         return
     emptied = [side for side, seq in pair.sides.items() if seq.completion_tokens and not seq.trained]

@@ -16,15 +16,19 @@ Remove the special-token text from the reply (a trailing plain-text EOS is fine:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.preference.common import reply_text, without_eos
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceSetup
 
 SEVERITY = "warning"
 SUBJECT = "pair"
 
 
-def run(pair, setup) -> Iterator[Hit]:
+def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
     if not pair.ok or setup.special_pattern is None:
         return
     eos = None if setup.conversational else setup.eos_text

@@ -19,14 +19,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import fmt, hit, is_rl, points_where, share
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"max_clip_ratio": 0.3}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     if not is_rl(subject):
         return
     series = subject.get("clip_ratio/region_mean") or subject.get("clip_ratio")

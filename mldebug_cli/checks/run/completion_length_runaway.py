@@ -21,14 +21,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import fmt, hit, is_rl, mean
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"min_points": 8, "growth": 1.5, "rising_share": 0.6, "near_max": 0.8, "flat_reward": 0.05}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     length, reward = subject.get("completions/mean_length"), subject.get("reward")
     if length is None or reward is None or not is_rl(subject) or len(length) < ctx.limit("min_points"):
         return

@@ -18,14 +18,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import fmt, hit, is_rl, points_where, share
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"min_entropy": 0.01}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     entropy = subject.get("entropy")
     if entropy is None or not is_rl(subject):
         return

@@ -19,14 +19,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import accumulation_pattern, fmt, hit, train_eval_pairs
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"ratio": 0.5, "min_evals": 2, "share": 0.5, "accumulation_tolerance": 0.2}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     pairs = train_eval_pairs(subject)
     if len(pairs) < ctx.limit("min_evals"):
         return

@@ -21,14 +21,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import fmt, hit, last_finite_at
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"rises": 3, "min_rise": 0.02}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     evals, loss = subject.get("eval_loss"), subject.get("loss")
     if evals is None or loss is None or len(evals) < ctx.limit("rises") + 1:
         return

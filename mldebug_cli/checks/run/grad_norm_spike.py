@@ -23,8 +23,16 @@ Fix
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import cluster, fmt, hit, is_rl, share, spikes
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
@@ -32,7 +40,7 @@ THRESHOLDS = {"sft_max": 100.0, "rl_max": 10.0, "window": 128, "min_window": 16,
               "max_reported": 5}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     grad = subject.get("grad_norm")
     if grad is None:
         return

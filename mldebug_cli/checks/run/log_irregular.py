@@ -19,14 +19,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import run_hit
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "info"
 SUBJECT = "run"
 THRESHOLDS = {}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     for note in subject.notes:
         yield run_hit(subject, note.message, "the series was repaired as described; no action needed for training",
                       line=note.line)

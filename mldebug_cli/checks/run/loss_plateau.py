@@ -22,15 +22,24 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import after, fmt, hit, mean, points_where, warmup_end_step
 from mldebug_cli.sources.runlog.model import SFT
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"min_points": 20, "stretch_share": 0.1, "min_stretch": 3, "tolerance": 0.03}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     loss = subject.get("loss")
     if loss is None or subject.kind != SFT:
         return

@@ -24,14 +24,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import cluster, fmt, hit, is_rl, mean, spikes
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"window": 128, "min_window": 16, "sigma": 6.0, "ratio": 2.0, "recovery_points": 10, "max_reported": 10}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     loss = subject.get("loss")
     if loss is None or is_rl(subject):
         return

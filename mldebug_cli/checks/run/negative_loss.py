@@ -20,15 +20,24 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import fmt, hit, is_rl, points_where, share
 from mldebug_cli.core.findings import Severity
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "error"
 SUBJECT = "run"
 THRESHOLDS = {"below": -1e-6, "rounding": -0.01}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     if is_rl(subject):
         return
     for key in ("loss", "eval_loss"):

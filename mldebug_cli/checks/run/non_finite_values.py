@@ -24,9 +24,17 @@ Fix
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import after, hit, share
 from mldebug_cli.core.findings import Severity
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "error"
 SUBJECT = "run"
@@ -34,7 +42,7 @@ THRESHOLDS = {"rare_share": 0.05}  # non-finite grad norms on at most 5 % of poi
 KEYS = ("grad_norm", "loss", "eval_loss", "reward")
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     firsts = {}
     for key in KEYS:
         series = subject.get(key)

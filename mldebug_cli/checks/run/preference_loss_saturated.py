@@ -20,14 +20,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import fmt, hit, mean
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"max_loss": 0.01, "min_margin": 10.0, "max_grad_norm": 1e-3}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     loss, margins = subject.get("loss"), subject.get("rewards/margins")
     if loss is None or margins is None or subject.preference_loss not in ("dpo", "kto"):
         return

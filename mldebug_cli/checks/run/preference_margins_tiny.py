@@ -22,14 +22,23 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import fmt, hit, mean
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "info"
 SUBJECT = "run"
 THRESHOLDS = {"min_points": 8, "loss_drop": 0.8, "max_margin": 0.1, "together": 0.2}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     loss, margins = subject.get("loss"), subject.get("rewards/margins")
     chosen, rejected = subject.get("logps/chosen"), subject.get("logps/rejected")
     if subject.preference_loss not in ("dpo", "orpo") or None in (loss, margins, chosen, rejected):

@@ -20,8 +20,16 @@ Fix
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import after, fmt, hit, mean, share, warmup_end_step
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "warning"
 SUBJECT = "run"
@@ -29,7 +37,7 @@ THRESHOLDS = {"tolerance": 0.02, "share": 0.8, "min_points": 5}
 LN2 = math.log(2)
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     loss = subject.get("loss")
     if loss is None or subject.preference_loss != "dpo":
         return

@@ -20,15 +20,24 @@ Fix
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldebug_cli.checks.run.common import run_hit, warmup_end_step
 from mldebug_cli.core.findings import Severity
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "info"
 SUBJECT = "run"
 THRESHOLDS = {}
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     planned = subject.meta.get("max_steps") or ctx.config_value("max_steps")
     last = subject.last_step
     if not isinstance(planned, int) or planned <= 0 or last is None:

@@ -25,16 +25,24 @@ Fix
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import fmt, hit, is_rl, runs_where
 from mldebug_cli.sources.runlog.model import PREFERENCE
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mldebug_cli.checks.run.common import RunContext
+    from mldebug_cli.core.findings import Hit
+    from mldebug_cli.sources.runlog.model import Run
 
 SEVERITY = "error"
 SUBJECT = "run"
 THRESHOLDS = {"min_points": 2, "jump_from": 0.05}  # a stretch needs 2 points, or a jump from above 0.05
 
 
-def run(subject, ctx):
+def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     loss = subject.get("loss")
     if loss is None or is_rl(subject):
         return

@@ -6,9 +6,6 @@ from mldebug_cli.core import numbers
 from mldebug_cli.core.findings import Location
 from mldebug_cli.schedule.model import Simulation
 
-# The config key that takes warmup as a share of the steps, in each framework's own words.
-RATIO_KEYS = {"axolotl": "warmup_ratio", "llama-factory": "warmup_ratio"}
-
 
 def at_key(sim: Simulation, key: str | None, default_key: str | None = None) -> Location:
     """A finding's place: the config key (with its line) the setting came from, or the default's name."""
@@ -22,8 +19,8 @@ def lr(value: float) -> str:
 def warmup_share_hint(sim: Simulation, share: float) -> str:
     """``warmup_ratio: 0.03`` (axolotl, LLaMA-Factory), ``warmup_steps: 0.03`` (transformers >= 5 reads a share),
     or a step count where only steps are read (torchtune)."""
-    framework = sim.spec.framework
-    if framework == "torchtune":
+    spec = sim.spec
+    if spec.warmup_share_key is None:
         steps = max(1, round(share * sim.plan.total_steps))
-        return f"lr_scheduler.num_warmup_steps: {steps} ({share:.0%} of {numbers.plural(sim.plan.total_steps, 'step')})"
-    return f"{RATIO_KEYS.get(framework, 'warmup_steps')}: {share:g}"
+        return f"{spec.warmup_steps_key}: {steps} ({share:.0%} of {numbers.plural(sim.plan.total_steps, 'step')})"
+    return f"{spec.warmup_share_key}: {share:g}"

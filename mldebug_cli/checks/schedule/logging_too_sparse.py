@@ -26,7 +26,7 @@ from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.schedule.arithmetic import axolotl_logging_steps, axolotl_total_steps
-from mldebug_cli.schedule.model import Simulation
+from mldebug_cli.schedule.model import PRECOMPUTED_STEPS, Simulation
 
 SEVERITY = "warning"
 SUBJECT = "schedule"
@@ -37,7 +37,7 @@ def logging_interval(subject: Simulation) -> int | None:
     if spec.logging_strategy != "steps":
         return None
     steps = spec.logging_steps
-    if steps is None and spec.framework == "axolotl":
+    if steps is None and spec.counting == PRECOMPUTED_STEPS:
         rows = plan.train_rows
         steps = axolotl_logging_steps(axolotl_total_steps(spec, rows) if rows is not None else plan.total_steps)
     if steps is None:

@@ -29,7 +29,7 @@ from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.core.numbers import epochs, noun, plural
 from mldebug_cli.schedule.arithmetic import axolotl_total_steps
-from mldebug_cli.schedule.model import Simulation
+from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, PRECOMPUTED_STEPS, Simulation
 
 SEVERITY = "warning"
 SUBJECT = "schedule"
@@ -40,7 +40,7 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
     per_epoch, run_epochs = plan.optimizer_steps_per_epoch, plan.epochs_run
     if not per_epoch or run_epochs is None or not plan.steps_run:
         return
-    if spec.framework == "torchtune":
+    if spec.counting == EPOCH_LOOP_STEPS:
         yield from _torchtune(subject)
         return
     by_epochs = math.ceil(spec.num_epochs * per_epoch)
@@ -48,7 +48,7 @@ def run(subject: Simulation, ctx) -> Iterator[Hit]:
         return
     ends = "before" if plan.total_steps < by_epochs else "after"
     ends = f"the run stops {ends} the requested {_epochs(spec.num_epochs)}, after {_epochs(run_epochs)}"
-    if spec.framework == "axolotl" and spec.max_steps <= 0:
+    if spec.counting == PRECOMPUTED_STEPS and spec.max_steps <= 0:
         rounding = "floor" if spec.packing.enabled else "ceil"  # packed: rounded down, as axolotl does
         message = (
             f"axolotl passes its own step count as max_steps: {rounding}({plural(plan.train_rows, 'row')} x "

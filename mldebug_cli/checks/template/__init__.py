@@ -7,6 +7,7 @@ given text difference is decided in ``mldebug_cli.render.diff`` so that no diffe
 from __future__ import annotations
 
 from mldebug_cli.core.findings import Location
+from mldebug_cli.engines.registry import engine
 
 
 def at_deploy(subject, probe: str | None = None) -> Location:
@@ -24,9 +25,4 @@ def probe_list(names: list[str], limit: int = 4) -> str:
 
 def serve_hint(subject) -> str:
     """How to make the deploy side render the trained template, for its engine."""
-    return {
-        "llamacpp": "serve with the training template (llama-server --jinja --chat-template-file FILE) or fix the "
-        "GGUF's tokenizer.chat_template",
-        "ollama": "put the training template, translated to Go, in the Modelfile TEMPLATE (with its stop words)",
-        "tgi": "fix the template for minijinja (TGI renders without trim_blocks/lstrip_blocks)",
-    }.get(subject.deploy.engine, "serve with the template the model was trained with (vLLM: --chat-template FILE)")
+    return engine(subject.deploy.engine).serve_hint

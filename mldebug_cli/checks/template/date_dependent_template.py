@@ -18,15 +18,19 @@ Usually nothing; to pin it, pass a fixed `date_string` on both sides.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy, at_train
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
 
 SEVERITY = "info"
 SUBJECT = "template"
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     for role, locate in (("train", at_train), ("deploy", at_deploy)):
         if subject.date_dependent.get(role):
             side = subject.train if role == "train" else subject.deploy

@@ -17,15 +17,20 @@ Remove the literal BOS from the template, or turn off the runtime's BOS (`add_bo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy, probe_list
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.engines.registry import engine
+
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
 
 SEVERITY = "error"
 SUBJECT = "template"
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     doubled = [r for r in subject.results if subject.double_bos(r)]
     if not doubled:
         return
@@ -34,8 +39,7 @@ def run(subject, ctx) -> Iterator[Hit]:
     writes = bool(first.deploy_text and deploy.bos_text and first.deploy_text.startswith(deploy.bos_text))
     why = (f"the template writes {bos} and {deploy.engine} adds the BOS id when it tokenizes"
            if writes and deploy.adds_bos else "the rendered prompt starts with BOS twice")  # fmt: skip
-    hint = ("remove the literal BOS from the Modelfile TEMPLATE: Ollama adds BOS itself"
-            if deploy.engine == "ollama" else "remove the BOS text from the template or the runtime's added BOS")  # fmt: skip
+    hint = engine(deploy.engine).double_bos_hint
     yield Hit(
         f"the deploy prompt starts with {bos} {bos} in {len(doubled)} of {len(subject.differing)} differing probes "
         f"({probe_list([r.name for r in doubled])}): {why}",

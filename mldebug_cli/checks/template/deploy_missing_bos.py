@@ -18,16 +18,20 @@ the template so training and serving both have (or both lack) BOS.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy, probe_list
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.diff import leading_count
 
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
+
 SEVERITY = "error"
 SUBJECT = "template"
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     differing = [r for r in subject.results if subject.bos_presence_differs(r)]
     if not differing:
         return

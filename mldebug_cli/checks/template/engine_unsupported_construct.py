@@ -20,15 +20,19 @@ that supports it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy, probe_list
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
 
 SEVERITY = "warning"
 SUBJECT = "template"
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     if subject.deploy.template != subject.train.template:
         return
     failed = [r for r in subject.results if r.deploy_error]

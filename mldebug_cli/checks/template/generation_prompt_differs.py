@@ -19,16 +19,20 @@ enable_thinking agree on both sides.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy, serve_hint
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.diff import visible
 
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
+
 SEVERITY = "error"
 SUBJECT = "template"
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     if subject.deploy.fallback or not subject.generation_prompt_differs:
         return
     user = subject.result("user")

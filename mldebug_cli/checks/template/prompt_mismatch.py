@@ -20,16 +20,20 @@ Serve with the exact template used in training (llama.cpp `--chat-template-file`
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy, serve_hint
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.diff import HUNK_CLASSES, window
 
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
+
 SEVERITY = "error"
 SUBJECT = "template"
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     for result in subject.results:
         hunks = subject.unexplained_hunks(result)
         if not hunks:

@@ -21,26 +21,25 @@ generation_config.json (vLLM, TGI), or in the GGUF's eos/eot metadata (llama.cpp
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.engines.registry import engine
+
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
 
 SEVERITY = "error"
 SUBJECT = "template"
 
-_HINTS = {
-    "ollama": 'add PARAMETER stop "{eot}" to the Modelfile',
-    "llamacpp": "set the GGUF's tokenizer.ggml.eot_token_id to {eot} (gguf_set_metadata), or pass it as a stop string",
-}
-
-
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     eot, deploy = subject.end_of_turn, subject.deploy
     if not eot or eot in deploy.stop_token_texts or any(s and s in eot for s in deploy.stop_strings):
         return
     stops = ", ".join(deploy.stop_token_texts) or "no token"
     strings = f" and the strings {', '.join(repr(s) for s in deploy.stop_strings)}" if deploy.stop_strings else ""
-    hint = _HINTS.get(deploy.engine, "add {eot}'s id to eos_token_id in generation_config.json").format(eot=eot)
+    hint = engine(deploy.engine).stop_hint.format(eot=eot)
     yield Hit(
         f"the model was trained to end its turns with {eot}, but {deploy.engine} stops only on {stops}{strings}",
         hint,

@@ -20,15 +20,19 @@ TEMPLATE.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
 
 SEVERITY = "error"
 SUBJECT = "template"
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     deploy = subject.deploy
     if not deploy.fallback:
         return

@@ -17,16 +17,20 @@ Convert the GGUF from the fine-tuned model's own tokenizer files (the ones saved
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy
 from mldebug_cli.core.findings import Hit
+
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
 
 SEVERITY = "error"
 SUBJECT = "template"
 MAX_SHOWN = 4
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     deploy = subject.deploy
     if deploy.gguf is None and (deploy.loaded is None or deploy.loaded is subject.train.loaded):
         return

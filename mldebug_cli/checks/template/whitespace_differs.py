@@ -17,16 +17,20 @@ same engine settings on both sides.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.template import at_deploy
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.render.diff import window
 
+if TYPE_CHECKING:
+    from mldebug_cli.render.diff import TemplateComparison
+
 SEVERITY = "warning"
 SUBJECT = "template"
 
 
-def run(subject, ctx) -> Iterator[Hit]:
+def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     if subject.deploy.fallback:
         return
     for result in subject.results:

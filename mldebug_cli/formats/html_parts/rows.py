@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mldebug_cli.core.labels import IGNORE_INDEX
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.html_parts import svg
 from mldebug_cli.formats.html_parts.findings import SEVERITY_ORDER, Anchors, badges
@@ -12,7 +13,6 @@ from mldebug_cli.formats.html_parts.markup import Html, clip, el, facts_list, jo
 from mldebug_cli.formats.html_parts.text_view import cut_note, highlighted, visible
 
 NAV = (("summary", "Summary"), ("rows", "Rows"))
-IGNORE_INDEX = -100
 MAX_ROWS = 50
 MAX_PROMPT_CHARS = 20_000  # per row
 MAX_PROMPT_CHARS_TOTAL = 80_000  # over all the rows of one report

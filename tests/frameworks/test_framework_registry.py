@@ -1,0 +1,32 @@
+"""The framework registry: every table of frameworks is generated from frameworks/registry.py and the FRAMEWORK
+objects, and equals what the tree held before the registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from mldebug_cli.core.errors import UsageError
+from mldebug_cli.frameworks import registry, selector, versions
+
+
+def test_each_line_names_a_module_whose_framework_carries_its_name():
+    for entry in registry.REGISTRY:
+        assert registry.framework(entry.name).name == entry.name
+
+
+def test_the_generated_tables_are_the_ones_the_tree_held():
+    assert registry.VERSION_PACKAGES == ("transformers", "trl", "axolotl", "llamafactory")
+    assert registry.names_with("read_spec") == ("transformers", "trl", "axolotl", "llama-factory", "torchtune")
+    assert registry.names_with("row_profile") == ("transformers", "trl", "axolotl", "llama-factory", "unsloth")
+    assert registry.names_with("read_plan") == ("transformers", "trl", "axolotl", "llama-factory", "unsloth")
+    assert registry.names_with("encodes_pairs") == ("llama-factory",)
+    assert {n: selector.versioned_packages(n) for n in registry.NAMES} == {
+        "transformers": ("transformers",), "trl": ("trl", "transformers"), "axolotl": ("axolotl", "transformers"),
+        "llama-factory": ("llamafactory", "transformers"), "torchtune": (), "unsloth": ()}
+    assert versions.TargetVersions().get("llama-factory").package == "llamafactory"
+
+
+def test_an_unknown_framework_names_the_ones_mldebug_reads():
+    with pytest.raises(UsageError, match="unknown framework 'megatron'") as raised:
+        selector.checked_framework("megatron")
+    assert raised.value.hint == "choose one of transformers, trl, axolotl, llama-factory, torchtune"
