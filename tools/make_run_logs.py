@@ -3,8 +3,8 @@
 Each scenario trains a tiny randomly initialised Llama (2 layers, hidden 32, built from a config; the
 qwen2.5-instruct tokenizer from fixtures/tokenizers) for a few dozen steps and keeps what the trainer
 wrote: ``trainer_state.json`` (``trainer.save_state()``) and, for one run, the console output of
-transformers' PrinterCallback. The rows are our own (ROWS below). Library versions go to
-fixtures/runs/VERSIONS.json. Not run in CI; about two minutes on two CPU cores:
+transformers' PrinterCallback. The rows are our own (ROWS below). Each scenario's settings and library
+versions go to fixtures/runs/VERSIONS.json (the top-level ``versions`` are those of the first ten scenarios). Not run in CI; about two minutes on two CPU cores:
 
     pip install trl==1.16.0 torch==2.13.0      # into the venv, beside mldebug's own dependencies
     HF_HUB_OFFLINE=1 python tools/make_run_logs.py [--only NAME ...]
@@ -23,6 +23,23 @@ Scenarios (the check each must trip; tests/checks/test_run_checks.py holds them 
                          real training loop on the tiny model, LR far too high  reader test, RN003/RN004
     torchtune-dpo        torchtune's DiskLogger fed as lora_dpo_single_device feeds it (torchtune's
                          DPOLoss and get_batch_log_probs), learning rate 0   reader test, RN031
+
+Issue 24's classes, each planted with its healthy twin (tests/checks/test_run_readings.py):
+    sft-eval-is-train    TRL SFT, 8 rows x 20 epochs, eval on the training rows  RN010
+    sft-eval-held-out    the same, eval on 8 other rows                          (no RN010)
+    sft-epochs-memorise  16 rows x 10 epochs, eval every 2 steps on other rows   RN013
+    sft-epochs-learning  the same for 5 epochs                                   (no RN013)
+    dpo-warmup-stopped   TRL DPO, warmup 200 of 400 steps, stopped at step 16    RN031 (info: in warmup)
+    dpo-learning         TRL DPO, warmup 2, 8 pairs                              (no RN031)
+    dpo-empty-completions TRL DPO whose collator cuts every completion          RN031 (error: empty labels)
+    grpo-length-limit    TRL GRPO, max_completion_length 8, a reward for length  RN024 (console)
+    grpo-length-ends     the same with an EOS bias: completions end              (no RN024)
+    sft-lr-100x, sft-lr-base  LR 0.3 and 3e-3 on 24 steps (the tiny model takes 0.3 without a spike:
+                         sft-lr-too-high, LR 3.0, is the spike's planted run)     RN003 on sft-lr-too-high only
+Crashes (console captures of a child process; tests/checks/test_run_crash.py):
+    crash-no-pad-token, crash-grpo-generation-batch, crash-dummy-optim, crash-weight-2d,
+    crash-checkpoint-error, crash-bf16-weight-sync (CRASH_SCRIPTS), host-oom-killed and host-oom-rlimit
+    (torch.distributed.run with a worker over a memory limit we set)               RN040
 
 The MLflow scenario needs ``pip install mlflow-skinny==3.17.2 sqlalchemy alembic torch==2.13.0``; the
 torchtune ones ``pip install torchtune==0.6.1 torchao==0.14.1 torch==2.13.0``.
@@ -306,6 +323,265 @@ def torchtune_dpo(name: str, work: Path) -> dict:
             "steps": 16, "learning_rate": 0.0, "beta": 0.1}
 
 
+# --- issue 24: the classes a careful reader sees, each planted with a healthy twin ----------------------------------
+
+class StopAt:
+    """A callback that stops training at ``step``: a run killed or stopped early (its schedule is the full one)."""
+
+    def __new__(cls, step: int):
+        from transformers import TrainerCallback
+
+        class _Stop(TrainerCallback):
+            def on_step_end(self, args, state, control, **kwargs):
+                if state.global_step >= step:
+                    control.should_training_stop = True
+                return control
+
+        return _Stop()
+
+
+def sft_trl(name: str, work: Path, *, train_rows, eval_rows, lr: float, epochs: int, eval_steps: int,
+            logging_steps: int) -> dict:
+    """TRL SFTTrainer on plain text rows (it logs mean_token_accuracy, eval too)."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    tok = tokenizer()
+    model = tiny_model(len(tok))
+    steps = epochs * len(train_rows) // 4
+    args = SFTConfig(output_dir=str(work / name), max_steps=steps, per_device_train_batch_size=4,
+                     per_device_eval_batch_size=8, learning_rate=lr, warmup_steps=2, logging_steps=logging_steps,
+                     eval_strategy="steps", eval_steps=eval_steps, save_strategy="no", report_to="none", use_cpu=True,
+                     seed=SEED, disable_tqdm=True, max_length=48, dataset_num_proc=None)
+    trainer = SFTTrainer(model=model, args=args, processing_class=tok,
+                         train_dataset=Dataset.from_dict({"text": texts(train_rows)}),
+                         eval_dataset=Dataset.from_dict({"text": texts(eval_rows)}))
+    with contextlib.redirect_stdout(io.StringIO()):
+        trainer.train()
+    trainer.save_state()
+    keep(work / name / "trainer_state.json", f"{name}/trainer_state.json")
+    return {"trainer": "trl.SFTTrainer", "max_steps": steps, "epochs": epochs, "learning_rate": lr,
+            "train_rows": len(train_rows), "eval_rows": "the training rows" if eval_rows == train_rows
+            else f"{len(eval_rows)} held-out rows", "vocab_size": len(tok)}
+
+
+def dpo(name: str, work: Path, *, lr: float, warmup_steps: int, max_steps: int, stop_at: int | None = None,
+        collator_max_length: int | None = None, pairs: int = len(FACTS)) -> dict:
+    """TRL DPO from a reference equal to the start; ``stop_at`` stops it early, ``collator_max_length`` gives the
+    trainer a preference collator that cuts every sequence there (shorter than the prompts: no completion token)."""
+    from datasets import Dataset
+    from trl import DPOConfig, DPOTrainer
+    from trl.trainer.dpo_trainer import DataCollatorForPreference
+
+    tok = tokenizer()
+    model = tiny_model(len(tok))
+    rows = [{"prompt": f"Answer the question in one short sentence. Question: {q}", "chosen": a,
+             "rejected": FACTS[(i + 5) % len(FACTS)][1]} for i, (q, a) in enumerate(FACTS)][:pairs]
+    args = DPOConfig(output_dir=str(work / name), max_steps=max_steps, per_device_train_batch_size=4,
+                     learning_rate=lr, warmup_steps=warmup_steps, logging_steps=1, report_to="none", use_cpu=True,
+                     seed=SEED, save_strategy="no", disable_tqdm=True, max_length=64)
+    extra = {}
+    if collator_max_length:
+        extra["data_collator"] = DataCollatorForPreference(pad_token_id=tok.pad_token_id, max_length=collator_max_length)
+    trainer = DPOTrainer(model=model, ref_model=tiny_model(len(tok)), args=args, train_dataset=Dataset.from_list(rows),
+                         processing_class=tok, callbacks=[StopAt(stop_at)] if stop_at else None, **extra)
+    with contextlib.redirect_stdout(io.StringIO()):
+        trainer.train()
+    trainer.save_state()
+    keep(work / name / "trainer_state.json", f"{name}/trainer_state.json")
+    out = {"trainer": "trl.DPOTrainer", "max_steps": max_steps, "learning_rate": lr, "warmup_steps": warmup_steps,
+           "pairs": len(rows)}
+    if stop_at:
+        out["stopped_at"] = stop_at
+    if collator_max_length:
+        out["collator_max_length"] = collator_max_length
+    return out
+
+
+def grpo_lengths(name: str, work: Path, *, max_completion_length: int, eos_bias: float | None) -> dict:
+    """TRL GRPO whose reward wants long answers; the console (PrinterCallback dicts) is kept. A random tiny model
+    almost never samples EOS (1 in 151k), so every completion runs to the limit; ``eos_bias`` adds a bias to EOS
+    through generate's ``sequence_bias`` so that completions end (the healthy twin)."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    tok = tokenizer()
+    model = tiny_model(len(tok))
+
+    def wants_long_answers(completions, **kwargs):
+        return [min(len(c), 200) / 200 for c in completions]
+
+    generation = {"sequence_bias": [[[tok.eos_token_id], eos_bias]]} if eos_bias else None
+    prompts = Dataset.from_dict({"prompt": [q for q, _a in FACTS]})
+    args = GRPOConfig(output_dir=str(work / name), max_steps=12, per_device_train_batch_size=4, num_generations=4,
+                      max_completion_length=max_completion_length, logging_steps=1, learning_rate=1e-4,
+                      report_to="none", use_cpu=True, seed=SEED, save_strategy="no", disable_tqdm=True,
+                      generation_kwargs=generation)
+    trainer = GRPOTrainer(model=model, reward_funcs=wants_long_answers, args=args, train_dataset=prompts,
+                          processing_class=tok)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        trainer.train()
+    trainer.save_state()
+    write(f"{name}/console.log", printed.getvalue())
+    keep(work / name / "trainer_state.json", f"{name}/trainer_state.json")
+    return {"trainer": "trl.GRPOTrainer", "max_steps": 12, "max_completion_length": max_completion_length,
+            "eos_sequence_bias": eos_bias}
+
+
+CRASH_SCRIPTS = {
+    # each: (what is planted, the script; {tok} is the tokenizer folder, {root} the repository)
+    "crash-no-pad-token": ("a tokenizer without a pad token and transformers' padding collator", """
+import torch
+from transformers import AutoTokenizer, DataCollatorWithPadding, LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
+from datasets import Dataset
+tok = AutoTokenizer.from_pretrained({tok!r})
+tok.pad_token = None
+rows = Dataset.from_dict(tok(["Question: What is 2+2?\\nAnswer: 4."] * 4 + ["Question: Which ocean is the largest?\\nAnswer: The Pacific."] * 4))
+model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2))
+args = TrainingArguments(output_dir="out", max_steps=4, per_device_train_batch_size=4, report_to="none", use_cpu=True,
+                         save_strategy="no", logging_steps=1)
+Trainer(model=model, args=args, train_dataset=rows, data_collator=DataCollatorWithPadding(tok)).train()
+"""),
+    "crash-grpo-generation-batch": ("GRPO with 3 prompts per device and num_generations=4", """
+from trl import GRPOConfig
+GRPOConfig(output_dir="out", per_device_train_batch_size=3, num_generations=4, use_cpu=True, report_to="none")
+"""),
+    "crash-dummy-optim": ("accelerate's DummyOptim (a DeepSpeed config names the optimizer) stepped without DeepSpeed",
+                          """
+import torch
+from accelerate.utils.deepspeed import DummyOptim
+model = torch.nn.Linear(4, 4)
+optimizer = DummyOptim(model.parameters(), lr=1e-4)
+for step in range(2):
+    loss = model(torch.randn(2, 4)).pow(2).mean()
+    loss.backward()
+    print({{'loss': round(loss.item(), 4), 'learning_rate': 1e-4, 'epoch': step / 2}})
+    optimizer.step()
+"""),
+    "crash-weight-2d": ("an embedding called with FSDP1's flattened 1-D weight (generate outside the FSDP forward)", """
+import torch
+embedding = torch.nn.Embedding(16, 4)
+flat = embedding.weight.detach().reshape(-1)  # what FSDP1 leaves in the module outside its forward (use_orig_params=False)
+torch.nn.functional.embedding(torch.tensor([[1, 2, 3]]), flat)
+"""),
+    "crash-checkpoint-error": ("non-reentrant activation checkpointing whose recomputation sees other tensors", """
+import torch
+from torch.utils.checkpoint import checkpoint
+calls = []
+def block(x):  # gathers a different shard on recomputation, as ZeRO-3 parameters look outside their gather
+    calls.append(1)
+    width = 4 if len(calls) == 1 else 2
+    return (x[:, :width] * 2).sum(dim=1, keepdim=True) * x[:, :width]
+x = torch.randn(3, 4, requires_grad=True)
+checkpoint(block, x, use_reentrant=False).sum().backward()
+"""),
+    "crash-bf16-weight-sync": ("bfloat16 weights turned into numpy for a weight sync", """
+import torch
+weights = {{"lm_head.weight": torch.randn(4, 4, dtype=torch.bfloat16)}}
+payload = {{name: tensor.cpu().numpy() for name, tensor in weights.items()}}
+"""),
+}
+
+
+def crash(name: str, work: Path) -> dict:
+    """Run a crash script in a child Python and keep what it printed (stdout and stderr, as a console capture)."""
+    import subprocess
+
+    planted, script = CRASH_SCRIPTS[name]
+    folder = work / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.py").write_text(script.format(tok=str(TOKENIZER), root=str(ROOT)), encoding="utf-8")
+    done = subprocess.run([sys.executable, "run.py"], cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}, timeout=600)
+    write(f"{name}/console.log", _portable(done.stdout + done.stderr, folder))
+    return {"planted": planted, "exit_status": done.returncode, "runner": "python run.py"}
+
+
+OOM_WORKER = """
+import os, resource, sys, time
+import torch
+limit = int(os.environ["MEMORY_LIMIT_MB"]) << 20
+if os.environ.get("LIMIT_WITH") == "rlimit":
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+print({'loss': 2.41, 'grad_norm': 1.3, 'learning_rate': 1e-05, 'epoch': 0.01}, flush=True)
+print({'loss': 2.37, 'grad_norm': 1.2, 'learning_rate': 2e-05, 'epoch': 0.02}, flush=True)
+held = []
+while True:  # a data loader that keeps every batch: host memory grows until the limit
+    held.append(torch.ones(16 << 20, dtype=torch.uint8))
+    time.sleep(0.01)
+"""
+
+
+def host_oom(name: str, work: Path) -> dict:
+    """A torchrun job whose worker exceeds a memory limit we set. ``host-oom-killed``: the limit is enforced as the
+    kernel's OOM killer enforces a cgroup's: SIGKILL when the worker's resident memory passes it (a watchdog
+    reading /proc); torch.distributed.elastic then reports ``exitcode: -9``. ``host-oom-rlimit``: the limit is
+    RLIMIT_AS (``resource.setrlimit``), so the allocation itself fails inside the worker."""
+    import signal
+    import subprocess
+    import threading
+    import time
+
+    folder = work / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "train.py").write_text(OOM_WORKER, encoding="utf-8")
+    limit_mb = 1024 if name.endswith("rlimit") else 400
+    env = {**os.environ, "MEMORY_LIMIT_MB": str(limit_mb), "LIMIT_WITH": "rlimit" if name.endswith("rlimit") else "rss",
+           "OMP_NUM_THREADS": "1"}
+    job = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=1", "--nnodes=1",
+                            "train.py"], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env=env)
+    killed = []
+
+    def watchdog():
+        while job.poll() is None:
+            for pid in _children(job.pid):
+                if _rss_mb(pid) > limit_mb:
+                    os.kill(pid, signal.SIGKILL)  # what the OOM killer does at a cgroup's memory.max
+                    killed.append(pid)
+                    return
+            time.sleep(0.05)
+
+    if not name.endswith("rlimit"):
+        threading.Thread(target=watchdog, daemon=True).start()
+    output, _ = job.communicate(timeout=600)
+    write(f"{name}/console.log", _portable(output, folder))
+    return {"planted": f"the worker exceeds {limit_mb} MB", "limit": "RLIMIT_AS" if name.endswith("rlimit")
+            else "SIGKILL at resident memory above the limit", "launcher": "torch.distributed.run",
+            "exit_status": job.returncode}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
+                found += _children(int(entry.name))
+    return found
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _portable(text: str, folder: Path) -> str:
+    """The capture with this machine's temporary folder and home replaced by placeholders."""
+    return text.replace(str(folder), "/work/run").replace(str(Path.home()), "~")
+
+
 SCENARIOS = {
     "sft-healthy": lambda work: sft("sft-healthy", work, lr=3e-3, steps=60, train_rows=FACTS[:24],
                                     eval_rows=FACTS[24:], eval_steps=10, warmup_steps=6),
@@ -321,6 +597,31 @@ SCENARIOS = {
     "sft-mlflow": lambda work: sft_mlflow("sft-mlflow", work),
     "torchtune-sft": lambda work: torchtune_sft("torchtune-sft", work),
     "torchtune-dpo": lambda work: torchtune_dpo("torchtune-dpo", work),
+    "sft-eval-is-train": lambda work: sft_trl("sft-eval-is-train", work, train_rows=FACTS[:8], eval_rows=FACTS[:8],
+                                              lr=3e-2, epochs=20, eval_steps=40, logging_steps=2),
+    "sft-eval-held-out": lambda work: sft_trl("sft-eval-held-out", work, train_rows=FACTS[:8], eval_rows=FACTS[8:16],
+                                              lr=3e-2, epochs=20, eval_steps=40, logging_steps=2),
+    "sft-epochs-learning": lambda work: sft("sft-epochs-learning", work, lr=1e-2, steps=20, train_rows=FACTS[:16],
+                                            eval_rows=FACTS[16:24], eval_steps=2, logging_steps=1),
+    "sft-epochs-memorise": lambda work: sft("sft-epochs-memorise", work, lr=1e-2, steps=40, train_rows=FACTS[:16],
+                                            eval_rows=FACTS[16:24], eval_steps=2, logging_steps=1),
+    "sft-lr-100x": lambda work: sft("sft-lr-100x", work, lr=0.3, steps=24, train_rows=FACTS, logging_steps=1),
+    "sft-lr-base": lambda work: sft("sft-lr-base", work, lr=3e-3, steps=24, train_rows=FACTS, logging_steps=1),
+    "dpo-warmup-stopped": lambda work: dpo("dpo-warmup-stopped", work, lr=1e-3, warmup_steps=200, max_steps=400,
+                                           stop_at=16),
+    "dpo-learning": lambda work: dpo("dpo-learning", work, lr=5e-3, warmup_steps=2, max_steps=16, pairs=8),
+    "dpo-empty-completions": lambda work: dpo("dpo-empty-completions", work, lr=1e-3, warmup_steps=2, max_steps=16,
+                                              collator_max_length=8),
+    "grpo-length-limit": lambda work: grpo_lengths("grpo-length-limit", work, max_completion_length=8, eos_bias=None),
+    "grpo-length-ends": lambda work: grpo_lengths("grpo-length-ends", work, max_completion_length=16, eos_bias=11.0),
+    "host-oom-killed": lambda work: host_oom("host-oom-killed", work),
+    "host-oom-rlimit": lambda work: host_oom("host-oom-rlimit", work),
+    "crash-no-pad-token": lambda work: crash("crash-no-pad-token", work),
+    "crash-grpo-generation-batch": lambda work: crash("crash-grpo-generation-batch", work),
+    "crash-dummy-optim": lambda work: crash("crash-dummy-optim", work),
+    "crash-weight-2d": lambda work: crash("crash-weight-2d", work),
+    "crash-checkpoint-error": lambda work: crash("crash-checkpoint-error", work),
+    "crash-bf16-weight-sync": lambda work: crash("crash-bf16-weight-sync", work),
 }
 
 
@@ -355,13 +656,13 @@ def main() -> None:
     names = parser.parse_args().only or list(SCENARIOS)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     index_path = OUT / "VERSIONS.json"
-    index = json.loads(index_path.read_text()) if index_path.is_file() else {"scenarios": {}}
-    index["versions"] = versions()
     index_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             sys.stderr.write(f"== {name}\n")
-            index["scenarios"][name] = SCENARIOS[name](Path(tmp))
+            made = {**SCENARIOS[name](Path(tmp)), "versions": versions()}
+            index = json.loads(index_path.read_text()) if index_path.is_file() else {"scenarios": {}}
+            index["scenarios"][name] = made  # read again: another scenario may have been written meanwhile
             index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from mldebug_cli import __version__
-from mldebug_cli.cli import check_run, check_template, explain, inspect_data, lr_plot, preflight, render
+from mldebug_cli.cli import check_run, check_template, explain, inspect_data, lr_plot, memory, preflight, render
 from mldebug_cli.cli.common import State
 
 app = typer.Typer(
@@ -42,10 +42,11 @@ app.command("check-template")(check_template.check_template)
 app.command("lr-plot")(lr_plot.lr_plot)
 app.command("preflight")(preflight.preflight)
 app.command("check-run")(check_run.check_run)
+app.command("memory")(memory.memory)
 
 
 # Commands that only read, render and tokenize: their processes never need torch.
-TORCH_FREE = frozenset({"inspect-data", "render", "check-template", "check-run"})
+TORCH_FREE = frozenset({"inspect-data", "render", "check-template", "check-run", "memory"})
 
 
 def main() -> None:

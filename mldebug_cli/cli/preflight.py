@@ -42,6 +42,9 @@ def preflight(
     task: str | None = typer.Option(None, "--task", help="sft, dpo, kto, orpo or grpo: the trainer the config is for (default: from its keys, axolotl's rl or LLaMA-Factory's stage)."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, besides those of TRL's own reward functions the config names."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside the working directory and its own folder."),
+    model: str | None = typer.Option(None, "--model", help="A model folder with config.json for the GPU memory estimate (default: the config's model, when its config.json is local)."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Judge the memory estimate against this GPU (H100-80GB, A100-40GB, ...)."),
+    gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="Judge the memory estimate against this many GiB per GPU."),
     target_versions: dict[str, str | None] = None,  # one --<package>-version flag per framework package
     sarif: Path | None = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0 to FILE."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML to FILE."),
@@ -74,6 +77,9 @@ def preflight(
         select=tuple(split_list(select)),
         ignore=tuple(split_list(ignore)),
         allow_outside_paths=allow_outside_paths,
+        model=model,
+        gpu=gpu,
+        gpu_memory=gpu_memory,
         target_versions=target_versions,
     )
     extra = [(fmt, path) for fmt, path in (("sarif", sarif), ("junit", junit)) if path is not None]

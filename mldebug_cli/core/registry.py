@@ -24,7 +24,7 @@ class CheckRef:
 
     @property
     def family(self) -> str:
-        return self.code[:2]
+        return self.code.rstrip("0123456789")  # DS, LR, ..., MEM
 
 
 REGISTRY: tuple[CheckRef, ...] = (
@@ -54,6 +54,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS024", "tool-call-dropped", "data.tool_call_dropped"),
     CheckRef("DS025", "tools-not-rendered", "data.tools_not_rendered"),
     CheckRef("DS026", "framework-setting-not-emulated", "data.setting_not_emulated"),
+    CheckRef("DS028", "pad-token-missing", "data.pad_token_missing"),
     CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),
     CheckRef("LR002", "warmup-fraction", "schedule.warmup_fraction"),
     CheckRef("LR003", "first-step-zero-lr", "schedule.first_step_zero_lr"),
@@ -69,6 +70,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("LR013", "constant-ignores-warmup", "schedule.constant_ignores_warmup"),
     CheckRef("LR014", "metric-driven-schedule", "schedule.metric_driven_schedule"),
     CheckRef("LR015", "scheduler-fails", "schedule.scheduler_fails"),
+    CheckRef("LR016", "deepspeed-single-process", "schedule.deepspeed_single_process"),
     CheckRef("CT001", "prompt-mismatch", "template.prompt_mismatch"),
     CheckRef("CT002", "token-mismatch", "template.token_mismatch"),
     CheckRef("CT003", "deploy-double-bos", "template.deploy_double_bos"),
@@ -97,6 +99,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("RN010", "eval-below-train", "run.eval_below_train"),
     CheckRef("RN011", "run-incomplete", "run.run_incomplete"),
     CheckRef("RN012", "log-irregular", "run.log_irregular"),
+    CheckRef("RN013", "epoch-memorisation", "run.epoch_memorisation"),
     CheckRef("RN020", "reward-stuck-at-zero", "run.reward_stuck_at_zero"),
     CheckRef("RN021", "no-reward-variance", "run.no_reward_variance"),
     CheckRef("RN022", "entropy-collapse", "run.entropy_collapse"),
@@ -108,6 +111,8 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("RN030", "preference-loss-saturated", "run.preference_loss_saturated"),
     CheckRef("RN031", "preference-not-learning", "run.preference_not_learning"),
     CheckRef("RN032", "preference-margins-tiny", "run.preference_margins_tiny"),
+    CheckRef("RN040", "run-crashed", "run.run_crashed"),
+    CheckRef("RN041", "run-hung", "run.run_hung"),
     CheckRef("DP001", "identical-chosen-rejected", "preference.identical_chosen_rejected"),
     CheckRef("DP002", "empty-side", "preference.empty_side"),
     CheckRef("DP003", "prompt-not-shared", "preference.prompt_not_shared"),
@@ -122,6 +127,12 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DP012", "reward-columns-missing", "preference.reward_columns_missing"),
     CheckRef("DP013", "invalid-preference-row", "preference.invalid_preference_row"),
     CheckRef("DP014", "preparation-not-emulated", "preference.preparation_not_emulated"),
+    CheckRef("MEM001", "will-oom", "memory.will_oom"),
+    CheckRef("MEM002", "low-headroom", "memory.low_headroom"),
+    CheckRef("MEM003", "one-row-sets-the-peak", "memory.one_row_sets_the_peak"),
+    CheckRef("MEM004", "logits-dominate", "memory.logits_dominate"),
+    CheckRef("MEM005", "reference-model-counted-twice", "memory.reference_model_counted_twice"),
+    CheckRef("MEM006", "host-memory", "memory.host_memory"),
 )
 
 

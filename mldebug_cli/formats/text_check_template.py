@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
+
+from mldebug_cli.core.sections import ProbesSection, ProbeView
 
 MAX_HUNKS_SHOWN = 3
 MAX_TOKEN_HUNKS_SHOWN = 3
@@ -12,7 +12,7 @@ CONTEXT = 20
 
 
 def render_details(report, console) -> None:
-    probes = report.details.get("probes", [])
+    probes = ProbesSection.from_details(report.details).probes
     if not probes:
         return
     console.print(Text("Probes (train vs deploy; ↵ newline, · space, ⟨ ⟩ the difference)", style="bold underline"))
@@ -21,29 +21,29 @@ def render_details(report, console) -> None:
     console.print()
 
 
-def _render_probe(probe: dict[str, Any], console) -> None:
-    line = Text(f"  {probe['name']:<22} ", style="bold")
-    if probe.get("skipped"):
-        line.append(f"skipped: {probe['skipped']}", style="dim")
-    elif probe.get("deploy_error"):
-        line.append(f"deploy failed: {probe['deploy_error']}", style="red")
-    elif probe["identical"]:
+def _render_probe(probe: ProbeView, console) -> None:
+    line = Text(f"  {probe.name:<22} ", style="bold")
+    if probe.skipped:
+        line.append(f"skipped: {probe.skipped}", style="dim")
+    elif probe.deploy_error:
+        line.append(f"deploy failed: {probe.deploy_error}", style="red")
+    elif probe.identical:
         line.append("identical tokens", style="green")
     else:
-        hunks = probe.get("hunks", [])
-        kinds = ", ".join(dict.fromkeys(h["class"] for h in hunks)) or "text identical"
-        line.append(f"differs: {len(hunks)} text difference{'s' if len(hunks) != 1 else ''} ({kinds})", style="yellow")
+        kinds = ", ".join(dict.fromkeys(h.kind for h in probe.hunks)) or "text identical"
+        count = len(probe.hunks)
+        line.append(f"differs: {count} text difference{'s' if count != 1 else ''} ({kinds})", style="yellow")
     console.print(line)
-    if probe.get("skipped") or probe.get("deploy_error") or probe["identical"]:
+    if not probe.differs:
         return
-    for hunk in probe.get("hunks", [])[:MAX_HUNKS_SHOWN]:
-        console.print(_hunk_line("train ", probe["train"], hunk["train_at"], hunk["train"], hunk["class"]))
-        console.print(_hunk_line("deploy", probe["deploy"], hunk["deploy_at"], hunk["deploy"], ""))
-    for tokens in probe.get("token_differences", [])[:MAX_TOKEN_HUNKS_SHOWN]:
-        out = Text(f"      tokens @{tokens['train_at']}: ", style="dim")
-        out.append(" ".join(tokens["train"]) or "∅")
+    for hunk in probe.hunks[:MAX_HUNKS_SHOWN]:
+        console.print(_hunk_line("train ", probe.train, hunk.train_at, hunk.train, hunk.kind))
+        console.print(_hunk_line("deploy", probe.deploy, hunk.deploy_at, hunk.deploy, ""))
+    for tokens in probe.token_differences[:MAX_TOKEN_HUNKS_SHOWN]:
+        out = Text(f"      tokens @{tokens.train_at}: ", style="dim")
+        out.append(" ".join(tokens.train) or "∅")
         out.append("  →  ", style="dim")
-        out.append(" ".join(tokens["deploy"]) or "∅")
+        out.append(" ".join(tokens.deploy) or "∅")
         console.print(out)
 
 

@@ -37,7 +37,7 @@ def _line(section: dict[str, Any]) -> Text:
     return text
 
 
-_LABELS = {"inspect-data": "data", "lr-plot": "schedule", "check-template": "template"}
+_LABELS = {"inspect-data": "data", "lr-plot": "schedule", "check-template": "template", "memory": "memory"}
 
 
 def _describe(command: str, s: dict[str, Any]) -> str:
@@ -56,6 +56,12 @@ def _describe(command: str, s: dict[str, Any]) -> str:
         peak, final = s.get("peak_lr"), s.get("final_lr")
         return (f"{plural(s.get('total_optimizer_steps') or 0, 'optimizer step')}, warmup {s.get('warmup_steps')},"
                 f" peak LR {'?' if peak is None else lr(peak)}, final LR {'?' if final is None else lr(final)}")
+    if command == "memory":
+        gib = 1024**3
+        fits = s.get("fits")
+        verdict = "" if fits is None else (" fits" if fits else " does NOT fit") + f" in {s['gpu_bytes'] / gib:.1f} GiB"
+        return (f"peak {s.get('peak_per_gpu_bytes', 0) / gib:.1f} GiB per GPU at {s.get('peak_moment')},{verdict}"
+                f" (largest term: {s.get('largest_term')})")
     if command == "check-template":
         compared, identical = s.get("compared", 0), s.get("identical", 0)
         return f"{plural(compared, 'probe conversation')} compared, {compared - identical} differ"

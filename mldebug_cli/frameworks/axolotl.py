@@ -450,6 +450,12 @@ class Rows(RowProfile):
                 " were masked as axolotl's chat_template masks them: each turn's content, then its EOS/EOT token",
                 "axolotl's eot_tokens, roles_to_train and train_on_eos decide the mask")
 
+    def end_of_turn_hint(self) -> str | None:
+        """axolotl trains only eot_tokens / EOS ids found within 3 tokens of a turn's content."""
+        if self.masking is None:
+            return None
+        return "list {token} in axolotl's eot_tokens and keep train_on_eot (or train_on_eos) at turn"
+
     @property
     def train_on_inputs(self) -> bool:
         return bool(self.options and self.options.train_on_inputs)

@@ -89,6 +89,8 @@ class PreferenceDataset:
     tokens_kept: int = 0  # tokens of the sequences that train, after truncation
     labels: dict[bool, int] = field(default_factory=lambda: {True: 0, False: 0})
     missing_columns: dict[str, list[int]] = field(default_factory=dict)  # reward column -> rows lacking it
+    keep_lengths: bool = False
+    sequences: list = field(default_factory=list)  # (row, (prompt+chosen, prompt+rejected) or (prompt,), trained)
 
     def add(self, pair: Pair, reward_columns: tuple[str, ...]) -> None:
         for column in reward_columns:
@@ -101,6 +103,10 @@ class PreferenceDataset:
             self.labels[label] += 1
         self.dropped += len(pair.dropped_sides) if pair.labels else int(pair.dropped)  # KTO rows are its sides
         self.tokens_kept += sum(len(seq.input_ids) for side, seq in pair.sides.items() if side not in pair.dropped_sides)
+        if self.keep_lengths:
+            kept = [seq for side, seq in pair.sides.items() if side not in pair.dropped_sides]
+            lengths = tuple(len(seq.input_ids) for seq in kept) or (len(pair.prompt_ids),)
+            self.sequences.append((pair.index, lengths, sum(seq.trained for seq in kept)))
         if {"chosen", "rejected"} <= set(pair.sides):
             self.pairs += 1
             chosen, rejected = len(pair.completion_ids("chosen")), len(pair.completion_ids("rejected"))
@@ -119,6 +125,7 @@ class PreferenceDataset:
             self.labels[label] += n
         for column, rows in other.missing_columns.items():
             self.missing_columns.setdefault(column, []).extend(rows)
+        self.sequences.extend(other.sequences)
 
     @property
     def length_ratio(self) -> float | None:

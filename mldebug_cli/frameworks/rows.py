@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mldebug_cli.frameworks.subjects import NotEmulated
+from mldebug_cli.frameworks.subjects import NotEmulated, RowFacts
 from mldebug_cli.render.masking import ChatLayout, ShapeCache
 from mldebug_cli.render.truncation import Truncated, truncate
 
@@ -100,6 +100,16 @@ class RowProfile:
 
     def max_length(self, given: int | None) -> int | None:
         return given
+
+    def facts(self, row_format: str) -> RowFacts:
+        """What the data checks read of this profile, as plain values, for rows of ``row_format``."""
+        return RowFacts(renders_chat=self.renders_chat(row_format), own_templates=self.own_templates,
+                        pad_masked_by_id=self.pad_masked_by_id, unmarked_masking=self.unmarked_masking(),
+                        not_emulated=tuple(self.not_emulated()), end_of_turn_hint=self.end_of_turn_hint())
+
+    def end_of_turn_hint(self) -> str | None:
+        """How the framework's config trains an end-of-turn token the rows leave masked (None: the generic hint)."""
+        return None
 
     def unmarked_masking(self) -> tuple[str, str] | None:
         """How the framework masks chat rows whose template has no {% generation %} markers, when it does so its own

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mldebug_cli.core.findings import Location
-from mldebug_cli.render.axolotl import AxolotlMasking
 from mldebug_cli.render.masking import ChatLayout
 from mldebug_cli.render.probe import TemplateFacts
 from mldebug_cli.sources.row_formats import RowProblem, Sample
@@ -43,18 +42,23 @@ class TrainingTemplate:
 
 
 class RowRules(Protocol):
-    """What the data checks ask of the framework's row profile (frameworks.rows.RowProfile is one)."""
+    """What the inspect pipeline asks of the framework's row profile (frameworks.rows.RowProfile is one); the
+    checks never see the profile, they read its answers in ``Setup.facts``."""
 
+    def facts(self, row_format: str) -> RowFacts: ...
+
+
+@dataclass(frozen=True)
+class RowFacts:
+    """The trainer's row handling as plain values: what the data checks read of the framework, asked of its row
+    profile once when the setup is made (the profile itself stays behind, with the pipeline)."""
+
+    renders_chat: bool  # rows of this format are rendered with a chat template (False: the framework's own prompter)
     own_templates: bool  # chat rows are encoded by the framework's own templates
     pad_masked_by_id: bool  # the collator masks labels equal to the pad id
-
-    def renders_chat(self, row_format: str) -> bool: ...
-
-    def not_emulated(self) -> list[NotEmulated]: ...
-
-    def unmarked_masking(self) -> tuple[str, str] | None: ...
-
-
+    unmarked_masking: tuple[str, str] | None = None  # (message, hint) when the framework masks unmarked templates its own way
+    not_emulated: tuple[NotEmulated, ...] = ()  # its settings whose effect on rows mldebug does not reproduce
+    end_of_turn_hint: str | None = None  # how the framework is told to train an end-of-turn token (None: the generic hint)
 
 
 @dataclass(frozen=True)
@@ -86,14 +90,14 @@ class Setup:
     special_pattern: re.Pattern | None
     id_to_piece: Any  # callable id -> token text
     encode: Any  # callable text -> ids without special tokens
-    rows: RowRules  # how the framework turns rows into ids and labels (a frameworks.rows.RowProfile)
+    rows: RowRules  # the pipeline's handle on the framework's row profile (checks read ``facts``)
+    facts: RowFacts  # the trainer's row handling as plain values
     render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
-    axolotl: AxolotlMasking | None = None  # chat rows masked as axolotl's chat_template masks them
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
 
     @property
     def chat(self) -> bool:
-        return self.rows.renders_chat(self.row_format) or (
+        return self.facts.renders_chat or (
             self.row_format == "prompt-completion" and self.template is not None
         )
 

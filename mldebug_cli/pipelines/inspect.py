@@ -80,6 +80,7 @@ class InspectOptions:
     engine: str = "local"  # local: this process (and forked workers); ray: Ray Data (pipelines.ray_engine)
     ray_address: str | None = None  # --engine ray: the cluster (auto, host:port, ray://...); None: RAY_ADDRESS or a new local one
     ray_concurrency: int | None = None  # --engine ray: actors in the pool; None: one per CPU of the cluster
+    sequence_lengths: bool = False  # details["sequence_lengths"]: every kept row's sequence lengths (memory)
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -116,8 +117,9 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         row_checks=[c for c in checks if c.subject == "row"],
         wanted=frozenset(options.rows) if options.rows else None,
         show=options.show,
+        keep_lengths=options.sequence_lengths,
     )
-    stats = _Stats(setup.max_length)
+    stats = _Stats(setup.max_length, options.sequence_lengths)
     views: list[_View] = []
     checked_total = total if indices is None else len(indices)
     workers = workers_for(options.workers, checked_total) if options.engine == "local" else 1
@@ -135,7 +137,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options),
         summary=stats.summary(total, findings),
         details={"rows": [_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)],
-                 "token_table": options.token_table or bool(options.rows)},
+                 "token_table": options.token_table or bool(options.rows),
+                 **({"sequence_lengths": sorted(stats.sequences)} if options.sequence_lengths else {})},
     )
 
 
@@ -196,10 +199,11 @@ class _RowEngine:
     row_checks: list
     wanted: frozenset[int] | None
     show: int
+    keep_lengths: bool = False
 
     def process(self, batch: list[Record]) -> _BatchResult:
         rows = _process(batch, self.detection, self.setup, self.renderer, self.locator, self.tokenizer, self.path)
-        result = _BatchResult([], _Stats(self.setup.max_length), [])
+        result = _BatchResult([], _Stats(self.setup.max_length, self.keep_lengths), [])
         shown_ok = 0
         candidates: list[tuple[_View, Any]] = []  # flagged rows: the most serious are kept, their views built last
         for row in rows:
@@ -342,7 +346,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         id_to_piece=tok.convert_ids_to_tokens,
         encode=lambda text: tok.encode(text, add_special_tokens=False),
         rows=rows,
-        axolotl=getattr(rows, "masking", None),
+        facts=rows.facts(row_format),
     )
 
 
@@ -540,8 +544,10 @@ def _with_pieces(view: dict[str, Any], tokenizer) -> dict[str, Any]:
 class _Stats:
     """Running statistics; lengths are kept as a histogram so memory stays flat as the dataset grows."""
 
-    def __init__(self, max_length: int | None) -> None:
+    def __init__(self, max_length: int | None, keep_lengths: bool = False) -> None:
         self.max_length = max_length
+        self.keep_lengths = keep_lengths
+        self.sequences: list[tuple[int, tuple[int, ...], int]] = []  # (row, sequence lengths, trained tokens)
         self.rows = self.tokens = self.trainable = self.truncated = self.failed = self.dropped = 0
         self.lengths: Counter[int] = Counter()
         self.kept_lengths: Counter[int] = Counter()  # after truncation, of the rows that train (for packing)
@@ -561,6 +567,8 @@ class _Stats:
                 self.untrained_lengths[len(row.input_ids)] += 1
             return
         self.kept_lengths[len(row.input_ids)] += 1
+        if self.keep_lengths:
+            self.sequences.append((row.index, (len(row.input_ids),), row.trained))
         self.tokens += len(row.input_ids)
         self.trainable += row.trained
 
@@ -574,6 +582,7 @@ class _Stats:
         self.lengths.update(other.lengths)
         self.kept_lengths.update(other.kept_lengths)
         self.untrained_lengths.update(other.untrained_lengths)
+        self.sequences.extend(other.sequences)
 
     def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
         by_check: dict[str, int] = {}

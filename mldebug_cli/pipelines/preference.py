@@ -66,9 +66,9 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     boundary = None if getattr(loaded.tokenizer, "split_special_tokens", False) else boundary_pattern(loaded.tokenizer)
     engine = _Engine(setup, renderer, loaded.tokenizer, boundary, source.display,
                      [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
-                     options.show, own)
+                     options.show, own, getattr(options, "sequence_lengths", False))
     findings: list[Finding] = unreadable_shards(source, checks, "DP013")
-    dataset = PreferenceDataset()
+    dataset = PreferenceDataset(keep_lengths=getattr(options, "sequence_lengths", False))
     views: list[tuple[int, bool, dict]] = []
     checked_total = total if indices is None else len(indices)
     rows = 0
@@ -90,7 +90,8 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
         targets=(source.display,),
         context=_context(setup, options, checked_total, total, loaded, prepared) | engine_line(options),
         summary=_summary(rows, total, dataset, findings, setup),
-        details={"rows": [_with_pieces(v, tokenizer) for v in _shown(views, options)]},
+        details={"rows": [_with_pieces(v, tokenizer) for v in _shown(views, options)],
+                 **({"sequence_lengths": sorted(dataset.sequences)} if dataset.keep_lengths else {})},
     )
 
 
@@ -164,6 +165,7 @@ class _Engine:
     wanted: frozenset[int] | None
     show: int
     own: Any = None  # a row profile that encodes the pairs itself (encode_pair), or None: TRL's preparation
+    keep_lengths: bool = False  # collect every pair's sequence lengths (memory)
 
     def process(self, batch: list[Record]) -> _BatchResult:
         if self.own is not None:
@@ -172,7 +174,7 @@ class _Engine:
             pairs = [self._prepare(record) for record in batch]
             _render(pairs, self.setup, self.renderer)
             _tokenize(pairs, self.setup, self.tokenizer, self.boundary)
-        result = _BatchResult([], PreferenceDataset(), [], len(pairs))
+        result = _BatchResult([], PreferenceDataset(keep_lengths=self.keep_lengths), [], len(pairs))
         shown_ok = shown_flagged = 0
         for pair in pairs:
             pair_findings = [f for c in self.pair_checks for f in c.findings(pair, self.setup)]

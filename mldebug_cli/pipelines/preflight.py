@@ -10,7 +10,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, SETTING_END_OF_TURN_MASKING, SETTING_MAX_LENGTH, InputError
+from mldebug_cli.core.errors import (
+    SETTING_CHAT_TEMPLATE,
+    SETTING_END_OF_TURN_MASKING,
+    SETTING_MAX_LENGTH,
+    InputError,
+    MldebugError,
+)
 from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
@@ -38,6 +44,9 @@ class PreflightOptions:
     configured_versions: Mapping[str, str] = field(default_factory=dict)  # mldebug.toml [versions]
     task: str | None = None  # sft, dpo, kto, orpo, grpo; None: from the config's keys
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read, over what the config implies
+    model: str | None = None  # a model folder with config.json for the memory estimate (default: the config's)
+    gpu: str | None = None  # the GPU the memory estimate is judged against
+    gpu_memory: float | None = None  # GiB
 
 
 def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
@@ -62,6 +71,7 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     sections = [_data_section(options, config, plan, tokenizer, d, progress, preference) for d in plan.datasets]
     sections.append(_schedule_section(options, framework, _dataset_size(config, sections), progress,
                                       preference.task if preference else None))
+    sections += _memory_section(options, framework, sections, progress)
     sections += [_template_section(options, tokenizer, plan, d, progress) for d in options.deploy]
     findings = tuple(f for s in sections for f in s["findings"])
     return Report(
@@ -108,6 +118,7 @@ def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: st
             select=options.select,
             ignore=options.ignore,
             **_engine(options),
+            sequence_lengths=True,
         ), plan, dataset)
     report = _inspected(inspect_options, config, plan, dataset, preference=preference)
     return {"command": "inspect-data", "target": dataset.spec, "report": report, "findings": report.findings}
@@ -164,6 +175,7 @@ def _preference_options(options, plan: TrainingPlan, tokenizer: str, dataset: Da
         reward_columns=tuple(dict.fromkeys((*preference.reward_columns.value, *options.reward_columns))),
         not_emulated=preference.not_emulated,
         **_engine(options),
+        sequence_lengths=True,
     )
 
 
@@ -409,6 +421,27 @@ def _schedule_section(options, framework: str, size, progress, task: str | None 
     return {"command": "lr-plot", "target": options.config, "report": report, "findings": report.findings}
 
 
+def _memory_section(options, framework: str, sections: list[dict[str, Any]], progress) -> list[dict[str, Any]]:
+    """The memory estimate on the rows the data sections read, when the model's config.json is readable locally."""
+    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+    from mldebug_cli.pipelines import memory
+
+    try:
+        facts = read_trainer_facts(options.config, framework, options.world_size)
+        memory.model_config(options.model, facts.model, options.config)
+    except MldebugError:  # no trainer facts for this framework, or no config.json at hand: no estimate
+        return []
+    if progress:
+        progress("estimating GPU memory")
+    report = memory.build_report(
+        memory.MemoryOptions(config=options.config, model=options.model, gpu=options.gpu, gpu_memory=options.gpu_memory,
+                             world_size=options.world_size, framework=framework, select=options.select,
+                             ignore=options.ignore),
+        lengths=memory.preflight_lengths([s["report"] for s in sections if s["command"] == "inspect-data"]),
+    )
+    return [{"command": "memory", "target": options.config, "report": report, "findings": report.findings}]
+
+
 def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, progress) -> dict[str, Any]:
     from mldebug_cli.pipelines import template_check
 
@@ -508,7 +541,7 @@ def _section_details(section: dict[str, Any]) -> dict[str, Any]:
     report = section["report"]
     return {"command": section["command"], "target": section["target"], "context": dict(report.context),
             "summary": dict(report.summary), "findings": [f.as_dict() for f in section["findings"]],
-            **dict(report.details)}
+            **{key: value for key, value in report.details.items() if key != "sequence_lengths"}}
 
 
 def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:

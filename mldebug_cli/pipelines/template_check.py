@@ -15,6 +15,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.sections import ProbesSection
 from mldebug_cli.engines.registry import deploy_side, train_side
 from mldebug_cli.pipelines.render import FIXED_NOW, EngineRenderError, render_with_engine, tokenize
 from mldebug_cli.render.diff import (
@@ -115,7 +116,7 @@ def build_report(options: CheckTemplateOptions) -> Report:
         targets=(train.spec, deploy.spec),
         context=_context(comparison, options.now),
         summary=_summary(results, findings),
-        details={"probes": [r.as_dict() for r in results]},
+        details=ProbesSection(tuple(r.view() for r in results)).as_details(),
     )
 
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mldebug_cli.core.sections import HunkView, ProbeView, TokenDifferenceView
 from mldebug_cli.render.probes import Probe
 from mldebug_cli.sources.deploy import Side
 
@@ -55,9 +56,11 @@ class Hunk:
     train_text: str
     deploy_text: str
 
+    def view(self) -> HunkView:
+        return HunkView(self.kind, self.train_start, self.deploy_start, self.train_text, self.deploy_text)
+
     def as_dict(self) -> dict[str, Any]:
-        return {"class": self.kind, "train_at": self.train_start, "deploy_at": self.deploy_start,
-                "train": self.train_text, "deploy": self.deploy_text}  # fmt: skip
+        return self.view().as_dict()
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,11 @@ class TokenHunk:
     train: tuple[str, ...]
     deploy: tuple[str, ...]
 
+    def view(self) -> TokenDifferenceView:
+        return TokenDifferenceView(self.train_at, self.deploy_at, tuple(self.train), tuple(self.deploy))
+
     def as_dict(self) -> dict[str, Any]:
-        return {"train_at": self.train_at, "deploy_at": self.deploy_at, "train": list(self.train), "deploy": list(self.deploy)}
+        return self.view().as_dict()
 
 
 @dataclass(frozen=True)
@@ -307,17 +313,13 @@ class ProbeResult:
     def identical(self) -> bool:
         return self.compared and self.train_ids == self.deploy_ids
 
+    def view(self) -> ProbeView:
+        """The probe as check-template's report section shows it."""
+        return ProbeView(self.name, self.train_text, self.deploy_text, self.identical, self.skipped, self.deploy_error,
+                         tuple(h.view() for h in self.hunks), tuple(t.view() for t in self.token_hunks))
+
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "train": self.train_text, "deploy": self.deploy_text,
-                               "identical": self.identical}  # fmt: skip
-        if self.skipped:
-            out["skipped"] = self.skipped
-        if self.deploy_error:
-            out["deploy_error"] = self.deploy_error
-        if self.compared and not self.identical:
-            out["hunks"] = [h.as_dict() for h in self.hunks]
-            out["token_differences"] = [t.as_dict() for t in self.token_hunks]
-        return out
+        return self.view().as_dict()
 
 
 @dataclass(frozen=True)

@@ -112,3 +112,13 @@ def _hub_cache() -> Path:
 def _datasets_cache() -> Path:
     folder = os.environ.get("HF_DATASETS_CACHE")
     return Path(folder).expanduser() if folder else _hf_home() / "datasets"
+
+
+def cached_model_file(spec: str, filename: str) -> Path | None:
+    """``filename`` of hub model ``spec`` in the local cache (its newest snapshot holding it), or None."""
+    snapshots = _hub_cache() / f"models--{spec.replace('/', '--')}" / "snapshots"
+    if not snapshots.is_dir():
+        return None
+    found = sorted((s / filename for s in snapshots.iterdir() if (s / filename).is_file()),
+                   key=lambda p: p.stat().st_mtime, reverse=True)
+    return found[0] if found else None

@@ -14,7 +14,7 @@ def test_codes_and_names_are_unique_and_well_formed():
     codes = [r.code for r in registry.REGISTRY]
     names = [r.name for r in registry.REGISTRY]
     assert len(set(codes)) == len(codes) and len(set(names)) == len(names)
-    assert all(c[:2] in ("DS", "CT", "LR", "CF", "RN", "DP") and c[2:].isdigit() for c in codes)
+    assert all(c.rstrip("0123456789") in ("DS", "CT", "LR", "CF", "RN", "DP", "MEM") and c[-3:].isdigit() for c in codes)
     assert all(n == n.lower() and " " not in n for n in names)
 
 
@@ -22,7 +22,7 @@ def test_codes_and_names_are_unique_and_well_formed():
 def test_every_check_loads_with_its_documentation(ref):
     check = registry.load(ref)
     assert check.code == ref.code and check.subject in (
-        "row", "setup", "schedule", "probe", "template", "config", "run", "pair", "preference-dataset")
+        "row", "setup", "schedule", "probe", "template", "config", "run", "pair", "preference-dataset", "memory")
     positions = [check.doc.find(h) for h in HEADINGS]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), ref.code
 

@@ -35,14 +35,14 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
-    if not setup.chat or setup.train_on not in ("assistant", "last") or setup.rows.own_templates:
+    if not setup.chat or setup.train_on not in ("assistant", "last") or setup.facts.own_templates:
         return  # a framework's own templates (LLaMA-Factory) mask by their slots, not the chat template
     if setup.training_template is not None and setup.training_template.outcome != "own":
         yield from _trl(setup)
         return
     if setup.has_generation_markers:
         return
-    own = setup.rows.unmarked_masking()
+    own = setup.facts.unmarked_masking
     if own is not None:  # the framework masks without markers its own way
         yield Hit(own[0], own[1], setup.location())
         return

@@ -30,7 +30,7 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
-    if setup.pad_id is None or not setup.rows.pad_masked_by_id:
+    if setup.pad_id is None or not setup.facts.pad_masked_by_id:
         return
     if setup.pad_id in (setup.eos_id, setup.end_of_turn_id):
         yield Hit(

@@ -31,7 +31,7 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
-    for gap in setup.rows.not_emulated():
+    for gap in setup.facts.not_emulated:
         yield Hit(f"{gap.message}: the ids and labels shown may differ from what {setup.framework} trains on",
                   "treat the data checks as approximate for this setting",
                   Location(path=gap.path, line=gap.line, key=gap.key) if gap.path else setup.location())

@@ -60,8 +60,8 @@ def run(row: Row, setup: Setup) -> Iterator[Hit]:
 
 
 def _hint(setup, stop_name: str) -> str:
-    if setup.axolotl is not None:  # axolotl trains only eot_tokens / EOS ids found within 3 tokens of a turn's content
-        return f"list {stop_name} in axolotl's eot_tokens and keep train_on_eot (or train_on_eos) at turn"
+    if setup.facts.end_of_turn_hint is not None:  # the framework's own setting for the end-of-turn token
+        return setup.facts.end_of_turn_hint.format(token=stop_name)
     return "train the end-of-turn token with each answer (include it in the generation block / train_on_eos)"
 
 

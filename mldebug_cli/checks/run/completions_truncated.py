@@ -4,7 +4,11 @@ What it finds
     GRPO/RLOO runs where ``completions/clipped_ratio`` is above 0.8 on more than half of the logged points
     (axolotl's guide: below 0.3 healthy, above 0.8 raise the max length), or, with ``--config`` giving
     ``max_completion_length``, the mean completion length is at 98 % of it on most points (no completion
-    ends with EOS: older TRL logs no clipped ratio).
+    ends with EOS: older TRL logs no clipped ratio). Without a clipped ratio or a config the limit is
+    inferred from the lengths themselves: on nearly every logged point (80 %) the mean length equals the
+    longest completion of the batch (``completions/max_length``, which stays the same value), or, when only
+    the mean is logged (TRL <= 0.16's ``completion_length``), the mean is exactly the same number: sampled
+    lengths average to one exact value step after step only when a cap cuts every completion.
 
 Why it matters for training
     A clipped completion never reaches its answer, so its reward is usually 0 (RN020) and the model is
@@ -21,6 +25,8 @@ Fix
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import fmt, hit, is_rl, mean
@@ -34,7 +40,7 @@ if TYPE_CHECKING:
 
 SEVERITY = "warning"
 SUBJECT = "run"
-THRESHOLDS = {"max_clipped": 0.8, "share": 0.5, "at_limit": 0.98}
+THRESHOLDS = {"max_clipped": 0.8, "share": 0.5, "at_limit": 0.98, "inferred_share": 0.8}
 
 
 def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
@@ -59,3 +65,36 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
                       f"mean completion length is at max_completion_length {limit} at {len(full)} of {len(length)} "
                       "logged points: no completion ends with EOS",
                       f"raise {ctx.config_key('max_completion_length')} or reward shorter answers")
+        return
+    if clipped is None and length is not None:
+        yield from _inferred_limit(subject, length, ctx)
+
+
+def _inferred_limit(subject, length, ctx):
+    """Every completion at one length, step after step: the limit, read from the lengths."""
+    longest = subject.get("completions/max_length")
+    values = length.values
+    if longest is not None and len(longest) == len(length):
+        caps = Counter(v for v in longest.values if math.isfinite(v) and v > 0)
+        if not caps:
+            return
+        cap, _count = caps.most_common(1)[0]
+        full = [i for i in range(len(values)) if longest.values[i] == cap and values[i] >= ctx.limit("at_limit") * cap]
+        evidence = f"equals the longest completion {fmt(cap)} (the same at every such step)"
+    else:
+        counts = Counter(v for v in values if math.isfinite(v) and v > 0)
+        if not counts:
+            return
+        cap, _count = counts.most_common(1)[0]
+        full = [i for i in range(len(values)) if values[i] == cap]
+        evidence = f"is exactly {fmt(cap)}"
+    if len(full) < 2 or len(full) < ctx.limit("inferred_share") * len(length):
+        return
+    idle = [k for k in ("reward", "reward_std", "loss", "grad_norm")
+            if (series := subject.get(k)) is not None and all(v == 0 for v in series.values)]
+    tail = f"; {', '.join(idle)} {'is' if len(idle) == 1 else 'are'} 0 throughout" if idle else ""
+    yield hit(subject, length, full[0], full[-1],
+              f"the mean completion length {evidence} at {len(full)} of {len(length)} logged points: every completion "
+              f"stops at a limit of {fmt(cap)} tokens (max_completion_length; no clipped_ratio is logged){tail}",
+              f"raise {ctx.config_key('max_completion_length')} above {fmt(cap)} or reward shorter answers; check "
+              "the EOS token ends the assistant turn")

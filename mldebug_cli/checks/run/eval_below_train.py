@@ -5,6 +5,12 @@ What it finds
     evaluations (at least 2). When the ratio is close to a power of two, RN009 (a logged loss multiplied
     by gradient accumulation) is the likelier reading and this check stays silent.
 
+    A second rule reads the run's last evaluation after many epochs (the usual single eval at the end):
+    after at least 3 epochs over the training rows a held-out eval loss is above the train loss (the model
+    has fitted the rows it saw); an eval loss at or below the train loss there says the eval rows are the
+    training rows (the eval, run after the window's last step, scores the rows the model just fitted). The
+    eval token accuracy, when logged, is quoted.
+
 Why it matters for training
     Dropout and averaging make the eval loss a little lower than the train loss, never half of it. An eval
     set that overlaps the training rows (the same file, or a split taken after shuffling duplicates) makes
@@ -32,19 +38,20 @@ if TYPE_CHECKING:
 
 SEVERITY = "warning"
 SUBJECT = "run"
-THRESHOLDS = {"ratio": 0.5, "min_evals": 2, "share": 0.5, "accumulation_tolerance": 0.2}
+THRESHOLDS = {"ratio": 0.5, "min_evals": 2, "share": 0.5, "accumulation_tolerance": 0.2, "min_epochs": 3.0}
+ACCURACY_KEYS = ("eval_mean_token_accuracy", "eval_accuracy")
 
 
 def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     pairs = train_eval_pairs(subject)
     if len(pairs) < ctx.limit("min_evals"):
+        yield from _after_epochs(subject, pairs, ctx)
         return
     low = [p for p in pairs if p[2] < ctx.limit("ratio") * p[1]]
     if len(low) < max(ctx.limit("min_evals"), ctx.limit("share") * len(pairs)):
+        yield from _after_epochs(subject, pairs, ctx)
         return
-    accumulation = ctx.config_value("gradient_accumulation_steps")
-    if accumulation_pattern(pairs, accumulation, ctx.limit("accumulation_tolerance"), ctx.limit("share"),
-                            ctx.limit("min_evals")) is not None:
+    if _scaled(pairs, ctx):
         return  # RN009's pattern: a train loss logged × accumulation
     i, train, value = low[0]
     evals = subject.get("eval_loss")
@@ -52,3 +59,29 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
               f"eval_loss {fmt(value)} vs train loss {fmt(train)} at step {evals.steps[i]} (below "
               f"{ctx.limit('ratio'):g}× at {len(low)} of {len(pairs)} evaluations)",
               "the eval set likely overlaps the training rows: split before augmenting and deduplicate across splits")
+
+
+def _scaled(pairs, ctx) -> bool:
+    accumulation = ctx.config_value("gradient_accumulation_steps")
+    return accumulation_pattern(pairs, accumulation, ctx.limit("accumulation_tolerance"), ctx.limit("share"),
+                                ctx.limit("min_evals")) is not None
+
+
+def _after_epochs(subject, pairs, ctx):
+    """The last evaluation, after many epochs, at or below the train loss."""
+    epoch, evals = subject.get("epoch"), subject.get("eval_loss")
+    if not pairs or epoch is None or _scaled(pairs, ctx):
+        return
+    i, train, value = pairs[-1]
+    step = evals.steps[i]
+    epochs = epoch.value_at(step)
+    if epochs is None or not epochs >= ctx.limit("min_epochs") or value > train:
+        return
+    accuracy = next((a for key in ACCURACY_KEYS if (series := subject.get(key)) is not None
+                     and (a := series.value_at(step)) is not None), None)
+    said = f", eval token accuracy {fmt(accuracy)}" if accuracy is not None else ""
+    yield hit(subject, evals, i, i,
+              f"after {fmt(epochs)} epochs eval_loss {fmt(value)} is at or below the train loss {fmt(train)} at step "
+              f"{step}{said}: a held-out set is above the train loss by then; these eval rows are the training rows",
+              "evaluate on rows held out from training (split before shuffling or augmenting, deduplicate across "
+              "the splits); this eval loss cannot choose a checkpoint")

@@ -4,8 +4,9 @@ What it finds
     Finite logged ``grad_norm`` values above 100 in SFT/preference runs or above 10 in GRPO/RLOO runs
     (axolotl's training-stability guide: SFT 0.1-10 with spikes above 100 meaning instability, GRPO
     0.001-1 with above 10 unstable; Megatron's large-grad check uses 10), and values above mean + 6σ of
-    the previous 128 logged values and 2× their mean (OLMo-core's rule, as RN003). The first logged step
-    is left out of the range rule (a cold optimizer's first step is often large).
+    the previous 128 logged values and 2× their mean (OLMo-core's rule, as RN003). The run's first optimizer
+    step (step 1, when it is logged) is left out of the range rule (a cold optimizer's first step is often
+    large); a first logged point at a later step counts like any other.
 
 Why it matters for training
     ``grad_norm`` is the pre-clip norm of the last optimizer step before each log. Spikes precede loss
@@ -45,7 +46,8 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     if grad is None:
         return
     limit = ctx.limit("rl_max") if is_rl(subject) else ctx.limit("sft_max")
-    above = [i for i in range(1, len(grad)) if math.isfinite(grad.values[i]) and grad.values[i] > limit]
+    first = 1 if grad.steps[0] <= 1 else 0  # only the optimizer's very first step is excused
+    above = [i for i in range(first, len(grad)) if math.isfinite(grad.values[i]) and grad.values[i] > limit]
     if above:
         top = max(above, key=lambda i: grad.values[i])
         yield hit(subject, grad, above[0], above[-1],

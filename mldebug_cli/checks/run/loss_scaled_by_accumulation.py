@@ -6,10 +6,14 @@ What it finds
     a power of two from 2 up (the common accumulation values).
 
 Why it matters for training
-    transformers 4.46.x-4.47.0 logged the train loss multiplied by the accumulation steps
-    (transformers#35204, fixed by PR#35207). The training itself was fine, but the curves, the early
-    stopping on train loss and comparisons with other runs are off by that factor, and people "fix" a
-    healthy run.
+    transformers 4.46.x-4.47.0 logged the train loss multiplied by the accumulation steps for every model
+    (transformers#35204, fixed by PR#35207). After that the Trainer divides by the accumulation steps only
+    when the model does not take loss kwargs; a model whose ``forward`` takes ``**kwargs`` but drops
+    ``num_items_in_batch`` is trusted to normalise and does not, so its loss (and gradient) grows with
+    ``gradient_accumulation_steps``: transformers#37766 (4.47.1; "no longer increases" by 4.51.3),
+    LLaMA-Factory#7743 (Gemma 3 pretraining on 4.50), Liger-Kernel#802 (its patched losses),
+    transformers#47688 (heads that declare ``**kwargs``, open on 5.15). The curves, early stopping on
+    train loss and comparisons with other runs are off by that factor, and people "fix" a healthy run.
 
 Example
     ``train loss / eval loss is about 8.0 at 5 of 5 evaluations (8.9 vs 1.11 at step 400); gradient
@@ -55,5 +59,6 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     yield hit(subject, evals, i, pairs[near[-1]][0],
               f"train loss / eval loss is about {factor} at {len(near)} of {len(pairs)} evaluations "
               f"({fmt(train)} vs {fmt(value)} at step {evals.steps[i]}); {source}",
-              "transformers 4.46.x-4.47.0 logged the train loss × accumulation: upgrade to >= 4.47.1 or divide "
-              "the logged loss; compare runs on eval_loss")
+              "transformers 4.46.0-4.47.0 logged the train loss × accumulation for every model (#35204): upgrade; "
+              "on later versions a model (or Liger kernel) that takes **kwargs but drops num_items_in_batch does the "
+              "same (#37766): check its forward, compare runs on eval_loss")

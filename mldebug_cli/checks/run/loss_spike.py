@@ -8,6 +8,12 @@ What it finds
     against the window mean and whether the loss came back within 10 logged points. GRPO/RLOO runs are
     skipped (their loss hovers around 0).
 
+    The σ rule needs 16 values before it can judge, so a short run, or the first steps of a run with an
+    LR far too high, has its own rule: before the window holds 16 values, a loss at least 2× the mean of
+    the (up to 10) logged values before it and at least 2× the first logged loss is a spike (Lightning's
+    SpikeDetection judges from the second value, over a window of 10; the factor 2 is llm-foundry's, and
+    a fine-tuning loss that doubles from where it started is never progress).
+
 Why it matters for training
     A spike that recovers cost some progress; one that does not recover has damaged the weights. PaLM saw
     about 20 of them in its 540B run and restarted ~100 steps earlier, skipping 200-500 batches; OLMo 2
@@ -24,6 +30,8 @@ Fix
 
 from __future__ import annotations
 
+import math
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import cluster, fmt, hit, is_rl, mean, spikes
@@ -37,7 +45,8 @@ if TYPE_CHECKING:
 
 SEVERITY = "warning"
 SUBJECT = "run"
-THRESHOLDS = {"window": 128, "min_window": 16, "sigma": 6.0, "ratio": 2.0, "recovery_points": 10, "max_reported": 10}
+THRESHOLDS = {"window": 128, "min_window": 16, "sigma": 6.0, "ratio": 2.0, "recovery_points": 10, "max_reported": 10,
+              "early_window": 10}
 
 
 def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
@@ -46,7 +55,7 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
         return
     found = spikes(loss, int(ctx.limit("window")), int(ctx.limit("min_window")), ctx.limit("sigma"),
                    ctx.limit("ratio"))
-    groups = cluster(found)
+    groups = cluster(sorted(_early(loss, ctx) + found))
     for group in groups[:int(ctx.limit("max_reported"))]:
         index, value, window_mean = max(group, key=lambda p: p[1])
         end = group[-1][0]
@@ -63,3 +72,20 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
         rest = groups[int(ctx.limit("max_reported")):]
         yield hit(subject, loss, rest[0][0][0], rest[-1][-1][0],
                   f"{len(rest)} more loss spikes after these", "see the spikes above")
+
+
+def _early(loss, ctx) -> list[tuple[int, float, float]]:
+    """(index, value, mean before) of spikes in the first ``min_window`` finite values: ≥ ratio × the mean of the
+    values before it (up to ``early_window``) and ≥ ratio × the first value."""
+    finite = list(islice((i for i in range(len(loss)) if math.isfinite(loss.values[i])), int(ctx.limit("min_window"))))
+    if len(finite) < 2 or loss.values[finite[0]] <= 0:
+        return []
+    first, ratio = loss.values[finite[0]], ctx.limit("ratio")
+    found = []
+    for k in range(1, len(finite)):
+        before = [loss.values[i] for i in finite[max(0, k - int(ctx.limit("early_window"))):k]]
+        window_mean = mean(before)
+        value = loss.values[finite[k]]
+        if window_mean > 0 and value >= ratio * window_mean and value >= ratio * first:
+            found.append((finite[k], value, window_mean))
+    return found

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from mldebug_cli.core.numbers import plural
+from mldebug_cli.core.sections import HunkView, ProbesSection, ProbeView, TokenDifferenceView
 from mldebug_cli.formats.html_parts.findings import Anchors, badges
 from mldebug_cli.formats.html_parts.markup import Html, clip, el, join, shorten
 from mldebug_cli.formats.html_parts.text_view import cut_note, visible
@@ -30,18 +31,18 @@ def probe_anchor(prefix: str, index: int) -> str:
 
 
 def anchors(doc: dict[str, Any], prefix: str) -> Anchors:
-    probes = (doc.get("probes") or [])[:MAX_PROBES]
-    return Anchors(probes={p.get("name"): probe_anchor(prefix, i) for i, p in enumerate(probes)})
+    probes = ProbesSection.from_details(doc).probes[:MAX_PROBES]
+    return Anchors(probes={p.name: probe_anchor(prefix, i) for i, p in enumerate(probes)})
 
 
 def render(doc: dict[str, Any], prefix: str, findings: list[dict[str, Any]]) -> Html:
-    probes = doc.get("probes") or []
+    probes = ProbesSection.from_details(doc).probes
     articles, chars_left = [], MAX_PROBE_CHARS_TOTAL
     for i, probe in enumerate(probes[:MAX_PROBES]):
         limit = min(MAX_PROBE_CHARS, chars_left // 2)
         articles.append(_probe(probe, i, prefix, findings, limit))
-        chars_left -= sum(min(limit, len(probe.get(side) or "")) for side in ("train", "deploy"))
-    differing = sum(1 for p in probes if not p.get("identical") and not p.get("skipped"))
+        chars_left -= sum(min(limit, len(side or "")) for side in (probe.train, probe.deploy))
+    differing = sum(1 for p in probes if not p.identical and not p.skipped)
     return el("section", el("h2", f"Probes ({differing} of {len(probes)} differ)"),
               el("p", "Each probe conversation rendered by the training template (left) and the deployment "
                       "template (right); text only on one side is highlighted.", class_="meta"),
@@ -49,33 +50,33 @@ def render(doc: dict[str, Any], prefix: str, findings: list[dict[str, Any]]) -> 
               class_="probes", id=f"{prefix}-probes")
 
 
-def _probe(probe: dict[str, Any], index: int, prefix: str, findings: list[dict[str, Any]], limit: int) -> Html:
-    name = str(probe.get("name", index))
+def _probe(probe: ProbeView, index: int, prefix: str, findings: list[dict[str, Any]], limit: int) -> Html:
+    name = probe.name
     mine = [f for f in findings if (f.get("location") or {}).get("probe") == name]
     return el("article",
               el("h3", "probe ", el("code", name), " ", _status(probe), badges(mine, prefix)),
               _body(probe, limit),
-              class_="probe", id=probe_anchor(prefix, index), data_identical=str(bool(probe.get("identical"))).lower())
+              class_="probe", id=probe_anchor(prefix, index), data_identical=str(probe.identical).lower())
 
 
-def _status(probe: dict[str, Any]) -> Html:
-    if probe.get("skipped"):
+def _status(probe: ProbeView) -> Html:
+    if probe.skipped:
         return el("span", "skipped", class_="meta")
-    if probe.get("identical"):
+    if probe.identical:
         return el("span", "identical", class_="same")
     return el("span", "differs", class_="differs")
 
 
-def _body(probe: dict[str, Any], limit: int) -> Html:
-    train, deploy = probe.get("train"), probe.get("deploy")
-    notes = [el("p", "Skipped: ", probe["skipped"], class_="meta") if probe.get("skipped") else None,
-             el("p", "Deploy side failed: ", probe["deploy_error"], class_="error-text") if probe.get("deploy_error") else None]
+def _body(probe: ProbeView, limit: int) -> Html:
+    train, deploy = probe.train, probe.deploy
+    notes = [el("p", "Skipped: ", probe.skipped, class_="meta") if probe.skipped else None,
+             el("p", "Deploy side failed: ", probe.deploy_error, class_="error-text") if probe.deploy_error else None]
     if train is None or deploy is None:
         columns = [_column("train", _plain(train, limit)), _column("deploy", _plain(deploy, limit))]
     else:
-        left, right = _sides(str(train), str(deploy), probe.get("hunks"), probe.get("identical"), limit)
+        left, right = _sides(str(train), str(deploy), probe.hunks, probe.identical, limit)
         columns = [_column("train", left), _column("deploy", right)]
-    return join([notes, el("div", columns, class_="columns"), _token_differences(probe.get("token_differences"))])
+    return join([notes, el("div", columns, class_="columns"), _token_differences(probe.token_differences)])
 
 
 def _column(side: str, body: Html) -> Html:
@@ -89,14 +90,13 @@ def _plain(text: str | None, limit: int) -> Html:
     return join([visible(shown), cut_note("characters", cut)])
 
 
-def _sides(train: str, deploy: str, hunks: list[dict[str, Any]] | None, identical: bool | None,
-           limit: int) -> tuple[Html, Html]:
+def _sides(train: str, deploy: str, hunks: tuple[HunkView, ...], identical: bool, limit: int) -> tuple[Html, Html]:
     """Both prompts made visible; text only in train is marked deleted, text only in deploy inserted."""
     train, train_cut = clip(train, limit)
     deploy, deploy_cut = clip(deploy, limit)
     if hunks:
-        left = _marked_at(train, [(h.get("train_at", 0), len(h.get("train") or ""), h.get("class")) for h in hunks], "del")
-        right = _marked_at(deploy, [(h.get("deploy_at", 0), len(h.get("deploy") or ""), h.get("class")) for h in hunks], "ins")
+        left = _marked_at(train, [(h.train_at, len(h.train), h.kind) for h in hunks], "del")
+        right = _marked_at(deploy, [(h.deploy_at, len(h.deploy), h.kind) for h in hunks], "ins")
     elif identical:
         left, right = visible(train), visible(deploy)
     else:
@@ -150,17 +150,17 @@ def _marked(text: str, css_class: str, kind: str | None = None) -> Html | None:
     return el("mark", visible(text, all_spaces=True), class_=css_class, title=kind, data_class=kind)
 
 
-def _token_differences(differences: list[dict[str, Any]] | None) -> Html | None:
+def _token_differences(differences: tuple[TokenDifferenceView, ...]) -> Html | None:
     """Where the token ids differ even when the text does not show it (a BOS id added by the runtime)."""
     if not differences:
         return None
-    items = [el("li", f"train token {d.get('train_at')}: ", el("code", _tokens(d.get("train"))),
-                f" → deploy token {d.get('deploy_at')}: ", el("code", _tokens(d.get("deploy"))))
+    items = [el("li", f"train token {d.train_at}: ", el("code", _tokens(d.train)),
+                f" → deploy token {d.deploy_at}: ", el("code", _tokens(d.deploy)))
              for d in differences[:MAX_TOKEN_DIFFERENCES]]
     return el("details", el("summary", f"Token ids that differ ({plural(len(differences), 'place')}; id:piece)"),
               el("ul", items, class_="where"),
               cut_note("places", len(differences) - MAX_TOKEN_DIFFERENCES))
 
 
-def _tokens(tokens: list[str] | None) -> str:
+def _tokens(tokens: tuple[str, ...]) -> str:
     return shorten(" ".join(tokens), 400) if tokens else "(none)"

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.runlog.crash import CrashScan
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, numeric_items
 from mldebug_cli.sources.runlog.torchtune import parse as torchtune_line
 
@@ -26,8 +27,17 @@ _FINAL_KEYS = frozenset({"train_runtime", "train_loss"})
 
 def read(path: Path, sink: LogSink) -> None:
     scan = _Steps()
-    _each_line(path, lambda line, number_: _line(line, number_, None, scan))
+    crashed = CrashScan()
+
+    def first_pass(line: str, number_: int) -> None:
+        _line(line, number_, None, scan)
+        crashed.feed(line, number_)
+
+    _each_line(path, first_pass)
+    _keep_crash(crashed, scan, sink)
     if scan.dicts == 0:
+        if crashed.errors:  # a run that died before its first log (or a captured stderr): the crash is the reading
+            return
         raise InputError(f"{path}: no metric dicts ({{'loss': ...}}) or 'Step N | ...' lines found")
     steps = _Steps(use_bars=scan.bars_ok)
     train_dicts = scan.dicts - scan.eval_dicts
@@ -61,6 +71,8 @@ class _Steps:
         self.bars_ok = True
         self.torchtune = False
         self.kinds: dict[tuple, str] = {}  # a dict's keys -> what kind of dict it is
+        self.lines = 0  # lines read
+        self.last_metric_line = 0  # the line of the last metric record (train or eval dict, torchtune line)
 
     def progress(self, text: str) -> None:
         for count, total in _PROGRESS.findall(text):
@@ -91,6 +103,19 @@ class _Steps:
         return self.step
 
 
+def _keep_crash(crashed: CrashScan, scan: _Steps, sink: LogSink) -> None:
+    """The error lines and the line of the last metric record, for RN040/RN041 (the run's meta)."""
+    sink.meta["console_lines"] = scan.lines
+    if scan.last_metric_line:
+        sink.meta["last_metric_line"] = scan.last_metric_line
+    if crashed.errors:
+        sink.meta["errors"] = crashed.errors
+        sink.meta["errors_seen"] = crashed.seen
+    stalled = crashed.stalled(scan.last_metric_line, scan.dicts)
+    if stalled is not None:
+        sink.meta["stalled_line"], sink.meta["stalled_seconds"], sink.meta["seconds_per_point"] = stalled
+
+
 def _each_line(path: Path, handle) -> None:
     try:
         with path.open("r", encoding="utf-8", errors="replace") as stream:
@@ -101,11 +126,13 @@ def _each_line(path: Path, handle) -> None:
 
 
 def _line(line: str, number_: int, sink: LogSink | None, steps: _Steps) -> None:
+    steps.lines = number_
     torchtune = torchtune_line(line) if line.startswith("Step ") else None
     if torchtune is not None:
         step, values = torchtune
         if values:
             steps.dicts += 1
+            steps.last_metric_line = number_
             steps.torchtune = True
             if sink is not None:
                 sink.add(step, values, number_)
@@ -129,9 +156,11 @@ def _line(line: str, number_: int, sink: LogSink | None, steps: _Steps) -> None:
         if kind is None:
             kind = steps.kinds[keys] = _kind(keys)
         if kind == "final":
+            steps.last_metric_line = number_  # the run's summary: it finished training
             if sink is not None:
                 sink.meta.update({k: v for k, v in values.items() if k.startswith("train_")})  # type: ignore[union-attr]
         elif kind != "other":
+            steps.last_metric_line = number_
             step = steps.next(evaluation=kind == "eval")
             if sink is not None:
                 sink.add(step, values, number_)  # type: ignore[arg-type]

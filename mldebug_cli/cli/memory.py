@@ -1,0 +1,54 @@
+"""`mldebug memory`: will a training config fit in GPU memory on its real data, and which change makes it fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from mldebug_cli.cli.common import (
+    ColorOpt,
+    ExitZeroOpt,
+    FailOnOpt,
+    IgnoreOpt,
+    OutputFormatOpt,
+    OutputOpt,
+    OutputOptions,
+    SelectOpt,
+    run_report,
+    split_list,
+)
+
+
+def memory(
+    config: Path = typer.Argument(..., help="The training config (TRL/HF, axolotl or LLaMA-Factory YAML/JSON)."),
+    model: str | None = typer.Option(None, "--model", help="A model folder with config.json (default: the config's "
+                                     "model, as a folder or in the local hub cache)."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Judge against this GPU: H100-80GB, A100-40GB, L4-24GB, ... "
+                                   "(default: a table of common GPUs)."),
+    gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="Judge against this many GiB per GPU."),
+    world_size: int = typer.Option(1, "--world-size", help="GPUs (data-parallel processes); ZeRO/FSDP shard over them."),
+    framework: str | None = typer.Option(None, "--framework", help="transformers, trl, axolotl or llama-factory "
+                                         "(default: detected)."),
+    sample: int | None = typer.Option(None, "--sample", help="Read this many rows, evenly spaced (default: all)."),
+    host_memory: float | None = typer.Option(None, "--host-memory", help="GiB of RAM of the training node "
+                                             "(default: this machine's)."),
+    output_format: str = OutputFormatOpt,
+    output: Path | None = OutputOpt,
+    fail_on=FailOnOpt,
+    select: list[str] | None = SelectOpt,
+    ignore: list[str] | None = IgnoreOpt,
+    color=ColorOpt,
+    exit_zero: bool = ExitZeroOpt,
+) -> None:
+    """Estimate the GPU memory of a training config on its data, term by term (MEM001-MEM006)."""
+    from mldebug_cli.pipelines.memory import MemoryOptions, build_report
+
+    def build():
+        return build_report(MemoryOptions(
+            config=str(config), model=model, gpu=gpu, gpu_memory=gpu_memory, world_size=world_size,
+            framework=framework, sample=sample, select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
+            host_memory=host_memory,
+        ))
+
+    run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))

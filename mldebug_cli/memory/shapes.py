@@ -1,0 +1,121 @@
+"""A causal LM's shapes read from its ``config.json`` (no torch): what every memory term is computed from.
+
+Parameter counts follow the decoder-only layout transformers builds for Llama, Qwen2/2.5/3, Mistral, Gemma
+and Phi-3 style models (embedding, per layer q/k/v/o projections and a gated MLP, RMSNorms, an LM head unless
+``tie_word_embeddings``); checked exactly against meta-device models in tests/memory/test_shapes.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import InputError
+
+# model types whose q/k/v projections carry a bias (Qwen2 and its descendants)
+QKV_BIAS = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
+
+
+@dataclass(frozen=True)
+class Linear:
+    name: str  # q_proj, k_proj, ...
+    fan_in: int
+    fan_out: int
+    bias: bool = False
+
+    @property
+    def parameters(self) -> int:
+        return self.fan_in * self.fan_out + (self.fan_out if self.bias else 0)
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    model_type: str
+    vocab: int
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    tied: bool
+    qkv_bias: bool
+    experts: int = 0  # MoE: experts per layer (all resident), 0 for a dense MLP
+    experts_per_token: int = 0
+    source: str = ""
+
+    @property
+    def layer_linears(self) -> tuple[Linear, ...]:
+        h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        attention = (Linear("q_proj", h, q, self.qkv_bias), Linear("k_proj", h, kv, self.qkv_bias),
+                     Linear("v_proj", h, kv, self.qkv_bias), Linear("o_proj", q, h))
+        mlp = (Linear("gate_proj", h, self.intermediate), Linear("up_proj", h, self.intermediate),
+               Linear("down_proj", self.intermediate, h))
+        return attention + mlp * max(1, self.experts)
+
+    @property
+    def layer_linear_parameters(self) -> int:
+        return sum(x.parameters for x in self.layer_linears) + (self.hidden * self.experts if self.experts else 0)
+
+    @property
+    def layer_parameters(self) -> int:
+        return self.layer_linear_parameters + 2 * self.hidden  # two RMSNorm weights
+
+    @property
+    def embedding_parameters(self) -> int:
+        return self.vocab * self.hidden
+
+    @property
+    def lm_head_parameters(self) -> int:
+        return 0 if self.tied else self.vocab * self.hidden
+
+    @property
+    def parameters(self) -> int:
+        return (self.embedding_parameters + self.lm_head_parameters + self.layers * self.layer_parameters
+                + self.hidden)
+
+    def describe(self) -> str:
+        return (f"{self.model_type}: {self.parameters / 1e9:.2f}B parameters, {self.layers} layers, hidden {self.hidden}, "
+                f"{self.heads} heads ({self.kv_heads} kv, dim {self.head_dim}), MLP {self.intermediate}, vocab {self.vocab}"
+                f"{', tied embeddings' if self.tied else ''}")
+
+
+def read_model_shape(path: str | Path) -> ModelShape:
+    """``path`` is a model folder or its ``config.json``."""
+    path = Path(path)
+    file = path / "config.json" if path.is_dir() else path
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{file}: no model config.json there", "pass --model DIR, a folder with the model's config.json") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"{file}: not a readable config.json ({error})") from None
+    if not isinstance(config, dict):
+        raise InputError(f"{file}: config.json is not a JSON object")
+    return shape_from_config(config, str(file))
+
+
+def shape_from_config(config: dict[str, Any], source: str = "") -> ModelShape:
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    try:
+        hidden = int(text["hidden_size"])
+        heads = int(text["num_attention_heads"])
+        shape = ModelShape(
+            model_type=str(text.get("model_type") or config.get("model_type") or "unknown"),
+            vocab=int(text["vocab_size"]), hidden=hidden, layers=int(text["num_hidden_layers"]), heads=heads,
+            kv_heads=int(text.get("num_key_value_heads") or heads),
+            head_dim=int(text.get("head_dim") or hidden // heads),
+            intermediate=int(text.get("moe_intermediate_size") if text.get("num_experts") else text["intermediate_size"]),
+            tied=bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))),
+            qkv_bias=bool(text.get("attention_bias", str(text.get("model_type")) in QKV_BIAS)),
+            experts=int(text.get("num_experts") or text.get("num_local_experts") or 0),
+            experts_per_token=int(text.get("num_experts_per_tok") or 0),
+            source=source,
+        )
+    except KeyError as missing:
+        raise InputError(f"{source or 'config.json'}: no {missing.args[0]} (not a decoder-only language model config?)") from None
+    except (TypeError, ValueError) as error:
+        raise InputError(f"{source or 'config.json'}: a shape value is not a number ({error})") from None
+    return shape

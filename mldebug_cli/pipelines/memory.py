@@ -1,0 +1,280 @@
+"""`mldebug memory`: a config's trainer facts + its model's config.json + its rows' token lengths → the GPU memory
+of every micro-batch, the peak, the verdict against a GPU, the fixes, the MEM checks → one Report."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.findings import Report
+from mldebug_cli.memory.batches import MicroBatch, micro_batches, sequence_batches, shuffled_order, uniform_batch
+from mldebug_cli.memory.estimate import GIB, Estimate, estimate
+from mldebug_cli.memory.fixes import fixes
+from mldebug_cli.memory.gpus import GPUS, gpu_memory
+from mldebug_cli.memory.review import LongRow, MemoryReview
+from mldebug_cli.memory.setup import MemorySetup, setup_from_facts
+from mldebug_cli.memory.shapes import ModelShape, read_model_shape
+
+COMMAND = "memory"
+WORKER_BYTES = 1 * GIB  # host RAM per tokenisation/loader worker (a process holding the tokenizer and a shard)
+LONG_ROW_FACTOR = 2.0  # a row longer than this × the 99th percentile is "far longer than the rest"
+PREFERENCE_TASKS = ("dpo", "kto", "orpo", "rm")
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    config: str
+    model: str | None = None  # a model folder (or its config.json); default: the config's model, local or cached
+    gpu: str | None = None
+    gpu_memory: float | None = None  # GiB
+    world_size: int = 1
+    framework: str | None = None
+    sample: int | None = None  # rows to read (default: every row)
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    host_memory: float | None = None  # GiB of the training node's RAM (default: this machine's)
+
+
+@dataclass(frozen=True)
+class Lengths:
+    rows: list = field(default_factory=list)  # (row, sequence lengths, trained tokens), in dataset order
+    source: str = "data"  # what they come from, for the report
+    dataset: str | None = None
+
+
+def build_report(options: MemoryOptions, progress: Callable[[str], None] | None = None,
+                 lengths: Lengths | None = None) -> Report:
+    """``lengths``: the rows' token lengths when the caller already has them (preflight); else read here."""
+    from mldebug_cli.core import registry
+    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+
+    checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="MEM")]
+    facts = read_trainer_facts(options.config, options.framework, options.world_size)
+    shape = read_model_shape(model_config(options.model, facts.model, options.config))
+    setup = setup_from_facts(facts, seed=config_seed(options.config))
+    if lengths is None:
+        if progress:
+            progress("reading the rows' token lengths")
+        lengths = read_lengths(options)
+    gpu = gpu_memory(options.gpu, options.gpu_memory)
+    gpu_bytes = int(gpu[1] * GIB) if gpu else None
+    review = memory_review(shape, setup, lengths, gpu, gpu_bytes, dict(facts.keys), options.host_memory)
+    findings = tuple(f for check in checks for f in check.findings(review, None))
+    return Report(
+        command=COMMAND,
+        findings=findings,
+        checks_run=tuple(c.code for c in checks),
+        targets=(options.config,),
+        context={
+            "config": f"{options.config} ({facts.framework} {facts.task})",
+            "model": shape.describe(),
+            "model_config": shape.source,
+            "lengths": lengths.source,
+            "gpu": gpu[0] if gpu else "none given (--gpu NAME or --gpu-memory GIB); judged against the table below",
+        },
+        summary=_summary(review),
+        details=memory_details(review),
+    )
+
+
+def memory_review(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu, gpu_bytes: int | None,
+                  keys: dict, host_memory: float | None = None) -> MemoryReview:
+    peak, typical, long_rows = peak_over_data(shape, setup, lengths, gpu_bytes)
+
+    def rerun(**changes) -> Estimate | None:
+        changed = setup.changed(**changes)
+        return peak_over_data(shape, changed, lengths, gpu_bytes)[0]
+
+    def cut_rows(max_length: int) -> list[int]:
+        return [row for row, sizes, _ in lengths.rows if max(sizes) > max_length]
+
+    found = fixes(peak, rerun, cut_rows, gpu_bytes)
+    host_total = int(host_memory * GIB) if host_memory else _host_total()
+    return MemoryReview(peak=peak, gpu=gpu[0] if gpu else None, gpu_bytes=gpu_bytes, fixes=tuple(found),
+                        typical=typical, long_rows=tuple(long_rows), lengths_from=lengths.source,
+                        host_bytes=_host_bytes(setup, peak), host_total=host_total, keys=keys)
+
+
+def peak_over_data(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu_bytes: int | None):
+    """The estimate at the batch that needs the most, one at a batch of typical length, and the long rows."""
+    rows = _cut(lengths.rows, setup.max_length)
+    if setup.task == "grpo" and rows:  # the prompts the data really has, within max_prompt_length
+        longest = max(max(sizes) for _, sizes, _ in rows)
+        setup = setup.changed(max_prompt_length=min(longest, setup.max_prompt_length or longest))
+    batches = _batches(setup, rows)
+    seen: dict[tuple, Estimate] = {}
+    for batch in batches:
+        key = (batch.sequences, batch.length, batch.tokens, batch.label_tokens, batch.padded)
+        if key not in seen:
+            seen[key] = estimate(shape, setup, batch, gpu_bytes)
+    best = max(batches, key=lambda b: seen[(b.sequences, b.length, b.tokens, b.label_tokens, b.padded)].allocated)
+    peak = estimate(shape, setup, best, gpu_bytes)
+    typical = None
+    long_rows: list[LongRow] = []
+    if rows and len(rows) > 1:
+        longest = sorted((max(sizes) for _, sizes, _ in rows))
+        median = longest[len(longest) // 2]
+        p99 = longest[min(len(longest) - 1, int(0.99 * (len(longest) - 1) + 0.5))]
+        threshold = LONG_ROW_FACTOR * max(p99 if p99 < longest[-1] else median, 1)
+        long_rows = sorted((LongRow(row, max(sizes)) for row, sizes, _ in rows if max(sizes) > threshold),
+                           key=lambda r: -r.length)
+        sides = max(len(sizes) for _, sizes, _ in rows)
+        typical_batch = MicroBatch(best.sequences, median, best.sequences * median,
+                                   max(1, best.label_tokens * median // max(1, best.length)))
+        if not setup.packing and not setup.padding_free and sides:
+            typical = estimate(shape, setup, typical_batch, gpu_bytes)
+    return peak, typical, long_rows
+
+
+def _cut(rows: list, max_length: int | None) -> list:
+    if not max_length:
+        return rows
+    return [(row, tuple(min(n, max_length) for n in sizes), min(trained, max_length * len(sizes)))
+            for row, sizes, trained in rows]
+
+
+def _batches(setup: MemorySetup, rows: list) -> list[MicroBatch]:
+    b = setup.micro_batch_size
+    if setup.task == "grpo":
+        prompt = max((max(sizes) for _, sizes, _ in rows), default=setup.max_prompt_length or 512)
+        if setup.max_prompt_length:
+            prompt = min(prompt, setup.max_prompt_length)
+        completion = setup.max_completion_length or 256
+        longest = max(rows, key=lambda r: max(r[1]))[0] if rows else None
+        batch = uniform_batch(b, prompt + completion, b * completion)
+        return [MicroBatch(batch.sequences, batch.length, batch.tokens, batch.label_tokens,
+                           (longest,) if longest is not None else ())]
+    if not rows:  # no data read: every sequence at max_length
+        n = setup.max_length or 1024
+        sides = 2 if setup.task in PREFERENCE_TASKS else 1
+        return [uniform_batch(b * sides, n)]
+    order = shuffled_order(len(rows), setup.seed) if setup.shuffle else list(range(len(rows)))
+    ga = setup.gradient_accumulation_steps
+    if max(len(sizes) for _, sizes, _ in rows) > 1 or setup.task in PREFERENCE_TASKS:
+        return sequence_batches(rows, b, order=order, gradient_accumulation_steps=ga,
+                                pad_to=setup.max_length if setup.pad_to_max_length else None)
+    batches = micro_batches([sizes[0] for _, sizes, _ in rows], b, max_length=setup.max_length, packing=setup.packing,
+                            padding_free=setup.padding_free, pad_to_max_length=setup.pad_to_max_length,
+                            order=order, gradient_accumulation_steps=ga)
+    index = [row for row, _, _ in rows]  # positions → dataset row numbers
+    trained = [t for _, _, t in rows]
+    return [MicroBatch(x.sequences, x.length, x.tokens, sum(trained[i] for i in x.rows) if x.rows else x.label_tokens,
+                       tuple(index[i] for i in x.rows), x.step, x.padded) for x in batches]
+
+
+def read_lengths(options: MemoryOptions) -> Lengths:
+    """Every row's sequence lengths as mldebug's inspect-data encodes them for this config (its framework's
+    tokenization, template, masking and truncation): the same ids preflight checks."""
+    from mldebug_cli.pipelines.inspect import InspectOptions
+    from mldebug_cli.pipelines.preflight import configured_inspect, inspect_with_config
+
+    wanted = InspectOptions(dataset="", tokenizer="", sample=options.sample, all_rows=options.sample is None,
+                            show=0, select=("DS001",), sequence_lengths=True)
+    try:
+        configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
+                                                                                 "show", "sequence_lengths"}))
+        report = inspect_with_config(configured)
+    except InputError as error:
+        return Lengths([], f"every sequence at max_length (the rows were not read: {error.message})")
+    return lengths_of(report)
+
+
+def lengths_of(report: Report) -> Lengths:
+    """The sequence lengths an inspect-data report collected (InspectOptions.sequence_lengths)."""
+    rows = [(row, tuple(sizes), trained) for row, sizes, trained in report.details.get("sequence_lengths", [])]
+    total = report.summary.get("rows") or len(rows)
+    checked = report.summary.get("rows_checked") or report.summary.get("pairs") or len(rows)
+    target = report.targets[0] if report.targets else None
+    if checked and total and checked < total:
+        return Lengths(rows, f"{len(rows):,} rows of a sample of {checked:,} of {total:,} in {target}", target)
+    return Lengths(rows, f"all {len(rows):,} rows of {target}, as mldebug encodes them for this config", target)
+
+
+def model_config(model: str | None, named: str | None, config_path: str) -> Path:
+    """``--model``, else the model the config names: a folder (relative to the config too) or a cached hub id."""
+    from mldebug_cli.sources.hub import cached_model_file
+
+    spec = model or named
+    if not spec:
+        raise InputError(f"{config_path}: the config names no model", hint="pass --model DIR (a folder with config.json)")
+    for candidate in (Path(spec).expanduser(), Path(config_path).parent / spec):
+        if candidate.is_file() or (candidate / "config.json").is_file():
+            return candidate
+    cached = cached_model_file(spec, "config.json")
+    if cached is not None:
+        return cached
+    raise InputError(f"{spec}: no config.json there or in the local hub cache",
+                     hint="pass --model DIR, a folder with the model's config.json")
+
+
+def config_seed(config_path: str) -> int:
+    """The sampler's seed: ``data_seed`` or ``seed`` (the Trainer's), else its default 42."""
+    from mldebug_cli.sources.config_file import load_config
+
+    data = load_config(config_path).data
+    for key in ("data_seed", "seed"):
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, int):
+            return value
+    return 42
+
+
+def _host_total() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _host_bytes(setup: MemorySetup, peak: Estimate) -> int:
+    workers = (setup.dataset_num_proc or 0) + (setup.dataloader_num_workers or 0) * setup.world_size
+    return workers * WORKER_BYTES + peak.host_bytes * setup.world_size
+
+
+def _summary(review: MemoryReview) -> dict[str, Any]:
+    peak = review.peak
+    return {
+        "peak_allocated_bytes": peak.allocated,
+        "peak_per_gpu_bytes": peak.per_gpu,
+        "peak_moment": peak.peak_moment,
+        "gpu_bytes": review.gpu_bytes,
+        "fits": None if review.gpu_bytes is None else peak.per_gpu <= review.gpu_bytes,
+        "largest_term": peak.largest.name,
+    }
+
+
+def memory_details(review: MemoryReview) -> dict[str, Any]:
+    peak = review.peak
+    batch = peak.batch
+    return {
+        "terms": [{"name": t.name, "bytes": t.bytes, "gib": round(t.gib, 3), "formula": t.formula, "source": t.source,
+                   "moment": t.moment} for t in peak.terms],
+        "moments": {name: value for name, value in peak.moments.items()},
+        "peak_moment": peak.peak_moment,
+        "allocated": peak.allocated,
+        "per_gpu": peak.per_gpu,
+        "batch": {"sequences": batch.sequences, "length": batch.length, "tokens": batch.tokens,
+                  "label_tokens": batch.label_tokens, "rows": list(batch.rows), "step": batch.step},
+        "typical": None if review.typical is None else review.typical.per_gpu,
+        "long_rows": [{"row": r.row, "length": r.length} for r in review.long_rows[:20]],
+        "gpu": review.gpu,
+        "gpu_bytes": review.gpu_bytes,
+        "gpus": [{"name": name, "gib": gib, "fits": peak.per_gpu <= gib * GIB} for name, gib in GPUS.items()],
+        "fixes": [{"change": f.change, "key": f.key, "before": f.before, "after": f.after, "note": f.note,
+                   "fits": None if review.gpu_bytes is None else f.after <= review.gpu_bytes} for f in review.fixes],
+        "host_bytes": review.host_bytes,
+        "host_total": review.host_total,
+        "lengths": review.lengths_from,
+    }
+
+
+def preflight_lengths(reports: Sequence[Report]) -> Lengths | None:
+    """The lengths preflight's data sections collected (their first dataset's)."""
+    for report in reports:
+        if "sequence_lengths" in report.details:
+            return lengths_of(report)
+    return None
