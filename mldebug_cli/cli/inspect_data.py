@@ -56,6 +56,12 @@ def inspect_data(
     tokens: bool = typer.Option(False, "--tokens", help="Add the per-token table (id, piece, label) to each shown row "
                                 "(always with --rows; JSON and HTML have every token)."),
     workers: int | None = typer.Option(None, "--workers", help="Processes for large runs (default: one per core)."),
+    engine: str = typer.Option("local", "--engine", help="local (this machine) or ray: the rows checked on a Ray "
+                               "cluster with Ray Data (pip install 'mldebug[ray]'); the same report."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="--engine ray: the cluster, e.g. auto or "
+                                           "HOST:6379 (default: $RAY_ADDRESS, else a new local one)."),
+    ray_concurrency: int | None = typer.Option(None, "--ray-concurrency", help="--engine ray: actors checking rows "
+                                               "(default: one per CPU of the cluster)."),
     split: str | None = typer.Option(None, "--split", help="Split of a hub or save_to_disk dataset."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder (off by default)."),
     output_format: str = OutputFormatOpt,
@@ -100,6 +106,9 @@ def inspect_data(
             split=split,
             trust_remote_code=trust_remote_code,
             workers=workers,
+            engine=engine,
+            ray_address=ray_address,
+            ray_concurrency=ray_concurrency,
             task=task,
             truncation_mode=truncation_mode,
             reward_columns=tuple(split_list(reward_columns)),
@@ -193,8 +202,8 @@ def parse_rows(text: str) -> tuple[int, ...]:
 
 
 def _with_progress(build, options):
-    """A progress bar on stderr when it is a terminal; nothing otherwise."""
-    if not sys.stderr.isatty():
+    """A progress bar on stderr when it is a terminal (Ray shows its own); nothing otherwise."""
+    if not sys.stderr.isatty() or options.engine == "ray":
         return build(options)
     from rich.progress import Progress
 

@@ -22,11 +22,12 @@ from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, 
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
 from mldebug_cli.frameworks.selector import pair_profile
 from mldebug_cli.pipelines.row_batches import (
-    BATCH_SIZE,
-    batches,
+    batch_results,
+    engine_line,
     first_records,
-    run_batches,
+    open_rows,
     sample_indices,
+    unreadable_shards,
     workers_for,
 )
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
@@ -45,9 +46,9 @@ FRAMEWORK_NOTES = {
 }
 
 
-def build_report(options, task: str, progress: Callable[[int, int], None] | None = None) -> Report:
+def build_report(options, task: str, progress: Callable[[int, int], None] | None = None, source=None) -> Report:
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DP")]
-    source = DatasetSource(options.dataset, options.split)
+    source = source if source is not None else open_rows(options)
     total = len(source)
     indices = sample_indices(options, total)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
@@ -69,15 +70,16 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
                      [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
                      options.show, own, getattr(options, "sequence_lengths", False))
     findings: list[Finding] = [f for c in checks if c.subject == "preference-setup" for f in c.findings(setup, setup)]
+    findings += unreadable_shards(source, checks, "DP013")
     dataset = PreferenceDataset(keep_lengths=getattr(options, "sequence_lengths", False))
     views: list[tuple[int, bool, dict]] = []
     checked_total = total if indices is None else len(indices)
     rows = 0
-    workers = workers_for(options.workers, checked_total)
-    for result in run_batches(engine, batches(source.records(indices, parse=False), BATCH_SIZE), workers):
+    workers = workers_for(options.workers, checked_total) if options.engine == "local" else 1
+    for result in batch_results(engine, source, indices, options, workers):
         findings.extend(result.findings)
         dataset.merge(result.dataset)
-        views += result.views
+        views = _keep_shown(views + result.views, options)
         rows += result.rows
         if progress is not None:
             progress(rows, checked_total)
@@ -89,7 +91,7 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
         findings=tuple(findings),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
-        context=_context(setup, options, checked_total, total, loaded, prepared),
+        context=_context(setup, options, checked_total, total, loaded, prepared) | engine_line(options),
         summary=_summary(rows, total, dataset, findings, setup),
         details={"rows": [_with_pieces(v, tokenizer) for v in _shown(views, options)],
                  **({"sequence_lengths": sorted(dataset.sequences)} if dataset.keep_lengths else {})},
@@ -211,7 +213,7 @@ class _Engine:
     def _read(self, record: Record) -> tuple[Pair, Any]:
         """The row's Pair (its problem set when the line is not readable) and its data."""
         record = record.parsed()
-        pair = Pair(index=record.index, line=record.line, path=self.path)
+        pair = Pair(index=record.index, line=record.line, path=record.path or self.path)
         if record.error is not None:
             pair.problem = record.error
         else:
@@ -469,6 +471,15 @@ def _with_pieces(view: dict[str, Any], tokenizer) -> dict[str, Any]:
         view["prompt_pieces"] = tokenizer.convert_ids_to_tokens(view["prompt_input_ids"])
         view["prompt_texts"] = [tokenizer.decode([i]) for i in view["prompt_input_ids"]]
     return view
+
+
+def _keep_shown(views: list[tuple[int, bool, dict]], options) -> list[tuple[int, bool, dict]]:
+    """The views ``_shown`` can still choose (so memory does not grow with the dataset)."""
+    if options.rows:
+        return views
+    limit = max(options.show, 1) if options.show else 0
+    ordered = sorted(views, key=lambda v: v[0])
+    return [v for v in ordered if v[1]][:limit] + [v for v in ordered if not v[1] and "error" not in v[2]][:limit]
 
 
 def _shown(views: list[tuple[int, bool, dict]], options) -> list[dict[str, Any]]:

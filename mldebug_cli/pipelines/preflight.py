@@ -37,6 +37,9 @@ class PreflightOptions:
     framework: str | None = None
     sample: int | None = None
     all_rows: bool = False
+    engine: str = "local"  # local or ray: where the datasets' rows are checked (inspect.InspectOptions.engine)
+    ray_address: str | None = None
+    ray_concurrency: int | None = None
     world_size: int = 1
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -120,6 +123,7 @@ def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: st
             show=1,
             select=options.select,
             ignore=options.ignore,
+            **_engine(options),
             sequence_lengths=True,
         ), plan, dataset)
     report = _inspected(inspect_options, config, plan, dataset, preference=preference)
@@ -176,8 +180,14 @@ def _preference_options(options, plan: TrainingPlan, tokenizer: str, dataset: Da
         truncation_mode=preference.truncation_mode.value,
         reward_columns=tuple(dict.fromkeys((*preference.reward_columns.value, *options.reward_columns))),
         not_emulated=preference.not_emulated,
+        **_engine(options),
         sequence_lengths=True,
     )
+
+
+def _engine(options: PreflightOptions) -> dict[str, Any]:
+    """Where the rows are checked, as inspect-data takes it."""
+    return {"engine": options.engine, "ray_address": options.ray_address, "ray_concurrency": options.ray_concurrency}
 
 
 # --- inspect-data --config: one dataset as the training config trains it ---------------------------------

@@ -15,7 +15,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +42,14 @@ class Record:
     data: Any = None
     error: str | None = None
     raw: bytes | str | None = None  # a row's JSON text not parsed yet: ``records(parse=False)``
+    path: str | None = None  # the shard it was read from, when the dataset is sharded (sources.shards)
 
     def parsed(self) -> Record:
         """This record with its raw line parsed (so worker processes can parse what the reader only split)."""
-        return self if self.raw is None else _parse_line(self.index, self.line, self.raw)
+        if self.raw is None:
+            return self
+        record = _parse_line(self.index, self.line, self.raw)
+        return record if self.path is None else replace(record, path=self.path)
 
 
 class DatasetSource:

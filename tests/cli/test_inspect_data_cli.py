@@ -154,7 +154,7 @@ def test_help_imports_no_heavy_library():
         "from mldebug_cli.cli import main\n"
         "sys.argv = ['mldebug', '--help']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('transformers', 'datasets', 'torch', 'matplotlib', 'tokenizers', 'jinja2') if m in sys.modules]\n"
+        "heavy = [m for m in ('transformers', 'datasets', 'torch', 'matplotlib', 'tokenizers', 'jinja2', 'ray') if m in sys.modules]\n"
         "print('HEAVY', heavy)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
