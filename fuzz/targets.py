@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import json
+import struct
 import tempfile
+import zlib
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, MldebugError
 from mldebug_cli.render.chat import ChatRenderer, RenderLimits, TemplateRenderError
 from mldebug_cli.render.gotemplate import Limits, TemplateError
 from mldebug_cli.render.ollama import render as render_ollama
@@ -88,6 +90,146 @@ def gguf(data: bytes) -> None:
         pass
 
 
+RUN_LOG_FORMATS = (  # (format, file name): the first input byte picks one
+    ("trainer-state", "trainer_state.json"), ("jsonl", "trainer_log.jsonl"), ("console", "train.log"),
+    ("csv", "history.csv"), ("torchtune", "log_1.txt"), ("tensorboard", "events.out.tfevents.1.host"),
+    ("wandb", "run-1.wandb"),
+)
+RECORD_SPLIT = b"|record|"  # TensorBoard and W&B inputs: the payloads, framed here so mutations reach the decoder
+
+
+def run_log(data: bytes) -> None:
+    """A run log of one of the formats (the first byte picks it), read as check-run reads it."""
+    from mldebug_cli.sources.runlog import read_run
+
+    if not data:
+        return
+    fmt, name = RUN_LOG_FORMATS[data[0] % len(RUN_LOG_FORMATS)]
+    body = data[1:]
+    if fmt == "tensorboard":
+        body = b"".join(_tf_record(payload) for payload in body.split(RECORD_SPLIT))
+    elif fmt == "wandb":
+        body = b":W&B\x00\x01\x00" + b"".join(_leveldb_record(payload) for payload in body.split(RECORD_SPLIT))
+    folder = _scratch() / "run"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_bytes(body)
+    try:
+        read_run(path, fmt)
+    except InputError:
+        pass
+
+
+def training_config(data: bytes) -> None:
+    """A training config as YAML and as JSON, and mldebug's own settings as TOML."""
+    from mldebug_cli.core.config import read_file
+    from mldebug_cli.sources.config_file import load_config
+
+    for suffix in (".yaml", ".json"):
+        try:
+            load_config(_scratch_file(suffix, data))
+        except InputError:
+            pass
+    try:
+        read_file(_scratch_file(".toml", data).rename(_scratch() / "mldebug.toml"))
+    except MldebugError:  # ConfigError
+        pass
+
+
+def _tf_record(payload: bytes) -> bytes:
+    return struct.pack("<Q", len(payload)) + b"\0" * 4 + payload + b"\0" * 4
+
+
+def _leveldb_record(payload: bytes) -> bytes:
+    payload = payload[:32000]  # one chunk of a block
+    crc = zlib.crc32(payload, zlib.crc32(bytes([1]))) & 0xFFFFFFFF
+    return struct.pack("<IHB", crc, len(payload), 1) + payload
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, wire: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | wire) + (_varint(len(payload)) + payload if wire == 2 else payload)
+
+
+class GeneratedSeeds:
+    """Seeds of the hostile shapes, written on first use into the scratch folder (no binary files in the
+    repository); has the ``rglob`` that fuzz/run.py and the tests call on a seed folder."""
+
+    def __init__(self, name: str, make: Callable[[], dict[str, bytes]]) -> None:
+        self.name, self.make = name, make
+
+    def rglob(self, pattern: str):
+        folder = _scratch() / f"seeds-{self.name}"
+        if not folder.exists():
+            folder.mkdir()
+            for file_name, data in self.make().items():
+                (folder / file_name).write_bytes(data)
+        return folder.rglob(pattern)
+
+
+def _dataset_seeds() -> dict[str, bytes]:
+    ok = b'{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "4"}]}'
+    return {
+        "long_number.jsonl": ok + b'\n{"messages": [], "n": ' + b"9" * 4400 + b"}\n",
+        "surrogate.jsonl": b'{"messages": [{"role": "user", "content": "\\ud800"}]}\n' + ok + b"\n",
+        "token_ids.jsonl": b'{"input_ids": [1, -1, 1099511627776], "labels": [-100, 2, 3]}\n',
+        "deep.json": b"[" + ok + b", " + b"[" * 2000 + b"]" * 2000 + b"]",
+        "bom_blank.jsonl": b"\xef\xbb\xbf" + b"\n" * 70_000 + ok + b"\n",
+        "control_bytes.jsonl": ok.replace(b"hi", b"\\u001b]0;title\\u0007\\u009b"),
+    }
+
+
+def _run_log_seeds() -> dict[str, bytes]:
+    def tf_event(step: int, tag: bytes, value: bytes, wire: int = 5) -> bytes:
+        item = _field(1, 2, tag) + _field(2, wire, value)
+        return _field(1, 1, struct.pack("<d", 1.0)) + _field(2, 0, _varint(step)) + _field(5, 2, _field(1, 2, item))
+
+    def wandb_history(step: int, key: bytes, value: bytes) -> bytes:
+        item = _field(1, 2, key) + _field(16, 2, value)
+        return _field(2, 2, _field(1, 2, item) + _field(2, 2, _field(1, 0, _varint(step))))
+
+    pick = {fmt: bytes([i]) for i, (fmt, _name) in enumerate(RUN_LOG_FORMATS)}
+    return {
+        "state_empty.json": pick["trainer-state"] + b'{"log_history": []}',
+        "state_bom_inf.json": pick["trainer-state"] + b'\xef\xbb\xbf{"log_history": [{"step": 1e999, "loss": 1}, '
+                              b'{"step": 2, "loss": ' + b"9" * 4400 + b'}, {"step": 3, "loss": 0.5}]}',
+        "jsonl_steps.jsonl": pick["jsonl"] + b'{"current_steps": -1, "loss": 1}\n{"current_steps": 1e400, "loss": 2}\n'
+                             b'{"current_steps": 3, "loss": NaN}\n',
+        "console.log": pick["console"] + b"{'loss': 2.5, 'epoch': 0.1}\n\x1b]0;title\x07 5/40 [00:01<00:10]\n",
+        "history.csv": pick["csv"] + b"Step," + b",".join(b"m%d" % i for i in range(200)) + b"\n1," + b"1," * 199 + b"x\n",
+        "torchtune.txt": pick["torchtune"] + b"Step 1 | loss:2.5 lr:0.0001\nStep inf | loss:nan\n",
+        "tensorboard_wire.bin": pick["tensorboard"] + RECORD_SPLIT.join([
+            tf_event(1, b"train/loss", struct.pack("<f", 2.0)),
+            tf_event(2, b"train/loss", _varint(7), wire=0),  # a varint where a float is expected
+            tf_event(3, b"train/loss", struct.pack("<f", 1.5)),
+        ]),
+        "wandb_history.bin": pick["wandb"] + RECORD_SPLIT.join([
+            wandb_history(0, b"train/loss", b"2.0"), wandb_history(1, b"train/loss", b"9" * 4400),
+            wandb_history(2, b"train/loss", b"NaN"), b"junk after the records",
+        ]),
+    }
+
+
+def _config_seeds() -> dict[str, bytes]:
+    return {
+        "long_int.yaml": b"learning_rate: 0.0001\nmax_steps: " + b"9" * 4400 + b"\n",
+        "sigma_nan.toml": b"[checks.loss-spike]\nsigma = nan\nwindow = 1e300\n",
+        "deep.json": b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        "aliases.yaml": b"a: &a [1, 2]\nb: &b [*a, *a]\nc: [*b, *b]\n",
+        "plain.yaml": (FIXTURES / "configs" / "hf_training_args.yaml").read_bytes(),
+        "plain.json": (FIXTURES / "configs" / "hf_training_args.json").read_bytes(),
+        "mldebug.toml": b'fail-on = "warning"\nselect = ["DS", "RN003"]\n[checks.loss-spike]\nsigma = 8\nwindow = 64\n',
+    }
+
+
 def _template_and_conversation(data: bytes) -> tuple[str, list]:
     template, _, rest = data.partition(SPLIT)
     conversation = CONVERSATION
@@ -113,10 +255,14 @@ def _scratch() -> Path:
     return Path(tempfile.mkdtemp(prefix="mldebug-fuzz-"))
 
 
-TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[Path, ...]]] = {
-    "dataset_reader": (dataset_reader, (FIXTURES / "hostile" / "datasets", FIXTURES / "datasets" / "demo")),
+TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[Path | GeneratedSeeds, ...]]] = {
+    "dataset_reader": (dataset_reader, (FIXTURES / "hostile" / "datasets", FIXTURES / "datasets" / "demo",
+                                        GeneratedSeeds("datasets", _dataset_seeds))),
     "jinja_template": (jinja_template, (FIXTURES / "hostile" / "templates", FIXTURES / "templates")),
     "go_template": (go_template, (FIXTURES / "templates" / "go", FIXTURES / "hostile" / "ollama")),
     "modelfile": (modelfile, (FIXTURES / "hostile" / "ollama",)),
     "gguf": (gguf, (FIXTURES / "hostile" / "gguf",)),
+    "run_log": (run_log, (GeneratedSeeds("run_logs", _run_log_seeds),)),
+    # not fixtures/hostile/configs: its alias bombs take a second an input (tests/reliability/test_configs.py has them)
+    "training_config": (training_config, (GeneratedSeeds("configs", _config_seeds),)),
 }

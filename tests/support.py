@@ -115,3 +115,46 @@ def tf_event(step: int, tag: str, value: float, tensor: bool) -> bytes:
 
 def tf_record(payload: bytes) -> bytes:
     return struct.pack("<Q", len(payload)) + b"\0" * 4 + payload + b"\0" * 4
+
+
+# --- generated sharded datasets (the Ray engine tests and benchmarks/bench_ray.py) --------------------------------
+
+_WORDS = ("the", "model", "reads", "every", "token", "of", "the", "prompt", "and", "learns", "to", "answer", "with", "a",
+          "short", "and", "careful", "reply", "about", "data", "masks", "labels", "rows", "shards", "clusters",
+          "batches", "templates", "tokens")
+
+
+def generated_chat(i: int) -> dict:
+    """Row ``i`` of a deterministic chat dataset with planted defects: a missing assistant turn (every 97th row),
+    special-token text in a reply (every 89th), an empty reply (every 83rd); lengths vary from a few to ~600 tokens."""
+    words = lambda n, k: " ".join(_WORDS[(i * 7 + j * k) % len(_WORDS)] for j in range(n))  # noqa: E731
+    turns = 1 + i % 3
+    messages = []
+    for t in range(turns):
+        messages.append({"role": "user", "content": words(5 + (i * 13 + t) % 60, 3)})
+        reply = words(3 + (i * 31 + t) % (200 if i % 11 else 500), 5)
+        if i % 89 == 0 and t == turns - 1:
+            reply += " <|im_end|> and more"
+        if i % 83 == 0:
+            reply = ""
+        messages.append({"role": "assistant", "content": reply})
+    if i % 97 == 0:
+        messages = messages[:1]
+    return {"messages": messages}
+
+
+def write_chat_shards(folder: Path, rows: int, shards: int, row_group_size: int = 1000, jsonl_every: int = 0) -> Path:
+    """``rows`` generated chat rows in ``shards`` files under ``folder`` (Parquet; every ``jsonl_every``-th shard
+    JSON Lines, when given), named so their name order is the row order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    per = -(-rows // shards)
+    for s in range(shards):
+        batch = [generated_chat(i) for i in range(s * per, min(rows, (s + 1) * per))]
+        if jsonl_every and s % jsonl_every == jsonl_every - 1:
+            write_jsonl(folder / f"part-{s:05d}.jsonl", batch)
+        else:
+            pq.write_table(pa.Table.from_pylist(batch), folder / f"part-{s:05d}.parquet", row_group_size=row_group_size)
+    return folder

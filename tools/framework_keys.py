@@ -36,6 +36,10 @@ OUT = ROOT / "mldebug_cli" / "frameworks" / "keys"
 # package -> (source folders inside the wheel, {schema name: its classes})
 TARGETS = {
     "axolotl": (("axolotl/utils/schemas",), {"config": ["AxolotlInputConfig"], "datasets": ["SFTDataset"],
+                                             # the entries of an rl: config (dpo/ipo/orpo/simpo, kto) and of
+                                             # process reward models: axolotl's schema for each
+                                             "datasets_dpo": ["DPODataset"], "datasets_kto": ["KTODataset"],
+                                             "datasets_stepwise": ["StepwiseSupervisedDataset"],
                                              "deprecated": ["DeprecatedParameters"]}),
     "llamafactory": (("llamafactory/hparams",), {"config": ["ModelArguments", "DataArguments", "TrainingArguments",
                                                         "FinetuningArguments", "GeneratingArguments"]}),

@@ -1,9 +1,14 @@
-"""Golden: how transformers 4.x schedules warmup_ratio, from a real Trainer run.
+"""Golden: how transformers 4.x (and 5.0-5.14, where the field is deprecated) schedules warmup_ratio, from a real
+Trainer run.
 
 Run with a Python whose installed transformers is 4.x (a throwaway venv), e.g.
 
     python -m venv /tmp/venv-tf4 && /tmp/venv-tf4/bin/pip install transformers==4.57.6 torch==2.13.0 accelerate
     /tmp/venv-tf4/bin/python tools/transformers4_warmup_golden.py
+
+or 5.0-5.14 (LLaMA-Factory 0.9.5's venv has 5.6.0), which writes fixtures/configs/transformers-5.6-warmup-golden.json:
+
+    /work/venvs/lf095/bin/python tools/transformers4_warmup_golden.py
 
 For each case it trains a tiny randomly initialised Llama (CPU, SGD) with the Trainer, logging every
 step, and records the Trainer's max_steps, ``TrainingArguments.get_warmup_steps(max_steps)`` and the
@@ -38,6 +43,8 @@ CASES = [
     ("constant_with_warmup_ratio_0.25", {"learning_rate": 5e-4, "per_device_train_batch_size": 8,
                                          "num_train_epochs": 2, "lr_scheduler_type": "constant_with_warmup",
                                          "warmup_ratio": 0.25}, 50),
+    ("ratio_0.1_125_steps", {"learning_rate": 2e-5, "per_device_train_batch_size": 1, "num_train_epochs": 1,
+                             "warmup_ratio": 0.1}, 125),
 ]
 
 
@@ -45,8 +52,11 @@ def main() -> None:
     import torch
     import transformers
 
-    if not transformers.__version__.startswith("4."):
-        raise SystemExit(f"transformers {transformers.__version__} is installed: run this with transformers 4.x")
+    major, minor = (int(n) for n in transformers.__version__.split(".")[:2])
+    if not (major == 4 or (major == 5 and minor < 15)):
+        raise SystemExit(f"transformers {transformers.__version__} is installed: run this with transformers 4.x or "
+                         "5.0-5.14 (5.15 removed warmup_ratio)")
+    out = OUT if major == 4 else OUT.with_name(f"transformers-{major}.{minor}-warmup-golden.json")
     cases = [_run(name, keys, rows) for name, keys, rows in CASES]
     document = {
         "generated_by": "tools/transformers4_warmup_golden.py",
@@ -54,8 +64,8 @@ def main() -> None:
                      "python": platform.python_version()},
         "cases": cases,
     }
-    OUT.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-    print(f"{OUT}: {len(cases)} cases")
+    out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    print(f"{out}: {len(cases)} cases")
 
 
 def _run(name: str, keys: dict, rows: int) -> dict:

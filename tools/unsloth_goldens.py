@@ -46,6 +46,8 @@ PARTS = {
 # TRL setting whose prepared ids are masked -> the inspect-data flags that ask for the same ids
 TRL_SETTINGS = {"default": [], "max_length_64": ["--max-length", "64"]}
 VARIANTS = {"responses": (False, []), "last_response_only": (True, ["--train-on", "last"])}
+# a response_part with a typo (issue 21): it matches nowhere, and every row is left untrained
+MISTYPED = {"qwen2.5-instruct": "<|im_start|>asistant\n"}
 
 
 def main() -> None:
@@ -64,7 +66,11 @@ def main() -> None:
         trl = json.loads((TRL_GOLDENS / f"goldens-{tok_name}.json").read_text(encoding="utf-8"))
         for trl_setting, length_flags in TRL_SETTINGS.items():
             prepared = next(s for s in trl["settings"] if s["rows_file"] == ROWS_FILE and s["setting"] == trl_setting)
-            for variant, (last_only, variant_flags) in VARIANTS.items():
+            variants = dict(VARIANTS)
+            if tok_name in MISTYPED and trl_setting == "default":
+                variants["mistyped_response_part"] = (False, [])
+            for variant, (last_only, variant_flags) in variants.items():
+                response = MISTYPED[tok_name] if variant == "mistyped_response_part" else PARTS[tok_name][1]
                 mask = train_on_responses_only(None, instruction_part=instruction, response_part=response,
                                                tokenizer=tokenizer, return_function=True, last_response_only=last_only)
                 ids = [row["input_ids"] for row in prepared["rows"]]

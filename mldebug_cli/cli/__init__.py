@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
+
+# transformers logs "PyTorch was not found. Models won't be available ..." when it is imported without torch: advice
+# about models, which mldebug never builds (it reads tokenizers and TrainingArguments). That log is one of
+# transformers' advisory warnings, which this switch of its own turns off; it is set before any command imports it.
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 from mldebug_cli import __version__
 from mldebug_cli.cli import check_run, check_template, explain, inspect_data, lr_plot, memory, preflight, probe, render
@@ -32,7 +38,11 @@ def root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
     version: bool | None = typer.Option(None, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
+    from mldebug_cli.core.safe_io import start_run
+
     State.debug = debug
+    State.context = None
+    start_run()
 
 
 app.command("inspect-data")(inspect_data.inspect_data)

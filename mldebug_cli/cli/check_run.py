@@ -69,15 +69,28 @@ def check_run(
     if watch:
         from mldebug_cli.sources.runlog.follow import Follower
 
-        with errors_exit():  # a wrong path or format is exit 2, not a silent wait
+        with errors_exit():  # a wrong interval, path or format is exit 2, not a silent wait
+            _check_interval(interval)
             follower = Follower(run, log_format, run_id)
         _watch(lambda: build(follower.poll()), run, interval, fail_fast)
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
 
 
+MAX_INTERVAL = 86_400.0  # a day between reads
+GONE_READS = 3  # reads in a row that find no log before the watch ends (a writer replacing it takes far less)
+
+
+def _check_interval(interval: float) -> None:
+    from mldebug_cli.core.errors import UsageError
+
+    if not (0 <= interval <= MAX_INTERVAL):  # also refuses nan
+        raise UsageError(f"--interval must be a number of seconds from 0 to {MAX_INTERVAL:,.0f}, got {interval}")
+
+
 def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
     """Read what the log gained whenever it changes; print each new finding once; stop at the first error with
     fail_fast. A finding is new when its check, metric and first step are (a growing range is not new)."""
+    from mldebug_cli.core.errors import InputError
     from mldebug_cli.core.exit import ExitCode
     from mldebug_cli.core.findings import Severity
     from mldebug_cli.formats.locations import describe
@@ -85,8 +98,18 @@ def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
     seen: set[tuple] = set()
     stamp = None
     first = True
+    missing = 0
     try:
         while True:
+            if not run.exists():  # deleted, or between a writer's delete and its new file: wait a little
+                missing += 1
+                if missing >= GONE_READS:
+                    with errors_exit():
+                        raise InputError(f"{run}: the log is gone ({GONE_READS} reads in a row found no file); "
+                                         "the watch ends")
+                time.sleep(interval)
+                continue
+            missing = 0
             current = _stamp(run)
             if current != stamp:
                 stamp = current
@@ -100,11 +123,12 @@ def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
                     report = None
                 first = False
                 for finding in report.findings if report else ():
-                    key = (finding.code, finding.location.key, finding.location.step if finding.code != "RN011" else None)
+                    key = (finding.code, finding.location.key, finding.location.step if finding.code != "RN011" else None,
+                           finding.message if finding.code == "RN012" else None)  # each repair note once (a restart)
                     if key in seen:
                         continue
                     seen.add(key)
-                    sys.stdout.write(f"{finding.severity.value} {finding.code} {finding.name}: {describe(finding)}\n")
+                    sys.stdout.write(_watch_line(f"{finding.severity.value} {finding.code} {finding.name}: {describe(finding)}"))
                     sys.stdout.flush()
                     if fail_fast and finding.severity == Severity.ERROR:
                         raise typer.Exit(ExitCode.FINDINGS)
@@ -113,6 +137,22 @@ def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
         return  # Ctrl-C: fall through to the full report of what was read last
 
 
+def _watch_line(text: str) -> str:
+    """One finding of --watch as a line of text output: control characters visible, no workflow command."""
+    from mldebug_cli.core.escape import no_workflow_commands, under_github_actions, visible
+
+    line = visible(" ".join(text.splitlines())) + "\n"
+    return no_workflow_commands(line) if under_github_actions() else line
+
+
 def _stamp(run: Path) -> tuple:
+    """What changes when the log does: each file's identity (a replacement has another inode), time and size."""
     paths = [run] if run.is_file() else sorted(p for p in run.rglob("*") if p.is_file())
-    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths if p.exists())
+    stamps = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        stamps.append((str(path), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(stamps)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from mldebug_cli.core.errors import MldebugError
+from mldebug_cli.core.escape import visible
 from mldebug_cli.core.exit import ExitCode, exit_code_for
 from mldebug_cli.core.findings import Report, Severity
 from mldebug_cli.formats import FORMATS
@@ -42,6 +43,7 @@ class State:
     """Global flags set by the root callback."""
 
     debug: bool = False
+    context: Any = None  # the running command's typer context (set by its --output option)
 
 
 def _given(ctx: typer.Context, param: typer.CallbackParam) -> bool:
@@ -80,7 +82,16 @@ OutputFormatOpt = typer.Option(
     "auto", "--output-format", "-f",
     help=f"auto (github under GitHub Actions, else text), {', '.join(FORMATS)}.",
 )
-OutputOpt = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout.")
+
+
+def remember_context(ctx: typer.Context, value: Any) -> Any:
+    """The command's context, for the files its arguments name (``note_argument_inputs``)."""
+    State.context = ctx
+    return value
+
+
+OutputOpt = typer.Option(None, "--output", "-o", callback=remember_context,
+                         help="Write the report to FILE instead of stdout.")
 
 
 def fail_on_option(default: FailOn, why: str = "") -> Any:
@@ -169,6 +180,41 @@ class OutputOptions:
     exit_zero: bool = False
 
 
+OUTPUT_PARAMETERS = {"output": "--output", "sarif": "--sarif", "junit": "--junit", "plot": "--plot"}
+
+
+def note_argument_inputs() -> None:
+    """Every file a command-line argument names, other than the outputs, is an input of the run, read or not. (Of a
+    folder, the files the readers open are inputs, and all of a tokenizer folder's: ``check-run out/ -o
+    out/report.json`` may run twice, ``-o out/trainer_state.json`` may not.)"""
+    from mldebug_cli.core.safe_io import note_inputs
+
+    ctx = State.context
+    if ctx is None:
+        return
+    values = [v for name, v in ctx.params.items() if name not in OUTPUT_PARAMETERS]
+    flat = [item for v in values for item in (v if isinstance(v, (list, tuple)) else [v])]
+    note_inputs(str(v) for v in flat if isinstance(v, (str, Path)) and v and os.path.isfile(v))
+
+
+def refuse_argument_inputs(outputs: dict[str, Path | str]) -> None:
+    """Before the run: an output path that is a file the arguments name is refused at once (the files found while
+    reading are checked again when the report is written)."""
+    from mldebug_cli.core.safe_io import refuse_input
+
+    note_argument_inputs()
+    for flag, path in outputs.items():
+        refuse_input(path, flag)
+
+
+def write_report(path: Path | str, write: Callable[[Any], None], flag: str = "--output", binary: bool = False) -> None:
+    """A report file: never onto an input of the run, never through a symlink, whole or not at all."""
+    from mldebug_cli.core.safe_io import write_output
+
+    note_argument_inputs()
+    write_output(path, write, flag=flag, binary=binary)
+
+
 def print_error(exc: BaseException) -> None:
     """One line `Error: ...` (and `Hint: ...`) on stderr; the traceback only with --debug."""
     if State.debug:
@@ -178,9 +224,9 @@ def print_error(exc: BaseException) -> None:
     else:
         message = f"internal error: {type(exc).__name__}: {exc}"
         hint = "run with --debug for the traceback and report it"
-    sys.stderr.write(f"Error: {' '.join(str(message).split())}\n")
+    sys.stderr.write(f"Error: {visible(' '.join(str(message).split()))}\n")
     if hint:
-        sys.stderr.write(f"Hint: {hint}\n")
+        sys.stderr.write(f"Hint: {visible(hint)}\n")
 
 
 @contextmanager
@@ -223,11 +269,12 @@ def run_report(build: Callable[[], Report], opts: OutputOptions) -> None:
     with errors_exit():
         output_format = resolve_output_format(opts.output_format)
         check_format(output_format)  # a flag that cannot work fails before anything heavy loads
+        if opts.output is not None:
+            refuse_argument_inputs({"--output": opts.output})
         report = config.load().apply(build())
         if opts.output is not None:
-            with open(opts.output, "w", encoding="utf-8") as stream:
-                render_report(report, output_format, stream, color=False)
-            sys.stderr.write(f"{output_format} report written to {opts.output}\n")
+            write_report(opts.output, lambda stream: render_report(report, output_format, stream, color=False))
+            sys.stderr.write(f"{output_format} report written to {visible(str(opts.output))}\n")
         else:
             color = output_format == "text" and use_color(opts.color.value, sys.stdout)
             render_report(report, output_format, sys.stdout, color=color)

@@ -1,4 +1,4 @@
-"""`mldebug explain NAME|CODE`: print a check's documentation."""
+"""`mldebug explain NAME|CODE`: print a check's documentation; with no argument, the list of checks."""
 
 from __future__ import annotations
 
@@ -17,10 +17,20 @@ def explain(
     from mldebug_cli.core.errors import UsageError
 
     with errors_exit():
-        if all_checks == (check is not None):
+        if all_checks and check is not None:
             raise UsageError("explain takes one check, or --all")
         if output_format not in ("text", "markdown"):
             raise UsageError(f"--output-format: unknown format {output_format!r}", hint="choose text or markdown")
+        if check is None and not all_checks:  # the catalogue: one line per check
+            checks = [registry.load(ref) for ref in registry.REGISTRY]
+            if output_format == "markdown":
+                typer.echo(_markdown(checks), nl=False)
+                return
+            width = max(len(c.name) for c in checks)
+            typer.echo("\n".join(f"{c.code}  {c.name:<{width}}  {c.severity.value:<7}  {_first_sentence(c.doc)}"
+                                  for c in checks))
+            typer.echo("\nmldebug explain CODE|NAME for one check's documentation; --all for every one.")
+            return
         refs = registry.REGISTRY if all_checks else (registry.lookup(check),)
         checks = [registry.load(ref) for ref in refs]
         if output_format == "markdown":
@@ -44,3 +54,9 @@ def _first_paragraph(doc: str) -> str:
     """The text under 'What it finds', on one line."""
     body = doc.split("What it finds", 1)[-1].strip().split("\n\n", 1)[0]
     return " ".join(body.split()).replace("|", "\\|")
+
+
+def _first_sentence(doc: str) -> str:
+    paragraph = _first_paragraph(doc).replace("\\|", "|")
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[: end + 1]

@@ -41,7 +41,7 @@ def inspect_data(
     train_on: str | None = typer.Option(None, "--train-on", help="assistant, all, last or completion (default: the framework's default)."),
     max_length: int | None = typer.Option(None, "--max-length", help="Truncate to this many tokens, as the trainer would."),
     task: str | None = typer.Option(None, "--task", help="sft, dpo (also IPO pairs), orpo, kto (also on chosen/rejected pairs) or grpo (default: from the columns)."),
-    truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="DPO: keep_start (default) or keep_end."),
+    truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="TRL SFT and DPO: keep_start (default) or keep_end."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, e.g. answer."),
     instruction_part: str | None = typer.Option(None, "--instruction-part", help="Unsloth train_on_responses_only's "
                                                 "instruction_part, e.g. '<|im_start|>user\\n' (\\n and \\t are read as escapes)."),
@@ -56,6 +56,12 @@ def inspect_data(
     tokens: bool = typer.Option(False, "--tokens", help="Add the per-token table (id, piece, label) to each shown row "
                                 "(always with --rows; JSON and HTML have every token)."),
     workers: int | None = typer.Option(None, "--workers", help="Processes for large runs (default: one per core)."),
+    engine: str = typer.Option("local", "--engine", help="local (this machine) or ray: the rows checked on a Ray "
+                               "cluster with Ray Data (pip install 'mldebug[ray]'); the same report."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="--engine ray: the cluster, e.g. auto or "
+                                           "HOST:6379 (default: $RAY_ADDRESS, else a new local one)."),
+    ray_concurrency: int | None = typer.Option(None, "--ray-concurrency", help="--engine ray: actors checking rows "
+                                               "(default: one per CPU of the cluster)."),
     split: str | None = typer.Option(None, "--split", help="Split of a hub or save_to_disk dataset."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder (off by default)."),
     output_format: str = OutputFormatOpt,
@@ -100,6 +106,9 @@ def inspect_data(
             split=split,
             trust_remote_code=trust_remote_code,
             workers=workers,
+            engine=engine,
+            ray_address=ray_address,
+            ray_concurrency=ray_concurrency,
             task=task,
             truncation_mode=truncation_mode,
             reward_columns=tuple(split_list(reward_columns)),
@@ -166,6 +175,9 @@ def _configured(config: str, dataset: str | None, options, allow_outside_paths: 
     return (lambda options, progress=None: inspect_with_config(replace(configured, options=options), progress)), configured.options
 
 
+MAX_ROWS_NAMED = 1_000_000  # rows --rows may list (each is kept, and shown in the report)
+
+
 def parse_rows(text: str) -> tuple[int, ...]:
     """``"3,10-12"`` -> ``(3, 10, 11, 12)``."""
     out: list[int] = []
@@ -176,6 +188,9 @@ def parse_rows(text: str) -> tuple[int, ...]:
                 first, last = (int(x) for x in part.split("-", 1))
                 if last < first:
                     raise ValueError
+                if len(out) + last - first + 1 > MAX_ROWS_NAMED:
+                    raise UsageError(f"--rows: {text[:60]!r} names over {MAX_ROWS_NAMED:,} rows",
+                                     hint="check every row with --all, or a sample with --sample N")
                 out.extend(range(first, last + 1))
             elif part:
                 out.append(int(part))
@@ -187,8 +202,8 @@ def parse_rows(text: str) -> tuple[int, ...]:
 
 
 def _with_progress(build, options):
-    """A progress bar on stderr when it is a terminal; nothing otherwise."""
-    if not sys.stderr.isatty():
+    """A progress bar on stderr when it is a terminal (Ray shows its own); nothing otherwise."""
+    if not sys.stderr.isatty() or options.engine == "ray":
         return build(options)
     from rich.progress import Progress
 

@@ -43,12 +43,13 @@ def memory(
 ) -> None:
     """Estimate the GPU memory of a training config on its data, term by term (MEM001-MEM006)."""
     from mldebug_cli.pipelines.memory import MemoryOptions, build_report
+    from mldebug_cli.pipelines.preflight import memory_lengths
 
     def build():
         return build_report(MemoryOptions(
             config=str(config), model=model, gpu=gpu, gpu_memory=gpu_memory, world_size=world_size,
             framework=framework, sample=sample, select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
             host_memory=host_memory,
-        ))
+        ), read_lengths=memory_lengths)
 
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))

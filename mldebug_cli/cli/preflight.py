@@ -32,6 +32,12 @@ def preflight(
     framework: str | None = typer.Option(None, "--framework", help="axolotl, llama-factory, trl or transformers (default: detected from the keys)."),
     sample: int | None = typer.Option(None, "--sample", help="Check N rows of each dataset, evenly spaced (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row of every dataset."),
+    engine: str = typer.Option("local", "--engine", help="local (this machine) or ray: the datasets' rows checked on "
+                               "a Ray cluster with Ray Data (pip install 'mldebug[ray]'); the same report."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="--engine ray: the cluster, e.g. auto or "
+                                           "HOST:6379 (default: $RAY_ADDRESS, else a new local one)."),
+    ray_concurrency: int | None = typer.Option(None, "--ray-concurrency", help="--engine ray: actors checking rows "
+                                               "(default: one per CPU of the cluster)."),
     world_size: int = typer.Option(1, "--world-size", help="Processes the run trains on (for the step count)."),
     task: str | None = typer.Option(None, "--task", help="sft, dpo, kto, orpo or grpo: the trainer the config is for (default: from its keys, axolotl's rl or LLaMA-Factory's stage)."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, besides those of TRL's own reward functions the config names."),
@@ -52,7 +58,7 @@ def preflight(
     online: bool = OnlineOpt,
 ) -> None:
     """Run the data, schedule and template checks a training config implies; exit 1 on findings."""
-    from mldebug_cli.cli.common import run_report
+    from mldebug_cli.cli.common import errors_exit, refuse_argument_inputs, run_report
     from mldebug_cli.pipelines.preflight import PreflightOptions, build_report
 
     options = PreflightOptions(
@@ -62,6 +68,9 @@ def preflight(
         framework=framework,
         sample=sample,
         all_rows=all_rows,
+        engine=engine,
+        ray_address=ray_address,
+        ray_concurrency=ray_concurrency,
         world_size=world_size,
         task=task,
         reward_columns=tuple(split_list(reward_columns)),
@@ -81,14 +90,16 @@ def preflight(
             _write(report, fmt, path)
         return report
 
+    with errors_exit():
+        refuse_argument_inputs({f"--{fmt}": path for fmt, path in extra})
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
 
 
 def _write(report, fmt: str, path: Path) -> None:
+    from mldebug_cli.cli.common import write_report
     from mldebug_cli.formats import render_report
 
-    with open(path, "w", encoding="utf-8") as stream:
-        render_report(report, fmt, stream, color=False)
+    write_report(path, lambda stream: render_report(report, fmt, stream, color=False), flag=f"--{fmt}")
 
 
 def _progress():

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from mldebug_cli.cli.common import OnlineOpt, errors_exit, or_list
+from mldebug_cli.cli.common import OnlineOpt, errors_exit, or_list, remember_context, write_report
+from mldebug_cli.core.escape import visible
 from mldebug_cli.engines.registry import RENDER_ENGINES
 
 _FORMATS = ("text", "json")
@@ -30,7 +31,7 @@ def render(
     date: str | None = typer.Option(None, "--date", help="The date templates see, YYYY-MM-DD (default 2025-01-15, "
                                     "fixed so output can be diffed)."),
     output_format: str = typer.Option("text", "--output-format", "-f", help="text (the prompt only) or json."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write to FILE instead of stdout."),
+    output: Path | None = typer.Option(None, "--output", "-o", callback=remember_context, help="Write to FILE instead of stdout."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder."),
     online: bool = OnlineOpt,
 ) -> None:
@@ -58,10 +59,10 @@ def render(
         rendered = build_prompt(options)
         text = rendered.prompt if output_format == "text" else json.dumps(rendered.as_dict(), ensure_ascii=False) + "\n"
         if output is not None:
-            output.write_text(text, encoding="utf-8")
-            sys.stderr.write(f"prompt written to {output}\n")
-        else:
-            sys.stdout.write(text)
+            write_report(output, lambda stream: stream.write(text))
+            sys.stderr.write(f"prompt written to {visible(str(output))}\n")
+        else:  # the prompt byte for byte, except on a terminal, where no control character from an input goes raw
+            sys.stdout.write(visible(text) if sys.stdout.isatty() else text)
             sys.stdout.flush()
 
 

@@ -24,6 +24,7 @@ directory upward, or the file ``MLDEBUG_CONFIG`` names::
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import MldebugError, UsageError
 from mldebug_cli.core.findings import Report, Severity
+from mldebug_cli.core.safe_io import long_number_message, open_regular
 from mldebug_cli.frameworks.registry import VERSION_PACKAGES  # the --<package>-version flags
 
 if sys.version_info >= (3, 11):
@@ -114,12 +116,15 @@ def _explicit_file(env: Mapping[str, str]) -> Path:
 
 def _parse(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as stream:
-            return tomllib.load(stream)
+        with open_regular(path) as stream:
+            raw = stream.read()
+        return tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the configuration: {exc}") from None
+    except ValueError as exc:  # an integer over Python's digit limit
+        raise ConfigError(f"{path}: {long_number_message(raw.decode('utf-8', errors='replace'), exc)}") from None
 
 
 def _settings(table: Mapping[str, Any], source: str, where: str) -> Settings:
@@ -198,11 +203,24 @@ def _check_options(table: Any, source: str) -> tuple[dict[str, Severity], dict[s
             severities[ref.code] = _severity(options["severity"], f"{where}.severity")
         for name in defaults:
             if name in options:
-                value = options[name]
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise ConfigError(f"{where}.{name}: expected a number, got {value!r}")
-                thresholds.setdefault(ref.code, {})[name] = float(value)
+                thresholds.setdefault(ref.code, {})[name] = _threshold(options[name], defaults[name], f"{where}.{name}")
     return severities, thresholds
+
+
+MAX_COUNT_THRESHOLD = 10**9  # a window or count of points beyond any run's length
+
+
+def _threshold(value: Any, default: float, where: str) -> float:
+    """A check's threshold: a finite number, not negative; a whole number where the default is a count."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: expected a number, got {str(value)[:80]!r}")
+    if isinstance(value, int) and abs(value) > MAX_COUNT_THRESHOLD:
+        raise ConfigError(f"{where}: {str(value)[:20]}... is out of range (at most {MAX_COUNT_THRESHOLD:,})")
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{where}: expected a finite number of 0 or more, got {value!r}")
+    if isinstance(default, int) and (value != int(value) or value > MAX_COUNT_THRESHOLD):
+        raise ConfigError(f"{where}: expected a whole number up to {MAX_COUNT_THRESHOLD:,} (a count), got {value!r}")
+    return float(value)
 
 
 def _with_env(settings: Settings, env: Mapping[str, str]) -> Settings:

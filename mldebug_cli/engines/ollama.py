@@ -182,6 +182,10 @@ def check_go_template(source: str, spec: str) -> None:
     try:
         ollama.parse_template(source)
     except InputError as exc:
+        from mldebug_cli.render.gotemplate import TemplateLimitError
+
+        if isinstance(exc, TemplateLimitError):  # Ollama would take it; mldebug does not parse that much
+            raise InputError(f"{spec}: TEMPLATE is not read: {exc.message}") from None
         raise InputError(f"{spec}: TEMPLATE does not parse: {exc.message}", hint="ollama create refuses it too") from None
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO
 
 from mldebug_cli.core.errors import MldebugError
+from mldebug_cli.core.escape import visible
 from mldebug_cli.core.findings import Finding, Report, Severity
 from mldebug_cli.formats.locations import describe, finding_path, one_line, repo_path, source_root
 from mldebug_cli.formats.markdown import by_check, summary, verdict
@@ -26,15 +27,15 @@ SUMMARY_LIMIT = 1024 * 1024  # bytes of one step's summary that GitHub accepts
 def render(report: Report, stream: IO[str], color: bool = False) -> None:
     root = source_root()
     for line in workflow_commands(report, root):
-        stream.write(line + "\n")
+        stream.write(visible(line) + "\n")
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         append_summary(report, root, Path(summary_file))
 
 
 def escape_data(text: str) -> str:
-    """A command's message, as actions/toolkit escapes it."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A command's message, as actions/toolkit escapes it (and control characters shown visibly)."""
+    return visible(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

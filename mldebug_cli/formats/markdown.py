@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from mldebug_cli.core.escape import visible
 from mldebug_cli.core.findings import Finding, Report, Severity
 from mldebug_cli.formats.locations import describe, finding_path, one_line, repo_path, source_root
 
@@ -86,7 +87,7 @@ def verdict(report: Report) -> str:
 
 def escape(text: str) -> str:
     """Data text made inert for GitHub Markdown: no HTML, no emphasis, no table breaks, one line."""
-    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(one_line(text), quote=False))
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(visible(one_line(text)), quote=False))
 
 
 def _head(report: Report, root: Path) -> list[str]:

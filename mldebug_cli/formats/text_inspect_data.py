@@ -32,7 +32,7 @@ def render_details(report, console) -> None:
         render_row(row, console, full, report.findings)
     if rows and not full:
         console.print(Text("  --tokens adds each row's rendered prompt and per-token table; -f html or -f json has "
-                           "every token", style="dim"))
+                           "every token of the rows shown (--show N, or --rows, picks them)", style="dim"))
         console.print()
 
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
@@ -140,24 +141,45 @@ def _unused_kwargs(r: SpecReader, kwargs: dict, scheduler: str) -> None:
                  f"{', '.join(sorted(kwargs))} {'has' if len(kwargs) == 1 else 'have'} no effect")
 
 
+# which schema class axolotl 0.19.0 validates a ``datasets`` entry with, by the config's ``rl:`` (its DatasetConfig
+# union; keys of the stored list ``datasets*``): DPO-style trainers read DPODataset (field_chosen, field_rejected,
+# field_messages), KTO KTODataset; for GRPO, GDPO and EBFT any member of the union may take the entry
+DATASET_CLASSES = {"datasets": "SFTDataset", "datasets_dpo": "DPODataset", "datasets_kto": "KTODataset",
+                   "datasets_stepwise": "StepwiseSupervisedDataset"}
+RL_DATASETS = {"dpo": ("datasets_dpo",), "ipo": ("datasets_dpo",), "orpo": ("datasets_dpo",),
+               "simpo": ("datasets_dpo",), "kto": ("datasets_kto",)}
+
+
+def _dataset_keys(config: ConfigFile, keys_of) -> dict[str, schema.KeyType]:
+    """The keys of a ``datasets`` entry for this config's trainer (``keys_of``: schema names -> their keys)."""
+    rl = config.get("rl")
+    if not rl:
+        return keys_of(("datasets",))
+    return keys_of(RL_DATASETS.get(str(rl).lower(), tuple(DATASET_CLASSES)))
+
+
 def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
-    """AxolotlInputConfig's fields (and SFTDataset's for each ``datasets`` entry): installed, else stored."""
+    """AxolotlInputConfig's fields (and, for each ``datasets`` entry, those of the dataset schema its ``rl:`` trainer
+    reads: SFTDataset, DPODataset, KTODataset): installed, else stored."""
     installed = versions.installed("axolotl")
     target = targets.get("axolotl")
     try:
         if not installed or target.version not in (None, installed):
             raise ImportError
+        from axolotl.utils.schemas import datasets as dataset_schemas
         from axolotl.utils.schemas.config import AxolotlInputConfig
-        from axolotl.utils.schemas.datasets import SFTDataset
         from axolotl.utils.schemas.deprecated import DeprecatedParameters
 
-        keys, dataset_keys = schema.pydantic_keys(AxolotlInputConfig), schema.pydantic_keys(SFTDataset)
+        keys = schema.pydantic_keys(AxolotlInputConfig)
+        dataset_keys = _dataset_keys(config, lambda names: {
+            k: v for n in names for k, v in schema.pydantic_keys(getattr(dataset_schemas, DATASET_CLASSES[n])).items()})
         deprecated, version = schema.pydantic_keys(DeprecatedParameters), installed
         source = f"axolotl {installed} (installed)"
     except ImportError:
         table = schema.stored(STORED_KEYS)
         keys = schema.stored_keys(table["schemas"]["config"])
-        dataset_keys = schema.stored_keys(table["schemas"]["datasets"])
+        dataset_keys = _dataset_keys(config, lambda names: schema.stored_keys(
+            {k: v for n in names for k, v in table["schemas"].get(n, {}).items()}))
         deprecated, version = table["schemas"]["deprecated"], table["version"]
         wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
         source = f"axolotl {table['version']} (stored key list{wanted})"
@@ -224,7 +246,7 @@ def _chat_template(config: ConfigFile, notes: list[str]) -> Setting:
         raise InputError(f"{at(config, 'chat_template')}: axolotl has no chat template named {name!r} (it raises "
                          "\"Template not found\")", hint=f"did you mean {near[0]!r}?" if near else "use tokenizer_default or jinja")
     notes.append(f"chat_template {choice!r}: axolotl's {name} template, read from {source}")
-    return Setting(str(path), "chat_template")
+    return Setting(str(path), "chat_template", own=True)  # axolotl's own file: the path guard is for the config's
 
 
 def _has_template(tokenizer: str) -> bool:
@@ -238,7 +260,7 @@ def _has_template(tokenizer: str) -> bool:
     if (folder / "chat_template.jinja").exists() or (folder / "chat_template.json").exists():
         return True
     try:
-        return bool(json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("chat_template"))
+        return bool(json.loads(read_text(folder / "tokenizer_config.json")).get("chat_template"))
     except (OSError, ValueError):
         return False
 

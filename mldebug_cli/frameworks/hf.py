@@ -5,8 +5,9 @@ and ``logging_steps`` (10); LLaMA-Factory adds ``val_size``, ``max_samples``, ``
 ``cutoff_len``.
 
 Warmup by transformers version: before 5.0 ``warmup_steps`` (a count) wins over ``warmup_ratio``
-(``ceil(ratio * T)``); 5.0 and 5.1 copy ``warmup_ratio`` into ``warmup_steps`` (so the ratio wins) and
-read a ``warmup_steps`` below 1 as a ratio; 5.2 removed ``warmup_ratio``.
+(``ceil(ratio * T)``); 5.0 to 5.14 copy ``warmup_ratio`` into ``warmup_steps`` (so the ratio wins) and
+read a ``warmup_steps`` below 1 as a ratio, and so do 5.2 to 5.14 (the field deprecated); 5.15 removed
+``warmup_ratio`` (versions.py reads these boundaries from the wheels' record, keys/version-facts.json).
 """
 
 from __future__ import annotations
@@ -156,7 +157,8 @@ def _warmup(r: SpecReader, warmup_steps: float, transformers_version: str | None
     if versions.warmup_ratio_removed(transformers_version):
         r.ignore(
             "warmup_ratio",
-            f"warmup_ratio is not a TrainingArguments field in transformers {shown} (removed in 5.2): "
+            f"warmup_ratio is not a TrainingArguments field in transformers {shown} "
+            f"(removed in {versions.warmup_ratio_removed_in()}): "
             "HfArgumentParser rejects the file, and where extra keys are allowed it is dropped, "
             f"so warmup is {'warmup_steps' if warmup_steps else '0'}",
             f"use warmup_steps: {ratio} (a float below 1 is a ratio of the total steps, rounded up)",
@@ -167,7 +169,8 @@ def _warmup(r: SpecReader, warmup_steps: float, transformers_version: str | None
             r.ignore("warmup_steps", f"transformers {shown} replaces warmup_steps ({warmup_steps}) with "
                      f"warmup_ratio ({ratio})", "keep only one of them")
         r.keys["warmup"] = "warmup_ratio"
-        r.notes.append(f"warmup_ratio is deprecated in transformers {shown} and removed in 5.2")
+        r.notes.append(f"warmup_ratio is deprecated in transformers {shown} and removed in "
+                       f"{versions.warmup_ratio_removed_in()}")
         return ratio, None
     if warmup_steps:
         r.ignore("warmup_ratio", f"warmup_steps ({warmup_steps}) is set, so transformers {shown} does not use "
@@ -191,13 +194,13 @@ HF_ON_UNKNOWN = "HfArgumentParser rejects the file (ValueError: Some keys are no
 STORED_TRANSFORMERS_4 = "transformers-4.57.6.json"
 # keys TrainingArguments no longer has, with what replaced them (shown as the CF001 hint)
 HF_RENAMED = {
-    "evaluation_strategy": "the old name of eval_strategy (gone by transformers 4.57)",
-    "warmup_ratio": "removed in transformers 5.2: warmup_steps below 1 is the ratio",
+    "evaluation_strategy": "the old name of eval_strategy (removed in transformers 4.51)",
+    "warmup_ratio": "removed in transformers 5.15: warmup_steps below 1 is the ratio",
     "no_cuda": "replaced by use_cpu",
 }
 VERSION_DEPENDENT = {
     "warmup_ratio": ("transformers", "transformers 4.x warms up for ceil(ratio x total steps) unless warmup_steps "
-                     "is set, 5.0-5.1 copy it over warmup_steps, 5.2 and later reject it", None),
+                     "is set, 5.0-5.14 copy it over warmup_steps, 5.15 and later reject it", None),
     "warmup_steps": ("transformers", "a warmup_steps below 1 is a ratio of the total steps from transformers 5.0, "
                      "a step count before", "fraction"),
 }

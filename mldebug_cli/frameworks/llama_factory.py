@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import hf, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
@@ -98,11 +99,11 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     folder = resolve_dir(config, dataset_dir)
     info_path = folder / "dataset_info.json"
     try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
+        info = json.loads(read_text(info_path))
     except FileNotFoundError:
         raise InputError(f"{at(config, 'dataset')}: {info_path} not found (dataset_dir is {dataset_dir!r})") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{info_path}: not readable JSON ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
     datasets = []
     for name in names:
         entry = info.get(name)
@@ -163,8 +164,15 @@ def _dataset_entries(config: ConfigFile) -> dict[str, Any]:
     """The config's datasets as dataset_info.json describes them (read_plan has checked that they are there)."""
     names = config.get("dataset")
     names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names or [])
-    info = json.loads((resolve_dir(config, str(config.get("dataset_dir", "data"))) / "dataset_info.json").read_text(
-        encoding="utf-8"))
+    info_path = resolve_dir(config, str(config.get("dataset_dir", "data"))) / "dataset_info.json"
+    try:
+        info = json.loads(read_text(info_path))
+    except FileNotFoundError:
+        raise InputError(f"{info_path} not found (dataset_dir is {config.get('dataset_dir', 'data')!r})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
+    if not isinstance(info, dict):
+        raise InputError(f"{info_path}: expected a JSON object of datasets")
     return {name: info.get(name) for name in names}
 
 
@@ -230,6 +238,9 @@ class Rows(RowProfile):
         self.tokenizer = tokenizer
         self.unemulated = unemulated  # the named template, when it is LLaMA-Factory's but not one mldebug emulates
         self.encoder = Encoder(chosen, options, tokenizer)
+        # replace_eos: get_template_and_fix_tokenizer makes the first stop word the EOS of the tokenizer it trains
+        # and saves with (Llama 3: <|eot_id|>, Phi: <|end|>)
+        self.eos_is_turn_end = bool(chosen.replace_eos and chosen.stop_words)
 
     @property
     def masking_method(self) -> str:
@@ -372,7 +383,15 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     if parsed and not isinstance(loaded.chat_template, str):
         chosen, parsed = lft.TEMPLATES["empty"], False  # LLaMA-Factory's placeholder when there is nothing to parse
     elif parsed:
-        chosen = lft.parse_template(loaded.tokenizer)
+        from jinja2 import TemplateError
+
+        try:
+            chosen = lft.parse_template(loaded.tokenizer)
+        except (ValueError, TemplateError) as exc:  # LLaMA-Factory's get_template_and_fix_tokenizer raises the same
+            raise InputError(f"{where}LLaMA-Factory names no template here, and it cannot parse the tokenizer's chat "
+                             f"template ({type(exc).__name__}: {exc}): its run stops before training",
+                             hint="name LLaMA-Factory's template for the model (`template:` in the config, or "
+                                  "--template), e.g. mistral") from None
     if settings.tool_format:
         chosen = chosen.with_tool_format(settings.tool_format)
     refused = settings.conflicts(chosen)

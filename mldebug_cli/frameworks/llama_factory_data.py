@@ -185,7 +185,7 @@ class Encoder:
             piece, fused = Piece(), ""
             if i == 0:
                 piece = self.slots(t.prefix)
-                if system or tools:
+                if system or tools is not None:  # a tools column of "[]" is a non-empty string: it opens the system slot
                     if t.kind == "llama2":
                         fused = self._filled(t.system, system + tool_text)
                     else:

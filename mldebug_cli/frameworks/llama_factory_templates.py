@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -179,10 +180,15 @@ def template(name: str) -> LfTemplate:
 
 # --- templates parsed from a tokenizer's chat template (no `template` key) ------------------------------------
 
+PLACEHOLDER = re.compile(r"\{\{[a-zA-Z_][a-zA-Z0-9_]*\}\}")  # what StringFormatter requires in a slot
+
+
 def parse_template(tokenizer: Any) -> LfTemplate:
     """What LLaMA-Factory builds from the tokenizer's jinja when the config names no template: the prefix is what
     encoding "" decodes to; the system, user and assistant slots are cut from renders of placeholder messages; a
-    default system the template inserts is found by comparing renders with and without an empty system."""
+    default system the template inserts is found by comparing renders with and without an empty system. Raises
+    ValueError where LLaMA-Factory does: a slot without a placeholder (Mistral-Nemo renders a lone system message as
+    nothing), or the template's own error on a placeholder conversation."""
     def render(messages: list[dict[str, str]], generation: bool) -> str:
         return tokenizer.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False)
 
@@ -199,6 +205,9 @@ def parse_template(tokenizer: Any) -> LfTemplate:
     if len(user) > len(user_empty_system):
         default_system = _inserted(user_empty_system, user)
         user = user[len(system.replace(slot, default_system, 1)):]
+    for text in (user, assistant, system):  # its StringFormatters (user, assistant, system, observation) check this
+        if not PLACEHOLDER.search(text):
+            raise ValueError("A placeholder is required in the string formatter.")
     return LfTemplate("(parsed from the tokenizer's chat template)", (user,), (assistant,), (system,), (assistant,),
                       (user,), (prefix,) if prefix else (), "default", "default", default_system=default_system, kind=kind)
 

@@ -30,6 +30,8 @@ class PreferenceSetup:
     unpaired: bool = False  # KTO on chosen/rejected rows: TRL unpairs each row into two (chosen desirable)
     bos_id: int | None = None  # ORPO prepends it to prompts that do not start with it
     not_emulated: tuple[str, ...] = ()  # what the config's trainer does to the rows that mldebug does not reproduce
+    refusal: tuple[str, str] | None = None  # (what the trainer raises on these rows, how to convert them)
+    template_closing: tuple[int, ...] = ()  # the ids the chat template writes after every final assistant reply
 
     @property
     def row_task(self) -> str:

@@ -97,6 +97,7 @@ class RowProfile:
     pad_masked_by_id = False  # the collator masks labels equal to the pad id
     masking_method: str | None = None  # the context's masking line when the profile decides it (None: the generic one)
     own_templates = False  # chat rows are encoded by the framework's own templates (no chat template needed)
+    eos_is_turn_end = False  # the framework makes the template's end-of-turn the tokenizer's EOS (it saves it so)
 
     def max_length(self, given: int | None) -> int | None:
         return given
@@ -134,6 +135,11 @@ class RowProfile:
         """The row as the framework's own prompter reads it (None: the row format's converter reads it)."""
         return None
 
+    def refusal(self, first: Any) -> tuple[str, str] | None:
+        """(what the framework raises while preparing rows like ``first``, the first row, and how to convert them):
+        the run stops before training (DS027); None when it reads them."""
+        return None
+
     def reads(self, sample: Sample, raw: Any) -> Sample:
         """The sample as the framework reads the row (raises RowDropped for a row it leaves out, ValueError for one
         it cannot read)."""
@@ -159,6 +165,10 @@ class RowProfile:
     def pair_preparation(self, template_source: str | None) -> PairPreparation:
         """The tokenizer, stop ids, length and report lines of the pairs ``encode_pair`` makes."""
         raise NotImplementedError
+
+    def untrained_cause(self, row: Row) -> tuple[str, str] | None:
+        """(why the framework's own masking trains nothing in this row, the fix) when the profile knows (DS001)."""
+        return None
 
     def chat_template_line(self, source: str | None) -> str | None:
         """The context's chat-template line: where the template the rows are rendered with comes from."""

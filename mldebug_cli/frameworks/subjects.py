@@ -94,6 +94,7 @@ class Setup:
     facts: RowFacts  # the trainer's row handling as plain values
     render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
+    refusal: tuple[str, str] | None = None  # (what the framework raises on these rows, how to convert): RowProfile.refusal
 
     @property
     def chat(self) -> bool:

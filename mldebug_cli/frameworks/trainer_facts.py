@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import registry, versions
 from mldebug_cli.frameworks.axolotl import DEFAULT_SEQUENCE_LEN
 from mldebug_cli.frameworks.common import SpecReader
@@ -93,6 +94,7 @@ class TrainerFacts:
     attn_implementation: str | None
     liger_kernel: bool
     cut_cross_entropy: bool
+    fused_lm_head: bool  # the loss through a chunked LM head, never the full logits (TRL 1.16's add_fused_lm_head)
     loss: LossFacts
     num_generations: int | None
     generation_batch_size: int | None
@@ -174,7 +176,8 @@ def _trl(config: ConfigFile, framework: str, world_size: int) -> TrainerFacts:
         learning_rate=float(r.number("learning_rate", "learning_rate", (2e-5 if task == "sft" else 1e-6) if trl else 5e-5)),
         weight_decay=float(r.number("weight_decay", "weight_decay", 0.0)),
         peft=peft, attn_implementation=r.text("attn_implementation", "attn_implementation", None),
-        liger_kernel=r.flag("liger_kernel", "use_liger_kernel", False), cut_cross_entropy=False, loss=loss,
+        liger_kernel=r.flag("liger_kernel", "use_liger_kernel", False), cut_cross_entropy=False,
+        fused_lm_head=framework == "trl", loss=loss,  # trl/trainer/utils.py add_fused_lm_head, every trainer
         num_generations=generations,
         generation_batch_size=r.integer("generation_batch_size", "generation_batch_size", None),
         use_vllm=r.flag("use_vllm", "use_vllm", False), vllm_mode=r.text("vllm_mode", "vllm_mode", "colocate"),
@@ -288,6 +291,7 @@ def _axolotl(config: ConfigFile, framework: str, world_size: int) -> TrainerFact
         peft=peft, attn_implementation=attn,
         liger_kernel="liger" in plugins.lower() and bool(config.get("liger_fused_linear_cross_entropy")),
         cut_cross_entropy="cut_cross_entropy" in plugins.lower() and bool(config.get("cut_cross_entropy")),
+        fused_lm_head=False,
         loss=loss, num_generations=generations, generation_batch_size=None,
         use_vllm=bool(trl.get("use_vllm", False)), vllm_mode=trl.get("vllm_mode"),
         vllm_gpu_memory_utilization=float(config.get("vllm", {}).get("gpu_memory_utilization", 0.9))
@@ -377,7 +381,8 @@ def _llama_factory(config: ConfigFile, framework: str, world_size: int) -> Train
         learning_rate=float(r.number("learning_rate", "learning_rate", 5e-5)),
         weight_decay=float(r.number("weight_decay", "weight_decay", 0.0)),
         peft=peft, attn_implementation=attn,
-        liger_kernel=r.flag("liger_kernel", "enable_liger_kernel", False), cut_cross_entropy=False, loss=loss,
+        liger_kernel=r.flag("liger_kernel", "enable_liger_kernel", False), cut_cross_entropy=False, fused_lm_head=False,
+        loss=loss,
         num_generations=None, generation_batch_size=None, use_vllm=False, vllm_mode=None,
         vllm_gpu_memory_utilization=None, reference_model=reference,
         deepspeed=_deepspeed(config, r.raw("deepspeed", "deepspeed")), fsdp=_hf_fsdp(r),
@@ -415,8 +420,8 @@ def _deepspeed(config: ConfigFile, value: Any) -> DeepSpeedFacts | None:
     if isinstance(value, str):
         path = Path(value) if Path(value).is_absolute() else Path(config.path).parent / value
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = json.loads(read_text(path))
+        except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
             raise InputError(f"{config.path}: deepspeed: cannot read {value} ({exc.__class__.__name__})") from None
     zero = data.get("zero_optimization", {}) if isinstance(data, Mapping) else {}
     if not isinstance(zero, Mapping):

@@ -18,6 +18,11 @@ SFTTrainer's data semantics (checked row for row against TRL 1.16.0, tests/frame
   ``X_training.jinja``), and raises ``ValueError`` for any other template.
 - ``max_length`` defaults to 1024; rows are cut to their first ``max_length`` tokens, and rows left with no
   trained token are dropped from the dataset.
+- Columns: ``conversations`` of ShareGPT ``from``/``value`` turns are renamed ``role``/``content``
+  (``maybe_convert_to_chatml``) with the tags kept as roles (``human``, ``gpt``: templates skip or refuse them);
+  then a row is read as ``prompt``/``completion``, a ``messages`` list of role/content, or ``text``. Any other
+  shape (alpaca's instruction/output, role/content messages under ``conversations``) raises ``KeyError: 'text'``
+  while the dataset is prepared: the run stops before training (``sft_refusal``).
 """
 
 from __future__ import annotations
@@ -247,20 +252,115 @@ def training_template(template: str, has_generation_markers: bool) -> TrainingTe
     return TrainingTemplate("refused", trl_version=version)
 
 
-def truncated(ids: list[int], labels: list[int], max_len: int) -> Truncated:
-    """The first ``max_len`` tokens; then TRL filters out the rows that have no trained token left."""
-    cut = truncate(ids, labels, max_len, TRUNCATION)
+def truncated(ids: list[int], labels: list[int], max_len: int, mode: str = TRUNCATION) -> Truncated:
+    """The first ``max_len`` tokens (``keep_end``: the last); then TRL filters out the rows that have no trained token
+    left."""
+    cut = truncate(ids, labels, max_len, mode)
     if any(label != IGNORE_INDEX for label in cut.labels):
         return cut
     return replace(cut, dropped=True, dropped_by="nothing-trained")
 
 
+def sft_refusal(first: Any, row_format: str) -> tuple[str, str] | None:
+    """(what SFTTrainer does instead of training rows shaped like ``first``, how to convert them); None when it reads
+    them. TRL decides from the columns: input_ids (already tokenized), prompt (+ completion), a conversational
+    ``messages`` (after renaming ShareGPT ``conversations``), else the ``text`` column. Each outcome was seen running
+    TRL 1.16 (tests/frameworks/test_trust_claims.py)."""
+    if not isinstance(first, dict) or "input_ids" in first:
+        return None
+    if "prompt" in first:
+        return None if "completion" in first else ("raises KeyError: 'completion' while preparing the dataset",
+                                                   "add a completion column")
+    if _conversational(first.get("messages")) or "text" in first or is_sharegpt_conversations(first):
+        return None
+    columns = ", ".join(sorted(map(str, first))[:6])
+    if row_format == "sharegpt" and isinstance(first.get("messages"), list):
+        return ("keeps no row: it converts from/value turns only under a conversations column, and these are under "
+                "messages (its prepared dataset is empty)", "rename the column to conversations and map the tags to "
+                "roles, or write role/content messages")
+    if row_format == "alpaca":
+        how = ("convert each row to messages before SFTTrainer (user: instruction + \"\\n\" + input, assistant: output), or "
+               "to prompt/completion columns")
+    elif row_format == "messages":
+        how = "rename the column to messages: SFTTrainer reads role/content messages only there"
+    else:
+        how = "give the rows a messages, prompt/completion or text column"
+    return f"raises KeyError: 'text' while preparing the dataset (it reads messages, prompt/completion or text; the " \
+           f"rows have {columns})", how
+
+
+def is_sharegpt_conversations(row: dict) -> bool:
+    """What TRL's is_conversational_from_value sees: a ``conversations`` list whose first turn has from/value."""
+    turns = row.get("conversations")
+    return isinstance(turns, list) and bool(turns) and isinstance(turns[0], dict) and {"from", "value"} <= set(turns[0])
+
+
+def _conversational(messages: Any) -> bool:
+    return isinstance(messages, list) and bool(messages) and isinstance(messages[0], dict) and "role" in messages[0]
+
+
+def sharegpt_sample(raw: dict) -> Any:
+    """A ShareGPT row as SFTTrainer reads it: from/value renamed role/content, the tags kept as roles, ``tools``
+    JSON-decoded when a string, the row's ``system`` column ignored."""
+    import json
+
+    from mldebug_cli.sources.row_formats import Chat, RowProblem
+
+    messages = []
+    for i, turn in enumerate(raw["conversations"]):
+        if not isinstance(turn, dict):
+            raise RowProblem("DS010", "the turn is not an object", i)
+        message = {("role" if k == "from" else "content" if k == "value" else k): v for k, v in turn.items()}
+        if not isinstance(message.get("role"), str):
+            raise RowProblem("DS010", "the turn has no 'from'", i)
+        messages.append(message)
+    tools = raw.get("tools")
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools) if tools else None
+        except json.JSONDecodeError as exc:
+            raise RowProblem("DS010", f"tools is a string that is not valid JSON ({exc.msg}): SFTTrainer's json.loads "
+                             "raises") from None
+    return Chat(messages, tools or None)
+
+
 class Rows(RowProfile):
     """SFTTrainer: EOS appended to text, max_length 1024 unless given, the first max_length tokens kept, rows
-    left with no trained token dropped; assistant_only_loss renders with TRL's training template."""
+    left with no trained token dropped; assistant_only_loss renders with TRL's training template; ShareGPT
+    conversations read with their tags as roles."""
 
     framework = NAME
     appends_eos = True  # its collator masks padding by position
+    keeps_sharegpt_tags = True  # maybe_convert_to_chatml renames the keys, not the roles
+    row_format = ""
+
+    def own_sample(self, raw: Any) -> Any:
+        if self.row_format == "sharegpt" and isinstance(raw, dict) and is_sharegpt_conversations(raw):
+            return sharegpt_sample(raw)
+        return None
+
+    def refusal(self, first: Any) -> tuple[str, str] | None:
+        found = sft_refusal(first, self.row_format)
+        return None if found is None else (f"TRL's SFTTrainer {found[0]}", found[1])
+
+    def __init__(self, truncation_mode: str | None = None, tokenizer: Any = None) -> None:
+        self.truncation_mode = truncation_mode or TRUNCATION  # SFTConfig.truncation_mode
+        self.tokenizer = tokenizer  # for the prompt alone of prompt/completion rows
+
+    def label(self, row: Any, encoding: Any, ids: list[int], setup: Any) -> tuple[list[int], list[int], list[tuple[int, int]]] | None:
+        """Prompt/completion rows: SFTTrainer tokenizes the prompt alone and the prompt+completion, and the completion
+        starts where the two diverge (``common_prefix_length``), not where the prompt text ends: tokens that merge
+        across the boundary are trained."""
+        layout = row.layout
+        if self.tokenizer is None or layout is None or layout.method != "completion" or setup.train_on == "all":
+            return None
+        from mldebug_cli.frameworks.trl_preference import common_prefix_length
+
+        text_row = isinstance(getattr(row.sample, "prompt", None), str)
+        prompt = self.tokenizer.backend_tokenizer.encode(layout.text[: layout.prompt_end], add_special_tokens=text_row).ids
+        start = common_prefix_length(prompt, ids)
+        labels = [IGNORE_INDEX] * start + list(ids[start:])
+        return labels, [], [(start, len(ids))] * len(layout.turns)
 
     def max_length(self, given: int | None) -> int:
         return max_length(given)
@@ -278,14 +378,26 @@ class Rows(RowProfile):
         return loaded, chosen
 
     def truncated(self, ids: list[int], labels: list[int], max_length: int | None, turns: list[tuple[int, int]]) -> Truncated:
-        return truncated(ids, labels, max_length) if max_length is not None else truncate(ids, labels, None, TRUNCATION)
+        if max_length is None:
+            return truncate(ids, labels, None, self.truncation_mode)
+        return truncated(ids, labels, max_length, self.truncation_mode)
 
     def describe(self) -> str:
         return f"{super().describe()}; {DESCRIPTION}"
 
 
+def _own_keys() -> frozenset[str]:
+    """The fields of TRL's config classes (stored list of trl 1.16) that TrainingArguments does not have (stored list
+    of transformers 4.57): ``max_length``, ``beta``, ``num_generations``, ... A config with one is for TRL."""
+    stored, hf = schema.stored(STORED), schema.stored("transformers-4.57.6.json")
+    own = set().union(*(fields for name, fields in stored["schemas"].items() if name.endswith("Config")))
+    return frozenset(own - set(hf["schemas"]["config"]))
+
+
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
-    return Rows()
+    rows = Rows(getattr(options, "truncation_mode", None), getattr(loaded, "tokenizer", None))
+    rows.row_format = row_format
+    return rows
 
 
 FRAMEWORK = Framework(
@@ -296,7 +408,8 @@ FRAMEWORK = Framework(
         "assistant_only_loss", "dataset_kwargs", "model_init_kwargs", "eval_packing", "chat_template_path",
         # DPOConfig, KTOConfig, ORPOConfig, GRPOConfig and the `trl grpo` script
         "beta", "loss_type", "truncation_mode", "desirable_weight", "undesirable_weight", "num_generations",
-        "generation_batch_size", "steps_per_generation", "num_iterations", "reward_funcs", "max_completion_length"})),
+        "generation_batch_size", "steps_per_generation", "num_iterations", "reward_funcs", "max_completion_length"})
+        | _own_keys()),
     read_spec=read_spec,
     key_schema=key_schema,
     read_plan=read_plan,

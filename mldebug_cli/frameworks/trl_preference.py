@@ -33,6 +33,30 @@ TRUNCATION_MODES = ("keep_start", "keep_end")
 DEFAULT_MAX_LENGTH = 1024  # DPOConfig.max_length and KTOConfig.max_length
 
 
+def refusal(first: Any, task: str) -> tuple[str, str] | None:
+    """(what TRL 1.16's trainer for ``task`` raises while preparing rows shaped like ``first``, how to convert them);
+    None when it reads them. LLaMA-Factory's shapes are not TRL's: its ranking rows (``chosen`` one ShareGPT turn)
+    fail prompt extraction (``chosen[0]``), its v1 ``chosen_messages`` and KTO ``messages`` rows have no column TRL
+    reads (checked by running the trainers: tests/frameworks/test_trust_claims.py)."""
+    if not isinstance(first, dict):
+        return None
+    sharegpt = ("convert to TRL's columns: prompt = the conversations as role/content messages, chosen/rejected = "
+                "[{role: assistant, content: value}]; or train with LLaMA-Factory, which reads them")
+    if task in ("dpo", "orpo", "kto") and isinstance(first.get("chosen"), dict) and "prompt" not in first:
+        trainer = {"dpo": "DPOTrainer", "orpo": "ORPOTrainer", "kto": "KTOTrainer"}[task]
+        return f"TRL's {trainer} raises KeyError: 0 while preparing LLaMA-Factory ranking rows (chosen is one turn, " \
+               "not a list of messages)", sharegpt
+    if task in ("dpo", "orpo") and "chosen" not in first and "chosen_messages" in first:
+        error = "KeyError: 'chosen'" if task == "dpo" else "KeyError: 'prompt'"
+        return (f"TRL's {task.upper()}Trainer raises {error} on LLaMA-Factory v1 rows (chosen_messages/"
+                "rejected_messages)", "rename the columns chosen/rejected and make each content a string (the parts' "
+                "text joined)")
+    if task == "kto" and "messages" in first and not {"prompt", "completion"} <= set(first):
+        return ("TRL's KTOTrainer raises KeyError: 'chosen' on LLaMA-Factory KTO rows (messages + label)",
+                "split each row: prompt = the messages before the last, completion = [the last], label kept")
+    return None
+
+
 def is_conversational(value: Any) -> bool:
     """A list whose first element is a message with a role (TRL looks at one column of the first row)."""
     return isinstance(value, list) and bool(value) and isinstance(value[0], dict) and "role" in value[0]

@@ -180,6 +180,20 @@ class Rows(trl.Rows):
     def masking_method(self) -> str:
         return self.masker.describe()
 
+    def training_template(self, loaded: Any, row_format: str, train_on: str) -> tuple[Any, None]:
+        """The tokenizer's template as it is: train_on_responses_only masks after TRL's preparation, which runs
+        without assistant_only_loss, so TRL neither swaps in its training template nor refuses one without markers."""
+        return loaded, None
+
+    def untrained_cause(self, row: Any) -> tuple[str, str] | None:
+        ids = [*row.input_ids, *row.cut_ids]
+        if self.masker.spans(ids):
+            return None
+        part = self.masker.parts.response_part
+        return (f"the response_part {part!r} matches nowhere in the row, so train_on_responses_only trains nothing",
+                "pass the exact text the template writes before each reply as --response-part (as in the rendered "
+                "prompt shown)")
+
     def unmarked_masking(self) -> tuple[str, str]:
         return ("the chat template has no {% generation %} markers (Unsloth does not use them either); the rows were"
                 " relabelled as Unsloth's train_on_responses_only relabels them: from each response marker to the EOS,"
@@ -196,6 +210,7 @@ class Rows(trl.Rows):
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     rows = Rows()
+    rows.row_format = row_format  # SFTTrainer reads the rows: TRL's columns
     rows.masker = masking(options.unsloth, loaded.tokenizer, rows.train_on(options.train_on, row_format))
     return rows
 

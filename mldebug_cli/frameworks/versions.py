@@ -8,13 +8,16 @@ without importing the package.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks.registry import DISTRIBUTIONS, VERSION_PACKAGES
 
 if sys.version_info >= (3, 11):
@@ -135,7 +138,7 @@ def _locked(path: Path) -> dict[str, str]:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_text(path)
     except (OSError, UnicodeDecodeError):
         return ""
 
@@ -151,18 +154,47 @@ def parse(version: str | None) -> tuple[int, ...]:
     return tuple(int(n) for n in numbers)
 
 
+FACTS = Path(__file__).parent / "keys" / "version-facts.json"  # tools/version_facts.py, read from the wheels
+
+
+@cache
+def _facts() -> dict:
+    return json.loads(FACTS.read_text(encoding="utf-8"))
+
+
+def behaviour(package: str, name: str, version: str | None) -> object:
+    """A recorded behaviour of ``package`` at ``version`` (the newest recorded release at or below it)."""
+    value = None
+    for since, now in _facts()["packages"][package]["behaviours"][name]:
+        if parse(since) <= parse(version):
+            value = now
+    return value
+
+
+def first_with(package: str, name: str, value: object) -> str | None:
+    """The first recorded release of ``package`` whose behaviour ``name`` is ``value``."""
+    return next((since for since, now in _facts()["packages"][package]["behaviours"][name] if now == value), None)
+
+
 def warmup_ratio_removed(transformers_version: str | None) -> bool:
-    """transformers 5.2 removed the ``warmup_ratio`` field (``warmup_steps`` below 1 is the ratio since 5.0)."""
-    return parse(transformers_version) >= (5, 2)
+    """transformers 5.15 removed the ``warmup_ratio`` field (``warmup_steps`` below 1 is the ratio since 5.0)."""
+    return behaviour("transformers", "warmup_ratio", transformers_version) == "absent"
 
 
 def warmup_ratio_deprecated(transformers_version: str | None) -> bool:
-    return (5, 0) <= parse(transformers_version) < (5, 2)
+    """5.0 to 5.14: the field is deprecated and ``__post_init__`` copies it into ``warmup_steps``."""
+    return behaviour("transformers", "warmup_ratio", transformers_version) == "copied-into-warmup_steps"
+
+
+def warmup_ratio_removed_in() -> str:
+    """The transformers release that removed ``warmup_ratio`` ("5.15" as the wheels say)."""
+    first = first_with("transformers", "warmup_ratio", "absent") or "5.15.0"
+    return ".".join(first.split(".")[:2])
 
 
 def float_warmup_steps(transformers_version: str | None) -> bool:
     """Since 5.0 a ``warmup_steps`` below 1 is a ratio of the total steps; before, it is a count (cast to int)."""
-    return parse(transformers_version) >= (5, 0)
+    return behaviour("transformers", "warmup_steps_type", transformers_version) != "int"
 
 
 def logs_next_step_lr(transformers_version: str | None) -> bool:

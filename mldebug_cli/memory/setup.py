@@ -85,7 +85,7 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
                          modules_to_save=tuple(facts.peft.modules_to_save or ()))
     compute = facts.dtype if facts.dtype in ("bf16", "fp16", "fp32") else "bf16"
     weights = facts.model_dtype if facts.model_dtype in ("bf16", "fp16", "fp32") else compute
-    if facts.framework == "trl":
+    if facts.fused_lm_head:
         kernel = "fused-chunks"  # TRL 1.16 patches every trainer's LM head (trl/trainer/utils.py add_fused_lm_head)
     elif facts.cut_cross_entropy:
         kernel = "cce"

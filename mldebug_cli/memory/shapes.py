@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 
 # model types whose q/k/v projections carry a bias (Qwen2 and its descendants)
 QKV_BIAS = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
@@ -87,11 +88,11 @@ def read_model_shape(path: str | Path) -> ModelShape:
     path = Path(path)
     file = path / "config.json" if path.is_dir() else path
     try:
-        config = json.loads(file.read_text(encoding="utf-8"))
+        config = json.loads(read_text(file))
     except FileNotFoundError:
         raise InputError(f"{file}: no model config.json there", "pass --model DIR, a folder with the model's config.json") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(f"{file}: not a readable config.json ({error})") from None
+    except (OSError, ValueError, RecursionError) as error:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{file}: not a readable config.json ({' '.join(str(error).split())[:200]})") from None
     if not isinstance(config, dict):
         raise InputError(f"{file}: config.json is not a JSON object")
     return shape_from_config(config, str(file))

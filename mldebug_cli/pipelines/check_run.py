@@ -10,6 +10,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.safe_io import read_text
 
 COMMAND = "check-run"
 CONFIG_KEYS = ("gradient_accumulation_steps", "max_completion_length", "num_generations", "beta", "learning_rate",
@@ -127,11 +128,11 @@ def tokenizer_vocab_size(folder: str) -> int:
     path = Path(folder)
     path = path / "tokenizer.json" if path.is_dir() else path
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path))
     except FileNotFoundError:
         raise InputError(f"{path}: no tokenizer.json (pass --vocab-size instead)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the tokenizer ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{path}: cannot read the tokenizer ({' '.join(str(exc).split())[:200]})") from None
     vocab = (data.get("model") or {}).get("vocab") if isinstance(data, dict) else None
     ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab))) if isinstance(vocab, list) else []
     ids += [t.get("id", 0) for t in data.get("added_tokens") or [] if isinstance(t, dict)]

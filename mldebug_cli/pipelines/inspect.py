@@ -18,11 +18,12 @@ from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
 from mldebug_cli.frameworks.selector import profile_class, row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
 from mldebug_cli.pipelines.row_batches import (
-    BATCH_SIZE,
-    batches,
+    batch_results,
+    engine_line,
     first_records,
-    run_batches,
+    open_rows,
     sample_indices,
+    unreadable_shards,
     workers_for,
 )
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_syntax_error
@@ -44,6 +45,7 @@ from mldebug_cli.sources.row_formats import (
 )
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer, single_id, special_texts
 
+ENGINES = ("local", "ray")
 TASKS = ("sft", "dpo", "kto", "orpo", "grpo")
 DEFAULT_SHOWN = 2
 HISTOGRAM_BINS = 40
@@ -71,22 +73,25 @@ class InspectOptions:
     framework_options: Any = None  # the framework's own settings from a config (axolotl: AxolotlOptions); None: its defaults
     template: str | None = None  # the framework's own template by name (LLaMA-Factory's registry)
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
-    truncation_mode: str | None = None  # DPO: keep_start (TRL's default) or keep_end
+    truncation_mode: str | None = None  # TRL SFT and DPO: keep_start (the default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
     unsloth: Any = None  # --framework unsloth: train_on_responses_only's parts (frameworks.unsloth.ResponseParts)
     not_emulated: tuple[str, ...] = ()  # preflight: what the config's trainer does to the rows that mldebug does not
+    engine: str = "local"  # local: this process (and forked workers); ray: Ray Data (pipelines.ray_engine)
+    ray_address: str | None = None  # --engine ray: the cluster (auto, host:port, ray://...); None: RAY_ADDRESS or a new local one
+    ray_concurrency: int | None = None  # --engine ray: actors in the pool; None: one per CPU of the cluster
     sequence_lengths: bool = False  # details["sequence_lengths"]: every kept row's sequence lengths (memory)
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
     _validate(options)
     require_local_or_cached(options.tokenizer, "tokenizer")  # a typo fails at once, before the dataset is read
-    source = DatasetSource(options.dataset, options.split)
+    source = open_rows(options)
     task = _preference_task(source, options)
     if task is not None:
         from mldebug_cli.pipelines import preference
 
-        return preference.build_report(options, task, progress)
+        return preference.build_report(options, task, progress, source)
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
     total = len(source)
     indices = sample_indices(options, total)
@@ -95,7 +100,9 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     rows = row_profile(options.framework, options, loaded, detection.row_format)
     train_on = rows.train_on(options.train_on, detection.row_format)
     loaded, training_template = rows.training_template(loaded, detection.row_format, train_on)
-    setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template)
+    first = next((r.data for r in first_records(source, 1) if r.error is None), None)
+    setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template,
+                    refusal=rows.refusal(first))
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
         setup = replace(setup, render=lambda messages, tools, add_generation_prompt=False:
@@ -106,6 +113,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     for check in checks:
         if check.subject == "setup":
             findings.extend(check.findings(setup, setup))
+    findings += unreadable_shards(source, checks, "DS010")
     engine = _RowEngine(
         detection, setup, renderer, locator, loaded.tokenizer, source.display,
         row_checks=[c for c in checks if c.subject == "row"],
@@ -116,8 +124,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     stats = _Stats(setup.max_length, options.sequence_lengths)
     views: list[_View] = []
     checked_total = total if indices is None else len(indices)
-    workers = workers_for(options.workers, checked_total)
-    for result in run_batches(engine, batches(source.records(indices, parse=False), BATCH_SIZE), workers):
+    workers = workers_for(options.workers, checked_total) if options.engine == "local" else 1
+    for result in batch_results(engine, source, indices, options, workers):
         findings.extend(result.findings)
         stats.merge(result.stats)
         views = _keep_shown(views + result.views, options)
@@ -128,7 +136,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         findings=tuple(findings),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
-        context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers),
+        context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options),
         summary=stats.summary(total, findings),
         details={"rows": [_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)],
                  "token_table": options.token_table or bool(options.rows),
@@ -221,11 +229,13 @@ class _RowEngine:
 
 
 def _keep_shown(views: list[_View], options: InspectOptions) -> list[_View]:
-    """The candidates that can still be shown (so memory does not grow with the dataset)."""
+    """The candidates that can still be shown (so memory does not grow with the dataset), whatever order the
+    batches come in."""
     if options.rows:
         return views
     limit = max(options.show, 1) if options.show else 0
-    return _most_serious([v for v in views if v.flagged], limit) + [v for v in views if v.ok and not v.flagged][:limit]
+    clean = sorted((v for v in views if v.ok and not v.flagged), key=lambda v: v.row)
+    return _most_serious([v for v in views if v.flagged], limit) + clean[:limit]
 
 
 def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
@@ -239,6 +249,12 @@ def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
 
 
 def _validate(options: InspectOptions) -> None:
+    if options.engine not in ENGINES:
+        raise UsageError(f"--engine: unknown engine {options.engine!r}", hint=f"one of {', '.join(ENGINES)}")
+    if options.engine != "ray" and (options.ray_address is not None or options.ray_concurrency is not None):
+        raise UsageError("--ray-address and --ray-concurrency need --engine ray")
+    if options.ray_concurrency is not None and options.ray_concurrency < 1:
+        raise UsageError("--ray-concurrency must be at least 1")
     if options.data_format is not None and options.data_format not in ROW_FORMATS:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
     if entry(options.framework) is None or framework_object(options.framework).row_profile is None:
@@ -254,6 +270,8 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError("--max-length must be at least 1")
     if options.task is not None and options.task not in TASKS:
         raise UsageError(f"--task: unknown task {options.task!r}", hint=f"one of {', '.join(TASKS)}")
+    if options.sample is not None and options.sample < 1:
+        raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
     if sum(bool(x) for x in (options.rows, options.sample, options.all_rows)) > 1:
         raise UsageError("--rows, --sample and --all exclude each other")
 
@@ -352,7 +370,7 @@ def _process(batch: list[Record], detection, setup: Setup, renderer, locator, to
 
 def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: str) -> Row:
     record = record.parsed()  # JSON Lines rows reach the batch as raw lines: parsing happens in the workers
-    row = Row(index=record.index, line=record.line, path=path, raw=record.data)
+    row = Row(index=record.index, line=record.line, path=record.path or path, raw=record.data)
     if record.error is not None:
         row.problem = RowProblem("DS010", record.error)
         return row
@@ -545,7 +563,7 @@ class _Stats:
             self.failed += 1
             self.dropped += bool(row.problem and row.problem.dropped)  # counted in both: unreadable, and left out
             return
-        self.truncated += row.truncated or row.dropped
+        self.truncated += row.truncated and not (row.dropped and row.dropped_by == "length")  # left out, not cut
         self.lengths[row.full_length] += 1
         if row.dropped:  # the trainer leaves it out: none of its tokens is trained
             self.dropped += 1
@@ -584,7 +602,7 @@ class _Stats:
             "length_percentiles": _percentiles(self.lengths),
             "length_histogram": _histogram(self.lengths, self.max_length),
             "max_length": self.max_length,
-            "rows_truncated": self.truncated,  # truncated, or dropped for being too long
+            "rows_truncated": self.truncated,  # cut to max_length (rows left out for their length are rows_dropped)
             "rows_dropped": self.dropped,  # left out of training by the trainer (their tokens are not counted)
             "tokens_kept": self.tokens,  # tokens of the rows that train, after truncation
             "lengths_kept": sorted(self.kept_lengths.items()),  # (tokens, rows) of the rows that train (packing)

@@ -47,8 +47,10 @@ class Lengths:
 
 
 def build_report(options: MemoryOptions, progress: Callable[[str], None] | None = None,
-                 lengths: Lengths | None = None) -> Report:
-    """``lengths``: the rows' token lengths when the caller already has them (preflight); else read here."""
+                 lengths: Lengths | None = None,
+                 read_lengths: Callable[[MemoryOptions], Lengths] | None = None) -> Report:
+    """``lengths``: the rows' token lengths when the caller already has them; else ``read_lengths`` reads them
+    (preflight's ``memory_lengths``: the rows as its inspect-data reads them for this config)."""
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
 
@@ -59,7 +61,7 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
     if lengths is None:
         if progress:
             progress("reading the rows' token lengths")
-        lengths = read_lengths(options)
+        lengths = read_lengths(options) if read_lengths else Lengths([], "every sequence at max_length (no rows read)")
     gpu = gpu_memory(options.gpu, options.gpu_memory)
     gpu_bytes = int(gpu[1] * GIB) if gpu else None
     review = memory_review(shape, setup, lengths, gpu, gpu_bytes, dict(facts.keys), options.host_memory)
@@ -164,23 +166,6 @@ def _batches(setup: MemorySetup, rows: list) -> list[MicroBatch]:
     trained = [t for _, _, t in rows]
     return [MicroBatch(x.sequences, x.length, x.tokens, sum(trained[i] for i in x.rows) if x.rows else x.label_tokens,
                        tuple(index[i] for i in x.rows), x.step, x.padded) for x in batches]
-
-
-def read_lengths(options: MemoryOptions) -> Lengths:
-    """Every row's sequence lengths as mldebug's inspect-data encodes them for this config (its framework's
-    tokenization, template, masking and truncation): the same ids preflight checks."""
-    from mldebug_cli.pipelines.inspect import InspectOptions
-    from mldebug_cli.pipelines.preflight import configured_inspect, inspect_with_config
-
-    wanted = InspectOptions(dataset="", tokenizer="", sample=options.sample, all_rows=options.sample is None,
-                            show=0, select=("DS001",), sequence_lengths=True)
-    try:
-        configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
-                                                                                 "show", "sequence_lengths"}))
-        report = inspect_with_config(configured)
-    except InputError as error:
-        return Lengths([], f"every sequence at max_length (the rows were not read: {error.message})")
-    return lengths_of(report)
 
 
 def lengths_of(report: Report) -> Lengths:

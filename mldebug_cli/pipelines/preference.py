@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mldebug_cli.core import registry
@@ -22,11 +22,12 @@ from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, 
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
 from mldebug_cli.frameworks.selector import pair_profile
 from mldebug_cli.pipelines.row_batches import (
-    BATCH_SIZE,
-    batches,
+    batch_results,
+    engine_line,
     first_records,
-    run_batches,
+    open_rows,
     sample_indices,
+    unreadable_shards,
     workers_for,
 )
 from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError
@@ -45,9 +46,9 @@ FRAMEWORK_NOTES = {
 }
 
 
-def build_report(options, task: str, progress: Callable[[int, int], None] | None = None) -> Report:
+def build_report(options, task: str, progress: Callable[[int, int], None] | None = None, source=None) -> Report:
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DP")]
-    source = DatasetSource(options.dataset, options.split)
+    source = source if source is not None else open_rows(options)
     total = len(source)
     indices = sample_indices(options, total)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
@@ -57,6 +58,8 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     own = pair_profile(options.framework, options, loaded, task)  # the framework's own pairwise processor, or None
     prepared = own.pair_preparation(loaded.template_source) if own is not None else None
     setup = _setup(options, task, source, loaded, head[0], prepared)
+    if own is None and options.framework == "trl":
+        setup = replace(setup, refusal=trl.refusal(head[0], task))
     tokenizer = prepared.tokenizer if prepared is not None else loaded.tokenizer
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, loaded.chat_template) if loaded.chat_template else None
     if setup.conversational and renderer is None and own is None:
@@ -66,16 +69,17 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     engine = _Engine(setup, renderer, loaded.tokenizer, boundary, source.display,
                      [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
                      options.show, own, getattr(options, "sequence_lengths", False))
-    findings: list[Finding] = []
+    findings: list[Finding] = [f for c in checks if c.subject == "preference-setup" for f in c.findings(setup, setup)]
+    findings += unreadable_shards(source, checks, "DP013")
     dataset = PreferenceDataset(keep_lengths=getattr(options, "sequence_lengths", False))
     views: list[tuple[int, bool, dict]] = []
     checked_total = total if indices is None else len(indices)
     rows = 0
-    workers = workers_for(options.workers, checked_total)
-    for result in run_batches(engine, batches(source.records(indices, parse=False), BATCH_SIZE), workers):
+    workers = workers_for(options.workers, checked_total) if options.engine == "local" else 1
+    for result in batch_results(engine, source, indices, options, workers):
         findings.extend(result.findings)
         dataset.merge(result.dataset)
-        views += result.views
+        views = _keep_shown(views + result.views, options)
         rows += result.rows
         if progress is not None:
             progress(rows, checked_total)
@@ -87,7 +91,7 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
         findings=tuple(findings),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
-        context=_context(setup, options, checked_total, total, loaded, prepared),
+        context=_context(setup, options, checked_total, total, loaded, prepared) | engine_line(options),
         summary=_summary(rows, total, dataset, findings, setup),
         details={"rows": [_with_pieces(v, tokenizer) for v in _shown(views, options)],
                  **({"sequence_lengths": sorted(dataset.sequences)} if dataset.keep_lengths else {})},
@@ -104,6 +108,7 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
         raise UsageError(f"--truncation-mode: unknown mode {mode!r}", hint=f"one of {', '.join(trl.TRUNCATION_MODES)}")
     from mldebug_cli.render.probe import probe_template
 
+    closing: tuple[int, ...] = ()
     if prepared is not None:
         tok, implicit, conversational = prepared.tokenizer, False, True
         max_length, stop_ids = prepared.max_length, set(prepared.stop_ids)
@@ -122,6 +127,7 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
             facts = probe_template(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok.bos_token,
                                    list(tok.get_added_vocab()))
             stop_ids.add(single_id(tok, facts.end_of_turn) if facts.end_of_turn else None)
+            closing = _template_closing(ChatRenderer.for_tokenizer(tok, loaded.chat_template), tok)
     specials = special_texts(tok)
     return PreferenceSetup(
         task=task,
@@ -142,7 +148,23 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
         unpaired=unpaired,
         bos_id=tok.bos_token_id,
         not_emulated=tuple(options.not_emulated) + (prepared.not_emulated if prepared is not None else ()),
+        template_closing=closing if conversational else (),
     )
+
+
+_PROBE_REPLY = "Ok."
+
+
+def _template_closing(renderer: ChatRenderer, tok) -> tuple[int, ...]:
+    """The ids the template writes after a conversation's final assistant reply (Qwen: ``<|im_end|>\\n``; Phi-3:
+    ``<|end|>\\n<|endoftext|>``; the original Llama 3 template: ``<|eot_id|>`` and a new assistant header): what every
+    completion ends with by the template's design. Empty when the probe does not render."""
+    try:
+        text = renderer.render([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": _PROBE_REPLY}]).text
+    except TemplateRenderError:
+        return ()
+    at = text.rfind(_PROBE_REPLY)
+    return tuple(tok.encode(text[at + len(_PROBE_REPLY):], add_special_tokens=False)) if at >= 0 else ()
 
 
 @dataclass
@@ -191,7 +213,7 @@ class _Engine:
     def _read(self, record: Record) -> tuple[Pair, Any]:
         """The row's Pair (its problem set when the line is not readable) and its data."""
         record = record.parsed()
-        pair = Pair(index=record.index, line=record.line, path=self.path)
+        pair = Pair(index=record.index, line=record.line, path=record.path or self.path)
         if record.error is not None:
             pair.problem = record.error
         else:
@@ -431,9 +453,11 @@ def _view(pair: Pair, setup: PreferenceSetup) -> dict[str, Any]:
             view.update(part)
         else:
             view[side] = part
-    if len(pair.sides) == 2:
-        view["first_difference"] = trl.common_prefix_length(pair.sides["chosen"].input_ids,
-                                                            pair.sides["rejected"].input_ids)
+    if len(pair.sides) == 2 and not pair.dropped:
+        chosen, rejected = pair.sides["chosen"].input_ids, pair.sides["rejected"].input_ids
+        common = trl.common_prefix_length(chosen, rejected)
+        if common < min(len(chosen), len(rejected)) or len(chosen) != len(rejected):  # cut alike, they may not differ
+            view["first_difference"] = common
     return view
 
 
@@ -447,6 +471,15 @@ def _with_pieces(view: dict[str, Any], tokenizer) -> dict[str, Any]:
         view["prompt_pieces"] = tokenizer.convert_ids_to_tokens(view["prompt_input_ids"])
         view["prompt_texts"] = [tokenizer.decode([i]) for i in view["prompt_input_ids"]]
     return view
+
+
+def _keep_shown(views: list[tuple[int, bool, dict]], options) -> list[tuple[int, bool, dict]]:
+    """The views ``_shown`` can still choose (so memory does not grow with the dataset)."""
+    if options.rows:
+        return views
+    limit = max(options.show, 1) if options.show else 0
+    ordered = sorted(views, key=lambda v: v[0])
+    return [v for v in ordered if v[1]][:limit] + [v for v in ordered if not v[1] and "error" not in v[2]][:limit]
 
 
 def _shown(views: list[tuple[int, bool, dict]], options) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import (
     SETTING_CHAT_TEMPLATE,
@@ -16,11 +16,15 @@ from mldebug_cli.core.errors import (
     SETTING_MAX_LENGTH,
     InputError,
     MldebugError,
+    UsageError,
 )
 from mldebug_cli.core.findings import Finding, Location, Report
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
+
+if TYPE_CHECKING:
+    from mldebug_cli.pipelines.memory import Lengths
 
 COMMAND = "preflight"
 
@@ -33,6 +37,9 @@ class PreflightOptions:
     framework: str | None = None
     sample: int | None = None
     all_rows: bool = False
+    engine: str = "local"  # local or ray: where the datasets' rows are checked (inspect.InspectOptions.engine)
+    ray_address: str | None = None
+    ray_concurrency: int | None = None
     world_size: int = 1
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -51,6 +58,8 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
+    if options.sample is not None and options.sample < 1:
+        raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
     try:
@@ -114,6 +123,7 @@ def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: st
             show=1,
             select=options.select,
             ignore=options.ignore,
+            **_engine(options),
             sequence_lengths=True,
         ), plan, dataset)
     report = _inspected(inspect_options, config, plan, dataset, preference=preference)
@@ -170,8 +180,14 @@ def _preference_options(options, plan: TrainingPlan, tokenizer: str, dataset: Da
         truncation_mode=preference.truncation_mode.value,
         reward_columns=tuple(dict.fromkeys((*preference.reward_columns.value, *options.reward_columns))),
         not_emulated=preference.not_emulated,
+        **_engine(options),
         sequence_lengths=True,
     )
+
+
+def _engine(options: PreflightOptions) -> dict[str, Any]:
+    """Where the rows are checked, as inspect-data takes it."""
+    return {"engine": options.engine, "ray_address": options.ray_address, "ray_concurrency": options.ray_concurrency}
 
 
 # --- inspect-data --config: one dataset as the training config trains it ---------------------------------
@@ -368,6 +384,19 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint or "pass --tokenizer DIR") from None
 
 
+def _scaled(counts, scale: float, total: int | None = None) -> dict[int, int]:
+    """(length, rows) counts scaled from the rows checked to the file, rounded so they add up to ``total`` (default:
+    the scaled sum, rounded): largest remainders first, so 200 rows checked of 999 give 999 rows, not 1,000."""
+    counts = list(counts)
+    exact = [(length, n * scale) for length, n in counts]
+    want = round(sum(x for _, x in exact)) if total is None else total
+    out = {length: int(x) for length, x in exact}
+    by_remainder = sorted(exact, key=lambda item: item[1] - int(item[1]), reverse=True)
+    for length, _ in by_remainder[: max(0, want - sum(out.values()))]:
+        out[length] += 1
+    return {length: n for length, n in out.items() if n}
+
+
 def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
     """What the data sections measured, for the step count: rows per dataset less the rows the framework
     drops for length, and the token length of every row (for packing); scaled up from a sample."""
@@ -386,8 +415,9 @@ def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
         trained = rows * summary.get("sequences_per_row", 1)  # KTO unpairs each chosen/rejected row into two
         per_dataset.append(trained - round(summary.get("rows_dropped", 0) * scale))
         tokens += summary.get("tokens_kept", 0) * scale
-        lengths.update({length: round(n * scale) for length, n in summary.get("lengths_kept", ())})
-        untrained.update({length: round(n * scale) for length, n in summary.get("lengths_untrained", ())})
+        kept = summary.get("lengths_kept", ())
+        lengths.update(_scaled(kept, scale, per_dataset[-1] if trained == rows else None))
+        untrained.update(_scaled(summary.get("lengths_untrained", ()), scale))
     if not sum(per_dataset):
         return None
     basis = f"{round(tokens)} tokens of the rows that train, " + (
@@ -539,3 +569,20 @@ def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:
     for f in findings:
         counts[f.code] = counts.get(f.code, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def memory_lengths(options) -> Lengths:
+    """For ``memory.MemoryOptions``: every row's sequence lengths as mldebug's inspect-data encodes them for this
+    config (its framework's tokenization, template, masking and truncation): the same ids preflight checks."""
+    from mldebug_cli.pipelines.inspect import InspectOptions
+    from mldebug_cli.pipelines.memory import Lengths, lengths_of
+
+    wanted = InspectOptions(dataset="", tokenizer="", sample=options.sample, all_rows=options.sample is None,
+                            show=0, select=("DS001",), sequence_lengths=True)
+    try:
+        configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
+                                                                                 "show", "sequence_lengths"}))
+        report = inspect_with_config(configured)
+    except InputError as error:
+        return Lengths([], f"every sequence at max_length (the rows were not read: {error.message})")
+    return lengths_of(report)

@@ -1,5 +1,6 @@
 """The row-batch runner the SFT and preference pipelines share: which rows are checked, batches of them, and the
-worker processes that check the batches (forked; each batch's result comes back in order).
+worker processes that check the batches (forked; each batch's result comes back in order), or, with --engine ray,
+Ray Data's actors (pipelines.ray_engine) running the same ``process`` on the same batches.
 
 A pipeline hands ``run_batches`` an engine: any object whose ``process(batch)`` turns a list of dataset records into
 one picklable result.
@@ -13,7 +14,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.findings import Finding, Hit, Location
+from mldebug_cli.pipelines import ray_engine
 from mldebug_cli.sources.dataset import DatasetSource, Record
+from mldebug_cli.sources.shards import ShardedSource, open_dataset
 
 DEFAULT_SAMPLE = 200
 BATCH_SIZE = 256
@@ -54,6 +58,35 @@ def batches(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
             batch = []
     if batch:
         yield batch
+
+
+def open_rows(options: Any) -> DatasetSource | ShardedSource:
+    """The dataset the options name; with --engine ray its shards are scanned on the cluster."""
+    if options.engine == "ray":
+        return ray_engine.open_dataset(options)
+    return open_dataset(options.dataset, options.split)
+
+
+def batch_results(engine: BatchEngine, source, indices: list[int] | None, options: Any, workers: int) -> Iterator[Any]:
+    """Every batch's result (``engine.process`` on it), in row order: here and in forked workers, or on Ray Data."""
+    if options.engine == "ray":
+        return ray_engine.batch_results(engine, source, indices, options, BATCH_SIZE)
+    return run_batches(engine, batches(source.records(indices, parse=False), BATCH_SIZE), workers)
+
+
+def engine_line(options: Any) -> dict[str, str]:
+    """The report's engine line: only for --engine ray (the in-process report has none)."""
+    return {"engine": ray_engine.describe(options)} if options.engine == "ray" else {}
+
+
+def unreadable_shards(source, checks: list, code: str) -> list[Finding]:
+    """One ``code`` finding for each shard that could not be read (the other shards are checked)."""
+    check = next((c for c in checks if c.code == code), None)
+    if check is None or not isinstance(source, ShardedSource):
+        return []
+    return [check.finding(Hit(f"the shard cannot be read ({u.reason}); its rows are not checked",
+                              "repair or remove the shard; the other shards were checked", Location(path=u.shard)))
+            for u in source.plan.unreadable]
 
 
 _ENGINE: BatchEngine | None = None  # set before forking workers, which inherit it

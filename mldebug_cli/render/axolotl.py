@@ -172,6 +172,8 @@ def read_conversation(row: Any, options: AxolotlOptions) -> list[dict[str, Any]]
             messages = json.loads(messages)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{key} is a string that is not valid JSON ({exc.msg}); axolotl stops on this row") from None
+        except (ValueError, RecursionError):  # a number over Python's digit limit, nesting past its recursion limit
+            raise ValueError(f"{key} is a string mldebug cannot read as JSON (a number too long or nesting too deep)") from None
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise ValueError(f"no list of messages under {key!r} (field_messages): axolotl stops on this row")
     mappings = dict(options.message_property_mappings) or {"role": "role", "content": "content",
@@ -221,6 +223,9 @@ def _parsed_arguments(call: dict[str, Any], index: int) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ValueError(f"message {index}: tool-call arguments are a string that is not valid JSON ({exc.msg}); "
                          "axolotl stops on this row") from None
+    except (ValueError, RecursionError):  # a number over Python's digit limit, nesting past its recursion limit
+        raise ValueError(f"message {index}: tool-call arguments are a string mldebug cannot read as JSON (a number too "
+                         "long or nesting too deep)") from None
     return {**call, "function": {**function, "arguments": arguments}}
 
 

@@ -293,6 +293,9 @@ def _parse_arguments(messages: list[dict[str, Any]], name: str) -> bool:
                 function["arguments"] = json.loads(function["arguments"])
             except json.JSONDecodeError as exc:
                 raise InputError(f"{name}: llama.cpp fails on tool-call arguments that are not JSON ({exc})") from None
+            except (ValueError, RecursionError):  # a number over Python's digit limit, nesting past its recursion limit
+                raise InputError(f"{name}: tool-call arguments mldebug cannot read as JSON (a number too long or "
+                                 "nesting too deep)") from None
             changed = True
     return changed
 

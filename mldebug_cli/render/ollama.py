@@ -243,6 +243,9 @@ def _tool_call(data: Any, where: str) -> ToolCall:
             arguments = json.loads(arguments)
         except json.JSONDecodeError as exc:
             raise InputError(f"{where}.function.arguments is not valid JSON: {exc.msg}") from None
+        except (ValueError, RecursionError):  # a number over Python's digit limit, nesting past its recursion limit
+            raise InputError(f"{where}.function.arguments: mldebug cannot read it as JSON (a number too long or "
+                             "nesting too deep)") from None
     if not isinstance(arguments, Mapping):
         raise InputError(f"{where}.function.arguments must be an object")
     index = function.get("index", 0)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import long_number_message, read_text
 
 SYSTEM = "Answer in one short sentence."
 QUESTION = "What is the capital of France?"
@@ -110,7 +110,7 @@ class Conversation:
 def read_conversation(path: str) -> Conversation:
     """``--messages FILE``: a JSON list of messages, or an object with ``messages`` (and optional ``tools``)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -119,6 +119,10 @@ def read_conversation(path: str) -> Conversation:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: the JSON is nested too deeply to read") from None
+    except ValueError as exc:  # an integer over Python's digit limit
+        raise InputError(f"{path}: {long_number_message(text, exc)}") from None
     tools: Any = ()
     if isinstance(data, Mapping):
         tools = data.get("tools") or ()

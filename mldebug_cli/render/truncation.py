@@ -36,6 +36,8 @@ def truncate(
         kept = set(keep)
         cut = [p for p in range(len(ids)) if p not in kept]
         return Truncated([ids[p] for p in keep], [labels[p] for p in keep], [ids[p] for p in cut], [labels[p] for p in cut])
+    if mode == "keep_end":  # TRL's truncation_mode="keep_end": the last max_length tokens
+        return Truncated(ids[-max_length:], labels[-max_length:], ids[:-max_length], labels[:-max_length])
     return Truncated(ids[:max_length], labels[:max_length], ids[max_length:], labels[max_length:])
 
 

@@ -61,7 +61,7 @@ def grpo_dataloader_length(rows: int, spec: RunSpec) -> int:
 
 
 def hf_warmup_steps(spec: RunSpec, total: int) -> int:
-    """TrainingArguments.get_warmup_steps: a count, or a ratio below 1 rounded up (warmup_ratio before 5.2)."""
+    """TrainingArguments.get_warmup_steps: a count, or a ratio below 1 rounded up (warmup_ratio before 5.0)."""
     steps = spec.warmup_steps or 0
     if steps >= 1:
         return int(steps)
@@ -225,15 +225,16 @@ def _torchtune_plan(spec: RunSpec, rows: int | None) -> StepPlan:
     )
 
 
-def step_positions(spec: RunSpec, plan: StepPlan) -> list[tuple[float | None, int | None]]:
-    """(epoch, micro-batches consumed per process) after each optimizer step that runs."""
+def step_positions(spec: RunSpec, plan: StepPlan, steps=None) -> list[tuple[float | None, int | None]]:
+    """(epoch, micro-batches consumed per process) after each optimizer step that runs (or each of ``steps``)."""
+    return [step_position(spec, plan, step) for step in (steps or range(1, plan.steps_run + 1))]
+
+
+def step_position(spec: RunSpec, plan: StepPlan, step: int) -> tuple[float | None, int | None]:
+    """(epoch, micro-batches consumed per process) after optimizer step ``step``."""
     length, per_epoch = plan.micro_batches_per_epoch, plan.optimizer_steps_per_epoch
-    positions: list[tuple[float | None, int | None]] = []
-    for step in range(1, plan.steps_run + 1):
-        if not length or not per_epoch:
-            positions.append((None, step * spec.grad_accum))
-            continue
-        epoch, in_epoch = divmod(step - 1, per_epoch)
-        seen = min((in_epoch + 1) * spec.grad_accum, length)
-        positions.append((epoch + seen / length, epoch * length + seen))
-    return positions
+    if not length or not per_epoch:
+        return None, step * spec.grad_accum
+    epoch, in_epoch = divmod(step - 1, per_epoch)
+    seen = min((in_epoch + 1) * spec.grad_accum, length)
+    return epoch + seen / length, epoch * length + seen

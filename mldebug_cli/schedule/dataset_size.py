@@ -47,9 +47,9 @@ def from_num_rows(rows: int, source: str = "--num-rows") -> DatasetSize:
 
 def count_dataset(path: str, sequence_len: int | None = None) -> DatasetSize:
     """Count rows; with ``sequence_len`` (packing on) also the tokens a packer would see."""
-    from mldebug_cli.sources.dataset import DatasetSource
+    from mldebug_cli.sources.shards import open_dataset
 
-    source = DatasetSource(path)
+    source = open_dataset(path)
     rows = len(source)
     if sequence_len is None:
         return DatasetSize(rows=rows, source=path)

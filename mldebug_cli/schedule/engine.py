@@ -14,6 +14,9 @@ from mldebug_cli.schedule.formulas import ScheduleBuildError, builtin_lr_at
 from mldebug_cli.schedule.model import AXOLOTL_FAMILY, HF_FAMILY, SchedulerChoice
 
 BUILTIN_ENGINE = "built-in formulas"
+MAX_SCHEDULE_STEPS = 100_000  # steps simulated one by one; past this the curve is computed at chosen steps
+SAMPLED_POINTS = 10_000  # evenly spaced steps of a longer curve (besides its start, warmup end and last steps)
+EDGE_STEPS = 1_000  # steps kept one by one at the start, around the warmup's end and at the end
 ENGINE_CHOICES = ("auto", "builtin")
 
 
@@ -34,6 +37,33 @@ def simulate_lrs(
         return _run_builtin(choice, base_lr, warmup, total, count)
     label, build, read_lr = real
     return _run_real(label, build, read_lr, choice, base_lr, warmup, total, count)
+
+
+def sampled_steps(warmup: int, count: int) -> list[int]:
+    """The optimizer steps (1-based) a curve of ``count`` steps is computed at when it is too long to compute at
+    each: every step where schedules change shape (the start, around warmup's end, the end) and an even grid."""
+    chosen = set(range(1, min(count, EDGE_STEPS) + 1))
+    chosen.update(range(max(1, warmup - EDGE_STEPS), min(count, warmup + EDGE_STEPS) + 1))
+    chosen.update(range(max(1, count - EDGE_STEPS + 1), count + 1))
+    chosen.update(1 + (count - 1) * i // SAMPLED_POINTS for i in range(SAMPLED_POINTS + 1))
+    return sorted(chosen)
+
+
+def simulate_sampled(choice: SchedulerChoice, base_lr: float, warmup: int, total: int,
+                     steps: list[int]) -> EngineResult:
+    """LRs at ``steps`` (1-based) from the built-in formulas, which give any step's LR directly (the real
+    schedulers can only be stepped one step at a time)."""
+    try:
+        lr_at = builtin_lr_at(choice, base_lr, warmup, total)
+    except ScheduleBuildError as exc:
+        return EngineResult((), BUILTIN_ENGINE, error=str(exc), fails_after=0)
+    lrs: list[float] = []
+    try:
+        for step in steps:
+            lrs.append(float(lr_at(step - 1)))
+    except (ZeroDivisionError, OverflowError, ValueError) as exc:
+        return EngineResult(tuple(lrs), BUILTIN_ENGINE, error=_failure(exc), fails_after=steps[len(lrs)] - 1)
+    return EngineResult(tuple(lrs), BUILTIN_ENGINE)
 
 
 def real_engine_version() -> str | None:

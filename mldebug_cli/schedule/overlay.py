@@ -17,9 +17,9 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.schedule.arithmetic import axolotl_warmup_steps, hf_warmup_steps
 from mldebug_cli.schedule.formulas import ScheduleBuildError, builtin_lr_at
 from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, PRECOMPUTED_STEPS, RunSpec, Simulation
@@ -64,11 +64,11 @@ class Overlay:
 def read_trainer_state(path: str) -> tuple[tuple[LoggedLR, ...], int | None]:
     """(logged LRs in step order, max_steps) from a trainer_state.json."""
     try:
-        state = json.loads(Path(path).read_text(encoding="utf-8"))
+        state = json.loads(read_text(path))
     except FileNotFoundError:
         raise InputError(f"{path}: trainer state file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the trainer state ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
+        raise InputError(f"{path}: cannot read the trainer state ({' '.join(str(exc).split())[:200]})") from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise InputError(f"{path}: no log_history list (is this a trainer_state.json?)")

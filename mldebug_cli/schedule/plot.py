@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.safe_io import write_output
 from mldebug_cli.schedule.model import Simulation
 
 PLOT_SUFFIXES = (".png", ".svg")
@@ -25,7 +26,7 @@ def write_plot(sim: Simulation, out: str) -> str:
     try:
         _draw(sim, axes)
         figure.tight_layout()
-        figure.savefig(path)
+        write_output(path, lambda stream: figure.savefig(stream, format=path.suffix.lower()[1:]), flag="--plot", binary=True)
     except OSError as exc:
         raise InputError(f"--plot: cannot write {out} ({exc})") from None
     finally:

@@ -8,9 +8,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.schedule.arithmetic import plan_steps, step_positions
 from mldebug_cli.schedule.dataset_size import DatasetSize
-from mldebug_cli.schedule.engine import simulate_lrs
+from mldebug_cli.schedule.engine import (
+    EDGE_STEPS,
+    MAX_SCHEDULE_STEPS,
+    sampled_steps,
+    simulate_lrs,
+    simulate_sampled,
+)
 from mldebug_cli.schedule.model import RunSpec, SchedulePoint, Simulation
 from mldebug_cli.sources.config_file import ConfigFile
 
@@ -18,15 +25,24 @@ from mldebug_cli.sources.config_file import ConfigFile
 def simulate(config: ConfigFile, spec: RunSpec, size: DatasetSize | None, engine: str = "auto") -> Simulation:
     """The schedule ``spec`` (read from ``config``) produces on a dataset of ``size``."""
     plan = plan_steps(spec, size)
-    result = simulate_lrs(
-        spec.scheduler, spec.learning_rate, plan.warmup_steps, plan.total_steps, plan.steps_run, engine
-    )
+    sampled = None
+    if plan.steps_run > MAX_SCHEDULE_STEPS:  # the step counts stay exact; the curve is computed where it matters
+        steps = sampled_steps(plan.warmup_steps, plan.steps_run)
+        result = simulate_sampled(spec.scheduler, spec.learning_rate, plan.warmup_steps, plan.total_steps, steps)
+        sampled = (f"the LR curve of {plan.steps_run:,} optimizer steps is computed at {len(steps):,} of them (every "
+                   f"step past {MAX_SCHEDULE_STEPS:,} is too many to list): the first and last {EDGE_STEPS:,}, those "
+                   "around warmup's end and an even grid, with the built-in formulas")
+    else:
+        steps = range(1, plan.steps_run + 1)
+        result = simulate_lrs(
+            spec.scheduler, spec.learning_rate, plan.warmup_steps, plan.total_steps, plan.steps_run, engine
+        )
     schedule = tuple(
-        SchedulePoint(step=i + 1, lr=lr, epoch=epoch, micro_batch=micro_batch)
-        for i, (lr, (epoch, micro_batch)) in enumerate(zip(result.lrs, step_positions(spec, plan)))
+        SchedulePoint(step=step, lr=lr, epoch=epoch, micro_batch=micro_batch)
+        for step, lr, (epoch, micro_batch) in zip(steps, result.lrs, step_positions(spec, plan, steps[:len(result.lrs)]))
     )
     deepspeed_block, deepspeed_note = deepspeed_scheduler(config, spec)
-    notes = spec.notes + ((deepspeed_note,) if deepspeed_note else ())
+    notes = spec.notes + ((deepspeed_note,) if deepspeed_note else ()) + ((sampled,) if sampled else ())
     return Simulation(
         config_path=config.path,
         config_lines=config.lines,
@@ -53,7 +69,7 @@ def deepspeed_scheduler(config: ConfigFile, spec: RunSpec) -> tuple[Mapping[str,
         if path is None:
             return None, f"DeepSpeed config {value} not found: its scheduler block was not checked"
         try:
-            ds_config = json.loads(path.read_text(encoding="utf-8"))
+            ds_config = json.loads(read_text(path))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             return None, f"DeepSpeed config {path} could not be read ({exc}): its scheduler block was not checked"
     block = ds_config.get("scheduler") if isinstance(ds_config, Mapping) else None

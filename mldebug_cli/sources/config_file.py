@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import long_number_message, read_text
 
 YAML_SUFFIXES = (".yaml", ".yml")
 _MISSING = object()
@@ -45,7 +46,7 @@ def load_config(path: str | Path) -> ConfigFile:
     """Read a JSON or YAML config; raise InputError naming the file and what is wrong."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise InputError(f"{path}: config file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -55,6 +56,8 @@ def load_config(path: str | Path) -> ConfigFile:
         lines = _key_lines(text)
     except RecursionError:
         raise InputError(f"{path}: the config is nested too deeply to read") from None
+    except ValueError as exc:  # an integer over Python's digit limit (the parsers' own errors are handled below)
+        raise InputError(f"{path}: {long_number_message(text, exc)}") from None
     if not isinstance(data, Mapping):
         raise InputError(
             f"{path}: the config must be a mapping of keys to values, found {type(data).__name__}",

@@ -13,19 +13,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import note_inputs, open_regular, read_bytes, require_regular
 from mldebug_cli.sources.hub import require_local_or_cached, stay_offline
-from mldebug_cli.sources.json_array import json_array_elements
+from mldebug_cli.sources.json_array import NESTED_TOO_DEEPLY, json_array_elements, number_too_long
 
 BINARY_SNIFF_BYTES = 8192
 MIB = 2**20
 MAX_ROW_BYTES = 8 * MIB  # ~2M tokens, twice the longest context windows
 MAX_DEPTH = 100  # real rows (tool schemas included) nest a few dozen levels; Python recursion gives out near 500
+MAX_CSV_COLUMNS = 10_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _DATASETS_BUILDERS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv", ".arrow": "arrow"}
 
 
@@ -38,10 +42,14 @@ class Record:
     data: Any = None
     error: str | None = None
     raw: bytes | str | None = None  # a row's JSON text not parsed yet: ``records(parse=False)``
+    path: str | None = None  # the shard it was read from, when the dataset is sharded (sources.shards)
 
     def parsed(self) -> Record:
         """This record with its raw line parsed (so worker processes can parse what the reader only split)."""
-        return self if self.raw is None else _parse_line(self.index, self.line, self.raw)
+        if self.raw is None:
+            return self
+        record = _parse_line(self.index, self.line, self.raw)
+        return record if self.path is None else replace(record, path=self.path)
 
 
 class DatasetSource:
@@ -85,12 +93,14 @@ class DatasetSource:
     # JSON Lines -----------------------------------------------------------------------------
     def _open_text(self):
         _refuse_binary(self.path)
-        return open(self.path, "rb")
+        return open_regular(self.path)
 
     def _jsonl_lines(self) -> Iterator[tuple[int, bytes | int]]:
         """(line number, raw line) for every non-blank line; the size instead of the line when it is over the limit."""
         with self._open_text() as fh:
             for number, raw in enumerate(_bounded_lines(fh), start=1):
+                if number == 1 and isinstance(raw, bytes):
+                    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not part of row 0
                 if isinstance(raw, int) or raw.strip():
                     yield number, raw
 
@@ -111,7 +121,9 @@ class DatasetSource:
             yield Record(0, line, error=data.reason) if isinstance(data, _Unreadable) else Record(0, line, data)
             return
         for element in json_array_elements(self.path, MAX_ROW_BYTES):
-            if element.text is None:
+            if element.error is not None:
+                yield Record(element.index, element.line, error=element.error)
+            elif element.text is None:
                 yield Record(element.index, element.line, error=_too_large(element.size, "characters"))
             elif not parse:
                 yield Record(element.index, element.line, raw=element.text)
@@ -186,8 +198,9 @@ def _too_large(size: int, unit: str = "bytes") -> str:
     return f"row is {size:,} {unit} long, over the {MAX_ROW_BYTES // MIB} MiB mldebug inspects per row"
 
 
-def _shape_problem(value: Any, count_text: bool = False) -> str | None:
-    """Why a parsed row is nested too deeply (or, with ``count_text``, holds too much text), else None.
+def _shape_problem(value: Any, count_text: bool = False, surrogates: bool = False) -> str | None:
+    """Why a parsed row is nested too deeply (or, with ``count_text``, holds too much text; with ``surrogates``, a
+    lone UTF-16 surrogate, which no tokenizer takes), else None.
 
     Iterative, since the row may be nested deeper than Python's recursion limit.
     """
@@ -197,6 +210,8 @@ def _shape_problem(value: Any, count_text: bool = False) -> str | None:
         item, depth = stack.pop()
         if isinstance(item, str):
             text += len(item) if count_text else 0
+            if surrogates and (lone := _SURROGATE.search(item)):
+                return f"row holds a lone surrogate \\u{ord(lone.group()):04x}, which is not Unicode text (no tokenizer takes it)"
             if text > MAX_ROW_BYTES:
                 return f"row holds over {MAX_ROW_BYTES // MIB} MiB of text, more than mldebug inspects per row"
         elif isinstance(item, (list, tuple, dict)):
@@ -209,12 +224,14 @@ def _shape_problem(value: Any, count_text: bool = False) -> str | None:
 def _kind_of(path: Path, spec: str) -> str:
     if path.is_dir():
         if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists() or (path / "state.json").exists():
+            check_saved_dataset(path)
             return "arrow"
         raise InputError(
             f"{spec}: a folder, but not one written by datasets' save_to_disk",
             hint="pass a .json/.jsonl/.parquet/.csv file, a save_to_disk folder or a cached hub dataset id",
         )
-    if path.exists():
+    if path.exists() or path.is_symlink():
+        require_regular(path)
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
             return "jsonl"
@@ -222,6 +239,8 @@ def _kind_of(path: Path, spec: str) -> str:
             first = _first_char(path)
             return "json" if first == "[" or (first == "{" and not _first_line_is_json(path)) else "jsonl"
         if suffix in _DATASETS_BUILDERS:
+            if suffix in (".csv", ".tsv"):
+                _check_csv_header(path, "\t" if suffix == ".tsv" else ",")
             return _DATASETS_BUILDERS[suffix]
         raise InputError(
             f"{spec}: unsupported file type {suffix or '(none)'!r}",
@@ -233,30 +252,92 @@ def _kind_of(path: Path, spec: str) -> str:
     raise InputError(f"{spec}: no such file or folder")
 
 
+def _check_csv_header(path: Path, delimiter: str) -> None:
+    """A CSV dataset's header within mldebug's column limit (datasets would spend minutes and gigabytes on a
+    million columns)."""
+    with open_regular(path) as fh:
+        header = fh.readline(MAX_ROW_BYTES + 1)
+    columns = header.count(delimiter.encode()) + 1
+    if columns > MAX_CSV_COLUMNS:
+        raise InputError(f"{path}:1: the header has {columns:,} columns; mldebug reads datasets of up to "
+                         f"{MAX_CSV_COLUMNS:,}")
+
+
+def check_saved_dataset(folder: Path) -> None:
+    """A ``save_to_disk`` folder whose files are all inside it and regular: ``state.json`` names its data files and
+    ``dataset_dict.json`` its split folders, and datasets opens whatever path they name."""
+    splits = [folder]
+    listing = folder / "dataset_dict.json"
+    if listing.exists():
+        names = _saved_json(listing).get("splits")
+        splits = [folder / str(name) for name in names] if isinstance(names, list) else []
+    for split in splits:
+        _contained(folder, split, listing)
+        state_file = split / "state.json"
+        if not state_file.exists():
+            continue
+        files = _saved_json(state_file).get("_data_files")
+        for entry in files if isinstance(files, list) else []:
+            name = entry.get("filename") if isinstance(entry, dict) else None
+            if not isinstance(name, str):
+                raise InputError(f"{state_file}: _data_files entry {entry!r:.80} has no filename")
+            require_regular(_contained(folder, split / name, state_file))
+        for name in ("dataset_info.json", "state.json"):
+            if (split / name).exists():
+                require_regular(split / name)
+    note_inputs([folder])
+
+
+def _contained(folder: Path, path: Path, named_in: Path) -> Path:
+    """``path`` if it stays inside ``folder`` after symlinks and ``..``; else a one-line error naming the file."""
+    inside = os.path.realpath(path)
+    if os.path.commonpath([inside, os.path.realpath(folder)]) != os.path.realpath(folder):
+        raise InputError(f"{named_in}: names {path.relative_to(folder) if path.is_relative_to(folder) else path}, "
+                         f"which is outside the dataset folder {folder}")
+    return path
+
+
+def _saved_json(path: Path) -> dict:
+    try:
+        value = json.loads(read_bytes(path))
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{path}: expected a JSON object")
+    return value
+
+
 def _looks_like_hub_id(spec: str) -> bool:
     parts = spec.split("/")
     return len(parts) == 2 and all(parts) and not spec.startswith((".", "/")) and os.sep not in spec.replace("/", "")
 
 
 def _refuse_binary(path: Path) -> None:
-    with open(path, "rb") as fh:
-        head = fh.read(BINARY_SNIFF_BYTES)
-    if not head.strip():
+    head = _head(path)
+    if not head:
         raise InputError(f"{path}: the file is empty")
     if b"\x00" in head:
         raise InputError(f"{path}: this is a binary file, not JSON text")
 
 
+def _head(path: Path) -> bytes:
+    """The first bytes after the byte-order mark and the white space before them (read on past any number of blank
+    lines: a file is empty only when nothing but white space is in it)."""
+    with open_regular(path) as fh:
+        head = fh.read(BINARY_SNIFF_BYTES).removeprefix(b"\xef\xbb\xbf").lstrip()
+        while not head and (chunk := fh.read(MIB)):
+            head = chunk.lstrip()
+    return head[:BINARY_SNIFF_BYTES]
+
+
 def _first_char(path: Path) -> str:
     _refuse_binary(path)
-    with open(path, "rb") as fh:
-        head = fh.read(BINARY_SNIFF_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head[:1].decode("latin-1")
+    return _head(path)[:1].decode("latin-1")
 
 
 def _first_line_is_json(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        first = fh.readline(MAX_ROW_BYTES + 1)
+    with open_regular(path) as fh:
+        first = fh.readline(MAX_ROW_BYTES + 1).removeprefix(b"\xef\xbb\xbf")
     if len(first) > MAX_ROW_BYTES:  # too long to be one pretty-printed object's first line: JSON Lines
         return True
     try:
@@ -274,16 +355,19 @@ def _parse_line(index: int, number: int, raw: bytes | str) -> Record:
     try:
         data = json.loads(text)
     except RecursionError:
-        return Record(index, number, error="JSON nested too deeply")
+        return Record(index, number, error=NESTED_TOO_DEEPLY)
     except json.JSONDecodeError as exc:
         return Record(index, number, error=f"invalid JSON at column {exc.colno}: {exc.msg}")
+    except ValueError:  # an integer over Python's digit limit
+        return Record(index, number, error=number_too_long())
     return _shaped(index, number, data, text)
 
 
 def _shaped(index: int, line: int, data: Any, text: str) -> Record:
-    """The parsed row, or its shape problem (``text`` is its JSON: fewer brackets than the limit need no walk)."""
-    if text.count("[") + text.count("{") > MAX_DEPTH:
-        problem = _shape_problem(data)
+    """The parsed row, or its shape problem (``text`` is its JSON: fewer brackets than the limit, and no escaped
+    surrogate, need no walk)."""
+    if text.count("[") + text.count("{") > MAX_DEPTH or "\\ud" in text.lower():
+        problem = _shape_problem(data, surrogates=True)
         if problem:
             return Record(index, line, error=problem)
     return Record(index, line, data)
@@ -292,7 +376,7 @@ def _shaped(index: int, line: int, data: Any, text: str) -> Record:
 def _read_single_object(path: Path) -> tuple[int, Any]:
     """A .json file holding one pretty-printed object: one row (its line, and the object or why it is unreadable)."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_bytes(path).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
     start = len(text) - len(text.lstrip())

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text as safe_read_text
 from mldebug_cli.sources.gguf_file import GGUFVocab, read_gguf_vocab
 from mldebug_cli.sources.tokenizer import LoadedTokenizer
 
@@ -156,7 +157,7 @@ _GGUF_CACHE: dict[tuple[str, int, int], GGUFVocab] = {}
 
 def read_text(spec: str) -> str:
     try:
-        return Path(spec).read_text(encoding="utf-8")
+        return safe_read_text(spec)
     except FileNotFoundError:
         raise InputError(f"{spec}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -165,7 +166,7 @@ def read_text(spec: str) -> str:
 
 def _starts_with_from(path: Path) -> bool:
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:4096]
+        head = safe_read_text(path, errors="replace")[:4096]
     except OSError:
         return False
     lines = (line.strip() for line in head.splitlines())

@@ -22,6 +22,7 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFValueTy
 from gguf.gguf_reader import ReaderField
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular
 
 _MAGIC = b"GGUF"
 _SUPPORTED_VERSIONS = (2, 3)
@@ -311,7 +312,7 @@ class _Cursor:
 
 def _read_metadata(path: Path) -> _Metadata:
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             size = path.stat().st_size
             if size < _HEADER_SIZE:
                 raise InputError(f"{path}: not a GGUF file ({size} bytes, too short for a GGUF header)")

@@ -74,6 +74,12 @@ def cached(spec: str, repo_type: str) -> bool:
     return False
 
 
+def snapshot_folders(spec: str, repo_type: str = "model") -> list[Path]:
+    """The local cache's snapshot folders of hub id ``spec`` (one per cached revision; none when not cached)."""
+    snapshots = _hub_cache() / f"{repo_type}s--{spec.replace('/', '--')}" / "snapshots"
+    return sorted(p for p in snapshots.iterdir() if p.is_dir()) if snapshots.is_dir() else []
+
+
 def require_local_or_cached(spec: str, what: str, repo_type: str = "model") -> None:
     """Refuse, in one line, a name that is neither an existing path nor (offline) a cached hub id.
 

@@ -11,14 +11,22 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular
 
 CHUNK_CHARS = 2**20
+NESTED_TOO_DEEPLY = "JSON nested too deeply"
+
+
+def number_too_long() -> str:
+    """A row's JSON holds an integer longer than Python converts (``sys.get_int_max_str_digits``)."""
+    return f"a number has more than {sys.get_int_max_str_digits():,} digits, more than mldebug reads"
 _SPACE = re.compile(r"[ \t\r\n]*")
 _STRUCTURE = re.compile(r'[\[\]{}"]')  # outside strings: what changes the nesting
 _STRING_END = re.compile(r'["\\]')  # inside a string: its end, or an escape
@@ -32,6 +40,7 @@ class Element:
     text: str | None  # its JSON text; None when it was too long to keep
     value: Any = None  # the decoded element (when text is not None)
     size: int = 0  # characters
+    error: str | None = None  # why the element cannot be a row (nested too deeply, a number too long)
 
 
 class _Buffer:
@@ -73,7 +82,7 @@ class _Buffer:
 
 def json_array_elements(path: Path, max_chars: int) -> Iterator[Element]:
     """Every element of the top-level array in ``path``, in order; those over ``max_chars`` without their text."""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         buf = _Buffer(fh, path)
         if buf.peek() != "[":
             raise InputError(f"{path}:{buf.line}: expected a JSON array")
@@ -108,7 +117,7 @@ def _element(buf: _Buffer, index: int, max_chars: int) -> Element:
         try:
             value, end = decoder.raw_decode(buf.text, buf.pos)
         except RecursionError:
-            raise InputError(f"{buf.path}:{buf.line}: row {index} is nested too deeply") from None
+            return _skip_long(buf, index, _Extent(buf.text[buf.pos]), 0, NESTED_TOO_DEEPLY)
         except json.JSONDecodeError as exc:  # cut off by the chunk's end, or broken: the scan tells which
             extent = extent or _Extent(buf.text[buf.pos])
             found, resume = extent.end_in(buf.text, buf.pos + scanned)
@@ -120,6 +129,8 @@ def _element(buf: _Buffer, index: int, max_chars: int) -> Element:
             line = buf.line + buf.text.count("\n", buf.pos, exc.pos)
             column = exc.pos - buf.text.rfind("\n", 0, exc.pos)
             raise InputError(f"{buf.path}:{line}:{column}: row {index}: invalid JSON: {exc.msg}") from None
+        except ValueError:  # an integer over Python's digit limit
+            return _skip_long(buf, index, _Extent(buf.text[buf.pos]), 0, number_too_long())
         number_may_go_on = isinstance(value, (int, float)) and not _SCALAR_END.search(buf.text, end)
         if number_may_go_on and buf.more():  # "1" of "1.5": the rest is in the next chunk
             continue
@@ -130,8 +141,9 @@ def _element(buf: _Buffer, index: int, max_chars: int) -> Element:
         return element
 
 
-def _skip_long(buf: _Buffer, index: int, extent: _Extent, scanned: int) -> Element:
-    """Skip an element too long to inspect, keeping only its size (``extent`` has scanned ``scanned`` characters)."""
+def _skip_long(buf: _Buffer, index: int, extent: _Extent, scanned: int, error: str | None = None) -> Element:
+    """Skip an element too long (or, with ``error``, unfit) to inspect, keeping only its size (``extent`` has
+    scanned ``scanned`` characters)."""
     line, size, resume = buf.line, 0, buf.pos + scanned
     while True:
         end, resume = extent.end_in(buf.text, resume)
@@ -139,7 +151,7 @@ def _skip_long(buf: _Buffer, index: int, extent: _Extent, scanned: int) -> Eleme
         size += stop - buf.pos
         buf.advance(stop)
         if end is not None:
-            return Element(index, line, None, size=size)
+            return Element(index, line, None, size=size, error=error)
         if not buf.more():
             raise InputError(f"{buf.path}:{line}: row {index}: the JSON array is not closed (file truncated?)")
         resume = buf.pos

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular
 
 COMMANDS = (
     "from",
@@ -83,10 +84,17 @@ class _Command:
 def read_modelfile(path: Path) -> Modelfile:
     """Parse the Modelfile at `path`; FROM and ADAPTER paths resolve against its folder."""
     try:
-        raw = Path(path).read_bytes()
+        with open_regular(path) as stream:
+            raw = stream.read(MAX_MODELFILE_BYTES + 1)
     except OSError as exc:
         raise InputError(f"cannot read Modelfile {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_MODELFILE_BYTES:
+        raise InputError(f"{path}: the Modelfile is over {MAX_MODELFILE_BYTES // 2**20} MiB, more than mldebug reads "
+                         "(real ones are a few KiB; a template is at most 1,000,000 characters)")
     return parse_modelfile(_decode(raw), Path(path))
+
+
+MAX_MODELFILE_BYTES = 4 * 2**20
 
 
 def parse_modelfile(text: str, path: Path) -> Modelfile:

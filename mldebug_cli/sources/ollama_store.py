@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 
 MEDIA = "application/vnd.ollama.image."
 DEFAULT_HOST, DEFAULT_NAMESPACE, DEFAULT_TAG = "registry.ollama.ai", "library", "latest"
@@ -67,7 +68,7 @@ def find(name: str, root: Path | None = None) -> StoredModel | None:
 
     def text(kind: str) -> str | None:
         path = blob(kind)
-        return path.read_text(encoding="utf-8") if path is not None else None
+        return read_text(path) if path is not None else None
 
     params = text("params")
     stop = _stop_words(json.loads(params), manifest) if params else ()
@@ -76,7 +77,7 @@ def find(name: str, root: Path | None = None) -> StoredModel | None:
 
 def _layers(manifest: Path) -> dict[str, str]:
     try:
-        data: Any = json.loads(manifest.read_text(encoding="utf-8"))
+        data: Any = json.loads(read_text(manifest))
         return {layer["mediaType"]: layer["digest"] for layer in data["layers"]}
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{manifest}: not an Ollama manifest ({type(exc).__name__}: {exc})") from None

@@ -90,9 +90,12 @@ def _messages(value: Any, key: str) -> list[dict[str, Any]]:
             if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
                 raise RowProblem("DP013", f"{key}: message {i} has content parts that are not text", i)
             content = "".join(str(p.get("value", p.get("text", ""))) for p in content)
+        if content is None and message.get("tool_calls"):  # a tool-call turn: the template renders its calls
+            out.append(dict(message))
+            continue
         if not isinstance(content, str):
             raise RowProblem("DP013", f"{key}: message {i} content is {_kind(content)}, expected text", i)
-        out.append({"role": message["role"], "content": content})
+        out.append({**message, "content": content})  # tool_calls, tool_call_id, reasoning: the template reads them
     return out
 
 

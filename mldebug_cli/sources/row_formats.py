@@ -146,7 +146,43 @@ def _tools(row: dict[str, Any]) -> list[Any] | None:
 
 def _messages(row: dict[str, Any], detection: Detection) -> Chat:
     messages = row.get(detection.messages_key)
+    if isinstance(messages, list):
+        messages = [_typed_parts(m, i) if isinstance(m, dict) else m for i, m in enumerate(messages)]
     return Chat(_validated_messages(messages, detection.messages_key), _tools(row))
+
+
+def _typed_parts(message: dict[str, Any], index: int) -> dict[str, Any]:
+    """A message whose content is LLaMA-Factory's typed parts (``{"type": "text", "value": ...}``, its v1 data format)
+    read as its renderers read them: text parts joined into the content; in assistant turns ``reasoning`` parts are
+    the reasoning and ``tool_call`` parts (JSON of name and arguments) the tool calls. Any other part type, or one in
+    another role, LLaMA-Factory refuses ("Unsupported content type"), and so does this reader (DS010)."""
+    content = message.get("content")
+    if not (isinstance(content, list) and content and all(isinstance(p, dict) and "type" in p and "value" in p
+                                                          and "text" not in p for p in content)):
+        return message
+    allowed = ("text", "reasoning", "tool_call") if message.get("role") == "assistant" else ("text",)
+    text, reasoning, calls = [], [], []
+    for part in content:
+        kind, value = part["type"], part["value"]
+        if kind not in allowed or not isinstance(value, str):
+            raise RowProblem("DS010", f"a {kind!r} content part in a {message.get('role')} message: LLaMA-Factory's "
+                             "renderer raises (Unsupported content type)", index)
+        if kind == "tool_call":
+            try:
+                call = json.loads(value)
+            except json.JSONDecodeError:
+                raise RowProblem("DS010", "a tool_call content part that is not JSON: LLaMA-Factory raises (Invalid "
+                                 "tool call format)", index) from None
+            calls.append({"type": "function", "function": {"name": call.get("name"), "arguments": call.get("arguments", {})}})
+        else:
+            (text if kind == "text" else reasoning).append(value)
+    out = {k: v for k, v in message.items() if k != "content"}
+    out["content"] = "".join(text)
+    if reasoning:
+        out["reasoning_content"] = "".join(reasoning)
+    if calls:
+        out["tool_calls"] = calls
+    return out
 
 
 def _validated_messages(messages: Any, key: str, require_assistant: bool = True) -> list[dict[str, Any]]:
@@ -253,7 +289,7 @@ def _alpaca(row: dict[str, Any], detection: Detection) -> Chat:
         if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise RowProblem("DS010", "history must be a list of [instruction, response] pairs of text")
         messages += [{"role": "user", "content": pair[0]}, {"role": "assistant", "content": pair[1]}]
-    user = f"{instruction}\n{inp}" if inp else instruction
+    user = "\n".join(q for q in (instruction, inp) if q)  # LLaMA-Factory's converter: an empty instruction adds no line
     messages += [{"role": "user", "content": user}, {"role": "assistant", "content": output}]
     return Chat(messages)
 
@@ -287,7 +323,23 @@ def _tokenized(row: dict[str, Any], detection: Detection) -> Tokens:
         raise RowProblem("DS010", "labels is not a list of integers")
     if not input_ids:
         raise RowProblem("DS010", "input_ids is empty")
+    for position, token_id in enumerate(input_ids):
+        if not 0 <= token_id < MAX_TOKEN_ID:
+            raise RowProblem("DS010", f"input_ids holds {_short_int(token_id)} at position {position}: a token id is "
+                             f"from 0 to {MAX_TOKEN_ID - 1:,}")
+    for position, label in enumerate(labels or ()):
+        if not -MAX_TOKEN_ID <= label < MAX_TOKEN_ID:
+            raise RowProblem("DS010", f"labels holds {_short_int(label)} at position {position}: a label is a token "
+                             "id or -100")
     return Tokens(list(input_ids), None if labels is None else list(labels))
+
+
+MAX_TOKEN_ID = 2**31  # tokenizers keep ids in 32 bits; the largest vocabularies hold a few hundred thousand
+
+
+def _short_int(value: int) -> str:
+    text = f"{value:,}" if abs(value) < 10**30 else f"an integer of {len(str(abs(value)))} digits"
+    return text
 
 
 def _is_int_list(value: Any) -> bool:

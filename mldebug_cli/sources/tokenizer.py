@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, InputError
-from mldebug_cli.sources.hub import online, require_local_or_cached, stay_offline
+from mldebug_cli.core.safe_io import note_inputs, read_text, require_regular
+from mldebug_cli.sources.hub import online, require_local_or_cached, snapshot_folders, stay_offline
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tekken.json", "spiece.model")
 
@@ -45,11 +46,39 @@ def load_tokenizer(
             hint="point --tokenizer at the folder that holds tokenizer.json and tokenizer_config.json",
         )
     require_local_or_cached(spec, "tokenizer")
+    for folder in [path] if path.is_dir() else snapshot_folders(spec):  # a hub id: its cached files, the same way
+        _require_regular_files(folder)
     if path.is_dir() and not trust_remote_code:
         _refuse_remote_code(path)
     tokenizer = _auto_tokenizer(spec, trust_remote_code)
     template, template_source = _template(tokenizer, spec, chat_template)
     return LoadedTokenizer(tokenizer, spec, template, template_source, _generation_eos_ids(path))
+
+
+# What transformers reads from a tokenizer folder; one that is there but not a regular file (a FIFO, /dev/zero, a
+# dangling link) is an error before transformers sees the folder: it would block, eat memory, or be skipped
+# silently (a tokenizer.json skipped gives a tokenizer with no vocabulary, and every check passes on it).
+READ_BY_TRANSFORMERS = (
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
+    "vocab.txt", "merges.txt", "tokenizer.model", "spiece.model", "tekken.json", "chat_template.jinja",
+    "chat_template.json", "config.json", "generation_config.json",
+)
+
+
+def _require_regular_files(folder: Path) -> None:
+    for name in READ_BY_TRANSFORMERS:
+        path = folder / name
+        if not (path.exists() or path.is_symlink()):
+            continue
+        try:
+            require_regular(path)
+        except FileNotFoundError:
+            raise InputError(f"{path}: a symlink to a file that does not exist") from None
+    templates = folder / "additional_chat_templates"
+    if templates.is_dir():
+        for path in sorted(templates.iterdir())[:1000]:
+            require_regular(path)
+    note_inputs([folder])
 
 
 def _refuse_remote_code(path: Path) -> None:
@@ -126,7 +155,7 @@ def _template(tokenizer, spec: str, override: str | None) -> tuple[str | None, s
     if override is not None:
         path = Path(override)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path)
         except FileNotFoundError:
             raise InputError(f"{override}: no such chat template file", setting=SETTING_CHAT_TEMPLATE) from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -151,10 +180,10 @@ def _generation_eos_ids(folder: Path) -> tuple[int, ...]:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InputError(f"{path}: not readable JSON: {_one_line(exc)}") from None
 
 

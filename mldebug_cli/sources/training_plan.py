@@ -22,6 +22,7 @@ class Setting:
 
     value: Any
     key: str | None = None
+    own: bool = False  # a file mldebug picked for the framework (axolotl's named template), not a path the config names
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,8 @@ def checked_paths(config: ConfigFile, plan: TrainingPlan, allow_outside: bool) -
     if allow_outside:
         return plan
     roots = [Path.cwd().resolve(), Path(config.path).resolve().parent]
-    named = [(d.spec, d.key) for d in plan.datasets] + [(plan.chat_template.value, plan.chat_template.key),
-                                                       (plan.tokenizer.value, plan.tokenizer.key)]
+    template = [] if plan.chat_template.own else [(plan.chat_template.value, plan.chat_template.key)]
+    named = [(d.spec, d.key) for d in plan.datasets] + template + [(plan.tokenizer.value, plan.tokenizer.key)]
     for value, key in named:
         if not value or not Path(str(value)).exists():
             continue

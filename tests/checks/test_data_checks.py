@@ -188,13 +188,14 @@ def test_ds010_bad_lines_and_bad_messages_are_findings_and_the_rest_is_checked(t
 def test_ds011_unmapped_sharegpt_tag_and_a_role_the_template_drops(tmp_path, glaive_rows):
     row = json.loads(json.dumps(glaive_rows[0]))
     row["conversations"][1]["from"] = "bot"
+    # transformers: the tags mapped as LLaMA-Factory maps them (TRL keeps every tag as a role: DS011 on each row)
     path = write_jsonl(tmp_path / "sg.jsonl", [row, glaive_rows[1]])
-    hits = fired(path, QWEN25, "DS011")
+    hits = fired(path, QWEN25, "DS011", framework="transformers")
     assert set(hits) == {0} and "'bot'" in hits[0]
-    dropped = fired(GLAIVE, PHI3, "DS011")  # Phi-3's template renders no tool role
+    dropped = fired(GLAIVE, PHI3, "DS011", framework="transformers")  # Phi-3's template renders no tool role
     with_tool = {i for i, r in enumerate(glaive_rows) if any(t["from"] == "observation" for t in r["conversations"])}
     assert set(dropped) == with_tool
-    assert fired(GLAIVE, QWEN25, "DS011") == {}
+    assert fired(GLAIVE, QWEN25, "DS011", framework="transformers") == {}
 
 
 @needs_corpus
@@ -206,7 +207,7 @@ def test_ds011_a_system_message_rendered_only_at_inference(chats, alpaca_rows):
     hits = fired(path, NEMO, "DS011")
     assert set(hits) == {0}
     assert "does not appear in the training render, but the template renders it in the prompt at inference" in hits[0]
-    dropped = fired(GLAIVE, PHI3, "DS011")  # a role the template never renders, training or inference
+    dropped = fired(GLAIVE, PHI3, "DS011", framework="transformers")  # a role the template never renders, training or inference
     assert all("the template drops it" in message for message in dropped.values())
 
 
@@ -391,7 +392,7 @@ def test_ds024_and_ds025_templates_that_drop_tool_calls_and_tool_definitions(gla
     calls = {i for i, r in enumerate(glaive_rows) if any(t["from"] == "function_call" for t in r["conversations"])}
     with_tools = {i for i, r in enumerate(glaive_rows) if r.get("tools") not in (None, "", "[]")}
     assert calls and with_tools
-    dropped = fired(GLAIVE, PHI3, "DS024")  # Phi-3's template renders content only
+    dropped = fired(GLAIVE, PHI3, "DS024", framework="transformers")  # Phi-3's template renders content only
     assert set(dropped) == calls and "'search_recipes'" in dropped[0]
-    assert set(fired(GLAIVE, PHI3, "DS025")) == with_tools
-    assert fired(GLAIVE, QWEN25, "DS024") == {} and fired(GLAIVE, QWEN25, "DS025") == {}
+    assert set(fired(GLAIVE, PHI3, "DS025", framework="transformers")) == with_tools
+    assert fired(GLAIVE, QWEN25, "DS024", framework="transformers") == {} and fired(GLAIVE, QWEN25, "DS025", framework="transformers") == {}

@@ -75,9 +75,10 @@ def test_dp007_eos_doubled_by_a_reply_that_carries_it(tmp_path):
     assert set(hits) == {0} and "two EOS" in hits[0]
 
 
-def test_dp007_llama3_template_opens_a_header_after_the_last_turn():
-    hits = fired(ROWS / "rows_dpo_conversational.json", LLAMA3, "DP007")
-    assert len(hits) == 9 and "after its end-of-turn" in hits[0]
+def test_dp007_leaves_the_header_llama3s_template_opens_after_every_last_turn():
+    """The original Llama 3 template ends every conversation with a new assistant header: the template's design,
+    the same in every row (issue 21: never a warning), not something a row adds."""
+    assert fired(ROWS / "rows_dpo_conversational.json", LLAMA3, "DP007") == {}
 
 
 def test_dp008_special_token_text_in_a_reply():
@@ -128,10 +129,12 @@ def test_dp013_a_row_of_another_shape(tmp_path):
 @pytest.mark.parametrize("name", ["dpo_en_demo.json", "kto_en_demo.json", "v1_dpo_demo.jsonl"])
 @pytest.mark.parametrize("tokenizer", [QWEN25, QWEN3], ids=["qwen2.5", "qwen3"])
 def test_real_preference_data_is_clean(name, tokenizer):
-    """LLaMA-Factory's demo sets, with a max_length that fits their longest prompts: no DP finding at all."""
+    """LLaMA-Factory's demo sets, with a max_length that fits their longest prompts: no DP finding on the pairs; TRL
+    itself cannot read those shapes (DP015, once: tests/frameworks/test_trust_claims.py runs its trainers)."""
     report = build_report(InspectOptions(dataset=str(LLAMA_FACTORY / name), tokenizer=str(tokenizer), all_rows=True,
                                          max_length=8192))
-    assert [(f.code, f.location.row, f.message) for f in report.findings] == []
+    assert [(f.code, f.location.row, f.message) for f in report.findings if f.code != "DP015"] == []
+    assert [f.code for f in report.findings if f.code == "DP015"] == ["DP015"]
     assert report.summary["rows_checked"] == report.summary["rows"] > 0
 
 

@@ -68,7 +68,7 @@ def test_llama_factory_config_reads_dataset_info_and_splits_the_length_budget():
     result = preflight(config, "-f", "json")
     assert result.exit_code == 1
     found = findings(result)
-    ignored = next(f for f in found if f["code"] == "LR004")  # warmup_ratio was removed in transformers 5.2
+    ignored = next(f for f in found if f["code"] == "LR004")  # warmup_ratio was removed in transformers 5.15
     assert ignored["location"]["key"] == "warmup_ratio" and ignored["location"]["line"] == config_line(config, "warmup_ratio")
     long_row = next(f for f in found if f["code"] == "DS007")
     assert long_row["location"]["row"] == 23 and long_row["location"]["key"] == "cutoff_len"

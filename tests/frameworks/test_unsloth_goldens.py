@@ -41,6 +41,8 @@ def test_labels_and_dropped_rows_equal_unsloths_own(case):
 def test_the_goldens_train_something_and_mask_something():
     """The goldens are worth comparing with: every case trains some tokens and masks others, in several rows."""
     for case in GOLDENS["cases"]:
+        if case["variant"] == "mistyped_response_part":  # trains nothing on purpose: every row dropped
+            continue
         labels = [label for row in case["rows"] for label in row["labels"]]
         assert -100 in labels and any(label != -100 for label in labels), case_id(case)
     last = {case_id(c): c for c in GOLDENS["cases"]}

@@ -128,11 +128,13 @@ def test_deeply_nested_jsonl_lines_are_findings(tmp_path):
     assert json.loads(result.stdout)["summary"]["rows_failed"] == 2
 
 
-def test_a_json_array_nested_too_deeply_to_parse_is_a_one_line_error(tmp_path):
+def test_a_json_array_element_nested_too_deeply_to_parse_is_a_finding_and_the_rest_is_checked(tmp_path):
     path = tmp_path / "deep.json"
-    path.write_text("[\n" + json.dumps(OK_ROW) + ",\n" + "[" * 100_000 + "]" * 100_000 + "\n]")
+    path.write_text("[\n" + json.dumps(OK_ROW) + ",\n" + "[" * 100_000 + "]" * 100_000 + ",\n" + json.dumps(OK_ROW) + "\n]")
     result = inspect(path)
-    assert_one_line_error(result.exit_code, result.stderr, f"{path}:3: row 1 is nested too deeply")
+    assert result.exit_code == 1
+    assert findings(result.stdout) == [("DS010", "invalid-messages", 1, 3, "JSON nested too deeply")]
+    assert json.loads(result.stdout)["summary"]["rows_checked"] == 3
 
 
 def test_parquet_rows_over_the_size_limit_are_findings(tmp_path):

@@ -55,7 +55,7 @@ def test_lr003_is_absent_when_warmup_starts_above_zero(findings):
 @pytest.mark.parametrize(
     "config,key,words",
     [
-        ({**BASE, "warmup_steps": 0, "warmup_ratio": 0.1}, "warmup_ratio", "removed in 5.2"),
+        ({**BASE, "warmup_steps": 0, "warmup_ratio": 0.1}, "warmup_ratio", "removed in 5.15"),
         ({**BASE, "lr_scheduler_type": "constant_with_warmup", "lr_scheduler_kwargs": {"num_cycles": 2}},
          "lr_scheduler_kwargs", "passes no kwargs"),
         ({**BASE, "lr_scheduler_type": "reduce_lr_on_plateau", "eval_strategy": "epoch"}, "warmup_steps",

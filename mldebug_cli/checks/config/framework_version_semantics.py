@@ -3,8 +3,8 @@
 What it finds
     Keys that mean different things across versions of the framework the config runs on, when
     mldebug had to assume the version (the installed one): `warmup_ratio` (transformers 4.x:
-    `ceil(ratio * total steps)` unless `warmup_steps` is set; 5.0-5.1: copied over
-    `warmup_steps`; 5.2 and later: not a field, the file is rejected) and a `warmup_steps`
+    `ceil(ratio * total steps)` unless `warmup_steps` is set; 5.0-5.14: copied over
+    `warmup_steps`; 5.15 and later: not a field, the file is rejected) and a `warmup_steps`
     below 1 (a ratio from transformers 5.0, a step count before); axolotl keys its schema lists as
     deprecated (`DeprecatedParameters`), which older axolotl versions read as settings. Each
     framework profile (`mldebug_cli/frameworks`) names its keys. The message says which version

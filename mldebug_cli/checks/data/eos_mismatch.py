@@ -10,6 +10,9 @@ Example
 Phi-3: turns end with `<|end|>`, EOS is `<|endoftext|>`; without `eos_token_id: [32000, 32007]` in
 generation_config.json, generation does not stop at `<|end|>`.
 
+Not with LLaMA-Factory templates that set `replace_eos` (llama3, phi, qwen, ...): LLaMA-Factory makes the
+template's first stop word the tokenizer's EOS, and saves the tokenizer so.
+
 Fix
 List the end-of-turn id in generation_config.json `eos_token_id` (and in your server's stop tokens),
 or set the tokenizer's eos_token to it.
@@ -32,6 +35,8 @@ SUBJECT = "setup"
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
     facts = setup.template_facts
     if not setup.chat or facts is None or not facts.end_of_turn or facts.end_of_turn == setup.eos_text:
+        return
+    if setup.rows.eos_is_turn_end:  # LLaMA-Factory's replace_eos: the trained tokenizer's EOS is the turn end
         return
     if setup.end_of_turn_id is not None and setup.end_of_turn_id in setup.generation_eos_ids:
         return

@@ -10,6 +10,8 @@ character for character), and raises `ValueError` for any other template; mldebu
 training template, read from the installed trl package, and says which. Other trainers fall back to
 their own turn finders, whose masks can differ from what you expect.
 
+With TRL, `assistant_only_loss` on plain-text rows is an error too: SFTTrainer raises before training.
+
 Example
 Every published Qwen2.5, Qwen3 and Phi-3 template: none has generation markers. With `--framework trl
 --train-on assistant`, Qwen2.5's template becomes TRL's `qwen2_5_training.jinja` (info); a Mistral template
@@ -35,6 +37,15 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
+    if setup.framework == "trl" and setup.train_on == "assistant" and setup.row_format == "text":
+        yield Hit(
+            "assistant_only_loss is set but the rows are plain text, not conversations: SFTTrainer raises ValueError"
+            " (\"You set `assistant_only_loss=True`, but the dataset is not conversational\") before training",
+            "give messages rows, or drop assistant_only_loss (text rows train on every token)",
+            setup.location(),
+            Severity.ERROR,
+        )
+        return
     if not setup.chat or setup.train_on not in ("assistant", "last") or setup.facts.own_templates:
         return  # a framework's own templates (LLaMA-Factory) mask by their slots, not the chat template
     if setup.training_template is not None and setup.training_template.outcome != "own":

@@ -9,6 +9,11 @@ Why it matters for training
 Dropped messages vanish from the training text without an error, and unmapped assistant tags leave
 turns untrained.
 
+Under TRL (and Unsloth, which trains through TRL's SFTTrainer), ShareGPT `conversations` keep their tags
+as roles: TRL renames `from`/`value` to `role`/`content` and nothing more, so `human`/`gpt` turns reach the
+template as roles it does not know (Qwen2.5's renders none of them: each row trains its default system
+prompt only). Every such row is this error.
+
 Example
 Phi-3's template renders no `tool` role: the tool result disappears and the answer after it is
 trained without its evidence. Mistral-Nemo's template renders the system message only inside the last
@@ -45,6 +50,9 @@ def run(row: Row, setup: Setup) -> Iterator[Hit]:
         return
     if not row.ok or not row.text or not setup.template:
         return
+    if getattr(setup.rows, "keeps_sharegpt_tags", False) and setup.row_format == "sharegpt":
+        yield from _tags_kept(row, setup)
+        return
     for i, message in enumerate(row.messages):
         role = message.get("role")
         if role not in CHAT_ROLES and f"{role}" not in setup.template:
@@ -63,6 +71,24 @@ def run(row: Row, setup: Setup) -> Iterator[Hit]:
             yield Hit(f"the {role} message {show(content)} does not appear in the rendered prompt: the template drops it",
                       "map the role to one the template renders, or use a template that supports it", row.location(i))
             return
+
+
+def _tags_kept(row: Row, setup: Setup) -> Iterator[Hit]:
+    """A ShareGPT row whose tags the trainer keeps as roles (TRL's maybe_convert_to_chatml)."""
+    tagged = [i for i, m in enumerate(row.messages) if m.get("role") not in CHAT_ROLES]
+    if not tagged:
+        return
+    tags = ", ".join(dict.fromkeys(str(row.messages[i]["role"]) for i in tagged))
+    lost = [i for i in tagged if content_text(row.messages[i].get("content")).strip()
+            and content_text(row.messages[i].get("content")).strip() not in row.text]
+    what = (f"the chat template renders none of those {len(tagged)} turns" if len(lost) == len(tagged) else
+            f"the chat template drops {len(lost)} of those {len(tagged)} turns" if lost else
+            "the chat template renders them under those role names")
+    yield Hit(f"{setup.framework} keeps ShareGPT's from tags as roles ({tags}): {what}, so the row trains "
+              f"{row.trained:,} tokens: {show(row.text)}",
+              "convert the rows before the trainer (human -> user, gpt -> assistant, system -> system; function_call "
+              "-> an assistant tool_calls message, observation -> tool), or train with LLaMA-Factory or axolotl, which "
+              "map them", row.location(tagged[0]))
 
 
 def _rendered_at_inference(row, setup, index: int, content: str) -> bool:

@@ -33,5 +33,6 @@ def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
         return
     eos = None if setup.conversational else setup.eos_text
     for side, reply in pair.replies.items():
-        if not without_eos(reply_text(reply), eos).strip():
+        calls = not isinstance(reply, str) and any(isinstance(m, dict) and m.get("tool_calls") for m in reply)
+        if not without_eos(reply_text(reply), eos).strip() and not calls:  # a tool call is a reply
             yield Hit(f"the {side} reply is empty", "drop the row or fill the reply", pair.location(side))

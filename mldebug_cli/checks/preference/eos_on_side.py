@@ -13,6 +13,12 @@ plain text `"chosen": "2 and 3.</s>\\n"` with Mistral: TRL appends another `</s>
 Llama-3-Instruct template always opens a new assistant header after the last turn, so every completion ends
 `<|eot_id|><|start_header_id|>assistant<|end_header_id|>` and the model is trained to continue past its stop.
 
+What the template writes after every final assistant reply by design is not a finding: Phi-3's template ends each
+conversation `<|end|>\\n<|endoftext|>` (end-of-turn, then EOS), the original Llama 3 template opens the next assistant
+header after `<|eot_id|>`; a completion that ends exactly as the template closes every conversation is left alone
+(its effect is the template's, the same in every row, for the template checks to judge). Only what the row adds
+(EOS text in the reply, ORPO's appended EOS id) is reported.
+
 Fix
 Leave EOS out of the text (TRL adds it), or strip what follows it; for chats, use a template that closes the
 assistant turn.
@@ -35,10 +41,11 @@ SUBJECT = "pair"
 def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
     if not pair.ok or not setup.stop_ids or setup.task == "grpo":
         return
+    design = _tail(list(setup.template_closing), setup) if setup.template_closing else None
     for side in pair.joint_ids:
         ids = pair.completion_ids(side)
         tail = _tail(ids, setup)
-        if not tail:
+        if not tail or tail == design:  # the template closes every conversation this way
             continue
         if tail[-1] not in setup.stop_ids:
             after = ", after its end-of-turn: tokens after it are trained too" if set(ids) & setup.stop_ids else \

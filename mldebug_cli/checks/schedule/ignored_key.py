@@ -2,9 +2,9 @@
 
 What it finds
     Keys the framework ignores or rejects, judged at the target transformers version (see CF003):
-    ``warmup_ratio`` in transformers >= 5.2 (removed; ``HfArgumentParser`` rejects the file, and
+    ``warmup_ratio`` in transformers >= 5.15 (removed; ``HfArgumentParser`` rejects the file, and
     where extra keys are allowed the key is dropped), ``warmup_steps`` next to ``warmup_ratio`` in
-    5.0-5.1 (the ratio replaces it), ``warmup_ratio`` next to ``warmup_steps`` in 4.x (the steps
+    5.0-5.14 (the ratio replaces it), ``warmup_ratio`` next to ``warmup_steps`` in 4.x (the steps
     win) and in axolotl (which refuses the pair), a ``warmup_steps`` below 1 before 5.0 (a count),
     ``lr_scheduler_kwargs`` for ``constant``/``constant_with_warmup`` (get_scheduler passes them
     nothing), warmup for ``reduce_lr_on_plateau``/``greedy``, axolotl's ``cosine_min_lr_ratio``

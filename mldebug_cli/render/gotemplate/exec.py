@@ -78,8 +78,18 @@ class Template:
         return dataclasses.replace(self, root=root)
 
 
+MAX_SOURCE_CHARS = 1_000_000  # real Ollama templates are a few KiB; parsing is linear but its nodes are not small
+MAX_TOKENS = 100_000  # actions and text runs of one template
+
+
 def parse(source: str, func_names: Collection[str] = ()) -> Template:
     """Parse Go template text; `func_names` are the non-builtin functions it may call."""
+    if len(source) > MAX_SOURCE_CHARS:
+        raise TemplateLimitError(f"the template is {len(source):,} characters long, over the {MAX_SOURCE_CHARS:,} "
+                                 "mldebug parses")
+    if source.count("{{") > MAX_TOKENS:
+        raise TemplateLimitError(f"the template has {source.count('{{'):,} actions, over the {MAX_TOKENS:,} "
+                                 "mldebug parses")
     tokens = _Lexer(source).run()
     known = set(_BUILTINS) | _LAZY_BUILTINS | {"printf"} | set(func_names)
     root, defined = _Parser(source, tokens, known).parse()

@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.safe_io import open_regular
 
 FORMATS = {
     "trainer-state": "trainer_state",
@@ -65,7 +66,7 @@ def _detect_folder(folder: Path) -> tuple[str, Path]:
 
 def _detect_file(path: Path) -> str:
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:
             head = stream.read(SNIFF_BYTES)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
@@ -127,4 +128,14 @@ def read_run(path: str | Path, fmt: str | None = None, run_id: str | None = None
         fmt, path = detect(path)
     elif not path.exists():
         raise InputError(f"{path}: no such file or folder")
-    return build_run(path, fmt, lambda sink: read_raw(path, fmt, sink, run_id))
+    run = build_run(path, fmt, lambda sink: read_raw(path, fmt, sink, run_id))
+    crashed = bool(run.meta.get("errors"))  # a console log that died before its first step: RN040 reads the crash
+    if not crashed and not any(len(series.steps) for series in run.series.values()):  # never a silent "no findings"
+        raise InputError(f"{path}: no metric was read from this {fmt} log" + _why_empty(run),
+                         hint="check that this is the run's log, and that the run logged at least one step")
+    return run
+
+
+def _why_empty(run) -> str:
+    notes = [note.message for note in run.notes][:1]
+    return f" ({notes[0]})" if notes else ""

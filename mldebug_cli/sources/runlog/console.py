@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.sources.runlog.crash import CrashScan
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, numeric_items
 from mldebug_cli.sources.runlog.torchtune import parse as torchtune_line
@@ -118,7 +119,7 @@ def _keep_crash(crashed: CrashScan, scan: _Steps, sink: LogSink) -> None:
 
 def _each_line(path: Path, handle) -> None:
     try:
-        with path.open("r", encoding="utf-8", errors="replace") as stream:
+        with open_regular(path, "r", encoding="utf-8", errors="replace") as stream:
             for number_, line in enumerate(stream, 1):
                 handle(line, number_)
     except OSError as exc:

@@ -8,14 +8,16 @@ import csv
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
+MAX_METRIC_COLUMNS = 10_000  # a W&B export has tens; more is not a training log, and each row would cost them all
 STEP_COLUMNS = ("train/global_step", "Step", "step", "global_step", "_step")
 
 
 def read(path: Path, sink: LogSink) -> None:
     try:
-        with path.open("r", encoding="utf-8", errors="replace", newline="") as stream:
+        with open_regular(path, "r", encoding="utf-8-sig", errors="replace", newline="") as stream:
             reader = csv.reader(stream)
             header = next(reader, None)
             if not header:
@@ -41,19 +43,23 @@ def _columns(path: Path, header: list[str], sink: LogSink) -> tuple[int, list[tu
     step_index = next((header.index(c) for c in STEP_COLUMNS if c in header), None)
     if step_index is None:
         raise InputError(f"{path}: no step column (one of {', '.join(STEP_COLUMNS)}) in the CSV header")
-    runs: list[str] = []
+    runs: dict[str, None] = {}  # in order of first column
     columns: list[tuple[int, str]] = []
     for index, name in enumerate(header):
         if index == step_index or name.endswith(("__MIN", "__MAX")) or name.startswith("_"):
             continue
         run, sep, metric = name.rpartition(" - ")
         if sep:
-            if run not in runs:
-                runs.append(run)
-            if run != runs[0]:
+            runs.setdefault(run)
+            if run != next(iter(runs)):
                 continue
             name = metric
         columns.append((index, name))
+    if len(columns) > MAX_METRIC_COLUMNS:
+        sink.note("bad-record", f"the CSV has {len(columns):,} metric columns; the first {MAX_METRIC_COLUMNS:,} "
+                  "were read (mldebug's limit)")
+        columns = columns[:MAX_METRIC_COLUMNS]
+    runs = list(runs)  # type: ignore[assignment]
     if len(runs) > 1:
         sink.note("bad-record", f"the CSV holds {len(runs)} runs; only the first ({runs[0]!r}) was read")
     if runs:

@@ -3,11 +3,14 @@
 JSONL, torchtune and console logs, TensorBoard event files and MLflow metric files are followed from
 where the last read stopped (a line or record the writer has not finished waits for the next read);
 ``trainer_state.json`` is rewritten whole at each save, and W&B, CSV and ``mlflow.db`` are read whole
-too. Each ``poll()`` returns the Run of everything read so far.
+too. Each ``poll()`` returns the Run of everything read so far. A followed file is known by its identity
+(device, inode) and size: truncated, or replaced by a new file under its name (log rotation, a re-run), it is
+read again from its start, and a note says so.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from mldebug_cli.sources.runlog import detect, read_raw
@@ -25,6 +28,7 @@ class Follower:
         self.incremental = self.fmt in INCREMENTAL and not (self.fmt == "mlflow" and self.path.is_file())
         self.store, self.sink = self._fresh()
         self.readers: dict[Path, object] = {}
+        self.identities: dict[Path, tuple[int, int, int]] = {}  # (device, inode, size) when last read
         self.mlflow_run: Path | None = None
 
     def _fresh(self) -> tuple[RowStore, LogSink]:
@@ -33,15 +37,44 @@ class Follower:
 
     def poll(self) -> Run:
         if self.incremental:
+            restarted = self._restarted()
+            if restarted:
+                self.readers, self.identities = {}, {}
+                self.store, self.sink = self._fresh()
             if not self.readers:
                 self._first_read()
             else:
                 self._feed()
+            if restarted:
+                self.sink.note("restart", restarted)
+            self._remember_identities()
             if self.incremental:  # still: a console log may have just lost its step counts
                 return finish(self.path, self.fmt, self.store, self.sink, copy=True)
         self.store, self.sink = self._fresh()
         read_raw(self.path, self.fmt, self.sink, self.run_id)
         return finish(self.path, self.fmt, self.store, self.sink)
+
+    def _restarted(self) -> str | None:
+        """Why the followed files must be read again from the start (a file truncated, or replaced by another
+        file under its name), else None. A file that is gone is the watch's to judge (it waits, then ends)."""
+        for file, (device, inode, size) in self.identities.items():
+            try:
+                now = os.stat(file)
+            except OSError:
+                continue
+            if (now.st_dev, now.st_ino) != (device, inode):
+                return f"{file} was replaced by a new file; read again from its start"
+            if now.st_size < size:
+                return f"{file} was truncated ({size:,} to {now.st_size:,} bytes); read again from its start"
+        return None
+
+    def _remember_identities(self) -> None:
+        for file in self.readers:
+            try:
+                now = os.stat(file)
+            except OSError:
+                continue
+            self.identities[file] = (now.st_dev, now.st_ino, now.st_size)
 
     def _first_read(self) -> None:
         """The first read is the ordinary one (it checks the format and says what is wrong); then the

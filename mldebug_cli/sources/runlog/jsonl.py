@@ -103,7 +103,7 @@ def _batch(lines: list[str]) -> list[dict] | None:
     is exactly one JSON object; else None."""
     try:
         entries = json.loads("[" + ",".join(lines) + "]")
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: also an integer over Python's digit limit
         return None
     if len(entries) != len(lines) or not all(type(e) is dict for e in entries):
         return None
@@ -113,6 +113,6 @@ def _batch(lines: list[str]) -> list[dict] | None:
 def _entry(line: str) -> dict | None:
     try:
         entry = json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: also an integer over Python's digit limit
         return None
     return entry if isinstance(entry, dict) else None

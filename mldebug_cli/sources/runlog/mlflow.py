@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import inside, open_regular, read_text
 from mldebug_cli.sources.runlog.model import SUMMARY_KEYS
-from mldebug_cli.sources.runlog.records import AppendedLines, LogSink
+from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, as_step
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DB_NAME = "mlflow.db"
@@ -110,7 +111,7 @@ def _meta(path: Path) -> dict[str, str]:
     """The flat ``key: value`` lines of an MLflow ``meta.yaml`` (quotes stripped; nested values ignored)."""
     values: dict[str, str] = {}
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_text(path, errors="replace")
     except OSError:
         return values
     for line in text.splitlines():
@@ -136,7 +137,7 @@ def run_folder(folder: Path, run_id: str | None, sink: LogSink) -> Path:
     params = {}
     for key in META_PARAMS:
         try:
-            params[key] = (run.where / "params" / key).read_text(encoding="utf-8", errors="replace")
+            params[key] = read_text((run.where / "params" / key), errors="replace")
         except OSError:
             continue
     _params_meta(params, sink)
@@ -146,7 +147,7 @@ def run_folder(folder: Path, run_id: str | None, sink: LogSink) -> Path:
 def metric_files(run: Path) -> list[tuple[Path, str]]:
     """(file, metric key) of each metric file of a run folder; a key with ``/`` is nested folders."""
     metrics = run / "metrics"
-    return [(p, p.relative_to(metrics).as_posix()) for p in sorted(metrics.rglob("*")) if p.is_file()]
+    return [(p, p.relative_to(metrics).as_posix()) for p in inside(run, sorted(metrics.rglob("*"))) if p.is_file()]
 
 
 def _params_meta(params: dict[str, str], sink: LogSink) -> None:
@@ -186,8 +187,10 @@ class MetricFile:
             if len(parts) not in (2, 3, 5):
                 raise ValueError
             value = float(parts[1])
-            step = int(parts[2]) if len(parts) >= 3 else 0
+            step = as_step(parts[2]) if len(parts) >= 3 else 0
             int(parts[0])
+            if step is None:  # Inf, NaN, or beyond any run's length
+                raise ValueError
         except ValueError:
             self.bad += 1
             if self.bad <= MAX_BAD_LINES_NOTED:
@@ -229,7 +232,7 @@ def _read_database(path: Path, sink: LogSink, run_id: str | None) -> None:
     if not path.is_file():
         raise InputError(f"{path}: no such MLflow database")
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:
             if stream.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
                 raise InputError(f"{path}: not an SQLite database (an MLflow store is mlruns/ or mlflow.db)")
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=LOCK_TIMEOUT)
@@ -238,10 +241,16 @@ def _read_database(path: Path, sink: LogSink, run_id: str | None) -> None:
     try:
         run = choose(_database_runs(connection, path), run_id, path, sink)
         rows = connection.execute("SELECT key, value, step, is_nan FROM metrics WHERE run_uuid = ?", (run.run_id,))
-        points = 0
+        points = bad = 0
         for key, value, step, is_nan in rows:
             points += 1
-            _add(sink, str(key), _as_int(step), _db_value(value, is_nan))
+            if as_step(step) is None:  # a step of Inf (SQLite keeps it), NaN or beyond any run's length
+                bad += 1
+                continue
+            _add(sink, str(key), as_step(step), _db_value(value, is_nan))
+        if bad:
+            sink.note("bad-record", f"{path}: {bad} metric rows of run {run.run_id} have a step that is not a "
+                      "whole number (Inf, NaN or over 2^62); skipped")
         if not points:
             raise InputError(f"{path}: the MLflow run {run.run_id} has no metrics")
         marks = ",".join("?" * len(META_PARAMS))
@@ -280,7 +289,7 @@ def _db_value(value, is_nan) -> float:
 def _as_int(value) -> int:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 

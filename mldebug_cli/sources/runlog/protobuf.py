@@ -23,8 +23,14 @@ def varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def fields(data: bytes) -> Iterator[tuple[int, int, object]]:
-    """(field number, wire type, value): int for varint/fixed, bytes for length-delimited."""
+VARINT, FIXED64, BYTES, FIXED32 = 0, 1, 2, 5
+
+
+def fields(data: bytes, expected: dict[int, tuple[int, ...]] | None = None) -> Iterator[tuple[int, int, object]]:
+    """(field number, wire type, value): int for varint, bytes for the others.
+
+    ``expected`` maps the field numbers a reader uses to the wire types it can take: one of another type (a
+    float where a string should be) is a WireError, never a value of the wrong kind handed on."""
     pos, end = 0, len(data)
     while pos < end:
         key, pos = varint(data, pos)
@@ -46,6 +52,8 @@ def fields(data: bytes) -> Iterator[tuple[int, int, object]]:
             value, pos = data[pos:pos + 4], pos + 4
         else:
             raise WireError(f"unsupported wire type {wire}")
+        if expected is not None and number in expected and wire not in expected[number]:
+            raise WireError(f"field {number} has wire type {wire}, expected {' or '.join(map(str, expected[number]))}")
         yield number, wire, value
 
 

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mldebug_cli.core.safe_io import open_regular
+
 _TENSOR = re.compile(r"^tensor\((.*?)(?:,.*)?\)$")
 
 
@@ -68,7 +70,7 @@ def number(value: Any) -> float | None:
         try:
             return float(value)
         except OverflowError:  # a Python int beyond float range
-            return math.copysign(math.inf, value)
+            return math.inf if value > 0 else -math.inf  # copysign would convert the int too
     return None
 
 
@@ -117,7 +119,7 @@ class AppendedLines:
 
     def batches(self):
         """(number of the first line, the lines) of each chunk's complete lines; ``line`` ends at the last."""
-        with open(self.path, "rb") as stream:
+        with open_regular(self.path) as stream:
             stream.seek(self.offset)
             pending = b""
             while True:

@@ -14,7 +14,18 @@ import struct
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.runlog.protobuf import WireError, as_double, as_float32, fields, signed64
+from mldebug_cli.core.safe_io import inside, open_regular
+from mldebug_cli.sources.runlog.protobuf import (
+    BYTES,
+    FIXED32,
+    FIXED64,
+    VARINT,
+    WireError,
+    as_double,
+    as_float32,
+    fields,
+    signed64,
+)
 from mldebug_cli.sources.runlog.records import LogSink
 
 PATTERN = "events.out.tfevents*"
@@ -23,7 +34,7 @@ DT_FLOAT, DT_DOUBLE = 1, 2
 
 
 def event_files(folder: Path) -> list[Path]:
-    return sorted(folder.rglob(PATTERN), key=lambda p: (p.name, str(p)))
+    return inside(folder, sorted(folder.rglob(PATTERN), key=lambda p: (p.name, str(p))))
 
 
 def read(path: Path, sink: LogSink) -> None:
@@ -46,6 +57,7 @@ class EventFile:
         self.path = path
         self.offset = 0
         self.events = 0
+        self.bad_events = 0
         self.broken = False
 
     def feed(self, sink: LogSink, final: bool = False) -> int:
@@ -54,7 +66,7 @@ class EventFile:
             return 0
         before = self.events
         try:
-            with self.path.open("rb") as stream:
+            with open_regular(self.path) as stream:
                 stream.seek(self.offset)
                 while True:
                     header = stream.read(12)
@@ -69,8 +81,13 @@ class EventFile:
                         return self._stop(sink, "a truncated last record") if final else self.events - before
                     try:
                         _event(payload, sink)
-                    except WireError as exc:
-                        return self._stop(sink, f"an unreadable event ({exc})")
+                    except WireError as exc:  # the framing holds: this event is skipped, the rest is read
+                        if self.events == 0 and self.offset == 0:
+                            return self._stop(sink, f"an unreadable event ({exc})")
+                        self.bad_events += 1
+                        if self.bad_events == 1:
+                            sink.note("bad-record", f"{self.path.name}: event {self.events + 1} could not be "
+                                      f"decoded ({exc}); skipped, and so is any other such event")
                     self.offset += 16 + length
                     self.events += 1
         except OSError as exc:
@@ -91,7 +108,7 @@ def _stop(sink: LogSink, path: Path, events: int, what: str) -> int:
 
 def _event(payload: bytes, sink: LogSink) -> None:
     step, summary = 0, None
-    for number, _wire, value in fields(payload):
+    for number, _wire, value in fields(payload, {2: (VARINT,), 5: (BYTES,)}):
         if number == 2:
             step = signed64(value)  # type: ignore[arg-type]
         elif number == 5:
@@ -99,7 +116,7 @@ def _event(payload: bytes, sink: LogSink) -> None:
     if summary is None:
         return
     values: dict[str, float] = {}
-    for number, _wire, value in fields(summary):  # type: ignore[arg-type]
+    for number, _wire, value in fields(summary, {1: (BYTES,)}):  # type: ignore[arg-type]
         if number == 1:
             tag_value = _scalar(value)  # type: ignore[arg-type]
             if tag_value is not None:
@@ -110,7 +127,7 @@ def _event(payload: bytes, sink: LogSink) -> None:
 
 def _scalar(value: bytes) -> tuple[str, float] | None:
     tag, scalar = None, None
-    for number, _wire, item in fields(value):
+    for number, _wire, item in fields(value, {1: (BYTES,), 2: (FIXED32,), 8: (BYTES,)}):
         if number == 1:
             tag = item.decode("utf-8", "replace")  # type: ignore[union-attr]
         elif number == 2:
@@ -122,11 +139,12 @@ def _scalar(value: bytes) -> tuple[str, float] | None:
 
 def _tensor_scalar(tensor: bytes) -> float | None:
     dtype, dims, found = 0, 0, []
-    for number, wire, item in fields(tensor):
+    for number, wire, item in fields(tensor, {1: (VARINT,), 2: (BYTES,), 4: (BYTES,), 5: (FIXED32, BYTES),
+                                              6: (FIXED64, BYTES)}):
         if number == 1:
             dtype = item
         elif number == 2:
-            dims = sum(1 for n, _w, _v in fields(item) if n == 2)  # type: ignore[arg-type]
+            dims = sum(1 for n, _w, _v in fields(item, {2: (BYTES,)}) if n == 2)  # type: ignore[arg-type]
         elif number == 4:
             found = _unpack(item, dtype)  # type: ignore[arg-type]
         elif number == 5:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import long_number_message, open_regular, read_text
 from mldebug_cli.sources.runlog.records import LogSink, as_step, numeric_items
 
 FILE = "trainer_state.json"
@@ -41,7 +43,7 @@ def newest_state(folder: Path) -> Path | None:
 def _global_step(path: Path) -> int | None:
     """``global_step`` from the head of the file (``sort_keys`` puts it before ``log_history``), else the whole."""
     try:
-        with path.open("r", encoding="utf-8") as stream:
+        with open_regular(path, "r", encoding="utf-8-sig") as stream:
             head = stream.read(HEAD_CHARS)
     except (OSError, UnicodeDecodeError):
         return None
@@ -49,15 +51,15 @@ def _global_step(path: Path) -> int | None:
     if found:
         return int(found.group(1))
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        state = json.loads(read_text(path))
+    except (OSError, ValueError, RecursionError):
         return None
     return as_step(state.get("global_step")) if isinstance(state, dict) else None
 
 
 def read(path: Path, sink: LogSink) -> None:
     try:
-        with path.open("r", encoding="utf-8") as stream:
+        with open_regular(path, "r", encoding="utf-8-sig") as stream:
             history = _History(path, stream, sink)
             outside = history.stream()
     except (OSError, UnicodeDecodeError) as exc:
@@ -80,6 +82,11 @@ def _parse(path: Path, text: str):
         raise _json_error(path, exc.lineno, exc.msg) from None
     except RecursionError:
         raise InputError(f"{path}: the JSON is nested too deeply to be a trainer_state.json") from None
+    except ValueError as exc:  # an integer over Python's digit limit outside log_history
+        raise InputError(f"{path}: {long_number_message(text, exc)}") from None
+
+
+_LONG_NUMBER = re.compile(r"\d{" + str(sys.get_int_max_str_digits() + 1) + ",}")
 
 
 def _json_error(path: Path, line: int, what: str) -> InputError:
@@ -138,6 +145,10 @@ class _History:
                 raise _json_error(self.path, self._line_at(exc.pos), exc.msg) from None
             except RecursionError:
                 raise InputError(f"{self.path}: log_history could not be read entry by entry") from None
+            except ValueError:  # an integer over Python's digit limit: that number becomes null, with a note
+                if self._drop_long_number(pos):
+                    continue
+                raise _json_error(self.path, self._line_at(pos), "a number too long to read") from None
             line = self._line_at(pos)
             _entry(entry, index, line + (_step_offset(entry) if self.buffer.startswith("{\n", pos) else 0), self.sink)
             index += 1
@@ -149,6 +160,21 @@ class _History:
             if pos > CHUNK_CHARS:  # drop what was read, so the buffer stays about one chunk
                 self._drop(pos)
                 pos = 0
+
+    def _drop_long_number(self, pos: int) -> bool:
+        """Replace the first integer too long for Python after ``pos`` by ``null`` (its entry keeps its other
+        values) and note it at its line; False when there is none."""
+        found = _LONG_NUMBER.search(self.buffer, pos)
+        while found is not None and found.end() == len(self.buffer) and not self.eof:  # the number may go on
+            self._more()
+            found = _LONG_NUMBER.search(self.buffer, pos)
+        if found is None:
+            return False
+        line = self.lines_before + 1 + self.buffer.count("\n", self.counted, found.start())  # _line_at moves on
+        self.sink.note("bad-record", f"{self.path.name}: line {line}: a number of {found.end() - found.start():,} "
+                       "digits, more than mldebug reads; read as missing", line)
+        self.buffer = self.buffer[:found.start()] + "null" + self.buffer[found.end():]
+        return True
 
     def _line_at(self, pos: int) -> int:
         """The 1-based line of buffer position ``pos`` (positions only move forward between drops)."""

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.runlog.protobuf import WireError, fields
+from mldebug_cli.core.safe_io import inside, read_bytes
+from mldebug_cli.sources.runlog.protobuf import BYTES, WireError, fields
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
 MAGIC = b":W&B"
@@ -27,7 +28,7 @@ HISTORY = 2
 
 
 def find_file(folder: Path) -> Path | None:
-    found = sorted(folder.rglob("*.wandb"))
+    found = inside(folder, sorted(folder.rglob("*.wandb")))
     return found[-1] if found else None
 
 
@@ -38,7 +39,7 @@ def read(path: Path, sink: LogSink) -> None:
             raise InputError(f"{path}: no .wandb file in this folder")
         path = found
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read the W&B log ({exc})") from None
     if not data.startswith(MAGIC) or len(data) < HEADER_LEN:
@@ -116,7 +117,7 @@ def _history(record: bytes, sink: LogSink) -> int:
 
 def _item(item: bytes) -> tuple[str | None, float | None]:
     key, nested, raw = None, [], None
-    for number_, _wire, value in fields(item):
+    for number_, _wire, value in fields(item, {1: (BYTES,), 2: (BYTES,), 16: (BYTES,)}):
         if number_ == 1:
             key = value.decode("utf-8")  # type: ignore[union-attr]
         elif number_ == 2:
@@ -129,6 +130,6 @@ def _item(item: bytes) -> tuple[str | None, float | None]:
         return key, None
     try:
         return key, number(json.loads(raw))
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or an integer over Python's digit limit
         return key, None
 

@@ -1,0 +1,267 @@
+"""The hostile-input table of issue 25: reader/format x hostile input -> outcome, wall time, peak memory.
+
+    python benchmarks/bench_hostile.py [--only NAME ...] [--markdown]
+
+Builds each input in a temporary folder (symlinks to /dev/zero, FIFOs, outputs onto inputs, huge numbers,
+surrogates, a billion-step schedule, a million-column CSV, a 10^6-action Go template, ...), runs mldebug on it
+in a child process under a 4 GiB memory cap and a 300 s limit, and prints one row per case: the exit code,
+the outcome (the error line, or the finding codes), whether every input is unchanged byte for byte, whether a
+raw control byte reached stdout/stderr, the wall time and the child's peak RSS (VmHWM). Not part of the test
+run; needs Linux (FIFOs, /dev/zero, /proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKENIZER = ROOT / "fixtures" / "tokenizers" / "qwen2.5-instruct"
+OK = {"messages": [{"role": "user", "content": "What is 2 + 2?"}, {"role": "assistant", "content": "4"}]}
+LONG = "9" * 5000
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, resource.RLIM_INFINITY))
+from mldebug_cli.cli import main
+sys.argv = ["mldebug", *sys.argv[1:]]
+try:
+    main()
+finally:
+    peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    sys.stderr.write(f"\\nPEAK_KIB {peak}\\n")
+"""
+
+
+def jsonl(*rows) -> str:
+    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
+
+
+def tf_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def tf_field(number: int, wire: int, payload: bytes) -> bytes:
+    return tf_varint(number << 3 | wire) + (tf_varint(len(payload)) + payload if wire == 2 else payload)
+
+
+def tf_event(step: int, tag_field: bytes) -> bytes:
+    item = tag_field + tf_field(2, 5, struct.pack("<f", 1.0))
+    return tf_field(1, 1, struct.pack("<d", 1.0)) + tf_field(2, 0, tf_varint(step)) + tf_field(5, 2, tf_field(1, 2, item))
+
+
+def tf_record(payload: bytes) -> bytes:
+    return struct.pack("<Q", len(payload)) + b"\0" * 4 + payload + b"\0" * 4
+
+
+def cases(d: Path):
+    """(reader/format, hostile input, argv, inputs to keep unchanged) for each case; files made in ``d``."""
+    tok = str(TOKENIZER)
+    ds = d / "d.jsonl"
+    ds.write_text(jsonl(OK))
+    tokcopy = d / "tok"
+    shutil.copytree(TOKENIZER, tokcopy)
+    yield "inspect-data -o", "-o onto the dataset", ["inspect-data", ds, "-t", tok, "-o", ds], [ds]
+    yield "inspect-data -o", "-o onto tokenizer_config.json", ["inspect-data", ds, "-t", tokcopy, "-o",
+                                                               tokcopy / "tokenizer_config.json"], [ds, tokcopy]
+    link = d / "report.sarif"
+    link.symlink_to(ds)
+    yield "inspect-data -f sarif", "-o a symlink to the dataset", ["inspect-data", ds, "-t", tok, "-f", "sarif", "-o", link], [ds]
+    other = d / "other.txt"
+    other.write_text("x\n")
+    (d / "planted.sarif").symlink_to(other)
+    yield "inspect-data -f sarif", "-o a planted symlink elsewhere", ["inspect-data", ds, "-t", tok, "-f", "sarif", "-o",
+                                                                       d / "planted.sarif"], [ds, other]
+    cfg = d / "train.yaml"
+    cfg.write_text("learning_rate: 2.0e-5\nper_device_train_batch_size: 16\nmax_steps: 100\n")
+    yield "preflight --sarif", "--sarif onto the config", ["preflight", cfg, "--sarif", cfg, "-t", tok], [cfg]
+    zero_tok = d / "tok_zero"
+    shutil.copytree(TOKENIZER, zero_tok)
+    (zero_tok / "tokenizer.json").unlink()
+    (zero_tok / "tokenizer.json").symlink_to("/dev/zero")
+    yield "tokenizer folder", "tokenizer.json -> /dev/zero", ["inspect-data", ds, "-t", zero_tok], [ds]
+    fifo_tok = d / "tok_fifo"
+    shutil.copytree(TOKENIZER, fifo_tok)
+    (fifo_tok / "tokenizer_config.json").unlink()
+    os.mkfifo(fifo_tok / "tokenizer_config.json")
+    yield "tokenizer folder", "tokenizer_config.json a FIFO", ["inspect-data", ds, "-t", fifo_tok], [ds]
+    for name, kind in [("z.jsonl", "jsonl"), ("z.json", "json"), ("z.parquet", "parquet"), ("z.csv", "csv")]:
+        (d / name).symlink_to("/dev/zero")
+        yield f"dataset {kind}", "-> /dev/zero", ["inspect-data", d / name, "-t", tok], []
+    os.mkfifo(d / "f.jsonl")
+    yield "dataset jsonl", "a FIFO", ["inspect-data", d / "f.jsonl", "-t", tok], []
+    yield "dataset", "/proc/self/mem", ["inspect-data", "/proc/self/mem", "-t", tok], []
+    for fmt, name in [("wandb", "r.wandb"), ("tensorboard", "events.out.tfevents.1"), ("trainer-state", "ts.json"),
+                      ("jsonl", "log.jsonl")]:
+        (d / name).symlink_to("/dev/zero")
+        yield f"check-run {fmt}", "-> /dev/zero", ["check-run", d / name, "--format", fmt], []
+    msgs = d / "m.json"
+    msgs.symlink_to("/dev/zero")
+    yield "render -m", "messages -> /dev/zero", ["render", "-t", tok, "-m", msgs], []
+    saved = d / "saved"
+    subprocess.run([sys.executable, "-c", f"import datasets; datasets.Dataset.from_list({[OK]!r}).save_to_disk({str(saved)!r})"],
+                   check=True, capture_output=True)
+    state = json.loads((saved / "state.json").read_text())
+    shutil.copy(saved / state["_data_files"][0]["filename"], d / "outside.arrow")
+    state["_data_files"][0]["filename"] = "../outside.arrow"
+    (saved / "state.json").write_text(json.dumps(state))
+    yield "dataset save_to_disk", "state.json names ../outside.arrow", ["inspect-data", saved, "-t", tok], [saved]
+    big = d / "bignum.jsonl"
+    big.write_text(jsonl(OK, '{"messages": [], "n": ' + LONG + "}", OK))
+    yield "dataset jsonl", "an integer of 5,000 digits", ["inspect-data", big, "-t", tok, "--all", "-f", "json"], [big]
+    sur = d / "surrogate.json"
+    sur.write_text('[{"messages": [{"role": "user", "content": "\\ud800"}, {"role": "assistant", "content": "4"}]}, '
+                   + json.dumps(OK) + "]")
+    yield "dataset json", "a lone surrogate", ["inspect-data", sur, "-t", tok, "--all", "-f", "json"], [sur]
+    ids = d / "ids.jsonl"
+    ids.write_text(jsonl('{"input_ids": [1, -1], "labels": [1, 2]}', '{"input_ids": [1, 1099511627776], "labels": [1, 2]}'))
+    yield "dataset tokenized", "token ids -1 and 2^40", ["inspect-data", ids, "-t", tok, "--all", "-f", "json"], [ids]
+    deep = d / "deep.json"
+    deep.write_text("[" + json.dumps(OK) + ", " + "[" * 100_000 + "]" * 100_000 + "]")
+    yield "dataset json", "an element nested 10^5 deep", ["inspect-data", deep, "-t", tok, "--all", "-f", "json"], [deep]
+    bom = d / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + jsonl(OK).encode())
+    yield "dataset jsonl", "a UTF-8 BOM", ["inspect-data", bom, "-t", tok, "-f", "json"], [bom]
+    blank = d / "blank.jsonl"
+    blank.write_text("\n" * 100_000 + jsonl(OK))
+    yield "dataset jsonl", "100,000 leading blank lines", ["inspect-data", blank, "-t", tok, "-f", "json"], [blank]
+    yield "inspect-data --rows", "0-99999999999999", ["inspect-data", ds, "-t", tok, "--rows", "0-99999999999999"], [ds]
+    yield "inspect-data --sample", "-1", ["inspect-data", ds, "-t", tok, "--sample", "-1"], [ds]
+    log = d / "trainer_log.jsonl"
+    log.write_text(jsonl(*({"current_steps": s, "total_steps": 3, "loss": 1.0} for s in (1, 2, 3))))
+    yield "check-run --watch", "--interval nan", ["check-run", log, "--watch", "--interval", "nan"], [log]
+    empty = d / "trainer_state.json"
+    empty.write_text('{"log_history": []}')
+    yield "check-run trainer-state", '{"log_history": []}', ["check-run", empty], [empty]
+    junk = d / "junk.wandb"
+    junk.write_bytes(b":W&B\x00\x01\x00\x00" + bytes(range(256)) * 8)
+    yield "check-run wandb", "junk after the header", ["check-run", junk], [junk]
+    tfe = d / "events.out.tfevents.2"
+    tfe.write_bytes(b"".join(tf_record(tf_event(s, tf_field(1, 5, b"\0\0\0\0") if s == 2 else tf_field(1, 2, b"loss")))
+                             for s in (1, 2, 3)))
+    yield "check-run tensorboard", "a tag of the wrong wire type", ["check-run", tfe, "-f", "json"], [tfe]
+    db = d / "mlflow.db"
+    con = sqlite3.connect(db)
+    con.executescript("CREATE TABLE runs (run_uuid, name, status, start_time, lifecycle_stage);"
+                      "CREATE TABLE metrics (key, value, timestamp, step, is_nan, run_uuid);"
+                      "CREATE TABLE params (key, value, run_uuid); INSERT INTO runs VALUES ('r', 'r', 'FINISHED', 1, 'active');")
+    con.executemany("INSERT INTO metrics VALUES (?, ?, 0, ?, 0, 'r')", [("loss", 1.0, 1), ("loss", 1.0, 2), ("loss", 1.0, float("inf"))])
+    con.commit()
+    con.close()
+    yield "check-run mlflow.db", "a step of Inf", ["check-run", db, "-f", "json"], [db]
+    toml_dir = d / "tomldir"
+    toml_dir.mkdir()
+    (toml_dir / "mldebug.toml").write_text("[checks.loss-spike]\nsigma = nan\n")
+    yield "mldebug.toml", "sigma = nan", ["check-run", log, "--config-dir-marker", toml_dir], [toml_dir]
+    esc = d / "esc.jsonl"
+    esc.write_text(jsonl({"messages": [{"role": "user", "content": "\x1b]0;title\x07\x1b[2J\n::set-env name=X::1"},
+                                       {"role": "assistant", "content": "4"}]}))
+    for fmt in ("text", "github", "markdown"):
+        yield f"inspect-data -f {fmt}", "ESC/OSC/BEL and ::set-env in content", ["inspect-data", esc, "-t", tok, "-f", fmt,
+                                                                                  "--rows", "0"], [esc]
+    lr = d / "lr.yaml"
+    lr.write_text("learning_rate: 2.0e-5\nper_device_train_batch_size: 16\nlr_scheduler_type: cosine\nwarmup_steps: 100\n"
+                  "max_steps: 1000000000\n")
+    yield "lr-plot", "max_steps: 1000000000", ["lr-plot", "-c", lr, "-f", "json", "-o", d / "lr.json"], [lr]
+    small = d / "lr_small.yaml"  # the baseline: the same command's fixed cost (transformers' config schema)
+    small.write_text(lr.read_text().replace("1000000000", "100"))
+    yield "lr-plot", "baseline: max_steps: 100", ["lr-plot", "-c", small, "-f", "json", "-o", d / "lr_small.json"], [small]
+    wide = d / "wide.csv"
+    wide.write_text("Step," + ",".join(f"m{i}" for i in range(10**6)) + "\n" + "1," + ",".join("1" for _ in range(10**6)) + "\n")
+    yield "check-run csv", "10^6 columns", ["check-run", wide, "-f", "json", "-o", d / "wide.json"], [wide]
+    wide_ds = d / "wide_ds.csv"
+    shutil.copy(wide, wide_ds)
+    yield "dataset csv", "10^6 columns", ["inspect-data", wide_ds, "-t", tok], [wide_ds]
+    mf = d / "Modelfile"
+    mf.write_text('FROM llama3:8b\nTEMPLATE """' + "{{ .Prompt }}" * 10**6 + '"""\n')
+    yield "render --modelfile", "TEMPLATE of 10^6 actions", ["render", "--modelfile", mf, "-m", d / "ok_messages.json",
+                                                             "-e", "ollama"], [mf]
+    (d / "ok_messages.json").write_text(json.dumps(OK["messages"]))
+
+
+def digest(paths) -> dict:
+    files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*"))) if f.is_file() and not f.is_symlink()
+             and not str(f).startswith("/dev")]
+    return {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
+def run(argv, cwd: Path) -> tuple[int, str, str, float, int | None]:
+    started = time.monotonic()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "GITHUB_ACTIONS": "true"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    try:
+        done = subprocess.run([sys.executable, "-c", CHILD, *map(str, argv)], capture_output=True, text=True, env=env,
+                              cwd=cwd, timeout=300, errors="replace")
+    except subprocess.TimeoutExpired:
+        return -1, "", "timed out after 300 s", time.monotonic() - started, None
+    err, found, peak = done.stderr.rpartition("PEAK_KIB ")
+    return done.returncode, done.stdout, (err if found else done.stderr), time.monotonic() - started, \
+        (int(peak) // 1024 if found else None)
+
+
+def outcome(code: int, stdout: str, stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.startswith("Error:")]
+    if "Traceback" in stderr:
+        return "TRACEBACK"
+    if lines:
+        return lines[0][:110]
+    try:
+        report = json.loads(stdout)
+        codes = sorted({f["code"] for f in report.get("findings", [])})
+        return "findings " + (", ".join(codes) or "none")
+    except ValueError:
+        return (stdout.strip().splitlines() or [""])[-1][:80] or "(no output)"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="substrings of the cases to run")
+    parser.add_argument("--markdown", action="store_true", help="a Markdown table")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="mldebug-hostile-") as scratch:
+        d = Path(scratch)
+        for reader, hostile, argv, keep in list(cases(d)):
+            if args.only and not any(o in f"{reader} {hostile}" for o in args.only):
+                continue
+            cwd = d
+            if "--config-dir-marker" in argv:  # mldebug.toml is found from the working folder
+                cwd = Path(argv.pop(argv.index("--config-dir-marker") + 1))
+                argv.remove("--config-dir-marker")
+            before = digest(keep)
+            code, out, err, seconds, peak = run(argv, cwd)
+            kept = digest(keep) == before
+            raw = bool(RAW_CONTROL.search(out.replace("\x1b[", "")) or RAW_CONTROL.search(err))
+            rows.append((reader, hostile, code, outcome(code, out, err), kept, raw, seconds, peak))
+            print(f"{reader:26} {hostile:38} exit {code:>2}  {seconds:6.1f} s {peak or 0:6} MiB  "
+                  f"{'inputs kept' if kept else 'INPUT CHANGED'}{'  RAW CONTROL BYTE' if raw else ''}  {rows[-1][3]}",
+                  flush=True)
+    clean = sum(1 for r in rows if r[2] in (0, 1, 2) and r[4] and not r[5] and r[3] != "TRACEBACK")
+    print(f"\n{clean} of {len(rows)} cases: exit 0/1/2, no traceback, inputs unchanged, no raw control byte")
+    worst = sorted(rows, key=lambda r: -(r[7] or 0))[:3]
+    print("largest peak memory: " + "; ".join(f"{r[0]} / {r[1]}: {r[7]} MiB, {r[6]:.1f} s" for r in worst))
+    if args.markdown:
+        print("\n| reader/format | hostile input | exit | outcome | s | MiB |\n|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3].replace('|', '/')} | {r[6]:.1f} | {r[7]} |")
+    return 0 if clean == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

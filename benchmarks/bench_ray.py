@@ -1,0 +1,115 @@
+"""Benchmark: inspect-data --all in process against --engine ray, rows/s and driver peak RSS.
+
+    python benchmarks/bench_ray.py [--sizes 10000 100000] [--repeat 3] [--tokenizer fixtures/tokenizers/qwen2.5-instruct]
+
+Generates deterministic chat datasets (tests/support.py ``write_chat_shards``: Parquet shards of 10,000 rows, row
+groups of 1,000, planted defects) once per size, then runs, interleaved ``--repeat`` times and each in its own
+process (so its peak RSS is its own):
+  local-2   the in-process path as a user runs it on this machine (2 forked workers)
+  ray-2     --engine ray on a local Ray cluster of 2 CPUs (2 actors)
+  local-1   the in-process path with 1 worker
+  ray-1     --engine ray on a local Ray cluster of 1 CPU (1 actor)
+The time is that of build_report (the report itself, actors started inside it; starting the local cluster, which a
+real cluster has done already, is not counted). Prints the median rows/s with its range, the driver's peak RSS,
+ray/local throughput and the Ray path's overhead per row. Every Ray report is checked equal to the in-process one.
+Not part of the test run. On a shared machine timings vary by 10-30% from run to run: read the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODES = ("local-2", "ray-2", "local-1", "ray-1")
+RESULT = "RESULT "  # Ray may print its own lines on the child's stdout as it exits
+
+
+def one(mode: str, dataset: str, tokenizer: str) -> dict:
+    """One measured run in this process (the child side)."""
+    sys.path.insert(0, str(ROOT))
+    from mldebug_cli.formats.json_format import report_document
+    from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+
+    engine, cpus = mode.split("-")
+    options = InspectOptions(dataset=dataset, tokenizer=tokenizer, all_rows=True, max_length=512)
+    if engine == "ray":
+        import ray
+
+        from mldebug_cli.pipelines.ray_engine import local_priority
+
+        local_priority()
+        ray.init(num_cpus=int(cpus), include_dashboard=False, log_to_driver=False, logging_level="error")
+        options = InspectOptions(**{**options.__dict__, "engine": "ray", "ray_concurrency": int(cpus)})
+    else:
+        options = InspectOptions(**{**options.__dict__, "workers": int(cpus)})
+    start = time.perf_counter()
+    doc = report_document(build_report(options))
+    seconds = time.perf_counter() - start
+    doc["context"].pop("engine", None)
+    doc["context"].pop("workers", None)
+    return {"seconds": seconds, "rows": doc["summary"]["rows_checked"],
+            "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "report": hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()}
+
+
+def run(mode: str, dataset: Path, tokenizer: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--one", mode, "--dataset", str(dataset), "--tokenizer", tokenizer],
+                         capture_output=True, text=True, check=True)
+    return json.loads(next(line for line in out.stdout.splitlines() if line.startswith(RESULT))[len(RESULT):])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--modes", nargs="+", default=list(MODES))
+    parser.add_argument("--tokenizer", default=str(ROOT / "fixtures/tokenizers/qwen2.5-instruct"))
+    parser.add_argument("--one")
+    parser.add_argument("--dataset")
+    args = parser.parse_args()
+    if args.one:
+        print(RESULT + json.dumps(one(args.one, args.dataset, args.tokenizer)), flush=True)
+        return
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support import write_chat_shards
+
+    with tempfile.TemporaryDirectory() as tmp:
+        datasets = {n: write_chat_shards(Path(tmp) / str(n), n, max(1, n // 10_000)) for n in args.sizes}
+        results: dict[tuple[int, str], list[dict]] = {}
+        for round_ in range(args.repeat):
+            for n in args.sizes:
+                for mode in args.modes:
+                    result = run(mode, datasets[n], args.tokenizer)
+                    results.setdefault((n, mode), []).append(result)
+                    print(f"round {round_ + 1} {n:>8} rows {mode:8} {result['seconds']:7.1f} s "
+                          f"{result['rows'] / result['seconds']:7.0f} rows/s  driver RSS {result['rss_mib']:5.0f} MiB",
+                          file=sys.stderr, flush=True)
+    print("| rows | mode | rows/s (median, range) | driver peak RSS MiB | vs local, same CPUs | Ray overhead per row |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for n in args.sizes:
+        for mode in args.modes:
+            runs = results[(n, mode)]
+            rates = [r["rows"] / r["seconds"] for r in runs]
+            median = statistics.median(rates)
+            base = results.get((n, "local-" + mode.split("-")[1]))
+            ratio = overhead = ""
+            if mode.startswith("ray") and base:
+                local_median = statistics.median(r["rows"] / r["seconds"] for r in base)
+                ratio = f"{median / local_median:.2f}x"
+                overhead = f"{(1 / median - 1 / local_median) * 1e3:+.3f} ms"
+                assert {r["report"] for r in runs} == {r["report"] for r in base}, "the Ray report differs"
+            print(f"| {n:,} | {mode} | {median:,.0f} ({min(rates):,.0f}-{max(rates):,.0f}) | "
+                  f"{statistics.median(r['rss_mib'] for r in runs):,.0f} | {ratio} | {overhead} |")
+
+
+if __name__ == "__main__":
+    main()

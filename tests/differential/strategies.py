@@ -1,0 +1,202 @@
+"""Hypothesis strategies for the differential harness: datasets in every shape mldebug reads and the messy shapes
+users have (tools/differential.py draws from them with a fixed seed; the stored goldens hold what was drawn).
+
+Rows are short (the frameworks run thousands of them on two cores), but texts may carry special-token text,
+whitespace, empty strings and non-ASCII; a few rows are long, around the small ``max_length`` settings.
+"""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import strategies as st
+
+SPECIAL_TEXT = ("<|im_start|>", "<|im_end|>", "<|eot_id|>", "</s>", "<s>", "[INST]", "<think>", "</think>",
+                "<|endoftext|>", "<tool_call>", "{{ x }}", "{% if %}")
+WORDS = ("the", "chain", "is", "worn", "replace", "it", "soon", "brake", "pads", "ok", "yes", "no", "why", "how",
+         "café", "naïve", "数据", "ok!", "42", "3.5")
+
+
+@st.composite
+def text(draw, long: bool = False) -> str:
+    """A short phrase; sometimes empty, whitespace, special-token text or (long=True) ~40-120 words."""
+    kind = draw(st.sampled_from(["words"] * 8 + ["empty", "space", "special", "newlines"] + (["long"] if long else [])))
+    if kind == "empty":
+        return ""
+    if kind == "space":
+        return draw(st.sampled_from([" ", "\n", "  \n\t"]))
+    words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=80 if kind == "long" else 6))
+    if kind == "long":
+        words = words * 2
+    out = " ".join(words)
+    if kind == "special":
+        out = f"{out} {draw(st.sampled_from(SPECIAL_TEXT))} {draw(st.sampled_from(WORDS))}"
+    if kind == "newlines":
+        out = f"\n{out}\n"
+    return out
+
+
+def _alnum(n: int) -> st.SearchStrategy[str]:
+    return st.text(alphabet=string.ascii_letters + string.digits, min_size=n, max_size=n)
+
+
+TOOL_IDS = st.one_of(_alnum(9), st.builds(lambda s: f"call_{s}", _alnum(6)), st.just(""), _alnum(4),
+                     st.builds(lambda s: f"{s}-id", _alnum(3)))
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+                                            "parameters": {"type": "object",
+                                                           "properties": {"city": {"type": "string"}},
+                                                           "required": ["city"]}}}
+
+
+@st.composite
+def tool_call(draw) -> dict:
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": draw(st.sampled_from(
+        ["Paris", "Oslo", "数据", ""]))}}}
+    if draw(st.booleans()):
+        call["id"] = draw(TOOL_IDS)
+    return call
+
+
+@st.composite
+def conversation(draw, system: bool = True, tools: bool = True, reasoning: bool = True, parts: bool = False,
+                 long: bool = False) -> list[dict]:
+    """A messages list: an optional system turn, 1-3 exchanges, optional tool call + result, reasoning_content."""
+    messages = []
+    if system and draw(st.booleans()):
+        messages.append({"role": "system", "content": draw(text())})
+    for _ in range(draw(st.integers(1, 3))):
+        messages.append({"role": "user", "content": draw(text(long=long))})
+        if tools and draw(st.integers(0, 4)) == 0:
+            call = draw(tool_call())
+            messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            result = {"role": "tool", "content": draw(st.sampled_from(['{"temp": 21}', "sunny", ""]))}
+            if "id" in call and draw(st.booleans()):
+                result["tool_call_id"] = call["id"]
+            messages.append(result)
+        reply = {"role": "assistant", "content": draw(text(long=long))}
+        if reasoning and draw(st.integers(0, 3)) == 0:
+            reply["reasoning_content"] = draw(text())
+        messages.append(reply)
+    if parts:  # every message (a file that mixes strings and part lists is not one Arrow table)
+        for m in messages:
+            m["content"] = [{"type": "text", "text": m["content"]}]
+    return messages
+
+
+@st.composite
+def sft_dataset(draw) -> tuple[str, list[dict]]:
+    """(shape, rows) for TRL SFT / Unsloth: one shape per file, 4-10 rows."""
+    shape = draw(st.sampled_from(["messages", "messages_tools", "messages_parts", "messages_long", "prompt_completion",
+                                  "prompt_completion_chat", "text", "sharegpt", "alpaca", "wrong_columns"]))
+    n = draw(st.integers(4, 10))
+    rows: list[dict] = []
+    for _ in range(n):
+        if shape == "messages":
+            rows.append({"messages": draw(conversation(tools=False, reasoning=False))})
+        elif shape == "messages_tools":
+            rows.append({"messages": draw(conversation(system=True, tools=True, reasoning=True)), "tools": [WEATHER]})
+        elif shape == "messages_parts":
+            rows.append({"messages": draw(conversation(tools=False, reasoning=False, parts=True))})
+        elif shape == "messages_long":
+            rows.append({"messages": draw(conversation(tools=False, reasoning=False, long=True))})
+        elif shape == "prompt_completion":
+            rows.append({"prompt": draw(text(long=True)), "completion": draw(text())})
+        elif shape == "prompt_completion_chat":
+            conv = draw(conversation(tools=False, reasoning=False, system=False))
+            rows.append({"prompt": conv[:-1], "completion": conv[-1:]})
+        elif shape == "text":
+            rows.append({"text": draw(text(long=True))})
+        elif shape == "sharegpt":
+            human, gpt = draw(st.sampled_from([("human", "gpt"), ("user", "assistant"), ("user", "bot")]))
+            conv = draw(conversation(tools=False, reasoning=False, system=False))
+            rows.append({"conversations": [{"from": human if m["role"] == "user" else gpt, "value": m["content"]}
+                                           for m in conv]})
+        elif shape == "alpaca":
+            rows.append({"instruction": draw(text()), "input": draw(text()), "output": draw(text())})
+        else:
+            rows.append({"question": draw(text()), "answer": draw(text())})
+    return shape, rows
+
+
+@st.composite
+def messages_dataset(draw) -> tuple[str, list[dict]]:
+    """(shape, rows) of conversational rows only (axolotl chat_template, Unsloth)."""
+    shape = draw(st.sampled_from(["messages", "messages_tools", "messages_system", "messages_long"]))
+    rows = []
+    for _ in range(draw(st.integers(4, 10))):
+        if shape == "messages_tools":
+            rows.append({"messages": draw(conversation(tools=True, reasoning=True)), "tools": [WEATHER]})
+        else:
+            rows.append({"messages": draw(conversation(tools=False, reasoning=False, system=shape != "messages",
+                                                       long=shape == "messages_long"))})
+    return shape, rows
+
+
+@st.composite
+def preference_dataset(draw, task: str) -> tuple[str, list[dict]]:
+    """(shape, rows) for DPO/ORPO (pairs), KTO (label), GRPO (prompt only); explicit and implicit prompts,
+    conversational and text; a wrong-columns shape (LLaMA-Factory's ranking rows)."""
+    shapes = {"dpo": ["pair_chat", "pair_text", "pair_implicit", "ranking"], "orpo": ["pair_chat", "pair_text"],
+              "kto": ["kto_chat", "kto_text"], "grpo": ["grpo_chat", "grpo_text"]}[task]
+    shape = draw(st.sampled_from(shapes))
+    rows = []
+    for _ in range(draw(st.integers(4, 10))):
+        conv = draw(conversation(tools=False, reasoning=False))
+        prompt, last = conv[:-1], conv[-1]
+        other = {"role": "assistant", "content": draw(text(long=True))}
+        if shape == "pair_chat":
+            rows.append({"prompt": prompt, "chosen": [last], "rejected": [other]})
+        elif shape == "pair_implicit":
+            rows.append({"chosen": [*prompt, last], "rejected": [*prompt, other]})
+        elif shape == "pair_text":
+            rows.append({"prompt": draw(text(long=True)), "chosen": draw(text()), "rejected": draw(text(long=True))})
+        elif shape == "ranking":
+            rows.append({"conversations": [{"from": "human", "value": draw(text())}],
+                         "chosen": {"from": "gpt", "value": draw(text())},
+                         "rejected": {"from": "gpt", "value": draw(text())}})
+        elif shape == "kto_chat":
+            rows.append({"prompt": prompt, "completion": [last], "label": draw(st.booleans())})
+        elif shape == "kto_text":
+            rows.append({"prompt": draw(text(long=True)), "completion": draw(text()), "label": draw(st.booleans())})
+        elif shape == "grpo_chat":
+            rows.append({"prompt": prompt})
+        else:
+            rows.append({"prompt": draw(text(long=True))})
+    return shape, rows
+
+
+@st.composite
+def sharegpt_dataset(draw, ranking: bool = False) -> tuple[str, list[dict]]:
+    """LLaMA-Factory's ShareGPT rows (standard tags, a system field, function calls and observations) or alpaca."""
+    shape = draw(st.sampled_from(["alpaca", "alpaca_history", "sharegpt", "sharegpt_tools", "sharegpt_system",
+                                  "sharegpt_long"] if not ranking else ["ranking_sharegpt", "ranking_alpaca"]))
+    rows = []
+    for _ in range(draw(st.integers(4, 10))):
+        if shape in ("alpaca", "alpaca_history", "ranking_alpaca"):
+            row = {"instruction": draw(text()), "input": draw(text()), "output": draw(text())}
+            if shape == "alpaca_history":
+                row["history"] = [[draw(text()), draw(text())] for _ in range(draw(st.integers(0, 2)))]
+            if shape == "ranking_alpaca":
+                row.pop("output")
+                row["chosen"], row["rejected"] = draw(text()), draw(text(long=True))
+            rows.append(row)
+            continue
+        turns = []
+        for _ in range(draw(st.integers(1, 3))):
+            turns.append({"from": "human", "value": draw(text(long=shape == "sharegpt_long"))})
+            if shape == "sharegpt_tools" and draw(st.booleans()):
+                turns.append({"from": "function_call", "value": '{"name": "get_weather", "arguments": {"city": "Oslo"}}'})
+                turns.append({"from": "observation", "value": draw(st.sampled_from(['{"temp": 21}', "sunny"]))})
+            turns.append({"from": "gpt", "value": draw(text(long=shape == "sharegpt_long"))})
+        row = {"conversations": turns}
+        if shape == "sharegpt_system":
+            row["system"] = draw(text())
+        if shape == "sharegpt_tools":
+            row["tools"] = '[{"name": "get_weather", "description": "Weather in a city", "parameters": ' \
+                           '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]'
+        if shape == "ranking_sharegpt":
+            turns.pop()
+            row["chosen"] = {"from": "gpt", "value": draw(text())}
+            row["rejected"] = {"from": "gpt", "value": draw(text(long=True))}
+        rows.append(row)
+    return shape, rows

@@ -1,0 +1,687 @@
+"""Differential testing: generated datasets and configs, run through the real framework's data preparation and
+through mldebug; input_ids, labels, dropped rows and refusals compared row by row.
+
+    python tools/differential.py run SUITE [--seed 21] [--groups N] [--write]   # both sides, prints the table
+    python tools/differential.py table                                           # the table of the stored goldens
+
+SUITE is one of: trl-sft, trl-dpo, trl-kto, trl-orpo, trl-grpo, llamafactory-sft, llamafactory-pairwise, axolotl,
+unsloth. Rows are drawn by the hypothesis strategies in tests/differential/strategies.py (seeded), in groups of
+4-10 rows of one shape; each group gets a tokenizer (the repository's npm tokenizers) and a setting drawn from the
+suite's settings. A *case* is one row under one setting and tokenizer.
+
+The framework side runs in the framework's own Python (``frame SUITE IN OUT``, a subprocess):
+- TRL 1.16.0 (the global Python): ``SFTTrainer`` (tools/trl_goldens.py ``run_setting``), ``DPOTrainer``,
+  ``KTOTrainer``, ``GRPOTrainer``, the experimental ``ORPOTrainer`` (tools/trl_preference_goldens.py);
+- LLaMA-Factory 0.9.5 (/work/venvs/lf095): ``SupervisedDatasetProcessor``/``PairwiseDatasetProcessor`` after its
+  converters, as tools/llamafactory_goldens.py runs them;
+- axolotl 0.19.0 (its wheel unpacked in /work/venvs/axolotl-whl, global Python): the ``chat_template`` strategy, as
+  tools/axolotl_goldens.py runs it;
+- Unsloth (unsloth_zoo 2026.10.9, /work/venvs/unsloth): ``train_on_responses_only`` on TRL's own ids.
+A group the framework refuses as a whole records the exception; the rows are then run one at a time so a refusal
+is pinned on its rows.
+
+Verdict per case: *equal* (same ids and labels, or both drop the row), *refusal named* (the framework raises and
+mldebug reports an error finding on that row or the dataset, or stops with exit 2), *flagged* (ids differ but
+mldebug reports an error on the row: the user is told), *silent* (ids or labels differ and mldebug does not say
+so: a bug). ``--write`` stores fixtures/differential/SUITE.json.gz (rows, settings, the framework's ids and labels
+as digests, the seed and versions); tests/differential/test_goldens.py replays them without the frameworks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "fixtures" / "differential"
+TOKENIZER_DIR = ROOT / "fixtures" / "tokenizers"
+TOKENIZERS = ("qwen2.5-instruct", "qwen3", "llama3-instruct", "mistral-nemo-instruct")
+VENVS = Path(os.environ.get("MLDEBUG_VENVS", "/work/venvs"))
+AXOLOTL_WHEEL = VENVS / "axolotl-whl"
+SMALL = 32
+IGNORE = -100
+
+# suite -> setting name -> (framework config, mldebug options)
+SUITES: dict[str, dict[str, tuple[dict, dict]]] = {
+    "trl-sft": {
+        "default": ({}, {}),
+        "assistant_only_loss": ({"assistant_only_loss": True}, {"train_on": "assistant"}),
+        "completion_only_loss_off": ({"completion_only_loss": False}, {"train_on": "all"}),
+        "max_length_32": ({"max_length": SMALL}, {"max_length": SMALL}),
+        "max_length_32_keep_end": ({"max_length": SMALL, "truncation_mode": "keep_end"},
+                                   {"max_length": SMALL, "truncation_mode": "keep_end"}),
+        "assistant_only_max_length_32": ({"assistant_only_loss": True, "max_length": SMALL},
+                                         {"train_on": "assistant", "max_length": SMALL}),
+    },
+    "trl-dpo": {
+        "default": ({}, {"task": "dpo"}),
+        "max_length_32": ({"max_length": SMALL}, {"task": "dpo", "max_length": SMALL}),
+        "keep_end_32": ({"max_length": SMALL, "truncation_mode": "keep_end"},
+                        {"task": "dpo", "max_length": SMALL, "truncation_mode": "keep_end"}),
+    },
+    "trl-kto": {"default": ({}, {"task": "kto"}), "max_length_32": ({"max_length": SMALL}, {"task": "kto", "max_length": SMALL})},
+    "trl-orpo": {"default": ({}, {"task": "orpo"}), "max_length_32": ({"max_length": SMALL}, {"task": "orpo", "max_length": SMALL})},
+    "trl-grpo": {"default": ({}, {"task": "grpo"})},
+}
+LF_SETTINGS = {
+    "defaults": {}, "train_on_prompt": {"train_on_prompt": True}, "mask_history": {"mask_history": True},
+    "cutoff_32": {"cutoff_len": SMALL}, "cutoff_32_mask_history": {"cutoff_len": SMALL, "mask_history": True},
+}
+SUITES["llamafactory-sft"] = {name: (config, {}) for name, config in LF_SETTINGS.items()}
+SUITES["llamafactory-pairwise"] = {name: (config, {}) for name, config in LF_SETTINGS.items() if "mask" not in name}
+SUITES["axolotl"] = {
+    "defaults": ({}, {}),
+    "train_on_inputs": ({"train_on_inputs": True}, {"train_on_inputs": True}),
+    "roles_user_assistant": ({"roles_to_train": ["user", "assistant"]}, {"roles_to_train": ("user", "assistant")}),
+    "train_on_eos_all": ({"train_on_eos": "all"}, {"train_on_eos": "all"}),
+    "train_on_eos_last": ({"train_on_eos": "last"}, {"train_on_eos": "last"}),
+    "train_on_eos_none": ({"train_on_eos": "none"}, {"train_on_eos": "none"}),
+}
+SUITES["unsloth"] = {
+    "default": ({}, {}), "max_length_32": ({"max_length": SMALL}, {"max_length": SMALL}),
+    "last_response_only": ({}, {"last_response_only": True}), "wrong_response_part": ({}, {}),
+}
+# LLaMA-Factory: (template, tokenizer) pairs (None: parsed from the tokenizer's chat template)
+LF_TEMPLATES = ("qwen@qwen2.5-instruct", "qwen3@qwen3", "qwen3_nothink@qwen3", "llama3@llama3-instruct",
+                "mistral@mistral-nemo-instruct", "default@qwen2.5-instruct", "chatml@qwen2.5-instruct",
+                "@qwen2.5-instruct", "@llama3-instruct", "empty@llama3-instruct")
+SUITE_TOKENIZERS = {"llamafactory-sft": LF_TEMPLATES, "llamafactory-pairwise": LF_TEMPLATES}
+WRONG_RESPONSE_PART = "<|assistant|>\n"  # a mistyped part: matches nothing
+TOOL_DATE = "26 Nov 2026"  # the date Llama 3's tool prompt carries, pinned on both sides
+PYTHONS = {"trl": sys.executable, "axolotl": sys.executable,
+           "llamafactory": str(VENVS / "lf095" / "bin" / "python"), "unsloth": str(VENVS / "unsloth" / "bin" / "python")}
+
+
+def owner(suite: str) -> str:
+    return suite.split("-")[0]
+
+
+# ---------------------------------------------------------------------------------------------------- generation
+
+
+def generate(suite: str, seed: int, groups: int) -> list[dict]:
+    """Seeded groups of rows of one shape, each with a tokenizer and a setting."""
+    sys.path.insert(0, str(ROOT / "tests" / "differential"))
+    import strategies
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    strategy = {
+        "trl-sft": strategies.sft_dataset(), "unsloth": strategies.messages_dataset(),
+        "axolotl": strategies.messages_dataset(),
+        "trl-dpo": strategies.preference_dataset("dpo"), "trl-kto": strategies.preference_dataset("kto"),
+        "trl-orpo": strategies.preference_dataset("orpo"), "trl-grpo": strategies.preference_dataset("grpo"),
+        "llamafactory-sft": strategies.sharegpt_dataset(), "llamafactory-pairwise": strategies.sharegpt_dataset(True),
+    }[suite]
+    drawn: list = []
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=groups, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(value):
+        drawn.append(value)
+
+    collect()
+    return assemble(suite, seed, drawn[:groups])
+
+
+def assemble(suite: str, seed: int, drawn: list[tuple[str, list[dict]]], size: int = 200) -> list[dict]:
+    """Drawn (shape, rows) merged into files of about ``size`` rows of one shape (one framework run each), each with
+    a tokenizer and a setting picked with the seed."""
+    pick = random.Random(seed)
+    names = list(SUITES[suite])
+    by_shape: dict[str, list[dict]] = {}
+    for shape, rows in drawn:
+        by_shape.setdefault(shape, []).extend(rows)
+    out = []
+    for shape in sorted(by_shape):
+        rows = by_shape[shape]
+        for start in range(0, len(rows), size):
+            setting = pick.choice(names)
+            out.append({"id": len(out), "shape": shape, "tokenizer": pick.choice(SUITE_TOKENIZERS.get(suite, TOKENIZERS)),
+                        "setting": setting,
+                        "config": SUITES[suite][setting][0], "rows": rows[start:start + size]})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- framework side
+
+
+def frame(suite: str, groups: list[dict]) -> dict:
+    """Run the framework on every group (in the framework's own Python): group id -> result."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import datasets
+
+        datasets.disable_progress_bars()
+    except ImportError:
+        pass
+    runner = {"trl": _trl, "llamafactory": _lf, "axolotl": _axolotl, "unsloth": _unsloth}[owner(suite)]
+    results = {}
+    for group in groups:
+        results[str(group["id"])] = _with_row_refusals(runner, suite, group)
+    return {"versions": _versions(owner(suite)), "results": results}
+
+
+def _with_row_refusals(runner, suite: str, group: dict) -> dict:
+    """The group's result; when the framework raises on the group, which rows it refuses: the first and last row
+    alone first (the same error on both: the dataset as a whole is refused, e.g. a missing column), else halves."""
+
+    def attempt(numbers: list[int]):
+        try:
+            return runner(suite, group, [group["rows"][n] for n in numbers], numbers), None
+        except Exception as exc:  # noqa: BLE001 - the framework's refusal is the golden
+            return None, f"{type(exc).__name__}: {str(exc)[:300]}"
+
+    def bisect(numbers: list[int], error: str) -> list[dict]:
+        if len(numbers) == 1:
+            return [{"row": numbers[0], "error": error}]
+        out = []
+        for half in (numbers[: len(numbers) // 2], numbers[len(numbers) // 2:]):
+            got, failed = attempt(half)
+            out += got["rows"] if got else bisect(half, failed)
+        return out
+
+    everything = list(range(len(group["rows"])))
+    got, whole = attempt(everything)
+    if got:
+        return got
+    ends = [attempt([n]) for n in {everything[0], everything[-1]}]
+    if all(failed == whole for _, failed in ends):
+        return {"error": whole, "rows": [{"row": n, "error": whole} for n in everything]}
+    return {"error": whole, "rows": bisect(everything, whole)}
+
+
+def _versions(framework: str) -> dict:
+    from importlib.metadata import version
+
+    names = {"trl": ("trl", "transformers", "tokenizers", "datasets"),
+             "llamafactory": ("llamafactory", "transformers", "tokenizers", "datasets"),
+             "axolotl": ("transformers", "tokenizers", "datasets"),
+             "unsloth": ("unsloth_zoo", "transformers", "tokenizers")}[framework]
+    out = {n: version(n) for n in names}
+    if framework == "axolotl":
+        out["axolotl"] = "0.19.0"
+    return out
+
+
+_TOKENIZER_CACHE: dict = {}
+
+
+def _tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    if name not in _TOKENIZER_CACHE:
+        _TOKENIZER_CACHE[name] = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / name))
+    return _TOKENIZER_CACHE[name]
+
+
+def _trl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
+    if suite == "trl-sft":
+        return _trl_sft(group, rows, numbers)
+    import trl_preference_goldens as pref
+
+    task = suite.split("-")[1]
+    tok = _tokenizer(group["tokenizer"])
+    tagged = [{**r, "_row": n} for r, n in zip(rows, numbers)]
+    with tempfile.TemporaryDirectory() as workdir:
+        model = _preference_model(tok, workdir)
+        got = pref.RUNNERS[task](tok, model, tagged, dict(group["config"]), workdir)
+    out = []
+    for r in got["rows"]:
+        if task in ("dpo", "orpo"):
+            out.append({"row": r["row"], "ids": r["chosen"]["input_ids"], "labels": r["chosen"]["labels"],
+                        "ids2": r["rejected"]["input_ids"], "labels2": r["rejected"]["labels"]})
+        elif task == "kto":
+            out.append({"row": r["row"], "ids": r["input_ids"], "labels": r["labels"], "label": r["label"]})
+        else:
+            out.append({"row": r["row"], "ids": r["prompt_input_ids"]})
+    kept = {r["row"] for r in out}
+    return {"rows": out + [{"row": n, "dropped": True} for n in numbers if n not in kept]}
+
+
+def _lf(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
+    """LLaMA-Factory 0.9.5's converter and Supervised/PairwiseDatasetProcessor, one row at a time (as
+    tools/llamafactory_goldens.py runs them); a ValueError from the settings refuses the group."""
+    import llamafactory_goldens
+
+    if "torchaudio" not in sys.modules:
+        llamafactory_goldens._without_audio()
+    from datasets import load_dataset
+    from llamafactory.data.converter import get_dataset_converter
+    from llamafactory.data.parser import get_dataset_list
+    from llamafactory.data.processor.pairwise import PairwiseDatasetProcessor
+    from llamafactory.data.processor.supervised import SupervisedDatasetProcessor
+    from llamafactory.data.template import get_template_and_fix_tokenizer
+    from llamafactory.hparams import DataArguments, ModelArguments
+    from llamafactory.model import load_tokenizer
+
+    _pin_llama3_date()
+    template, tokenizer_name = group["tokenizer"].split("@")
+    ranking = suite.endswith("pairwise")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "rows.json").write_text(json.dumps(rows), encoding="utf-8")
+        (Path(tmp) / "dataset_info.json").write_text(json.dumps({"d": lf_dataset_info(group["shape"], ranking, rows)}))
+        data_args = DataArguments(template=template or None, dataset_dir=tmp, **group["config"])
+        tokenizer = load_tokenizer(ModelArguments(model_name_or_path=str(TOKENIZER_DIR / tokenizer_name)))["tokenizer"]
+        chosen = get_template_and_fix_tokenizer(tokenizer, data_args)
+        processor = (PairwiseDatasetProcessor if ranking else SupervisedDatasetProcessor)(
+            template=chosen, tokenizer=tokenizer, processor=None, data_args=data_args)
+        [attr] = get_dataset_list(["d"], tmp)
+        converter = get_dataset_converter(attr.formatting, attr, data_args)
+        out = []
+        for n, example in zip(numbers, load_dataset("json", data_files=f"{tmp}/rows.json", split="train")):
+            try:
+                encoded = processor.preprocess_dataset({key: [value] for key, value in converter(example).items()})
+            except (ValueError, RuntimeError) as exc:  # the template raises on the row: LLaMA-Factory stops
+                out.append({"row": n, "error": f"{type(exc).__name__}: {exc}"})
+                continue
+            first = "chosen_input_ids" if ranking else "input_ids"
+            if not encoded[first]:
+                out.append({"row": n, "dropped": True})
+            elif ranking:
+                out.append({"row": n, "ids": encoded["chosen_input_ids"][0], "labels": encoded["chosen_labels"][0],
+                            "ids2": encoded["rejected_input_ids"][0], "labels2": encoded["rejected_labels"][0]})
+            else:
+                out.append({"row": n, "ids": encoded["input_ids"][0], "labels": encoded["labels"][0]})
+    return {"rows": out}
+
+
+def lf_dataset_info(shape: str, ranking: bool, rows: list[dict]) -> dict:
+    """The dataset_info.json entry for a generated shape (LLaMA-Factory's column names), naming only the columns the
+    rows have (a named column the file lacks is a KeyError in LLaMA-Factory's converter)."""
+    present = {key for row in rows for key in row}
+    if "alpaca" in shape:
+        columns = {"prompt": "instruction", "query": "input", "system": "system", "history": "history",
+                   "chosen": "chosen", "rejected": "rejected", "response": "output"}
+        entry = {"file_name": "rows.json", "ranking": ranking}
+    else:
+        columns = {"messages": "conversations", "system": "system", "tools": "tools", "chosen": "chosen",
+                   "rejected": "rejected"}
+        entry = {"file_name": "rows.json", "formatting": "sharegpt", "ranking": ranking}
+    return {**entry, "columns": {k: v for k, v in columns.items() if v in present}}
+
+
+def _pin_llama3_date() -> None:
+    """Llama 3's tool prompt writes today's date: pin it (TOOL_DATE) as mldebug's tool_date option does."""
+    from datetime import datetime
+
+    import llamafactory.data.tool_utils as tool_utils
+
+    class Fixed(datetime):
+        @classmethod
+        def now(cls, tz=None):  # noqa: ARG003
+            return datetime.strptime(TOOL_DATE, "%d %b %Y")
+
+    tool_utils.datetime = Fixed
+
+
+_AXOLOTL: dict = {}
+
+
+def _axolotl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
+    """axolotl 0.19.0's chat_template strategy (the dataset entry read through its SFTDataset schema), per row."""
+    if not _AXOLOTL:
+        import axolotl_goldens
+
+        chat_template, dict_default = axolotl_goldens.load_axolotl(AXOLOTL_WHEEL)
+        from axolotl.utils.schemas.datasets import SFTDataset
+
+        _AXOLOTL.update(chat_template=chat_template, DictDefault=dict_default, SFTDataset=SFTDataset)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / group["tokenizer"]))
+    top = {k: v for k, v in group["config"].items() if k == "train_on_inputs"}
+    entry = {k: v for k, v in group["config"].items() if k != "train_on_inputs"}
+    cfg = _AXOLOTL["DictDefault"]({"sequence_len": 100_000, "train_on_inputs": False, **top})
+    ds_cfg = _AXOLOTL["SFTDataset"](path="rows.json", type="chat_template", **entry).model_dump(exclude_none=True)
+    strategy = _AXOLOTL["chat_template"].load(tokenizer, cfg, _AXOLOTL["DictDefault"](ds_cfg))
+    out = []
+    for n, row in zip(numbers, rows):
+        try:
+            result = strategy.tokenize_prompt(json.loads(json.dumps(row)))
+        except Exception as exc:  # noqa: BLE001 - the template refuses the row: axolotl stops there
+            out.append({"row": n, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            continue
+        out.append({"row": n, "ids": list(result["input_ids"]), "labels": list(result["labels"])})
+    return {"rows": out}
+
+
+def _unsloth(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
+    """unsloth_zoo's train_on_responses_only on the ids TRL 1.16.0 prepared (group["trl"], from the global Python)."""
+    import unsloth_goldens
+    from transformers import AutoTokenizer
+    from unsloth_zoo.dataset_utils import train_on_responses_only
+
+    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / group["tokenizer"]))
+    instruction, response = unsloth_goldens.PARTS[group["tokenizer"]]
+    if group["setting"] == "wrong_response_part":
+        response = "<|assistant|>\n"
+
+    mask = train_on_responses_only(None, instruction_part=instruction, response_part=response, tokenizer=tokenizer,
+                                   return_function=True, last_response_only=group["setting"] == "last_response_only")
+    out = []
+    by_row = {r["row"]: r for r in group["trl"]}
+    for n in numbers:
+        prepared = by_row.get(n)
+        if prepared is None or "ids" not in prepared:
+            out.append({"row": n, **({"dropped": True} if prepared and prepared.get("dropped") else
+                                     {"error": (prepared or {}).get("error", "TRL refused the row")})})
+            continue
+        labels = mask({"input_ids": [prepared["ids"]]})["labels"][0]
+        if all(t == IGNORE for t in labels):
+            out.append({"row": n, "dropped": True})
+        else:
+            out.append({"row": n, "ids": prepared["ids"], "labels": list(labels)})
+    return {"rows": out}
+
+
+_MODELS: dict = {}
+
+
+def _preference_model(tok, workdir: str) -> str:
+    import shutil
+
+    import trl_preference_goldens as pref
+
+    key = len(tok)
+    if key not in _MODELS:
+        folder = tempfile.mkdtemp(prefix="mldebug-diff-model-")
+        _MODELS[key] = pref.tiny_model(len(tok), folder)
+    target = f"{workdir}/model"
+    shutil.copytree(_MODELS[key], target)
+    return target
+
+
+def _trl_sft(group: dict, rows: list[dict], numbers: list[int]) -> dict:
+    import trl_goldens
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rows.json"
+        path.write_text(json.dumps(rows), encoding="utf-8")
+        got = trl_goldens.run_setting(TOKENIZER_DIR / group["tokenizer"], path, dict(group["config"]))
+    if "error" in got:
+        raise RuntimeError(got["error"])
+    out = [{"row": numbers[r["row"]], "ids": r["input_ids"], "labels": r["labels"]} for r in got["rows"]]
+    return {"rows": out + [{"row": numbers[i], "dropped": True} for i in got["dropped"]]}
+
+
+# ---------------------------------------------------------------------------------------------------- mldebug side
+
+
+def ours(suite: str, group: dict, folder: Path) -> dict:
+    """mldebug's rows for a group: {"rows": [...], "errors": {row or None: [code: message]}, "stopped": msg}."""
+    from mldebug_cli.core.errors import InputError, UsageError
+    from mldebug_cli.pipelines.inspect import build_report
+
+    path = folder / f"group-{group['id']}.json"
+    path.write_text(json.dumps(group["rows"], ensure_ascii=False), encoding="utf-8")
+    if suite == "llamafactory-pairwise":
+        return _ours_lf_pairs(group, path)
+    try:
+        report = build_report(inspect_options(suite, group, path))
+    except (InputError, UsageError) as exc:
+        return {"stopped": str(exc)}
+    errors: dict = {}
+    for f in report.findings:
+        if f.severity.value == "error":
+            errors.setdefault(f.location.row, []).append(f"{f.code}: {f.message}")
+    out = []
+    for view in report.details["rows"]:
+        item: dict = {"row": view["row"]}
+        if view.get("dropped"):
+            item["dropped"] = True
+        elif "chosen" in view:
+            for side, suffix in (("chosen", ""), ("rejected", "2")):
+                part = view[side] or {}
+                if part.get("dropped"):
+                    item["dropped"] = True
+                item[f"ids{suffix}"], item[f"labels{suffix}"] = part.get("input_ids"), part.get("labels")
+        elif "prompt_input_ids" in view:
+            item["ids"] = view["prompt_input_ids"]
+        else:
+            item["ids"], item["labels"] = view.get("input_ids"), view.get("labels")
+            if "label" in view:
+                item["label"] = view["label"]
+        if view.get("error"):
+            item["error"] = view["error"]
+        out.append(item)
+    dropped = {f.location.row for f in report.findings if f.code == "DP005"}
+    for item in out:
+        if item["row"] in dropped:
+            item["dropped"] = True
+    return {"rows": out, "errors": {str(k): v for k, v in errors.items()}}
+
+
+def inspect_options(suite: str, group: dict, path: Path):
+    """The inspect-data options that ask mldebug for what the group's framework setting does."""
+    from mldebug_cli.pipelines.inspect import InspectOptions
+
+    base = {"dataset": str(path), "rows": tuple(range(len(group["rows"])))}
+    extra = SUITES[suite][group["setting"]][1]
+    name = group["tokenizer"].split("@")[-1]
+    if owner(suite) == "trl":
+        return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="trl", **base, **extra)
+    if owner(suite) == "llamafactory":
+        from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
+
+        template = group["tokenizer"].split("@")[0] or None
+        return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="llama-factory",
+                              data_format="alpaca" if "alpaca" in group["shape"] else "sharegpt",
+                              framework_options=LlamaFactoryOptions(template=template, tool_date=TOOL_DATE,
+                                                                    **group["config"]), **base)
+    if owner(suite) == "axolotl":
+        from mldebug_cli.render.axolotl import AxolotlOptions
+
+        return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="axolotl",
+                              framework_options=AxolotlOptions(**extra), **base)
+    from mldebug_cli.frameworks.unsloth import ResponseParts
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import unsloth_goldens
+
+    instruction, response = unsloth_goldens.PARTS[name]
+    if group["setting"] == "wrong_response_part":
+        response = WRONG_RESPONSE_PART
+    parts = ResponseParts(instruction, response, last_response_only=bool(extra.get("last_response_only")))
+    return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="unsloth", unsloth=parts,
+                          max_length=extra.get("max_length"), **base)
+
+
+def _ours_lf_pairs(group: dict, path: Path) -> dict:
+    """LLaMA-Factory pairwise rows through mldebug's pair encoder (what inspect-data shows for ranking rows)."""
+    from mldebug_cli.core.errors import InputError
+    from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions, row_profile
+    from mldebug_cli.frameworks.llama_factory_data import InvalidRow
+    from mldebug_cli.pipelines.inspect import InspectOptions
+    from mldebug_cli.sources.tokenizer import load_tokenizer
+
+    template, name = group["tokenizer"].split("@")
+    options = LlamaFactoryOptions(template=template or None, tool_date=TOOL_DATE, **group["config"])
+    folder = str(TOKENIZER_DIR / name)
+    try:
+        rows = row_profile(InspectOptions(dataset=str(path), tokenizer=folder, framework_options=options),
+                           load_tokenizer(folder), "alpaca" if "alpaca" in group["shape"] else "sharegpt")
+    except InputError as exc:
+        return {"stopped": str(exc)}
+    out = []
+    for n, row in enumerate(group["rows"]):
+        try:
+            chosen, rejected = rows.encode_pair(row)
+        except InvalidRow:
+            out.append({"row": n, "dropped": True})
+            continue
+        except Exception as exc:  # noqa: BLE001 - the template raised: mldebug reports the row
+            out.append({"row": n, "error": str(exc)})
+            continue
+        out.append({"row": n, "ids": chosen.input_ids, "labels": chosen.labels, "ids2": rejected.input_ids,
+                    "labels2": rejected.labels})
+    return {"rows": out, "errors": {}}
+
+
+# ---------------------------------------------------------------------------------------------------- comparison
+
+
+def digest(item: dict) -> str:
+    """The framework's (or mldebug's) row, as a short digest of its ids and labels."""
+    if item.get("dropped"):
+        return "dropped"
+    keys = ("ids", "labels", "ids2", "labels2", "label")
+    text = json.dumps([item.get(k) for k in keys], separators=(",", ":"))
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def verdicts(group: dict, theirs: dict, mine: dict) -> list[tuple[int, str, str]]:
+    """(row, verdict, detail) per row: equal, refusal, flagged, silent."""
+    out = []
+    stopped = mine.get("stopped")
+    errors = mine.get("errors", {})
+    dataset_errors = errors.get("None", [])
+    refused_rows = {r["row"]: r["error"] for r in theirs.get("rows", []) if "error" in r}
+    want = {r["row"]: r.get("digest") or digest(r) for r in theirs.get("rows", []) if "error" not in r}
+    got = {r["row"]: r for r in mine.get("rows", [])}
+    for n in range(len(group["rows"])):
+        row_errors = errors.get(str(n), []) + dataset_errors
+        if n in refused_rows or ("error" in theirs and n not in want):
+            reason = refused_rows.get(n) or theirs["error"]
+            if stopped or row_errors or (n in got and got[n].get("error")):
+                out.append((n, "refusal", f"{reason[:80]} -> {(stopped or (row_errors or [got[n]['error']])[0])[:100]}"))
+            else:
+                out.append((n, "silent", f"framework refuses ({reason[:100]}); mldebug does not say so"))
+            continue
+        if stopped:
+            out.append((n, "silent", f"mldebug stops ({stopped[:100]}); the framework trains the row"))
+            continue
+        mine_digest = digest(got[n]) if n in got and not got[n].get("error") else "error"
+        if mine_digest == want[n]:
+            out.append((n, "equal", ""))
+        elif row_errors or (n in got and got[n].get("error")):
+            out.append((n, "flagged", (row_errors or [got[n].get("error")])[0][:120]))
+        else:
+            out.append((n, "silent", f"framework {want[n]}, mldebug {mine_digest}"))
+    return out
+
+
+def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
+    drawn = generate(suite, seed, groups)
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.time()
+        if suite == "unsloth":  # TRL's SFTTrainer prepares the ids (global Python), Unsloth masks them (its venv)
+            trl_groups = [{**g, "config": SUITES["unsloth"][g["setting"]][0]} for g in drawn]
+            (Path(tmp) / "in.json").write_text(json.dumps({"suite": "trl-sft", "groups": trl_groups}))
+            subprocess.run([sys.executable, __file__, "frame", "trl-sft", f"{tmp}/in.json", f"{tmp}/trl.json"],
+                           check=True, env={**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"})
+            prepared = json.loads((Path(tmp) / "trl.json").read_text())["results"]
+            for g in drawn:
+                g["trl"] = prepared[str(g["id"])]["rows"]
+        (Path(tmp) / "in.json").write_text(json.dumps({"suite": suite, "groups": drawn}), encoding="utf-8")
+        env = {**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "UNSLOTH_ZOO_DISABLE_GPU_INIT": "1"}
+        if owner(suite) in ("llamafactory", "unsloth"):
+            env.pop("PYTHONPATH", None)  # the venv's own packages, not mldebug's
+        subprocess.run([PYTHONS[owner(suite)], __file__, "frame", suite, f"{tmp}/in.json", f"{tmp}/out.json"],
+                       check=True, env=env)
+        framed = json.loads((Path(tmp) / "out.json").read_text(encoding="utf-8"))
+        print(f"{suite}: framework side {time.time() - started:.0f}s", file=sys.stderr)
+        return compare_and_store(suite, seed, drawn, framed, write)
+
+
+def compare_and_store(suite: str, seed: int, drawn: list[dict], framed: dict, write: bool) -> Counter:
+    counts: Counter = Counter()
+    stored = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for group in drawn:
+            theirs = framed["results"][str(group["id"])]
+            mine = ours(suite, group, Path(tmp))
+            for row, verdict, detail in verdicts(group, theirs, mine):
+                counts[verdict] += 1
+                if verdict in ("silent", "flagged"):
+                    print(f"{suite} group {group['id']} ({group['shape']}, {group['tokenizer']}, {group['setting']}) "
+                          f"row {row}: {verdict}: {detail}", file=sys.stderr)
+            stored.append({**{k: v for k, v in group.items() if k != "trl"}, "framework": _stored_result(theirs)})
+    if write:
+        OUT.mkdir(parents=True, exist_ok=True)
+        document = {"suite": suite, "seed": seed, "versions": framed["versions"], "groups": stored,
+                    "command": f"python tools/differential.py run {suite} --seed {seed} --groups {len(drawn)} --write"}
+        with gzip.open(OUT / f"{suite}.json.gz", "wt", encoding="utf-8") as handle:
+            json.dump(document, handle, ensure_ascii=False, separators=(",", ":"))
+    return counts
+
+
+def _stored_result(theirs: dict) -> dict:
+    out: dict = {}
+    if "error" in theirs:
+        out["error"] = theirs["error"]
+    out["rows"] = [{"row": r["row"], "error": r["error"]} if "error" in r else {"row": r["row"], "digest": digest(r)}
+                   for r in theirs.get("rows", [])]
+    return out
+
+
+def replay(document: dict) -> Counter:
+    """Compare mldebug with the stored framework results (no framework needed)."""
+    counts: Counter = Counter()
+    silent = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for group in document["groups"]:
+            mine = ours(document["suite"], group, Path(tmp))
+            for row, verdict, detail in verdicts(group, group["framework"], mine):
+                counts[verdict] += 1
+                if verdict == "silent":
+                    silent.append(f"group {group['id']} row {row}: {detail}")
+    counts["silent_details"] = silent  # type: ignore[assignment]
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("suite", choices=sorted(SUITES))
+    r.add_argument("--seed", type=int, default=21)
+    r.add_argument("--groups", type=int, default=500)
+    r.add_argument("--write", action="store_true")
+    f = sub.add_parser("frame")
+    f.add_argument("suite")
+    f.add_argument("input")
+    f.add_argument("output")
+    sub.add_parser("table")
+    args = parser.parse_args()
+    if args.command == "frame":
+        document = json.loads(Path(args.input).read_text(encoding="utf-8"))
+        Path(args.output).write_text(json.dumps(frame(args.suite, document["groups"])), encoding="utf-8")
+        return
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    logging.disable(logging.WARNING)
+    if args.command == "run":
+        counts = run(args.suite, args.seed, args.groups, args.write)
+        print(f"{args.suite} seed {args.seed}: {sum(counts.values())} cases, " +
+              ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+        return
+    print("| suite | seed | cases | equal | refusals named | flagged | silent |\n|---|---|---|---|---|---|---|")
+    for path in sorted(OUT.glob("*.json.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            document = json.load(handle)
+        counts = replay(document)
+        cases = sum(v for k, v in counts.items() if k != "silent_details")
+        print(f"| {document['suite']} | {document['seed']} | {cases} | {counts['equal']} | {counts['refusal']} | "
+              f"{counts['flagged']} | {counts['silent']} |")
+
+
+if __name__ == "__main__":
+    main()
