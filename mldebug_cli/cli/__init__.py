@@ -13,7 +13,7 @@ import typer
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 from mldebug_cli import __version__
-from mldebug_cli.cli import check_run, check_template, explain, inspect_data, lr_plot, memory, preflight, render
+from mldebug_cli.cli import check_run, check_template, explain, inspect_data, lr_plot, memory, preflight, probe, render
 from mldebug_cli.cli.common import State
 
 app = typer.Typer(
@@ -52,6 +52,7 @@ app.command("check-template")(check_template.check_template)
 app.command("lr-plot")(lr_plot.lr_plot)
 app.command("preflight")(preflight.preflight)
 app.command("check-run")(check_run.check_run)
+app.command("probe")(probe.probe)
 app.command("memory")(memory.memory)
 
 

@@ -17,6 +17,8 @@ directory upward, or the file ``MLDEBUG_CONFIG`` names::
     transformers = "4.57.1"
     [tool.mldebug.checks.loss-spike]           # a run check's documented thresholds (mldebug explain RN003)
     sigma = 8
+    [tool.mldebug.checks.loss-saturated]       # a probe check's thresholds (mldebug explain GP001)
+    push_below = 0.01
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ ENV_IGNORE = "MLDEBUG_IGNORE"
 ENV_FAIL_ON = "MLDEBUG_FAIL_ON"
 TOP_KEYS = ("select", "ignore", "fail-on", "checks", "versions")
 CHECK_KEYS = ("severity",)
+THRESHOLD_FAMILIES = ("RN", "GP")  # families whose checks document thresholds (loading them imports no torch)
 SEVERITIES = tuple(s.value for s in Severity)
 
 
@@ -194,7 +197,7 @@ def _check_options(table: Any, source: str) -> tuple[dict[str, Severity], dict[s
         seen.add(ref.code)
         if not isinstance(options, dict):
             raise ConfigError(f"{where}: expected a table of options, got {options!r}")
-        defaults = registry.load(ref).thresholds if ref.family == "RN" else {}
+        defaults = registry.load(ref).thresholds if ref.family in THRESHOLD_FAMILIES else {}
         _known_keys(options, CHECK_KEYS + tuple(defaults), where)
         if "severity" in options:
             severities[ref.code] = _severity(options["severity"], f"{where}.severity")

@@ -20,7 +20,7 @@ PACKAGE = ROOT / "mldebug_cli"
 # import name -> distribution, where they differ
 DISTRIBUTIONS = {"yaml": "pyyaml", "tomli": "tomli"}
 # optional modules: the extra that installs them
-EXTRAS = {"torch": "schedule", "matplotlib": "plot", "minijinja": "tgi", "ray": "ray"}
+EXTRAS = {"torch": "schedule", "matplotlib": "plot", "minijinja": "tgi", "ray": "ray", "peft": "probe"}
 # the real frameworks, read when the user has them installed (mldebug falls back to its stored key lists)
 WHEN_INSTALLED = {"axolotl", "llamafactory", "trl"}
 

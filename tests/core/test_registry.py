@@ -14,7 +14,7 @@ def test_codes_and_names_are_unique_and_well_formed():
     codes = [r.code for r in registry.REGISTRY]
     names = [r.name for r in registry.REGISTRY]
     assert len(set(codes)) == len(codes) and len(set(names)) == len(names)
-    assert all(c.rstrip("0123456789") in ("DS", "CT", "LR", "CF", "RN", "DP", "MEM") and c[-3:].isdigit() for c in codes)
+    assert all(c.rstrip("0123456789") in ("DS", "CT", "LR", "CF", "RN", "DP", "MEM", "GP") and c[-3:].isdigit() for c in codes)
     assert all(n == n.lower() and " " not in n for n in names)
 
 

@@ -1,0 +1,1 @@
+"""GP checks: the gradient chain of a training config on its own model and rows (`mldebug probe`)."""

@@ -1,0 +1,67 @@
+"""`mldebug probe`: why won't this metric move? The gradient chain on the config's own model and rows (GP001-GP009)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from mldebug_cli.cli.common import (
+    ColorOpt,
+    ExitZeroOpt,
+    FailOnOpt,
+    IgnoreOpt,
+    OutputFormatOpt,
+    OutputOpt,
+    OutputOptions,
+    SelectOpt,
+    run_report,
+    split_list,
+)
+
+
+def probe(
+    config: Path = typer.Argument(..., help="The training config (TRL/HF, axolotl, LLaMA-Factory; SFT, DPO/IPO, ORPO)."),
+    model: Path = typer.Option(..., "--model", help="The local base model folder (never downloaded)."),
+    adapter: Path | None = typer.Option(None, "--adapter", help="A trained PEFT adapter folder to probe."),
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", help="A trainer checkpoint folder: its adapter or "
+                                           "weights, optimizer.pt (GP006) and trainer_state.json."),
+    rows: str | None = typer.Option(None, "--rows", help="Probe these rows, e.g. 0-7 or 3,10-12 (0-based)."),
+    sample: int | None = typer.Option(None, "--sample", help="Probe N rows evenly spaced over the dataset (default 8)."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+    steps: int = typer.Option(0, "--steps", help="Train K steps on the rows (with --ablate: K with and K without the term)."),
+    ablate: str | None = typer.Option(None, "--ablate", help="A loss term to turn off for the second K steps (GP009), "
+                                      "e.g. sft, sigmoid, odds_ratio."),
+    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
+                                             "the working directory and its own folder."),
+    output_format: str = OutputFormatOpt,
+    output: Path | None = OutputOpt,
+    fail_on=FailOnOpt,
+    select: list[str] | None = SelectOpt,
+    ignore: list[str] | None = IgnoreOpt,
+    color=ColorOpt,
+    exit_zero: bool = ExitZeroOpt,
+) -> None:
+    """Measure the gradient chain of a training config on its model and rows: saturated losses, parameters with no
+    gradient, frozen new tokens, conflicting terms, optimizer inertia, update ratio, the first non-finite module."""
+    from mldebug_cli.cli.inspect_data import parse_rows
+    from mldebug_cli.core import config as settings_file
+    from mldebug_cli.pipelines.probe import ProbeOptions, build_report
+
+    def build():
+        options = ProbeOptions(
+            config=str(config), model=str(model), adapter=str(adapter) if adapter else None,
+            checkpoint=str(checkpoint) if checkpoint else None, rows=parse_rows(rows) if rows else None,
+            sample=sample, device=device, steps=steps, ablate=ablate,
+            select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
+            thresholds=settings_file.load().thresholds, allow_outside_paths=allow_outside_paths,
+        )
+        return build_report(options, _progress)
+
+    run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
+
+
+def _progress(stage: str) -> None:
+    sys.stderr.write(f"mldebug probe: {stage}\n")
+    sys.stderr.flush()

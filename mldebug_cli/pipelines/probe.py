@@ -1,0 +1,387 @@
+"""`mldebug probe`: config -> trainer facts -> rows as the trainer prepares them -> the model as the framework
+builds it -> each loss term's gradient chain -> GP findings -> Report."""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.findings import Finding, Report
+
+COMMAND = "probe"
+DEFAULT_SAMPLE = 8
+DEVICES = ("cpu", "cuda")
+BIG_MODEL = 100_000_000  # parameters: above this the probe says how long it expects to take before it starts
+FLOPS_PER_SECOND = {"cpu": 2e10, "cuda": 5e13}  # sustained fp32 rates used for the estimate (a 2-core CPU, an H100)
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    config: str
+    model: str
+    adapter: str | None = None
+    checkpoint: str | None = None
+    rows: tuple[int, ...] | None = None
+    sample: int | None = None
+    device: str = "cpu"
+    steps: int = 0
+    ablate: str | None = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    thresholds: Mapping[str, Mapping[str, float]] | None = None
+    allow_outside_paths: bool = False
+
+
+def build_report(options: ProbeOptions, progress: Callable[[str], None] | None = None) -> Report:
+    from mldebug_cli.core import registry
+    from mldebug_cli.frameworks import versions as target_versions
+    from mldebug_cli.probe.losses import term_specs
+
+    say = progress or (lambda message: None)
+    _require_libraries()
+    _validate(options)
+    checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="GP")]
+    facts = read_facts(options.config)
+    specs = term_specs(facts)
+    if options.ablate is not None and options.ablate not in [s.name for s in specs]:
+        raise UsageError(f"--ablate: the config's loss has no term {options.ablate!r}",
+                         hint=f"its terms are {', '.join(s.name for s in specs)}")
+    versions = target_versions.resolve(options.config)
+    say("preparing the rows as the trainer does")
+    sequences, rows = _prepared(options, facts)
+    started = time.monotonic()
+    estimate = _estimate(options, sequences, len(specs))
+    if estimate is not None:
+        say(f"estimated {estimate}")
+    subject, notes = _measured(options, facts, specs, versions, sequences, rows, say)
+    findings = tuple(f for check in checks for f in check.findings(subject, _context(check, options.thresholds)))
+    elapsed = time.monotonic() - started
+    return Report(
+        command=COMMAND,
+        findings=findings,
+        checks_run=tuple(c.code for c in checks),
+        targets=(options.config, options.model),
+        context=_report_context(options, facts, versions, subject, len(rows), estimate, notes),
+        summary={"rows": len(rows), "terms": [t.name for t in subject.terms], "trainable_tensors": len(subject.tensors),
+                 "seconds": round(elapsed, 1), "findings": len(findings)},
+        details={"probe": _details(subject), "map": folklore_map(subject, findings)},
+    )
+
+
+def read_facts(config: str):
+    """The trainer facts of ``config``: what it makes the trainer do, read as the framework reads it."""
+    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+
+    return read_trainer_facts(Path(config))
+
+
+def _require_libraries() -> None:
+    import importlib.util
+
+    missing = [name for name in ("torch", "peft") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"mldebug probe needs {' and '.join(missing)}, which are not installed",
+                         hint="pip install 'mldebug[probe]'")
+
+
+def _validate(options: ProbeOptions) -> None:
+    if options.device not in DEVICES:
+        raise UsageError(f"--device: unknown device {options.device!r}", hint=f"one of {', '.join(DEVICES)}")
+    if options.rows and options.sample:
+        raise UsageError("--rows and --sample exclude each other")
+    if options.sample is not None and options.sample < 1:
+        raise UsageError("--sample must be at least 1")
+    if options.steps < 0:
+        raise UsageError("--steps must be at least 0")
+    if options.ablate is not None and options.steps < 1:
+        raise UsageError("--ablate needs --steps K (the steps trained with and without the term)")
+    for flag, folder in (("--model", options.model), ("--adapter", options.adapter), ("--checkpoint", options.checkpoint)):
+        if folder is not None and not Path(folder).is_dir():
+            raise InputError(f"{flag} {folder}: no such folder", hint="probe reads local folders only; it never downloads")
+    if options.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: torch sees no CUDA device", hint="use --device cpu")
+
+
+def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
+    """(input_ids, labels) per sequence (pairs: (chosen, rejected)) and their rows, from inspect-data's own views."""
+    from mldebug_cli.pipelines.inspect import InspectOptions
+    from mldebug_cli.pipelines.preflight import configured_inspect, inspect_with_config
+    from mldebug_cli.probe.losses import PAIRED
+
+    wanted = options.sample or (None if options.rows else DEFAULT_SAMPLE)
+    inspect = InspectOptions(dataset="", tokenizer=options.model, rows=options.rows, sample=wanted,
+                             show=wanted or 0, select=("DS001",), ignore=())
+    configured = configured_inspect(options.config, None, inspect, frozenset({"tokenizer", "rows", "sample"}),
+                                    options.allow_outside_paths)
+    views = inspect_with_config(configured).details["rows"]
+    out, rows = [], []
+    for view in sorted(views, key=lambda v: v["row"]):
+        if "error" in view or view.get("dropped"):
+            continue
+        if facts.task in PAIRED:
+            if "chosen" not in view or "rejected" not in view:
+                continue
+            sides = [(view[s]["input_ids"], view[s]["labels"]) for s in ("chosen", "rejected")]
+            if all(any(label != -100 for label in labels) for _, labels in sides):
+                out.append(tuple(sides))
+                rows.append(view["row"])
+        elif view.get("input_ids") and any(label != -100 for label in view["labels"]):
+            out.append((view["input_ids"], view["labels"]))
+            rows.append(view["row"])
+    if not out:
+        raise InputError(f"{options.config}: none of the probed rows has trained labels",
+                         hint="check the rows with `mldebug inspect-data --config`")
+    return out, rows
+
+
+def _estimate(options: ProbeOptions, sequences: list[Any], terms: int) -> str | None:
+    from mldebug_cli.probe.model import parameter_count
+
+    params = parameter_count(options.model)
+    if params is None or params < BIG_MODEL:
+        return None
+    tokens = sum(len(s[0][0]) + len(s[1][0]) if isinstance(s[0], tuple) else len(s[0]) for s in sequences)
+    passes = 3 * (1 + terms) + 2 * options.steps * (2 if options.ablate else 1)  # forward ≈ 1, backward ≈ 2
+    seconds = 2 * params * tokens * passes / FLOPS_PER_SECOND[options.device]
+    return f"~{_duration(seconds)} for {params / 1e9:.2f}B parameters and {tokens} tokens on {options.device}"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def _batches(sequences: list[Any], rows: list[int], size: int, paired: bool, device: str):
+    from mldebug_cli.probe.measure import collate
+
+    out = []
+    for start in range(0, len(sequences), max(size, 1)):
+        chunk, chunk_rows = sequences[start:start + size], rows[start:start + size]
+        if paired:
+            flat = [c for c, _ in chunk] + [r for _, r in chunk]
+            out.append(collate(flat, chunk_rows + chunk_rows, 0, device))
+        else:
+            out.append(collate(list(chunk), chunk_rows, 0, device))  # padding is masked: its id changes nothing
+    return out
+
+
+def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, say):
+    from mldebug_cli.probe import checkpoint as ckpt
+    from mldebug_cli.probe import measure as m
+    from mldebug_cli.probe.model import build
+    from mldebug_cli.probe.subject import ProbeSubject
+    from mldebug_cli.probe.tokens import token_rows
+
+    paired = m.paired(facts.task)
+    adapter, policy_dir = _policy(options)
+    say(f"building the model from {policy_dir}" + (f" with the adapter {adapter}" if adapter else ""))
+    built = build(policy_dir, facts, versions, adapter, options.device)
+    model, dtype, device = built.model, facts.dtype, options.device
+    batches = _batches(sequences, rows, facts.micro_batch_size, paired, device)
+    beta = float(facts.loss.beta or 0.1)
+    references = _references(options, facts, versions, built, batches, policy_dir) if facts.task == "dpo" else None
+    say("measuring each loss term's gradient")
+    measured = m.measure(model, facts.task, specs, batches, references, beta, device, dtype)
+    notes: list[str] = []
+    config = _config_lines(options.config)
+    if measured.non_finite is not None:
+        subject = ProbeSubject(options.config, facts.task, (), (), built.path, non_finite=measured.non_finite,
+                               keys=dict(facts.keys), lines=config)
+        notes.append("the gradients were not measured: the run's values are not finite")
+        return subject, notes
+    tensors = m.tensor_grads(model, measured)
+    trained: dict[int, list[int]] = {}
+    for batch in batches:
+        for i, row in enumerate(batch.rows):
+            for token in set(batch.labels[i].tolist()) - {-100}:
+                trained.setdefault(token, []).append(row)
+    tokens = token_rows(model, options.model, trained, measured.names, measured.total)
+    moments = ckpt.read_moments(options.checkpoint, model) if options.checkpoint else None
+    if options.checkpoint and moments is None:
+        notes.append(f"{options.checkpoint} has no optimizer.pt: GP006 not measured")
+    optimizer = ckpt.compare(options.checkpoint, moments, measured.names, measured.total) if moments else None
+    update = m.update_ratio(model, measured, facts.optimizer, facts.learning_rate, moments)
+    ablation = _ablation(options, facts, specs, model, batches, references, beta, say) if options.steps else None
+    subject = ProbeSubject(
+        config=options.config, task=facts.task, terms=tuple(measured.terms), tensors=tuple(tensors), path=built.path
+        if measured.error is None else _with_error(built.path, measured.error),
+        cosines=tuple(m.cosines(measured)), tokens=tuple(tokens), optimizer=optimizer, update=update,
+        ablation=ablation, keys=dict(facts.keys), lines=config,
+    )
+    return subject, notes
+
+
+def _with_error(path, error: str):
+    from dataclasses import replace
+
+    return replace(path, error=error)
+
+
+def _policy(options: ProbeOptions) -> tuple[str | None, str]:
+    """(adapter folder, folder of the weights to train): --adapter, else a checkpoint holding an adapter; a
+    checkpoint with full weights is the policy itself."""
+    if options.adapter:
+        return options.adapter, options.model
+    if options.checkpoint:
+        folder = Path(options.checkpoint)
+        if (folder / "adapter_config.json").is_file():
+            return options.checkpoint, options.model
+        if (folder / "config.json").is_file():
+            return None, options.checkpoint
+    return None, options.model
+
+
+def _references(options, facts, versions, built, batches, policy_dir):
+    """DPO's reference log-probs: the adapter disabled (PEFT), else --model's weights."""
+    from mldebug_cli.probe import measure as m
+    from mldebug_cli.probe.model import build
+
+    if built.peft or policy_dir == options.model:
+        return m.reference_logps(built.model, batches, built.peft, options.device, facts.dtype)
+    reference = build(options.model, _without_peft(facts), versions, None, options.device)
+    logps = m.reference_logps(reference.model, batches, False, options.device, facts.dtype)
+    del reference
+    gc.collect()
+    return logps
+
+
+def _without_peft(facts):
+    from dataclasses import replace
+
+    return replace(facts, peft=None, gradient_checkpointing=False)
+
+
+def _ablation(options, facts, specs, model, batches, references, beta, say):
+    """--steps K --ablate TERM: TERM's metric after K steps with all terms, then after K steps from the same start
+    with TERM's coefficient at 0 (same seed). Without --ablate, the first term."""
+    from dataclasses import replace
+
+    from mldebug_cli.probe import measure as m
+    from mldebug_cli.probe.subject import Ablation
+
+    term = options.ablate or specs[0].name
+    watched = next(s for s in specs if s.name == term)  # the metric the term itself pushes
+    start_state = {n: p.detach().clone() for n, p in m.trainable(model)}
+    start = m.metric_mean(model, facts.task, specs, batches, references, beta, watched.name, options.device, facts.dtype)
+    ends = []
+    for label, weights in (("with", specs), ("without", [replace(s, weight=0.0) if s.name == term else s for s in specs])):
+        say(f"training {options.steps} steps {label} {term}")
+        m.train_steps(model, facts.task, weights, batches, references, beta, options.steps, facts.learning_rate,
+                      facts.weight_decay, options.device, facts.dtype)
+        ends.append(m.metric_mean(model, facts.task, specs, batches, references, beta, watched.name, options.device,
+                                  facts.dtype))
+        _restore(model, start_state)
+    return Ablation(term, options.steps, f"{watched.name} {watched.metric}", start, ends[0], ends[1])
+
+
+def _restore(model, state) -> None:
+    import torch
+
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name in state:
+                param.copy_(state[name])
+
+
+def _config_lines(config: str) -> dict[str, int]:
+    from mldebug_cli.sources.config_file import load_config
+
+    return dict(load_config(config).lines)
+
+
+def _context(check, thresholds):
+    from mldebug_cli.checks.probe.common import ProbeContext
+
+    limits = dict(check.thresholds)
+    limits.update((thresholds or {}).get(check.code, {}))
+    return ProbeContext(limits=limits)
+
+
+def _report_context(options, facts, versions, subject, rows: int, estimate, notes) -> dict[str, Any]:
+    path = subject.path
+    terms = ", ".join(f"{t.name}×{t.weight:g}" for t in subject.terms) or None
+    checkpointing = ("on, " + ("reentrant" if path.reentrant else "non-reentrant") + f"; input grads: {path.input_grads_by}"
+                     if path.checkpointing else "off")
+    return {
+        "config": f"{options.config} ({facts.framework}, {facts.task})",
+        "model": options.model + (f" + adapter {options.adapter}" if options.adapter else ""),
+        "checkpoint": options.checkpoint,
+        "versions": versions.describe(("transformers", "trl")),
+        "trainable": path.peft or "full fine-tuning",
+        "gradient checkpointing": checkpointing,
+        "dtype": facts.dtype,
+        "loss terms": terms,
+        "rows": f"{rows} on {options.device}",
+        "estimate": estimate,
+        "notes": "; ".join(notes) or None,
+    }
+
+
+def _details(subject) -> dict[str, Any]:
+    return {
+        "terms": [{"name": t.name, "weight": t.weight, "metric": t.metric, "grad_norm": _num(t.grad_norm),
+                   "rows": list(t.rows), "push": [_num(v) for v in t.push],
+                   "metric_values": [_num(v) for v in t.metric_values]} for t in subject.terms],
+        "cosines": [{"terms": [c.first, c.second], "cosine": _num(c.cosine)} for c in subject.cosines],
+        "tensors": [{"name": t.name, "numel": t.numel, "grad_norm": _num(t.grad_norm), "exempt": t.exempt}
+                    for t in subject.tensors],
+        "tokens": [{"id": t.token_id, "text": t.piece, "rows": list(t.rows), "norm_ratio": _num(t.norm_ratio),
+                    "learnable": t.learnable, "how": t.how} for t in subject.tokens],
+        "optimizer": None if subject.optimizer is None else {
+            "cosine": _num(subject.optimizer.cosine), "against_share": _num(subject.optimizer.against_share),
+            "step_ratio": _num(subject.optimizer.step_ratio), "step": subject.optimizer.step},
+        "update_ratio": None if subject.update is None else {
+            "median": _num(subject.update.median), "learning_rate": subject.update.learning_rate,
+            "optimizer": subject.update.optimizer},
+        "non_finite": None if subject.non_finite is None else {
+            "module": subject.non_finite.module, "phase": subject.non_finite.phase, "value": subject.non_finite.value,
+            "before": [[n, _num(v)] for n, v in subject.non_finite.before]},
+        "ablation": None if subject.ablation is None else {
+            "term": subject.ablation.term, "steps": subject.ablation.steps, "metric": subject.ablation.metric,
+            "start": _num(subject.ablation.start), "with": _num(subject.ablation.with_term),
+            "without": _num(subject.ablation.without_term)},
+    }
+
+
+MAP_ROWS = {
+    "loss": ("d(loss)/d(metric) ~0", "reconsider the loss: it no longer pushes the metric"),
+    "structural": ("d(loss)/d(metric) large, d(metric)/d(param) ~0",
+                   "structural ceiling: change the parameterisation (what is trainable, how the gradient flows)"),
+    "competing": ("both large, not the same with the term off",
+                  "competing losses, optimizer inertia or conditioning: reweigh the terms, reset the optimizer, "
+                  "fix the LR"),
+    "basin": ("both large, the same with the term off", "the term helps but converges to the same basin"),
+    "numeric": ("values not finite", "fix the overflow first: nothing else can be read"),
+    "healthy": ("both large", "the gradient reaches the metric and the parameters: look at the data or the LR"),
+}
+
+
+def folklore_map(subject, findings: Iterable[Finding]) -> dict[str, str]:
+    """The row of the debugging map (d(loss)/d(metric), d(metric)/d(param), the term-off run) the probe falls in."""
+    codes = {f.code for f in findings}
+    if "GP008" in codes:
+        row = "numeric"
+    elif "GP001" in codes:
+        row = "loss"
+    elif codes & {"GP002", "GP003"}:
+        row = "structural"
+    elif codes & {"GP004", "GP005", "GP006", "GP007"}:
+        row = "competing"
+    elif subject.ablation is not None and "GP009" in codes:
+        row = "basin"
+    else:
+        row = "healthy"
+    when, reading = MAP_ROWS[row]
+    return {"row": row, "when": when, "reading": reading}
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else value

@@ -1,0 +1,119 @@
+"""Build the model the way the framework does: transformers' loader, peft's get_peft_model with the config's
+LoraConfig (or the checkpoint's adapter), gradient checkpointing with its kwargs; and say who turns on
+``enable_input_require_grads`` at the target versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.probe.subject import GradientPath
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+# Frameworks whose trainers call enable_input_require_grads themselves for PEFT + gradient checkpointing (TRL's
+# SFT/DPO/KTO/GRPO trainers, axolotl's and LLaMA-Factory's model loaders).
+CALL_IT_THEMSELVES = ("trl", "axolotl", "llama-factory", "unsloth")
+FIXED_IN_TRANSFORMERS = (5, 0)  # activation_checkpointing_enable calls it for every input_ids model
+
+
+@dataclass
+class Built:
+    model: Any
+    path: GradientPath
+    peft: bool
+
+
+def parameter_count(model_dir: str) -> int | None:
+    """The parameter count a config.json implies (embedding, attention, MLP, norms), for the time estimate."""
+    import json
+
+    try:
+        config = json.loads((Path(model_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    config = config.get("text_config", config)
+    try:
+        h, layers, vocab = config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]
+        inter = config.get("intermediate_size", 4 * h)
+        heads = config.get("num_attention_heads", 1)
+        kv = config.get("num_key_value_heads", heads)
+    except KeyError:
+        return None
+    head_dim = config.get("head_dim") or h // heads
+    attention = h * heads * head_dim * 2 + h * kv * head_dim * 2
+    per_layer = attention + 3 * h * inter + 2 * h
+    embeddings = vocab * h * (1 if config.get("tie_word_embeddings", False) else 2)
+    return embeddings + layers * per_layer + h
+
+
+def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None, device: str = "cpu") -> Built:
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # stderr is for mldebug's own progress lines
+    dtype = getattr(torch, DTYPES.get(facts.model_dtype or "fp32", "float32"))
+    try:
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{model_dir}: cannot load the model ({' '.join(str(exc).split())[:200]})") from None
+    model.to(device)
+    described = None
+    if adapter is not None or facts.peft is not None:
+        model, described = _wrap(model, facts.peft, adapter)
+    path = _checkpointing(model, facts, versions, described)
+    return Built(model, path, described is not None)
+
+
+def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    if adapter is not None:
+        try:
+            wrapped = PeftModel.from_pretrained(model, adapter, is_trainable=True)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{adapter}: cannot load the adapter ({' '.join(str(exc).split())[:200]})") from None
+        config = wrapped.peft_config["default"]
+    else:
+        targets = peft_facts.target_modules
+        config = LoraConfig(
+            task_type="CAUSAL_LM", r=peft_facts.r, lora_alpha=peft_facts.alpha, lora_dropout=peft_facts.dropout,
+            target_modules=list(targets) if isinstance(targets, (tuple, list)) else targets, bias="none",
+            use_rslora=peft_facts.use_rslora, modules_to_save=list(peft_facts.modules_to_save) or None,
+            trainable_token_indices=list(peft_facts.trainable_token_indices) or None,
+        )
+        wrapped = get_peft_model(model, config)
+    targets = sorted(config.target_modules) if isinstance(config.target_modules, (set, list)) else config.target_modules
+    saved = f", modules_to_save {', '.join(config.modules_to_save)}" if config.modules_to_save else ""
+    tokens = ", trainable tokens" if getattr(config, "trainable_token_indices", None) else ""
+    return wrapped, f"LoRA r={config.r} on {', '.join(targets) if isinstance(targets, list) else targets}{saved}{tokens}"
+
+
+def _checkpointing(model: Any, facts: Any, versions: Any, peft: str | None) -> GradientPath:
+    from mldebug_cli.frameworks.versions import parse
+
+    if not facts.gradient_checkpointing:
+        return GradientPath(peft, False, False, True, "no gradient checkpointing")
+    kwargs = dict(facts.gradient_checkpointing_kwargs or {})
+    transformers = versions.version("transformers")
+    fixed = parse(transformers) >= FIXED_IN_TRANSFORMERS if transformers else True
+    if "use_reentrant" not in kwargs:
+        kwargs["use_reentrant"] = not fixed  # transformers 4.x checkpointed reentrantly unless told otherwise
+    enable = getattr(model, "activation_checkpointing_enable", None)  # transformers 5's name; 4.x: the old one
+    if enable is not None:
+        enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    if peft is None:
+        by = "full fine-tuning: the embeddings are trainable"
+    elif fixed:
+        by = f"transformers {transformers} (its gradient checkpointing turns it on)"
+    elif facts.framework in CALL_IT_THEMSELVES:
+        by = f"the {facts.framework} trainer"
+    else:
+        by = f"nobody: transformers {transformers} and the {facts.framework} trainer leave it off with get_peft_model"
+        model.disable_input_require_grads()  # what the target versions do; the installed transformers fixes it
+        return GradientPath(peft, True, bool(kwargs["use_reentrant"]), False, by)
+    return GradientPath(peft, True, bool(kwargs["use_reentrant"]), True, by)

@@ -1,0 +1,155 @@
+"""`mldebug probe` on the planted cases of tools/make_probe_cases.py (tiny random models, some trained by TRL 1.16):
+each GP finding fires on its case and the healthy runs stay quiet."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from support import ROOT
+
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+pytest.importorskip("trl")
+
+CASES = ("sft-healthy", "sft-reentrant", "sft-new-tokens", "sft-new-tokens-saved", "sft-lr-tiny", "sft-fp16-overflow",
+         "dpo-healthy", "orpo-conflict", "dpo-sft-tiny", "dpo-saturated", "dpo-opposite-optim")
+
+
+def _maker():
+    spec = importlib.util.spec_from_file_location("make_probe_cases", ROOT / "tools" / "make_probe_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def probe_cases(tmp_path_factory):
+    """Every planted case, regenerated once per test session (a few seconds of TRL training on CPU)."""
+    out = tmp_path_factory.mktemp("probe-cases")
+    return _maker().make(out)
+
+
+def _options(folder, **extra):
+    from mldebug_cli.pipelines.probe import ProbeOptions
+
+    case = json.loads((folder / "case.json").read_text())
+    args = dict(case["args"])
+    if "checkpoint" in args:
+        args["checkpoint"] = str(folder / args["checkpoint"])
+    return ProbeOptions(config=str(folder / "config.yaml"), model=str(folder / case["model"]), allow_outside_paths=True,
+                        **{**args, **extra})
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_each_finding_fires_on_its_case_and_healthy_runs_stay_quiet(probe_cases, name):
+    from mldebug_cli.pipelines.probe import build_report
+
+    folder = probe_cases[name]
+    expected = json.loads((folder / "case.json").read_text())["expected"]
+    report = build_report(_options(folder))
+    assert sorted({f.code for f in report.findings}) == expected, [f.message for f in report.findings]
+    assert report.details["map"]["row"] == ("healthy" if not expected else report.details["map"]["row"])
+
+
+def test_lora_a_matrices_are_exempt_on_the_first_step_never_flagged(probe_cases):
+    from mldebug_cli.pipelines.probe import build_report
+
+    tensors = build_report(_options(probe_cases["sft-healthy"])).details["probe"]["tensors"]
+    a_matrices = [t for t in tensors if "lora_A" in t["name"]]
+    assert a_matrices and all(t["grad_norm"] == 0.0 and "by design" in t["exempt"] for t in a_matrices)
+    assert all(t["grad_norm"] > 0 for t in tensors if "lora_B" in t["name"])
+
+
+def test_reentrant_case_names_the_reason_and_the_key(probe_cases):
+    from mldebug_cli.pipelines.probe import build_report
+
+    report = build_report(_options(probe_cases["sft-reentrant"]))
+    (finding,) = report.findings
+    assert "reentrant gradient checkpointing" in finding.message and finding.location.key == "gradient_checkpointing_kwargs"
+    assert "nobody" in report.context["gradient checkpointing"]
+    assert report.details["map"]["row"] == "structural"
+
+
+def test_saturated_dpo_pairs_are_named_with_their_margins(probe_cases):
+    from mldebug_cli.pipelines.probe import build_report
+
+    report = build_report(_options(probe_cases["dpo-saturated"]))
+    finding = next(f for f in report.findings if f.code == "GP001")
+    assert finding.message.startswith("sigmoid: push below 0.05 on 4 of 4 rows")
+    assert report.details["map"]["row"] == "loss"
+
+
+def test_thresholds_from_mldebug_toml_change_the_verdict(probe_cases):
+    from mldebug_cli.pipelines.probe import build_report
+
+    options = _options(probe_cases["dpo-saturated"], thresholds={"GP001": {"push_below": 1e-30}})
+    assert [f.code for f in build_report(options).findings] == ["GP007"]
+
+
+def test_cli_writes_json_and_exits_with_the_findings_code(probe_cases, tmp_path):
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    folder = probe_cases["sft-lr-tiny"]
+    out = tmp_path / "probe.json"
+    result = CliRunner().invoke(app, ["probe", str(folder / "config.yaml"), "--model", str(folder.parent / "base-model"),
+                                      "--sample", "2", "-f", "json", "-o", str(out), "--fail-on", "warning",
+                                      "--allow-outside-paths"])
+    assert result.exit_code == 1, result.output
+    doc = json.loads(out.read_text())
+    assert [f["code"] for f in doc["findings"]] == ["GP007"]
+    assert doc["map"]["row"] == "competing"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--device", "tpu"], "--device: unknown device 'tpu'"),
+    (["--ablate", "sft"], "--ablate needs --steps K"),
+    (["--steps", "1", "--ablate", "kl"], "--ablate: the config's loss has no term 'kl'"),
+])
+def test_bad_flags_are_one_line_errors_and_exit_2(probe_cases, args, message):
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    folder = probe_cases["dpo-healthy"]
+    result = CliRunner().invoke(app, ["probe", str(folder / "config.yaml"), "--model", str(folder.parent / "base-model"),
+                                      "--allow-outside-paths", *args])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_a_missing_model_folder_is_exit_2_before_anything_loads(tmp_path):
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    config = tmp_path / "config.yaml"
+    config.write_text("model_name_or_path: nowhere\ndataset_name: rows.json\n")
+    result = CliRunner().invoke(app, ["probe", str(config), "--model", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2 and "no such folder" in result.output
+
+
+def test_explain_documents_every_gp_check():
+    result = subprocess.run([sys.executable, "-m", "mldebug_cli", "explain", "GP001"], capture_output=True, text=True,
+                            cwd=ROOT)
+    assert "GP001 loss-saturated" in result.stdout and "Why it matters for training" in result.stdout
+    from mldebug_cli.core import registry
+
+    for ref in registry.REGISTRY:
+        if ref.family == "GP":
+            doc = registry.load(ref).doc
+            assert all(h in doc for h in ("What it finds", "Why it matters for training", "Example", "Fix")), ref.code
+
+
+def test_probe_help_imports_no_torch():
+    code = ("import sys\nfrom mldebug_cli.cli import main\nsys.argv = ['mldebug', 'probe', '--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('HEAVY', [m for m in ('torch', 'transformers', 'peft', 'datasets') if m in sys.modules])\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert "--ablate" in result.stdout and "HEAVY []" in result.stdout, result.stdout[-400:]

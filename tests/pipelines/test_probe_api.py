@@ -1,0 +1,56 @@
+"""The probe's public Python API on small hand-made graphs whose answers are known in closed form."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mldebug_cli.probe import api  # noqa: E402
+
+
+def test_term_gradients_and_their_cosine_on_shared_parameters():
+    w = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    frozen = torch.nn.Parameter(torch.tensor([3.0]), requires_grad=False)
+    grads = api.term_gradients({"up": (w * torch.tensor([1.0, 0.0])).sum(), "down": -(w * torch.tensor([1.0, 0.0])).sum(),
+                                "other": (w * torch.tensor([0.0, 2.0])).sum() + frozen.sum()},
+                               [("w", w), ("frozen", frozen)])
+    assert grads.names == ["w"]
+    assert grads.cosine("up", "down") == pytest.approx(-1.0)
+    assert grads.cosine("up", "other") == pytest.approx(0.0)
+    assert grads.norms() == {"up": pytest.approx(1.0), "down": pytest.approx(1.0), "other": pytest.approx(2.0)}
+
+
+def test_a_term_that_reaches_no_parameter_has_no_gradient():
+    w = torch.nn.Parameter(torch.ones(2))
+    grads = api.term_gradients({"detached": torch.tensor(1.0), "live": w.sum()}, [w])
+    assert grads.grads["detached"] == [None]
+    assert math.isnan(grads.cosine("detached", "live"))
+
+
+def test_metric_sensitivity_of_a_saturated_sigmoid():
+    beta = 0.1
+    margins = torch.tensor([0.0, 10.0, 100.0, -50.0])
+    push = api.metric_sensitivity(lambda m: -torch.nn.functional.logsigmoid(beta * m), margins)
+    expected = [2 * torch.sigmoid(torch.tensor(-beta * m)).item() for m in margins.tolist()]
+    assert push.tolist() == pytest.approx(expected)
+    assert push[2] < 1e-3 < push[3]
+
+
+def test_trace_non_finite_names_the_first_overflowing_module_and_what_came_before():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 4))
+    with torch.no_grad():
+        model[0].weight.fill_(1.0)
+        model[0].bias.zero_()
+        model[2].weight.fill_(1e38)
+    trace = api.trace_non_finite(model, lambda: model(torch.full((1, 4), 10.0)).sum())
+    assert trace.first == ("2", "forward", "inf")
+    assert trace.before() == [("0", 40.0), ("1", 40.0)]
+
+
+def test_trace_non_finite_is_quiet_on_finite_values():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    trace = api.trace_non_finite(model, lambda: model(torch.ones(1, 2)).sum())
+    assert trace.first is None and trace.before() == [] and [n for n, _ in trace.backward] == ["0"]

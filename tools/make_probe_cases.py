@@ -1,0 +1,270 @@
+"""Planted cases for `mldebug probe` (GP001-GP009): tiny random models, configs and rows, some trained by TRL.
+
+    python tools/make_probe_cases.py OUT_DIR [--case NAME ...] [--probe]
+
+Each case is a folder under OUT_DIR with ``config.yaml`` (a TRL recipe), ``model/`` (a Qwen2 architecture with
+the vocabulary of fixtures/tokenizers/qwen2.5-instruct, 2 layers, hidden size 32, random weights saved with
+save_pretrained), its rows, and ``case.json``: the probe's arguments and the findings it must give (an empty list:
+a healthy run that must stay quiet). ``versions.json`` records the libraries that made them. The trained cases run
+the real TRL 1.16 DPOTrainer on CPU:
+
+    case                 planted                                                          expected
+    sft-healthy          LoRA SFT, gradient checkpointing (non-reentrant)                quiet
+    sft-reentrant        the same under transformers 4.46 (requirements.txt): reentrant   GP002
+                         checkpointing, get_peft_model, nobody enables input grads
+    sft-new-tokens       <tool_call> rows zeroed (untrained), LoRA without modules_to_save GP003
+    sft-new-tokens-saved the same with lora_modules_to_save [embed_tokens, lm_head]        quiet
+    sft-lr-tiny          learning_rate 1e-10                                              GP007
+    sft-fp16-overflow    layer 1's MLP scaled by 3e3, fp16: true                          GP008
+    dpo-healthy          DPO sigmoid + sft, --steps 2 --ablate sigmoid                    quiet
+    orpo-conflict        ORPO, the rejected answer is the chosen one's opening alone:    GP004
+                         the odds ratio pushes the shared tokens down, the NLL up
+    dpo-sft-tiny         loss_weights [1, 1e-4], --steps 2 --ablate sft                   GP005, GP009
+    dpo-saturated        DPOTrainer (beta 0.5, lr 1e-2, 6 steps) until margins saturate   GP001, GP007 (that LR
+                                                                                          rewrites the weights)
+    dpo-opposite-optim   checkpoint of a LoRA DPO run on swapped pairs (its optimizer.pt) GP006
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKENIZER = ROOT / "fixtures" / "tokenizers" / "qwen2.5-instruct"
+SEED = 0
+
+QUESTIONS = [
+    ("What is the capital of France?", "Paris.", "London."),
+    ("How many legs does a spider have?", "Eight.", "Six."),
+    ("What colour is the sky on a clear day?", "Blue.", "Green."),
+    ("What is two plus two?", "Four.", "Five."),
+]
+TOOL_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+def tiny_model(out: Path, zero_tokens: tuple[str, ...] = (), scale_layer: float | None = None) -> Path:
+    """A Qwen2 model with the fixture tokenizer's vocabulary, random weights (seeded), saved with its tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER)
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                         tie_word_embeddings=False)
+    torch.manual_seed(SEED)
+    model = Qwen2ForCausalLM(config)
+    with torch.no_grad():
+        for text in zero_tokens:  # rows a base model never trained (Llama-3 base's reserved tokens are zeros)
+            token = tokenizer.convert_tokens_to_ids(text)
+            model.get_input_embeddings().weight[token] = 0
+            model.get_output_embeddings().weight[token] = 0
+        if scale_layer is not None:
+            mlp = model.model.layers[1].mlp
+            for linear in (mlp.up_proj, mlp.gate_proj, mlp.down_proj):
+                linear.weight.mul_(scale_layer)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def sft_rows(tool_calls: bool = False) -> list[dict]:
+    rows = []
+    for question, answer, _ in QUESTIONS:
+        reply = f"{TOOL_CALL}\n{answer}" if tool_calls else answer
+        rows.append({"messages": [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]})
+    return rows
+
+
+def pair_rows(swapped: bool = False, boilerplate: bool = False) -> list[dict]:
+    rows = []
+    for question, good, bad in QUESTIONS:
+        chosen, rejected = (bad, good) if swapped else (good, bad)
+        if boilerplate:  # the rejected answer is the chosen one's opening alone
+            rejected = " ".join(["Sure!"] * 8)
+            chosen = f"{rejected} {chosen}"
+        rows.append({"prompt": [{"role": "user", "content": question}],
+                     "chosen": [{"role": "assistant", "content": chosen}],
+                     "rejected": [{"role": "assistant", "content": rejected}]})
+    return rows
+
+
+def write_case(folder: Path, config: dict, rows: list[dict], expected: list[str], args: dict | None = None,
+               model: str = "model") -> None:
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rows.json").write_text(json.dumps(rows, indent=1))
+    config = {"model_name_or_path": model, "dataset_name": "rows.json", "output_dir": "out", "report_to": "none",
+              "max_length": 48, "per_device_train_batch_size": 4, **config}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (folder / "case.json").write_text(json.dumps({"expected": expected, "args": args or {}, "model": model}, indent=1))
+
+
+LORA = {"use_peft": True, "lora_r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "lora_target_modules": ["q_proj", "v_proj"]}
+SFT = {"learning_rate": 2.0e-4, "assistant_only_loss": False, **LORA}
+DPO = {"beta": 0.1, "loss_type": ["sigmoid", "sft"], "loss_weights": [1.0, 0.5], "learning_rate": 1.0e-4}
+
+
+def sft_healthy(folder: Path, base: Path) -> None:
+    write_case(folder, {**SFT, "gradient_checkpointing": True}, sft_rows(), [], model="../base-model")
+
+
+def sft_reentrant(folder: Path, base: Path) -> None:
+    write_case(folder, {k: v for k, v in SFT.items() if k != "assistant_only_loss"} | {"gradient_checkpointing": True},
+               sft_rows(), ["GP002"], model="../base-model")
+    (folder / "requirements.txt").write_text("transformers==4.46.3\n")
+
+
+def sft_new_tokens(folder: Path, base: Path) -> None:
+    tiny_model(folder / "model", zero_tokens=("<tool_call>", "</tool_call>"))
+    write_case(folder, SFT, sft_rows(tool_calls=True), ["GP003"])
+
+
+def sft_new_tokens_saved(folder: Path, base: Path) -> None:
+    tiny_model(folder / "model", zero_tokens=("<tool_call>", "</tool_call>"))
+    write_case(folder, {**SFT, "lora_modules_to_save": ["embed_tokens", "lm_head"]}, sft_rows(tool_calls=True), [])
+
+
+def sft_lr_tiny(folder: Path, base: Path) -> None:
+    write_case(folder, {**SFT, "learning_rate": 1.0e-10}, sft_rows(), ["GP007"], model="../base-model")
+
+
+def sft_fp16_overflow(folder: Path, base: Path) -> None:
+    tiny_model(folder / "model", scale_layer=3e3)
+    write_case(folder, {**SFT, "fp16": True}, sft_rows(), ["GP008"])
+
+
+def dpo_healthy(folder: Path, base: Path) -> None:
+    write_case(folder, DPO, pair_rows(), [], {"steps": 2, "ablate": "sigmoid"}, model="../base-model")
+
+
+def orpo_conflict(folder: Path, base: Path) -> None:
+    """ORPO on token-averaged log-probs: the odds-ratio term pushes the shared boilerplate down, the NLL up."""
+    config = {"beta": 1.0, "max_length": 96, "max_completion_length": 48, "learning_rate": 1.0e-4}
+    write_case(folder, config, pair_rows(boilerplate=True), ["GP004"], model="../base-model")
+
+
+def dpo_sft_tiny(folder: Path, base: Path) -> None:
+    write_case(folder, {**DPO, "loss_weights": [1.0, 1.0e-4]}, pair_rows(), ["GP005", "GP009"],
+               {"steps": 2, "ablate": "sft"}, model="../base-model")
+
+
+def dpo_saturated(folder: Path, base: Path) -> None:
+    """Full fine-tuning with TRL's DPOTrainer at a high LR until every pair's margin is far past 1/β."""
+    config = {"beta": 0.5, "loss_type": ["sigmoid"], "learning_rate": 1.0e-2}
+    write_case(folder, config, pair_rows(), ["GP001", "GP007"], {"checkpoint": "trained"}, model="../base-model")
+    _train_dpo(folder, base, pair_rows(), config, steps=6, out=folder / "trained", peft=False)
+
+
+def dpo_opposite_optim(folder: Path, base: Path) -> None:
+    """A LoRA DPO checkpoint trained on the swapped pairs: its Adam moments point the opposite way."""
+    config = {"beta": 0.1, "loss_type": ["sigmoid"], "learning_rate": 1.0e-3, **LORA}
+    write_case(folder, config, pair_rows(), ["GP006"], {"checkpoint": "trained"}, model="../base-model")
+    _train_dpo(folder, base, pair_rows(swapped=True), config, steps=4, out=folder / "trained", peft=True)
+
+
+def _train_dpo(folder: Path, base: Path, rows: list[dict], config: dict, steps: int, out: Path, peft: bool) -> None:
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import DPOConfig, DPOTrainer
+
+    torch.manual_seed(SEED)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    args = DPOConfig(output_dir=str(folder / "run"), max_steps=steps, learning_rate=config["learning_rate"],
+                     beta=config["beta"], loss_type=config["loss_type"], per_device_train_batch_size=4,
+                     max_length=48, lr_scheduler_type="constant", logging_steps=steps, save_strategy="no",
+                     report_to="none", use_cpu=True, seed=SEED, dataloader_num_workers=0, disable_tqdm=True)
+    lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"],
+                      task_type="CAUSAL_LM") if peft else None
+    trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                         peft_config=lora)
+    trainer.train()
+    trainer.save_model(str(out))
+    trainer.save_state()
+    shutil.copy(folder / "run" / "trainer_state.json", out / "trainer_state.json")
+    torch.save(trainer.optimizer.state_dict(), out / "optimizer.pt")
+    shutil.rmtree(folder / "run", ignore_errors=True)
+
+
+CASES = {
+    "sft-healthy": sft_healthy,
+    "sft-reentrant": sft_reentrant,
+    "sft-new-tokens": sft_new_tokens,
+    "sft-new-tokens-saved": sft_new_tokens_saved,
+    "sft-lr-tiny": sft_lr_tiny,
+    "sft-fp16-overflow": sft_fp16_overflow,
+    "dpo-healthy": dpo_healthy,
+    "orpo-conflict": orpo_conflict,
+    "dpo-sft-tiny": dpo_sft_tiny,
+    "dpo-saturated": dpo_saturated,
+    "dpo-opposite-optim": dpo_opposite_optim,
+}
+
+
+def versions() -> dict[str, str]:
+    from importlib import metadata
+
+    return {p: metadata.version(p) for p in ("torch", "transformers", "trl", "peft", "datasets")}
+
+
+def make(out: Path, names: list[str] | None = None) -> dict[str, Path]:
+    """Build the named cases (all by default) under ``out``; the base model is shared."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "versions.json").write_text(json.dumps(versions(), indent=1))
+    base = out / "base-model"
+    if not (base / "config.json").exists():
+        tiny_model(base)
+    made = {}
+    for name in names or list(CASES):
+        CASES[name](out / name, base.resolve())
+        made[name] = out / name
+    return made
+
+
+def probe(folder: Path) -> tuple[list[str], list[str], float, float]:
+    """(expected, found) finding codes of `mldebug probe` on one case, with its wall and CPU seconds."""
+    import resource
+    import time
+
+    sys.path.insert(0, str(ROOT))
+    from mldebug_cli.pipelines.probe import ProbeOptions, build_report
+
+    case = json.loads((folder / "case.json").read_text())
+    args = dict(case["args"])
+    if "checkpoint" in args:
+        args["checkpoint"] = str(folder / args["checkpoint"])
+    wall, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    report = build_report(ProbeOptions(config=str(folder / "config.yaml"), model=str(folder / case["model"]),
+                                       allow_outside_paths=True, **args))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    used = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+    for finding in report.findings:
+        print(f"    {finding.code} {finding.message}")
+    return case["expected"], sorted({f.code for f in report.findings}), time.monotonic() - wall, used
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--case", action="append", choices=list(CASES))
+    parser.add_argument("--probe", action="store_true", help="run `mldebug probe` on each case and print what it said")
+    args = parser.parse_args(argv)
+    failed = 0
+    for name, folder in make(args.out, args.case).items():
+        print(f"{name}: {folder}")
+        if args.probe:
+            expected, found, wall, cpu = probe(folder)
+            failed += expected != found
+            print(f"  expected {expected or 'quiet'}, probe said {found or 'nothing'} ({wall:.1f} s wall, {cpu:.1f} s CPU)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
