@@ -24,7 +24,7 @@ Verdict per case: *equal* (same ids and labels, or both drop the row), *refusal 
 mldebug reports an error finding on that row or the dataset, or stops with exit 2), *flagged* (ids differ but
 mldebug reports an error on the row: the user is told), *silent* (ids or labels differ and mldebug does not say
 so: a bug). ``--write`` stores fixtures/differential/SUITE.json.gz (rows, settings, the framework's ids and labels
-as digests, the seed and versions); tests/differential/test_goldens.py replays them without the frameworks.
+as digests, the seed and versions); tests/differential/test_differential_goldens.py replays them without the frameworks.
 """
 
 from __future__ import annotations

@@ -115,8 +115,8 @@ def sft_healthy(folder: Path, base: Path) -> None:
 
 def sft_reentrant(folder: Path, base: Path) -> None:
     write_case(folder, {k: v for k, v in SFT.items() if k != "assistant_only_loss"} | {"gradient_checkpointing": True},
-               sft_rows(), ["GP002"], model="../base-model")
-    (folder / "requirements.txt").write_text("transformers==4.46.3\n")
+               sft_rows(), ["GP002"], args={"framework": "transformers"}, model="../base-model")
+    (folder / "requirements.txt").write_text("transformers==4.46.3\n")  # a bare Trainer loop on transformers 4.x
 
 
 def sft_new_tokens(folder: Path, base: Path) -> None:

@@ -1,6 +1,6 @@
 """Write fixtures/memory-goldens/*.json: the GPU memory real trainers use, to test `mldebug memory` against.
 
-Not run in CI (it needs a GPU). tests/memory/test_goldens.py reads what this wrote and checks that the
+Not run in CI (it needs a GPU). tests/memory/test_memory_goldens.py reads what this wrote and checks that the
 estimator's peak is within 10% of the measured ``torch.cuda.max_memory_allocated()`` and that its verdict
 (fits / does not fit) is right.
 

@@ -30,6 +30,8 @@ def probe(
     rows: str | None = typer.Option(None, "--rows", help="Probe these rows, e.g. 0-7 or 3,10-12 (0-based)."),
     sample: int | None = typer.Option(None, "--sample", help="Probe N rows evenly spaced over the dataset (default 8)."),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+    framework: str | None = typer.Option(None, "--framework", help="Whose trainer runs the config: transformers, trl, "
+                                         "axolotl or llama-factory (default: detected from its keys)."),
     steps: int = typer.Option(0, "--steps", help="Train K steps on the rows (with --ablate: K with and K without the term)."),
     ablate: str | None = typer.Option(None, "--ablate", help="A loss term to turn off for the second K steps (GP009), "
                                       "e.g. sft, sigmoid, odds_ratio."),
@@ -53,7 +55,7 @@ def probe(
         options = ProbeOptions(
             config=str(config), model=str(model), adapter=str(adapter) if adapter else None,
             checkpoint=str(checkpoint) if checkpoint else None, rows=parse_rows(rows) if rows else None,
-            sample=sample, device=device, steps=steps, ablate=ablate,
+            sample=sample, device=device, steps=steps, ablate=ablate, framework=framework,
             select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
             thresholds=settings_file.load().thresholds, allow_outside_paths=allow_outside_paths,
         )

@@ -51,3 +51,4 @@ class Framework:
     end_of_turn_keys: tuple[str, ...] = ()  # a dataset's masking settings that decide which end-of-turn tokens train
     # (config, framework name, world size) -> trainer_facts.TrainerFacts: what its config makes the trainer do
     trainer_facts: Callable[[ConfigFile, str, int], Any] | None = None
+    pair_refusal: Callable[[Any, str], Any] | None = None  # (first row, task) -> why its preference trainers refuse the rows

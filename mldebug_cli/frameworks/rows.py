@@ -102,11 +102,14 @@ class RowProfile:
     def max_length(self, given: int | None) -> int | None:
         return given
 
+    assistant_mask_needs_chat = False  # assistant-only masking refuses rows that are not conversations
+
     def facts(self, row_format: str) -> RowFacts:
         """What the data checks read of this profile, as plain values, for rows of ``row_format``."""
         return RowFacts(renders_chat=self.renders_chat(row_format), own_templates=self.own_templates,
                         pad_masked_by_id=self.pad_masked_by_id, unmarked_masking=self.unmarked_masking(),
-                        not_emulated=tuple(self.not_emulated()), end_of_turn_hint=self.end_of_turn_hint())
+                        not_emulated=tuple(self.not_emulated()), end_of_turn_hint=self.end_of_turn_hint(),
+                        assistant_mask_needs_chat=self.assistant_mask_needs_chat)
 
     def end_of_turn_hint(self) -> str | None:
         """How the framework's config trains an end-of-turn token the rows leave masked (None: the generic hint)."""

@@ -59,6 +59,7 @@ class RowFacts:
     unmarked_masking: tuple[str, str] | None = None  # (message, hint) when the framework masks unmarked templates its own way
     not_emulated: tuple[NotEmulated, ...] = ()  # its settings whose effect on rows mldebug does not reproduce
     end_of_turn_hint: str | None = None  # how the framework is told to train an end-of-turn token (None: the generic hint)
+    assistant_mask_needs_chat: bool = False  # assistant-only masking on text rows is refused (TRL's ValueError)
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,7 @@ class TrainerFacts:
     liger_kernel: bool
     cut_cross_entropy: bool
     fused_lm_head: bool  # the loss through a chunked LM head, never the full logits (TRL 1.16's add_fused_lm_head)
+    enables_input_require_grads: bool  # its trainer/loader calls enable_input_require_grads for PEFT + checkpointing
     loss: LossFacts
     num_generations: int | None
     generation_batch_size: int | None
@@ -178,6 +179,7 @@ def _trl(config: ConfigFile, framework: str, world_size: int) -> TrainerFacts:
         peft=peft, attn_implementation=r.text("attn_implementation", "attn_implementation", None),
         liger_kernel=r.flag("liger_kernel", "use_liger_kernel", False), cut_cross_entropy=False,
         fused_lm_head=framework == "trl", loss=loss,  # trl/trainer/utils.py add_fused_lm_head, every trainer
+        enables_input_require_grads=trl,  # TRL's trainers (and Unsloth's) do; a bare Trainer does not
         num_generations=generations,
         generation_batch_size=r.integer("generation_batch_size", "generation_batch_size", None),
         use_vllm=r.flag("use_vllm", "use_vllm", False), vllm_mode=r.text("vllm_mode", "vllm_mode", "colocate"),
@@ -291,7 +293,7 @@ def _axolotl(config: ConfigFile, framework: str, world_size: int) -> TrainerFact
         peft=peft, attn_implementation=attn,
         liger_kernel="liger" in plugins.lower() and bool(config.get("liger_fused_linear_cross_entropy")),
         cut_cross_entropy="cut_cross_entropy" in plugins.lower() and bool(config.get("cut_cross_entropy")),
-        fused_lm_head=False,
+        fused_lm_head=False, enables_input_require_grads=True,  # its model loader does
         loss=loss, num_generations=generations, generation_batch_size=None,
         use_vllm=bool(trl.get("use_vllm", False)), vllm_mode=trl.get("vllm_mode"),
         vllm_gpu_memory_utilization=float(config.get("vllm", {}).get("gpu_memory_utilization", 0.9))
@@ -382,7 +384,7 @@ def _llama_factory(config: ConfigFile, framework: str, world_size: int) -> Train
         weight_decay=float(r.number("weight_decay", "weight_decay", 0.0)),
         peft=peft, attn_implementation=attn,
         liger_kernel=r.flag("liger_kernel", "enable_liger_kernel", False), cut_cross_entropy=False, fused_lm_head=False,
-        loss=loss,
+        enables_input_require_grads=True, loss=loss,  # model/model_utils/checkpointing.py
         num_generations=None, generation_batch_size=None, use_vllm=False, vllm_mode=None,
         vllm_gpu_memory_utilization=None, reference_model=reference,
         deepspeed=_deepspeed(config, r.raw("deepspeed", "deepspeed")), fsdp=_hf_fsdp(r),

@@ -332,6 +332,7 @@ class Rows(RowProfile):
     framework = NAME
     appends_eos = True  # its collator masks padding by position
     keeps_sharegpt_tags = True  # maybe_convert_to_chatml renames the keys, not the roles
+    assistant_mask_needs_chat = True  # SFTTrainer: "You set `assistant_only_loss=True`, but the dataset is not conversational"
     row_format = ""
 
     def own_sample(self, raw: Any) -> Any:
@@ -417,4 +418,5 @@ FRAMEWORK = Framework(
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
+    pair_refusal=lazily("mldebug_cli.frameworks.trl_preference", "refusal"),
 )

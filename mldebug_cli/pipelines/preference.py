@@ -19,6 +19,7 @@ from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.frameworks import trl_preference as trl
 from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
+from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
 from mldebug_cli.frameworks.selector import pair_profile
 from mldebug_cli.pipelines.row_batches import (
@@ -58,8 +59,9 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     own = pair_profile(options.framework, options, loaded, task)  # the framework's own pairwise processor, or None
     prepared = own.pair_preparation(loaded.template_source) if own is not None else None
     setup = _setup(options, task, source, loaded, head[0], prepared)
-    if own is None and options.framework == "trl":
-        setup = replace(setup, refusal=trl.refusal(head[0], task))
+    refusal = framework_object(options.framework).pair_refusal
+    if own is None and refusal is not None:
+        setup = replace(setup, refusal=refusal(head[0], task))
     tokenizer = prepared.tokenizer if prepared is not None else loaded.tokenizer
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, loaded.chat_template) if loaded.chat_template else None
     if setup.conversational and renderer is None and own is None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.frameworks.registry import framework as framework_object
 
 COMMAND = "probe"
 DEFAULT_SAMPLE = 8
@@ -36,6 +37,7 @@ class ProbeOptions:
     ignore: tuple[str, ...] = ()
     thresholds: Mapping[str, Mapping[str, float]] | None = None
     allow_outside_paths: bool = False
+    framework: str | None = None  # whose trainer runs the config (None: detected from its keys)
 
 
 def build_report(options: ProbeOptions, progress: Callable[[str], None] | None = None) -> Report:
@@ -47,7 +49,7 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
     _require_libraries()
     _validate(options)
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="GP")]
-    facts = read_facts(options.config)
+    facts = read_facts(options.config, options.framework)
     specs = term_specs(facts)
     if options.ablate is not None and options.ablate not in [s.name for s in specs]:
         raise UsageError(f"--ablate: the config's loss has no term {options.ablate!r}",
@@ -74,11 +76,11 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
     )
 
 
-def read_facts(config: str):
+def read_facts(config: str, framework: str | None = None):
     """The trainer facts of ``config``: what it makes the trainer do, read as the framework reads it."""
     from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
 
-    return read_trainer_facts(Path(config))
+    return read_trainer_facts(Path(config), framework)
 
 
 def _require_libraries() -> None:
@@ -119,8 +121,8 @@ def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
 
     wanted = options.sample or (None if options.rows else DEFAULT_SAMPLE)
     inspect = InspectOptions(dataset="", tokenizer=options.model, rows=options.rows, sample=wanted,
-                             show=wanted or 0, select=("DS001",), ignore=())
-    configured = configured_inspect(options.config, None, inspect, frozenset({"tokenizer", "rows", "sample"}),
+                             show=wanted or 0, select=("DS001",), ignore=(), framework=facts.framework)
+    configured = configured_inspect(options.config, None, inspect, frozenset({"tokenizer", "rows", "sample", "framework"}),
                                     options.allow_outside_paths)
     views = inspect_with_config(configured).details["rows"]
     out, rows = [], []
@@ -314,7 +316,7 @@ def _report_context(options, facts, versions, subject, rows: int, estimate, note
         "config": f"{options.config} ({facts.framework}, {facts.task})",
         "model": options.model + (f" + adapter {options.adapter}" if options.adapter else ""),
         "checkpoint": options.checkpoint,
-        "versions": versions.describe(("transformers", "trl")),
+        "versions": versions.describe(tuple(dict.fromkeys(("transformers", *framework_object(facts.framework).versioned)))),
         "trainable": path.peft or "full fine-tuning",
         "gradient checkpointing": checkpointing,
         "dtype": facts.dtype,

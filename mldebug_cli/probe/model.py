@@ -12,9 +12,6 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.probe.subject import GradientPath
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-# Frameworks whose trainers call enable_input_require_grads themselves for PEFT + gradient checkpointing (TRL's
-# SFT/DPO/KTO/GRPO trainers, axolotl's and LLaMA-Factory's model loaders).
-CALL_IT_THEMSELVES = ("trl", "axolotl", "llama-factory", "unsloth")
 FIXED_IN_TRANSFORMERS = (5, 0)  # activation_checkpointing_enable calls it for every input_ids model
 
 
@@ -110,7 +107,7 @@ def _checkpointing(model: Any, facts: Any, versions: Any, peft: str | None) -> G
         by = "full fine-tuning: the embeddings are trainable"
     elif fixed:
         by = f"transformers {transformers} (its gradient checkpointing turns it on)"
-    elif facts.framework in CALL_IT_THEMSELVES:
+    elif facts.enables_input_require_grads:  # TRL's trainers, axolotl's and LLaMA-Factory's model loaders
         by = f"the {facts.framework} trainer"
     else:
         by = f"nobody: transformers {transformers} and the {facts.framework} trainer leave it off with get_peft_model"

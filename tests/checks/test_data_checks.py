@@ -10,7 +10,18 @@ import pytest
 
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 from mldebug_cli.render.axolotl import AxolotlOptions
-from support import ALPACA, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, TRL_TEMPLATES, alpaca_as_messages, write_jsonl, needs_corpus
+from support import (
+    ALPACA,
+    GLAIVE,
+    NEMO,
+    PHI3,
+    QWEN3,
+    QWEN25,
+    TRL_TEMPLATES,
+    alpaca_as_messages,
+    needs_corpus,
+    write_jsonl,
+)
 
 
 def fired(dataset: Path, tokenizer: Path, code: str, **options) -> dict[int | None, str]:

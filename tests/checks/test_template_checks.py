@@ -9,7 +9,7 @@ import pytest
 
 from mldebug_cli.core import registry
 from mldebug_cli.pipelines.template_check import CheckTemplateOptions, build_report
-from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, NEMO, PHI3, QWEN3, QWEN25, needs_corpus, PHI3_DEPLOY
+from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, NEMO, PHI3, PHI3_DEPLOY, QWEN3, QWEN25, needs_corpus
 
 DEPLOY = FIXTURES / "deploy"
 TEMPLATES = LLAMACPP_TEMPLATES

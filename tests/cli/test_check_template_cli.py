@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, PHI3, QWEN3, QWEN25, needs_corpus, PHI3_DEPLOY
+from support import CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, PHI3, PHI3_DEPLOY, QWEN3, QWEN25, needs_corpus
 
 runner = CliRunner()
 DEPLOY = FIXTURES / "deploy"

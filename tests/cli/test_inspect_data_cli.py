@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import ALPACA, AXOLOTL_MISSING_TURNS, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, ROOT, write_jsonl, needs_corpus
+from support import ALPACA, AXOLOTL_MISSING_TURNS, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, ROOT, needs_corpus, write_jsonl
 
 runner = CliRunner()
 

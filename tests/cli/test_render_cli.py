@@ -16,7 +16,7 @@ from transformers import AutoTokenizer
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import HAVE_CORPUS, CORPUS, CORPUS_GGUF, FIXTURES, LLAMACPP_TEMPLATES, PHI3, QWEN25, ROOT, needs_corpus
+from support import CORPUS, CORPUS_GGUF, FIXTURES, HAVE_CORPUS, LLAMACPP_TEMPLATES, PHI3, QWEN25, ROOT, needs_corpus
 
 runner = CliRunner()
 STANDARD = [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from format_cases import clean_report, assert_matches_expected, finding, demo_report, rendered, synthetic
+from format_cases import assert_matches_expected, clean_report, demo_report, finding, rendered, synthetic
 
 from mldebug_cli.core.errors import MldebugError
 from mldebug_cli.core.findings import Severity

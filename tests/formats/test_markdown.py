@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from format_cases import clean_report, assert_matches_expected, finding, demo_report, rendered, synthetic
+from format_cases import assert_matches_expected, clean_report, demo_report, finding, rendered, synthetic
 
 from mldebug_cli.formats.markdown import escape, summary
 from support import ROOT

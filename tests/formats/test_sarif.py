@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import jsonschema
 import pytest
-from format_cases import clean_report, assert_matches_expected, finding, demo_report, rendered, synthetic
+from format_cases import assert_matches_expected, clean_report, demo_report, finding, rendered, synthetic
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.findings import Severity

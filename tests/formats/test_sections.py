@@ -10,7 +10,6 @@ from mldebug_cli.pipelines.template_check import CheckTemplateOptions, build_rep
 from support import QWEN25
 
 
-
 def _report(tmp_path):
     modelfile = tmp_path / "Modelfile"
     modelfile.write_text('FROM qwen2.5\nTEMPLATE """{{- range $m := .Messages }}<|im_start|>{{ $m.Role }}\n'

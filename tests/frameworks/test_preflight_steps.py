@@ -11,7 +11,6 @@ import json
 import shutil
 
 import pytest
-
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app

@@ -12,7 +12,7 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.render import llamacpp
 from mldebug_cli.render.llamacpp import CHATML_TEMPLATE, probe_caps, render_llamacpp
 from mldebug_cli.sources.gguf_file import read_gguf_vocab
-from support import HAVE_CORPUS, CORPUS, CORPUS_GGUF, LLAMACPP_TEMPLATES, needs_corpus
+from support import CORPUS, CORPUS_GGUF, HAVE_CORPUS, LLAMACPP_TEMPLATES, needs_corpus
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TEMPLATES = LLAMACPP_TEMPLATES

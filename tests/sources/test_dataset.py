@@ -8,7 +8,7 @@ import pytest
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.sources.dataset import DatasetSource
-from support import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, write_jsonl, needs_corpus
+from support import ALPACA, AXOLOTL_CONVERSATION, GLAIVE, needs_corpus, write_jsonl
 
 
 @needs_corpus

@@ -37,7 +37,7 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
-    if setup.framework == "trl" and setup.train_on == "assistant" and setup.row_format == "text":
+    if setup.facts.assistant_mask_needs_chat and setup.train_on == "assistant" and setup.row_format == "text":
         yield Hit(
             "assistant_only_loss is set but the rows are plain text, not conversations: SFTTrainer raises ValueError"
             " (\"You set `assistant_only_loss=True`, but the dataset is not conversational\") before training",
