@@ -134,7 +134,7 @@ def version_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     """``command`` with one ``--<package>-version`` option per framework package of the registry, in the place of
     its ``target_versions`` parameter, which receives the flags as a dict by package."""
     signature = inspect.signature(command)
-    flags = [inspect.Parameter(f"{package}_version", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Optional[str],
+    flags = [inspect.Parameter(f"{package}_version", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Optional[str],  # noqa: UP045 - typer reads it
                                default=typer.Option(None, f"--{package}-version",
                                                     help=_VERSION_HELP.format(VERSION_LABELS[package])))
              for package in VERSION_PACKAGES]

@@ -57,7 +57,7 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
         if series is None:
             continue
         scale = factor if key == "loss" else 1
-        above = points_where(series, lambda v: v / scale > limit)
+        above = points_where(series, lambda v, scale=scale: v / scale > limit)
         if above:
             top = max(series.values[i] for i in above)
             scaled = f" (the logged loss ÷ {scale}, the gradient accumulation RN009 reads in it)" if scale > 1 else ""

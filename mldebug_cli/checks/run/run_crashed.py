@@ -126,8 +126,7 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     errors = subject.meta.get("errors") or ()
     if not errors:
         return
-    for found in _template_warnings(subject, errors):
-        yield found
+    yield from _template_warnings(subject, errors)
     last_metric = subject.meta.get("last_metric_line") or 0
     tail = [e for e in errors if e.line > last_metric and e.kind != "template-boundary"]
     if not tail:
