@@ -111,5 +111,5 @@ def test_alpaca_rows_become_user_and_assistant_turns_as_llama_factory_builds_the
     detection = detect([row], "data.json")
     assert detection.row_format == "alpaca"
     past = [m for q, a in history for m in ({"role": "user", "content": q}, {"role": "assistant", "content": a})]
-    user = f"{instruction}\n{inp}" if inp else instruction
+    user = "\n".join(part for part in (instruction, inp) if part)  # LLaMA-Factory's converter joins the parts it has
     assert to_sample(row, detection).messages == past + [{"role": "user", "content": user}, {"role": "assistant", "content": output}]

@@ -22,7 +22,7 @@ LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the ren
 
 def inspect_two_rows(template):
     with unchanged(template, ALPACA):
-        return run_cli("inspect-data", ALPACA, "-t", QWEN25, "--rows", "0-1", "--chat-template", template, "-f", "json")
+        return run_cli("inspect-data", ALPACA, "-t", QWEN25, "--framework", "transformers", "--rows", "0-1", "--chat-template", template, "-f", "json")
 
 
 def ds009_on_both_rows(message: str) -> list[tuple]:
@@ -69,7 +69,7 @@ def test_a_template_that_loops_forever_stops_at_the_time_limit_and_then_is_given
     template = TEMPLATES / "infinite_loop.jinja"
     with unchanged(template, ALPACA):
         code, stdout, stderr, _ = run_cli_process(
-            "inspect-data", ALPACA, "-t", QWEN25, "--rows", "0-2", "--chat-template", template, "-f", "json",
+            "inspect-data", ALPACA, "-t", QWEN25, "--framework", "transformers", "--rows", "0-2", "--chat-template", template, "-f", "json",
             prelude=SHORT_LIMIT,
         )
     assert code == 1, stderr

@@ -41,7 +41,7 @@ def remote_code_folder(tmp_path, tokenizer_class: str | None = None):
 def test_a_folder_without_tokenizer_json_is_a_one_line_error():
     folder = TOKENIZERS / "no_tokenizer_json"
     with unchanged(folder):
-        result = run_cli("inspect-data", ALPACA, "-t", folder, "--rows", "0")
+        result = run_cli("inspect-data", ALPACA, "-t", folder, "--framework", "transformers", "--rows", "0")
     assert_one_line_error(
         result.exit_code, result.stderr,
         f"{folder}: no tokenizer in this folder (none of tokenizer.json, tokenizer.model, vocab.json, tekken.json, spiece.model)",
@@ -53,7 +53,7 @@ def test_a_folder_without_tokenizer_json_is_a_one_line_error():
 def test_auto_map_without_tokenizer_json_is_refused_before_transformers_sees_it(marker):
     folder = TOKENIZERS / "remote_code"
     with unchanged(folder):
-        result = run_cli("inspect-data", ALPACA, "-t", folder, "--rows", "0")
+        result = run_cli("inspect-data", ALPACA, "-t", folder, "--framework", "transformers", "--rows", "0")
     assert_one_line_error(
         result.exit_code, result.stderr,
         f"{folder}: tokenizer_config.json asks for remote code (auto_map) and there is no tokenizer.json",
@@ -66,7 +66,7 @@ def test_auto_map_without_tokenizer_json_is_refused_before_transformers_sees_it(
 def test_auto_map_to_an_unknown_class_is_refused_by_transformers(tmp_path, marker):
     folder = remote_code_folder(tmp_path)
     with unchanged(folder):
-        result = run_cli("inspect-data", ALPACA, "-t", folder, "--rows", "0")
+        result = run_cli("inspect-data", ALPACA, "-t", folder, "--framework", "transformers", "--rows", "0")
     assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith(
         f"Error: {folder}: cannot load a tokenizer: ValueError: The repository {folder} contains custom code which "
@@ -79,7 +79,7 @@ def test_auto_map_to_an_unknown_class_is_refused_by_transformers(tmp_path, marke
 def test_auto_map_beside_a_built_in_class_loads_the_built_in_class_and_runs_nothing(tmp_path, marker):
     folder = remote_code_folder(tmp_path, "Qwen2Tokenizer")
     with unchanged(folder):
-        result = run_cli("inspect-data", ALPACA, "-t", folder, "--rows", "0", "-f", "json")
+        result = run_cli("inspect-data", ALPACA, "-t", folder, "--framework", "transformers", "--rows", "0", "-f", "json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["rows"][0]["prompt"].startswith("<|im_start|>system\n")
     assert not marker.exists()
@@ -91,7 +91,7 @@ def test_the_same_folder_runs_its_code_only_with_trust_remote_code(tmp_path):
     folder = remote_code_folder(tmp_path, "Qwen2Tokenizer")
     marker = tmp_path / "remote-code-ran"
     env = {"MLDEBUG_MARKER": str(marker), "HF_MODULES_CACHE": str(tmp_path / "modules")}
-    code, _, stderr, _ = run_cli_process("inspect-data", ALPACA, "-t", folder, "--rows", "0", "-f", "json",
+    code, _, stderr, _ = run_cli_process("inspect-data", ALPACA, "-t", folder, "--framework", "transformers", "--rows", "0", "-f", "json",
                                          "--trust-remote-code", env=env)
     assert code == 0, stderr
     assert marker.read_text() == "remote code ran"
