@@ -326,8 +326,9 @@ def test_ds019_prompt_ending_in_a_space_glues_it_to_the_answer(tmp_path):
         {"prompt": "Q: capital of France?\nA: ", "completion": "Paris"},
         {"prompt": "Q: capital of France?\nA:", "completion": " Paris"},
     ])
-    hits = fired(path, QWEN25, "DS019")
+    hits = fired(path, QWEN25, "DS019", framework="transformers")
     assert set(hits) == {0} and "' Paris'" in hits[0]
+    assert fired(path, QWEN25, "DS019") == {}  # TRL trains from where its two tokenizations diverge: nothing is split
 
 
 @needs_corpus
