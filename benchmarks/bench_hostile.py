@@ -28,6 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZER = ROOT / "fixtures" / "tokenizers" / "qwen2.5-instruct"
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support.py: the protobuf wire writer the run-log tests use too
+from support import tf_field, tf_record, tf_varint  # noqa: E402
+
 OK = {"messages": [{"role": "user", "content": "What is 2 + 2?"}, {"role": "assistant", "content": "4"}]}
 LONG = "9" * 5000
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -48,26 +51,9 @@ def jsonl(*rows) -> str:
     return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
 
 
-def tf_varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
-
-def tf_field(number: int, wire: int, payload: bytes) -> bytes:
-    return tf_varint(number << 3 | wire) + (tf_varint(len(payload)) + payload if wire == 2 else payload)
-
-
 def tf_event(step: int, tag_field: bytes) -> bytes:
     item = tag_field + tf_field(2, 5, struct.pack("<f", 1.0))
     return tf_field(1, 1, struct.pack("<d", 1.0)) + tf_field(2, 0, tf_varint(step)) + tf_field(5, 2, tf_field(1, 2, item))
-
-
-def tf_record(payload: bytes) -> bytes:
-    return struct.pack("<Q", len(payload)) + b"\0" * 4 + payload + b"\0" * 4
 
 
 def cases(d: Path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import struct
+import sys
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -25,6 +26,9 @@ from mldebug_cli.sources.modelfile import parse_modelfile
 from mldebug_cli.sources.row_formats import RowProblem, detect, to_sample
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support.py: the protobuf wire writer the run-log tests use too
+from support import tf_field, tf_record, tf_varint  # noqa: E402
+
 FIXTURES = ROOT / "fixtures"
 CONVERSATION = [
     {"role": "system", "content": "Be brief."},
@@ -107,7 +111,7 @@ def run_log(data: bytes) -> None:
     fmt, name = RUN_LOG_FORMATS[data[0] % len(RUN_LOG_FORMATS)]
     body = data[1:]
     if fmt == "tensorboard":
-        body = b"".join(_tf_record(payload) for payload in body.split(RECORD_SPLIT))
+        body = b"".join(tf_record(payload) for payload in body.split(RECORD_SPLIT))
     elif fmt == "wandb":
         body = b":W&B\x00\x01\x00" + b"".join(_leveldb_record(payload) for payload in body.split(RECORD_SPLIT))
     folder = _scratch() / "run"
@@ -136,27 +140,10 @@ def training_config(data: bytes) -> None:
         pass
 
 
-def _tf_record(payload: bytes) -> bytes:
-    return struct.pack("<Q", len(payload)) + b"\0" * 4 + payload + b"\0" * 4
-
-
 def _leveldb_record(payload: bytes) -> bytes:
     payload = payload[:32000]  # one chunk of a block
     crc = zlib.crc32(payload, zlib.crc32(bytes([1]))) & 0xFFFFFFFF
     return struct.pack("<IHB", crc, len(payload), 1) + payload
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
-
-def _field(number: int, wire: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | wire) + (_varint(len(payload)) + payload if wire == 2 else payload)
 
 
 class GeneratedSeeds:
@@ -189,12 +176,12 @@ def _dataset_seeds() -> dict[str, bytes]:
 
 def _run_log_seeds() -> dict[str, bytes]:
     def tf_event(step: int, tag: bytes, value: bytes, wire: int = 5) -> bytes:
-        item = _field(1, 2, tag) + _field(2, wire, value)
-        return _field(1, 1, struct.pack("<d", 1.0)) + _field(2, 0, _varint(step)) + _field(5, 2, _field(1, 2, item))
+        item = tf_field(1, 2, tag) + tf_field(2, wire, value)
+        return tf_field(1, 1, struct.pack("<d", 1.0)) + tf_field(2, 0, tf_varint(step)) + tf_field(5, 2, tf_field(1, 2, item))
 
     def wandb_history(step: int, key: bytes, value: bytes) -> bytes:
-        item = _field(1, 2, key) + _field(16, 2, value)
-        return _field(2, 2, _field(1, 2, item) + _field(2, 2, _field(1, 0, _varint(step))))
+        item = tf_field(1, 2, key) + tf_field(16, 2, value)
+        return tf_field(2, 2, tf_field(1, 2, item) + tf_field(2, 2, tf_field(1, 0, tf_varint(step))))
 
     pick = {fmt: bytes([i]) for i, (fmt, _name) in enumerate(RUN_LOG_FORMATS)}
     return {
@@ -208,7 +195,7 @@ def _run_log_seeds() -> dict[str, bytes]:
         "torchtune.txt": pick["torchtune"] + b"Step 1 | loss:2.5 lr:0.0001\nStep inf | loss:nan\n",
         "tensorboard_wire.bin": pick["tensorboard"] + RECORD_SPLIT.join([
             tf_event(1, b"train/loss", struct.pack("<f", 2.0)),
-            tf_event(2, b"train/loss", _varint(7), wire=0),  # a varint where a float is expected
+            tf_event(2, b"train/loss", tf_varint(7), wire=0),  # a varint where a float is expected
             tf_event(3, b"train/loss", struct.pack("<f", 1.5)),
         ]),
         "wandb_history.bin": pick["wandb"] + RECORD_SPLIT.join([

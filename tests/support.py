@@ -88,7 +88,8 @@ def corpus_cases(cases, arity: int = 1) -> list:
     return [pytest.param(*([None] * arity), marks=needs_corpus)]
 
 
-# --- TensorBoard event records (protobuf by hand), for the run-log reader tests ---------------------------------
+# --- TensorBoard event records (protobuf by hand), for the run-log reader tests, fuzz/targets.py and
+# benchmarks/bench_hostile.py (the one protobuf wire writer of the repository) ------------------------------------
 
 def tf_varint(n: int) -> bytes:
     out = bytearray()
