@@ -6,7 +6,9 @@ Generates a deterministic synthetic dataset of multi-turn conversations from the
 (1-4 turns each), then measures, each in its own process so peak RSS is its own:
   (a) floor: render every conversation with the compiled template + one batched tokenize
   (b) naive: per-row apply_chat_template(tokenize=True, return_dict=True)
-  (c) mldebug inspect-data --all --output-format json, end to end as a user runs it (process start included)
+  (c) mldebug inspect-data --all --output-format json, end to end as a user runs it (process start included);
+      (c') as axolotl masks, (c'') as LLaMA-Factory's supervised processor encodes (its template parsed from the
+      tokenizer's, every slot tokenized on its own)
 and reports conversations/s, tokens/s, peak RSS and the ratios (c)/(a), (c)/(b).
 With --repeat N the four runs are interleaved N times and the median wall time is reported with its range
 (timings on a shared 2-core machine vary by 10-30% from run to run). Not part of the test run.
@@ -146,6 +148,8 @@ def main() -> None:
             runs.setdefault("(c) mldebug, default masking", []).append(mldebug(data, args.tokenizer, []))
             runs.setdefault("(c') mldebug, --train-on assistant", []).append(
                 mldebug(data, args.tokenizer, ["--train-on", "assistant", "--framework", "axolotl"]))
+            runs.setdefault("(c'') mldebug, --framework llama-factory", []).append(
+                mldebug(data, args.tokenizer, ["--framework", "llama-factory"]))
     wall = {name: statistics.median(r["wall"] for r in rs) for name, rs in runs.items()}
     print(f"{args.rows} conversations, {tokens:,} tokens ({tokens / args.rows:.0f} per conversation), "
           f"{os.cpu_count()} cores, median of {max(1, args.repeat)} interleaved runs")
