@@ -21,7 +21,7 @@ from mldebug_cli.core.escape import visible
 from mldebug_cli.core.exit import ExitCode, exit_code_for
 from mldebug_cli.core.findings import Report, Severity
 from mldebug_cli.formats import FORMATS
-from mldebug_cli.frameworks.registry import VERSION_LABELS, VERSION_PACKAGES
+from mldebug_cli.frameworks.registry import VERSION_LABELS, VERSION_PACKAGES, names_for, serving
 
 if TYPE_CHECKING:
     from mldebug_cli.core.config import Settings
@@ -161,6 +161,17 @@ def configured_versions() -> dict[str, str]:
 def or_list(names: tuple[str, ...]) -> str:
     """``("a", "b", "c")`` -> ``"a, b or c"``: a registry's names in help text."""
     return f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+def frameworks_for(*capabilities: str) -> str:
+    """The ``--framework`` values of a command that needs ``capabilities`` of a framework (frameworks.registry), as
+    help text: ``"transformers, trl, axolotl or llama-factory"``."""
+    return or_list(names_for(*capabilities))
+
+
+def configs_for(*capabilities: str) -> str:
+    """The training configs such a command reads, as help text: ``"transformers, TRL, axolotl or LLaMA-Factory"``."""
+    return or_list(tuple(entry.shown for entry in serving(*capabilities)))
 
 
 def split_list(values: list[str] | None) -> list[str]:

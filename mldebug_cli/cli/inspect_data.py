@@ -17,9 +17,11 @@ from mldebug_cli.cli.common import (
     OutputOpt,
     OutputOptions,
     SelectOpt,
+    configs_for,
     split_list,
 )
 from mldebug_cli.core.errors import UsageError
+from mldebug_cli.frameworks.registry import DEFAULT_ROWS, names_for
 
 
 def inspect_data(
@@ -27,15 +29,16 @@ def inspect_data(
                                          "hub id; with --config, one of its datasets by path or name (default: its first)."),
     tokenizer: str | None = typer.Option(None, "--tokenizer", "-t", help="Tokenizer folder (or cached hub id); default "
                                          "with --config: the config's model when it is a local folder."),
-    config: Path | None = typer.Option(None, "--config", help="A training config (axolotl, TRL/HF, LLaMA-Factory): "
+    config: Path | None = typer.Option(None, "--config", help=f"A training config ({configs_for('plan', 'rows')}): "
                                        "its framework, tokenizer, template, masking and max length, as preflight reads "
                                        "them; flags given here win."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
                                              "the working directory and its own folder."),
     chat_template: Path | None = typer.Option(None, "--chat-template", help="A .jinja file overriding the tokenizer's template."),
     data_format: str | None = typer.Option(None, "--data-format", help="messages, sharegpt, alpaca, prompt-completion, text or tokenized (default: detected)."),
-    framework: str | None = typer.Option(None, "--framework", help="Whose tokenization to emulate: trl (the default "
-                                         "without --config), transformers, axolotl, llama-factory, unsloth."),
+    framework: str | None = typer.Option(None, "--framework", help="Whose tokenization to emulate: "
+                                         f"{DEFAULT_ROWS} (the default without --config), "
+                                         f"{', '.join(n for n in names_for('rows') if n != DEFAULT_ROWS)}."),
     template: str | None = typer.Option(None, "--template", help="llama-factory: its own template by name, e.g. qwen3 "
                                         "(default: parsed from the tokenizer's chat template, as LLaMA-Factory does)."),
     train_on: str | None = typer.Option(None, "--train-on", help="assistant, all, last or completion (default: the framework's default)."),
@@ -92,7 +95,7 @@ def inspect_data(
             tokenizer=tokenizer or "",
             chat_template=str(chat_template) if chat_template else None,
             data_format=data_format,
-            framework=framework or ("unsloth" if instruction_part or response_part or unsloth_template else "trl"),
+            framework=framework or ("unsloth" if instruction_part or response_part or unsloth_template else DEFAULT_ROWS),
             template=template,
             train_on=train_on,
             max_length=max_length,

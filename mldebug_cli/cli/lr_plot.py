@@ -16,7 +16,9 @@ from mldebug_cli.cli.common import (
     OutputOpt,
     OutputOptions,
     SelectOpt,
+    configs_for,
     configured_versions,
+    frameworks_for,
     run_report,
     split_list,
     version_flags,
@@ -25,13 +27,13 @@ from mldebug_cli.cli.common import (
 
 @version_flags
 def lr_plot(
-    config: Path = typer.Option(..., "--config", "-c", help="TrainingArguments/SFTConfig JSON or YAML, axolotl, "
-                                "LLaMA-Factory or torchtune YAML."),
+    config: Path = typer.Option(..., "--config", "-c", help=f"A training config ({configs_for('schedule')}; "
+                                "YAML or JSON)."),
     num_rows: int | None = typer.Option(None, "--num-rows", help="Training rows (before packing)."),
     dataset: str | None = typer.Option(None, "--dataset", help="Count the rows of this dataset file or folder."),
     world_size: int = typer.Option(1, "--world-size", help="Data-parallel processes."),
     framework: str | None = typer.Option(
-        None, "--framework", help="transformers, trl, axolotl, llama-factory or torchtune (default: detected)."
+        None, "--framework", help=f"{frameworks_for('schedule')} (default: detected)."
     ),
     trainer_state: Path | None = typer.Option(
         None, "--trainer-state", help="Overlay a real run's logged LR (trainer_state.json)."

@@ -15,20 +15,22 @@ from mldebug_cli.cli.common import (
     OutputOpt,
     OutputOptions,
     SelectOpt,
+    configs_for,
+    frameworks_for,
     run_report,
     split_list,
 )
 
 
 def memory(
-    config: Path = typer.Argument(..., help="The training config (TRL/HF, axolotl or LLaMA-Factory YAML/JSON)."),
+    config: Path = typer.Argument(..., help=f"The training config ({configs_for('trainer')}; YAML or JSON)."),
     model: str | None = typer.Option(None, "--model", help="A model folder with config.json (default: the config's "
                                      "model, as a folder or in the local hub cache)."),
     gpu: str | None = typer.Option(None, "--gpu", help="Judge against this GPU: H100-80GB, A100-40GB, L4-24GB, ... "
                                    "(default: a table of common GPUs)."),
     gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="Judge against this many GiB per GPU."),
     world_size: int = typer.Option(1, "--world-size", help="GPUs (data-parallel processes); ZeRO/FSDP shard over them."),
-    framework: str | None = typer.Option(None, "--framework", help="transformers, trl, axolotl or llama-factory "
+    framework: str | None = typer.Option(None, "--framework", help=f"{frameworks_for('trainer')} "
                                          "(default: detected)."),
     sample: int | None = typer.Option(None, "--sample", help="Read this many rows, evenly spaced (default: all)."),
     host_memory: float | None = typer.Option(None, "--host-memory", help="GiB of RAM of the training node "

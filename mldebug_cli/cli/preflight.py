@@ -18,18 +18,21 @@ from mldebug_cli.cli.common import (
     OutputOpt,
     OutputOptions,
     SelectOpt,
+    configs_for,
     configured_versions,
+    frameworks_for,
     split_list,
     version_flags,
 )
+from mldebug_cli.frameworks.registry import PREFLIGHT_NEEDS
 
 
 @version_flags
 def preflight(
-    config: Path = typer.Argument(..., help="An axolotl YAML, a TRL/HF TrainingArguments JSON/YAML, or a LLaMA-Factory YAML."),
+    config: Path = typer.Argument(..., help=f"A training config ({configs_for(*PREFLIGHT_NEEDS)}; YAML or JSON)."),
     deploy: list[str] | None = typer.Option(None, "--deploy", help="A deploy artefact to compare templates with (GGUF, Modelfile, .jinja, tokenizer folder); repeatable."),
     tokenizer: str | None = typer.Option(None, "--tokenizer", "-t", help="Use this tokenizer folder instead of the config's model."),
-    framework: str | None = typer.Option(None, "--framework", help="axolotl, llama-factory, trl or transformers (default: detected from the keys)."),
+    framework: str | None = typer.Option(None, "--framework", help=f"{frameworks_for(*PREFLIGHT_NEEDS)} (default: detected from the keys)."),
     sample: int | None = typer.Option(None, "--sample", help="Check N rows of each dataset, evenly spaced (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row of every dataset."),
     engine: str = typer.Option("local", "--engine", help="local (this machine) or ray: the datasets' rows checked on "

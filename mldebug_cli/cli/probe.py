@@ -16,13 +16,15 @@ from mldebug_cli.cli.common import (
     OutputOpt,
     OutputOptions,
     SelectOpt,
+    configs_for,
+    frameworks_for,
     run_report,
     split_list,
 )
 
 
 def probe(
-    config: Path = typer.Argument(..., help="The training config (TRL/HF, axolotl, LLaMA-Factory; SFT, DPO/IPO, ORPO)."),
+    config: Path = typer.Argument(..., help=f"The training config ({configs_for('trainer')}; SFT, DPO/IPO, ORPO)."),
     model: Path = typer.Option(..., "--model", help="The local base model folder (never downloaded)."),
     adapter: Path | None = typer.Option(None, "--adapter", help="A trained PEFT adapter folder to probe."),
     checkpoint: Path | None = typer.Option(None, "--checkpoint", help="A trainer checkpoint folder: its adapter or "
@@ -30,8 +32,8 @@ def probe(
     rows: str | None = typer.Option(None, "--rows", help="Probe these rows, e.g. 0-7 or 3,10-12 (0-based)."),
     sample: int | None = typer.Option(None, "--sample", help="Probe N rows evenly spaced over the dataset (default 8)."),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
-    framework: str | None = typer.Option(None, "--framework", help="Whose trainer runs the config: transformers, trl, "
-                                         "axolotl or llama-factory (default: detected from its keys)."),
+    framework: str | None = typer.Option(None, "--framework", help="Whose trainer runs the config: "
+                                         f"{frameworks_for('trainer')} (default: detected from its keys)."),
     steps: int = typer.Option(0, "--steps", help="Train K steps on the rows (with --ablate: K with and K without the term)."),
     ablate: str | None = typer.Option(None, "--ablate", help="A loss term to turn off for the second K steps (GP009), "
                                       "e.g. sft, sigmoid, odds_ratio."),

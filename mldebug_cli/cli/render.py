@@ -35,7 +35,7 @@ def render(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder."),
     online: bool = OnlineOpt,
 ) -> None:
-    """Render a conversation as transformers, llama.cpp, Ollama or TGI would, to diff engines against each other."""
+    """Render a conversation as a deploy engine would (--engine), to diff engines against each other."""
     from mldebug_cli.core.errors import UsageError
     from mldebug_cli.pipelines.render import RenderOptions, build_prompt, parse_variables
 

@@ -3,8 +3,10 @@
 Each line names a module of this package that exports one ``FRAMEWORK`` (a :class:`framework.Framework`): everything mldebug
 knows about the framework (how its configs are recognised and read, its key schema, how it turns rows into ids and
 labels, how it counts steps). A line also carries the few facts the command line needs before any framework module
-is imported (``mldebug --help`` imports none of them): its package, and whether a ``--<package>-version`` flag and
-an ``mldebug.toml [versions]`` key name it. Every table of frameworks is generated from here.
+is imported (``mldebug --help`` imports none of them): its package, whether a ``--<package>-version`` flag and
+an ``mldebug.toml [versions]`` key name it, and what it serves (which commands' ``--framework`` take it; a test holds
+each line to its FRAMEWORK's parts). Every table of frameworks, and every ``--framework`` help text and choice, is
+generated from here.
 """
 
 from __future__ import annotations
@@ -19,6 +21,21 @@ if TYPE_CHECKING:
     from mldebug_cli.frameworks.framework import Framework
 
 
+class Capability(NamedTuple):
+    part: str  # the Framework part that supplies it
+    what: str  # what mldebug reads of a framework that has it
+
+
+CAPABILITIES = {  # what a command needs of a framework
+    "rows": Capability("row_profile", "how its trainer prepares rows"),  # inspect-data
+    "plan": Capability("read_plan", "the data settings of its configs"),  # preflight
+    "schedule": Capability("read_spec", "its schedule"),  # lr-plot
+    "trainer": Capability("trainer_facts", "its trainer settings"),  # memory, probe
+}
+EVERYTHING = tuple(CAPABILITIES)
+PREFLIGHT_NEEDS = ("plan", "schedule")  # preflight reads a config's data settings and its schedule
+
+
 class Entry(NamedTuple):
     """One registry line."""
 
@@ -27,26 +44,56 @@ class Entry(NamedTuple):
     package: str | None = None  # its PyPI distribution (None: not versioned)
     version_flag: bool = False  # the package's version can be given (--<package>-version, mldebug.toml [versions])
     label: str = ""  # how help text names it (default: its name)
+    serves: tuple[str, ...] = ()  # the CAPABILITIES its FRAMEWORK has
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.name
 
 
 REGISTRY = (
-    Entry("transformers", "hf", "transformers", version_flag=True),
-    Entry("trl", "trl", "trl", version_flag=True, label="TRL"),
-    Entry("axolotl", "axolotl", "axolotl", version_flag=True),
-    Entry("llama-factory", "llama_factory", "llamafactory", version_flag=True, label="LLaMA-Factory"),
-    Entry("torchtune", "torchtune", "torchtune"),
-    Entry("unsloth", "unsloth", label="Unsloth"),
+    Entry("transformers", "hf", "transformers", version_flag=True, serves=EVERYTHING),
+    Entry("trl", "trl", "trl", version_flag=True, label="TRL", serves=EVERYTHING),
+    Entry("axolotl", "axolotl", "axolotl", version_flag=True, serves=EVERYTHING),
+    Entry("llama-factory", "llama_factory", "llamafactory", version_flag=True, label="LLaMA-Factory", serves=EVERYTHING),
+    Entry("torchtune", "torchtune", "torchtune", serves=("schedule",)),
+    Entry("unsloth", "unsloth", label="Unsloth", serves=("rows", "plan")),
 )
 DEFAULT_ROWS = "trl"  # whose tokenization inspect-data emulates when no framework is named
 
 NAMES = tuple(entry.name for entry in REGISTRY)
 VERSION_PACKAGES = tuple(entry.package for entry in REGISTRY if entry.version_flag)  # the --<package>-version flags
-VERSION_LABELS = {entry.package: entry.label or entry.name for entry in REGISTRY if entry.version_flag}
+VERSION_LABELS = {entry.package: entry.shown for entry in REGISTRY if entry.version_flag}
 DISTRIBUTIONS = {entry.name: entry.package for entry in REGISTRY if entry.package}  # framework name -> distribution
 
 
 def entry(name: str) -> Entry | None:
     return next((e for e in REGISTRY if e.name == name), None)
+
+
+def serving(*capabilities: str) -> tuple[Entry, ...]:
+    """The lines of the frameworks that serve every one of ``capabilities`` (CAPABILITIES keys), in registry order."""
+    unknown = set(capabilities) - set(CAPABILITIES)
+    if unknown:
+        raise KeyError(unknown)
+    return tuple(e for e in REGISTRY if set(capabilities) <= set(e.serves))
+
+
+def names_for(*capabilities: str) -> tuple[str, ...]:
+    """The ``--framework`` values a command that needs ``capabilities`` takes."""
+    return tuple(e.name for e in serving(*capabilities))
+
+
+def chosen(name: str, *capabilities: str) -> str:
+    """``name`` when it names a framework that serves ``capabilities``; else a UsageError naming those that do."""
+    found = entry(name)
+    missing = [c for c in capabilities if c not in (found.serves if found else ())]
+    if not missing:
+        return name
+    hint = f"choose one of {', '.join(names_for(*capabilities))}"
+    if found is None:
+        raise UsageError(f"--framework: unknown framework {name!r}", hint=hint)
+    raise UsageError(f"--framework {name}: mldebug does not read {CAPABILITIES[missing[0]].what}", hint=hint)
 
 
 def framework(name: str) -> Framework:

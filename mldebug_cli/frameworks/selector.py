@@ -7,7 +7,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.frameworks import preference_config, versions
-from mldebug_cli.frameworks.registry import entry, framework, frameworks, names_with
+from mldebug_cli.frameworks.registry import chosen, entry, framework, frameworks, serving
 from mldebug_cli.frameworks.schema import KeySchema
 from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.model import RunSpec
@@ -24,10 +24,7 @@ def detect_framework(config: ConfigFile) -> str:
 
 def checked_framework(name: str) -> str:
     """``name`` when it names a framework whose schedule mldebug reads (lr-plot, preflight)."""
-    if entry(name) is None or framework(name).read_spec is None:
-        scheduling = names_with("read_spec")
-        raise UsageError(f"--framework: unknown framework {name!r}", hint=f"choose one of {', '.join(scheduling)}")
-    return name
+    return chosen(name, "schedule")
 
 
 def read_spec(config: ConfigFile, name: str | None, world_size: int, targets: TargetVersions | None = None,
@@ -77,7 +74,8 @@ def read_plan(config: ConfigFile, name: str, allow_outside: bool = False) -> Tra
     """What the config implies for the data checks (a sources.training_plan.TrainingPlan), read by its framework."""
     reader = framework(name).read_plan if entry(name) else None
     if reader is None:
-        raise InputError(f"{config.path}: preflight's data checks support axolotl, LLaMA-Factory and TRL/HF configs, not {name}")
+        configs = ", ".join(e.shown for e in serving("plan"))
+        raise InputError(f"{config.path}: preflight's data checks read {configs} configs, not {name}")
     return finished(config, reader(config), allow_outside)
 
 

@@ -112,10 +112,10 @@ class TrainerFacts:
 
 def read_trainer_facts(config_path: str | Path, framework: str | None = None, world_size: int = 1) -> TrainerFacts:
     """The facts of one config file; ``framework`` as detected when not given."""
-    from mldebug_cli.frameworks import checked_framework, detect_framework
+    from mldebug_cli.frameworks import detect_framework
 
     config = load_config(config_path)
-    name = checked_framework(framework or detect_framework(config))
+    name = registry.chosen(framework, "trainer") if framework else detect_framework(config)
     if world_size < 1:
         raise InputError(f"--world-size must be at least 1, got {world_size}")
     reader = registry.framework(name).trainer_facts

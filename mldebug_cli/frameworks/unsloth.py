@@ -32,7 +32,6 @@ from typing import Any
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.frameworks import trl
 from mldebug_cli.frameworks.framework import Framework
-from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.render.labels import IGNORE_INDEX, token_range
 from mldebug_cli.render.truncation import Truncated
 
@@ -317,5 +316,4 @@ FRAMEWORK = Framework(
     read_plan=trl.read_plan,  # Unsloth runs TRL's SFTConfig
     rows=Rows,
     row_profile=row_profile,
-    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
 )

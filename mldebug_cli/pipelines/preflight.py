@@ -19,6 +19,7 @@ from mldebug_cli.core.errors import (
     UsageError,
 )
 from mldebug_cli.core.findings import Finding, Location, Report
+from mldebug_cli.frameworks.registry import PREFLIGHT_NEEDS, chosen
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
@@ -60,6 +61,8 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
 
     if options.sample is not None and options.sample < 1:
         raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
+    if options.framework is not None:
+        chosen(options.framework, *PREFLIGHT_NEEDS)
     config = load_config(options.config)
     framework = options.framework or detect_framework(config)
     try:

@@ -30,3 +30,27 @@ def test_an_unknown_framework_names_the_ones_mldebug_reads():
     with pytest.raises(UsageError, match="unknown framework 'megatron'") as raised:
         selector.checked_framework("megatron")
     assert raised.value.hint == "choose one of transformers, trl, axolotl, llama-factory, torchtune"
+
+
+def test_each_line_serves_exactly_what_its_framework_has():
+    """The command line reads ``serves`` without importing a framework module: it must say what the object has."""
+    for entry in registry.REGISTRY:
+        has = {name for name, capability in registry.CAPABILITIES.items()
+               if getattr(registry.framework(entry.name), capability.part)}
+        assert set(entry.serves) == has, entry.name
+
+
+def test_each_command_takes_the_frameworks_that_serve_what_it_needs():
+    assert registry.names_for("rows") == ("transformers", "trl", "axolotl", "llama-factory", "unsloth")
+    assert registry.names_for(*registry.PREFLIGHT_NEEDS) == ("transformers", "trl", "axolotl", "llama-factory")
+    assert registry.names_for("schedule") == ("transformers", "trl", "axolotl", "llama-factory", "torchtune")
+    assert registry.names_for("trainer") == ("transformers", "trl", "axolotl", "llama-factory")
+
+
+def test_a_framework_without_the_part_a_command_needs_is_refused_by_name():
+    with pytest.raises(UsageError, match="--framework torchtune: mldebug does not read its trainer settings") as raised:
+        registry.chosen("torchtune", "trainer")
+    assert raised.value.hint == "choose one of transformers, trl, axolotl, llama-factory"
+    with pytest.raises(UsageError, match="--framework unsloth: mldebug does not read its schedule"):
+        registry.chosen(*("unsloth", *registry.PREFLIGHT_NEEDS))
+    assert registry.chosen("axolotl", "rows") == "axolotl"
