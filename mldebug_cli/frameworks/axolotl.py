@@ -14,6 +14,7 @@ from typing import Any
 from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import schema, versions
+from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.hf import hf_scheduler_choice
@@ -457,6 +458,8 @@ class Rows(RowProfile):
         self.prompter = prompter  # axolotl_prompters.Prompter, "completion" or "input_output": rows it prompts itself
         self.tokenizer = tokenizer
         self.unemulated = unemulated
+        if prompter is not None and tokenizer is not None:  # a prompter's prompt and reply: one call per batch
+            self.batched = BatchTokenizer(tokenizer)
 
     @property
     def masking_method(self) -> str | None:
@@ -535,7 +538,7 @@ class Rows(RowProfile):
         from mldebug_cli.frameworks import axolotl_prompters
 
         limit = setup.max_length if setup.max_length is not None else UNLIMITED
-        return axolotl_prompters.encode(sample, self.tokenizer, limit, self.train_on_inputs, len(sample.messages) - 1)
+        return axolotl_prompters.encode(sample, self.batched or self.tokenizer, limit, self.train_on_inputs, len(sample.messages) - 1)
 
     def reads(self, sample: Any, raw: Any) -> Any:
         from mldebug_cli.render import axolotl

@@ -22,6 +22,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
@@ -237,7 +238,8 @@ class Rows(RowProfile):
         self.parsed = parsed  # no template named: parsed from the tokenizer's chat template, as LLaMA-Factory does
         self.tokenizer = tokenizer
         self.unemulated = unemulated  # the named template, when it is LLaMA-Factory's but not one mldebug emulates
-        self.encoder = Encoder(chosen, options, tokenizer)
+        self.batched = BatchTokenizer(tokenizer)
+        self.encoder = Encoder(chosen, options, self.batched)
         # replace_eos: get_template_and_fix_tokenizer makes the first stop word the EOS of the tokenizer it trains
         # and saves with (Llama 3: <|eot_id|>, Phi: <|end|>)
         self.eos_is_turn_end = bool(chosen.replace_eos and chosen.stop_words)

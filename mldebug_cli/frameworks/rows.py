@@ -7,7 +7,8 @@ own turn rules and drops long rows, LLaMA-Factory splits a budget between prompt
 
 A framework with its own prompt format (LLaMA-Factory's template registry, axolotl's prompters)
 overrides ``encodes``/``encode``: it returns an ``EncodedRow`` made by its own tokenization, and the
-pipeline skips rendering and batched tokenization for that row. Likewise for preference rows: a framework
+pipeline skips rendering and the shared tokenization for that row; it hands the batch's such rows to
+``encode_batch``, which tokenizes their pieces in one call (``batched``). Likewise for preference rows: a framework
 with its own pairwise processor (LLaMA-Factory's, stage dpo/orpo) says so in ``encodes_pairs`` and returns
 each side's ids and labels from ``encode_pair``; the preference pipeline then prepares no pair as TRL does.
 
@@ -19,9 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.subjects import NotEmulated, RowFacts
+from mldebug_cli.render.chat import TemplateRenderError
 from mldebug_cli.render.masking import ChatLayout, ShapeCache
 from mldebug_cli.render.truncation import Truncated, truncate
+from mldebug_cli.sources.row_formats import RowProblem
 
 if TYPE_CHECKING:
     from mldebug_cli.frameworks.subjects import Row, Setup
@@ -98,6 +102,7 @@ class RowProfile:
     masking_method: str | None = None  # the context's masking line when the profile decides it (None: the generic one)
     own_templates = False  # chat rows are encoded by the framework's own templates (no chat template needed)
     eos_is_turn_end = False  # the framework makes the template's end-of-turn the tokenizer's EOS (it saves it so)
+    keeps_sharegpt_tags = False  # ShareGPT rows keep their from tags as roles
 
     def max_length(self, given: int | None) -> int | None:
         return given
@@ -109,7 +114,8 @@ class RowProfile:
         return RowFacts(renders_chat=self.renders_chat(row_format), own_templates=self.own_templates,
                         pad_masked_by_id=self.pad_masked_by_id, unmarked_masking=self.unmarked_masking(),
                         not_emulated=tuple(self.not_emulated()), end_of_turn_hint=self.end_of_turn_hint(),
-                        assistant_mask_needs_chat=self.assistant_mask_needs_chat)
+                        assistant_mask_needs_chat=self.assistant_mask_needs_chat,
+                        keeps_sharegpt_tags=self.keeps_sharegpt_tags, eos_is_turn_end=self.eos_is_turn_end)
 
     def end_of_turn_hint(self) -> str | None:
         """How the framework's config trains an end-of-turn token the rows leave masked (None: the generic hint)."""
@@ -154,6 +160,22 @@ class RowProfile:
 
     def encode(self, sample: Sample, setup: Setup) -> EncodedRow:
         raise NotImplementedError
+
+    batched: BatchTokenizer | None = None  # what ``encode`` tokenizes with, when its pieces can share one call
+
+    def encode_batch(self, samples: list[Sample], setup: Setup) -> list[EncodedRow | RowProblem | TemplateRenderError]:
+        """``encode`` of each of a batch's rows that it ``encodes`` (or the RowProblem or TemplateRenderError it
+        raises): with ``batched``, every piece the rows tokenize goes through one batched tokenizer call."""
+
+        def attempt(sample: Sample) -> EncodedRow | RowProblem | TemplateRenderError:
+            try:
+                return self.encode(sample, setup)
+            except (RowProblem, TemplateRenderError) as exc:
+                return exc
+
+        if self.batched is None:
+            return [attempt(sample) for sample in samples]
+        return self.batched.encode_batch(samples, attempt)
 
     def encodes_pairs(self, task: str) -> bool:
         """Whether ``encode_pair`` prepares ``task``'s preference rows (dpo, orpo, ...) itself; otherwise the

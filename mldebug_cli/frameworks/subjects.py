@@ -1,11 +1,13 @@
-"""What the data checks look at: the run's setup (tokenizer, template, framework profile) and each inspected row."""
+"""What the data checks look at: the run's setup (tokenizer, template, the trainer's row handling as plain facts) and
+each inspected row. Nothing here is a framework object: the pipeline keeps the framework's row profile and writes
+its answers here."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from mldebug_cli.core.findings import Location
 from mldebug_cli.render.masking import ChatLayout
@@ -41,13 +43,6 @@ class TrainingTemplate:
         return f"trl {self.trl_version} chat_templates/{self.name} (TRL swaps it in for {self.matched}: assistant_only_loss)"
 
 
-class RowRules(Protocol):
-    """What the inspect pipeline asks of the framework's row profile (frameworks.rows.RowProfile is one); the
-    checks never see the profile, they read its answers in ``Setup.facts``."""
-
-    def facts(self, row_format: str) -> RowFacts: ...
-
-
 @dataclass(frozen=True)
 class RowFacts:
     """The trainer's row handling as plain values: what the data checks read of the framework, asked of its row
@@ -60,6 +55,8 @@ class RowFacts:
     not_emulated: tuple[NotEmulated, ...] = ()  # its settings whose effect on rows mldebug does not reproduce
     end_of_turn_hint: str | None = None  # how the framework is told to train an end-of-turn token (None: the generic hint)
     assistant_mask_needs_chat: bool = False  # assistant-only masking on text rows is refused (TRL's ValueError)
+    keeps_sharegpt_tags: bool = False  # ShareGPT rows keep their from tags (human, gpt) as roles
+    eos_is_turn_end: bool = False  # the trained tokenizer's EOS is the template's end-of-turn (LLaMA-Factory's replace_eos)
 
 
 @dataclass(frozen=True)
@@ -91,7 +88,6 @@ class Setup:
     special_pattern: re.Pattern | None
     id_to_piece: Any  # callable id -> token text
     encode: Any  # callable text -> ids without special tokens
-    rows: RowRules  # the pipeline's handle on the framework's row profile (checks read ``facts``)
     facts: RowFacts  # the trainer's row handling as plain values
     render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
@@ -151,6 +147,7 @@ class Row:
     cut_labels: list[int] = field(default_factory=list)
     encoded: bool = False  # ids and labels came from the framework's own encoding (RowProfile.encode)
     masking: str | None = None  # the masking the framework's own encoding used
+    untrained_cause: tuple[str, str] | None = None  # (why the framework's masking trains nothing here, the fix), if it knows
     _offsets: list[tuple[int, int]] | None = field(default=None, repr=False)
 
     @property

@@ -12,9 +12,8 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.frameworks.registry import DEFAULT_ROWS, entry, names_with
-from mldebug_cli.frameworks.registry import framework as framework_object
-from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, end_texts
+from mldebug_cli.frameworks.registry import DEFAULT_ROWS, chosen, names_for
+from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
 from mldebug_cli.frameworks.selector import profile_class, row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
 from mldebug_cli.pipelines.row_batches import (
@@ -115,7 +114,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
             findings.extend(check.findings(setup, setup))
     findings += unreadable_shards(source, checks, "DS010")
     engine = _RowEngine(
-        detection, setup, renderer, locator, loaded.tokenizer, source.display,
+        detection, setup, rows, renderer, locator, loaded.tokenizer, source.display,
         row_checks=[c for c in checks if c.subject == "row"],
         wanted=frozenset(options.rows) if options.rows else None,
         show=options.show,
@@ -136,7 +135,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         findings=tuple(findings),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
-        context=_context(setup, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options),
+        context=_context(setup, rows, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options),
         summary=stats.summary(total, findings),
         details={"rows": [_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)],
                  "token_table": options.token_table or bool(options.rows),
@@ -194,6 +193,7 @@ class _RowEngine:
 
     detection: Any
     setup: Setup
+    profile: RowProfile  # the framework's row handling (the checks see only its answers, in ``setup.facts`` and the rows)
     renderer: ChatRenderer | None
     locator: Any  # where chat turns are (per-shape caches; from the row profile)
     tokenizer: Any
@@ -204,7 +204,7 @@ class _RowEngine:
     keep_lengths: bool = False
 
     def process(self, batch: list[Record]) -> _BatchResult:
-        rows = _process(batch, self.detection, self.setup, self.renderer, self.locator, self.tokenizer, self.path)
+        rows = _process(batch, self.detection, self.setup, self.profile, self.renderer, self.locator, self.tokenizer, self.path)
         result = _BatchResult([], _Stats(self.setup.max_length, self.keep_lengths), [])
         shown_ok = 0
         candidates: list[tuple[_View, Any]] = []  # flagged rows: the most serious are kept, their views built last
@@ -257,11 +257,9 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError("--ray-concurrency must be at least 1")
     if options.data_format is not None and options.data_format not in ROW_FORMATS:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
-    if entry(options.framework) is None or framework_object(options.framework).row_profile is None:
-        with_rows = names_with("row_profile")
-        raise UsageError(f"--framework: unknown framework {options.framework!r}", hint=f"one of {', '.join(with_rows)}")
+    chosen(options.framework, "rows")
     if options.template is not None and not profile_class(options.framework).own_templates:
-        owners = " or ".join(f"--framework {f}" for f in names_with("row_profile") if profile_class(f).own_templates)
+        owners = " or ".join(f"--framework {f}" for f in names_for("rows") if profile_class(f).own_templates)
         raise UsageError(f"--template names a framework's own template, and {options.framework} has none",
                          hint=f"pass {owners} to use its template, or the template file with --chat-template")
     if options.train_on is not None and options.train_on not in TRAIN_ON:
@@ -302,7 +300,7 @@ def _detection(source: DatasetSource, options: InspectOptions):
 
 
 def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokenizer, row_format: str, train_on: str,
-           rows) -> Setup:
+           rows: RowProfile) -> Setup:
     tok = loaded.tokenizer
     template = loaded.chat_template
     needs_template = rows.renders_chat(row_format)
@@ -349,7 +347,6 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         special_pattern=re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) if specials else None,
         id_to_piece=tok.convert_ids_to_tokens,
         encode=lambda text: tok.encode(text, add_special_tokens=False),
-        rows=rows,
         facts=rows.facts(row_format),
     )
 
@@ -361,21 +358,34 @@ def _adds_bos(tok) -> bool:
     return bool(ids) and ids[0] == tok.bos_token_id
 
 
-def _process(batch: list[Record], detection, setup: Setup, renderer, locator, tokenizer, path: str) -> list[Row]:
-    """Convert, render and lay out every row of a batch, then tokenize the batch in one call."""
-    rows = [_prepare(record, detection, setup, renderer, locator, path) for record in batch]
-    _tokenize(rows, setup, tokenizer)
+def _process(batch: list[Record], detection, setup: Setup, profile: RowProfile, renderer, locator, tokenizer,
+             path: str) -> list[Row]:
+    """Convert, render and lay out every row of a batch, then tokenize the batch in one call (rows the framework
+    encodes itself: in one call of its own)."""
+    rows = [_prepare(record, detection, setup, profile, renderer, locator, path) for record in batch]
+    own = [row for row in rows if row.ok and profile.encodes(row.sample)]
+    for row, encoded in zip(own, profile.encode_batch([row.sample for row in own], setup)):
+        if isinstance(encoded, TemplateRenderError):
+            row.render_error = str(encoded)
+        elif isinstance(encoded, RowProblem):
+            row.problem = encoded
+        else:
+            _store_encoded(row, encoded)
+    _tokenize(rows, setup, profile, tokenizer)
+    for row in rows:
+        if row.ok and row.input_ids and not row.trained_before_truncation and not isinstance(row.sample, Tokens):
+            row.untrained_cause = profile.untrained_cause(row)
     return rows
 
 
-def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: str) -> Row:
+def _prepare(record: Record, detection, setup: Setup, profile: RowProfile, renderer, locator, path: str) -> Row:
     record = record.parsed()  # JSON Lines rows reach the batch as raw lines: parsing happens in the workers
     row = Row(index=record.index, line=record.line, path=record.path or path, raw=record.data)
     if record.error is not None:
         row.problem = RowProblem("DS010", record.error)
         return row
     try:
-        row.sample = setup.rows.own_sample(record.data) or to_sample(record.data, detection)
+        row.sample = profile.own_sample(record.data) or to_sample(record.data, detection)
     except RowProblem as problem:
         row.problem = problem
         return row
@@ -383,15 +393,14 @@ def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: s
         row.problem = RowProblem("DS010", f"the row does not fit the {detection.row_format} format ({type(exc).__name__}: {exc})")
         return row
     try:
-        row.sample = setup.rows.reads(row.sample, record.data)
+        row.sample = profile.reads(row.sample, record.data)
     except ValueError as exc:
         row.problem = RowProblem("DS010", str(exc), dropped=isinstance(exc, RowDropped))
         return row
+    if profile.encodes(row.sample):
+        return row  # encoded with the batch's other such rows (_process)
     try:
-        if setup.rows.encodes(row.sample):
-            _store_encoded(row, setup.rows.encode(row.sample, setup))
-        else:
-            _lay_out(row, setup, renderer, locator)
+        _lay_out(row, setup, profile, renderer, locator)
     except TemplateRenderError as exc:
         row.render_error = str(exc)
     except RowProblem as problem:
@@ -399,16 +408,16 @@ def _prepare(record: Record, detection, setup: Setup, renderer, locator, path: s
     return row
 
 
-def _lay_out(row: Row, setup: Setup, renderer, locator) -> None:
+def _lay_out(row: Row, setup: Setup, profile: RowProfile, renderer, locator) -> None:
     sample = row.sample
-    own = setup.rows.lay_out(sample, setup, renderer, locator) if renderer is not None else None
+    own = profile.lay_out(sample, setup, renderer, locator) if renderer is not None else None
     if own is not None:
         row.layout = own
     elif isinstance(sample, Chat):
         row.layout = layout_chat(renderer, sample.messages, sample.tools, setup.train_on, end_texts(setup), locator,
                                  _turn_end(setup))
     elif isinstance(sample, PromptCompletion):
-        eos = setup.eos_text if setup.rows.appends_eos else None
+        eos = setup.eos_text if profile.appends_eos else None
         if sample.conversational and renderer is None:
             raise TemplateRenderError("conversational prompt/completion rows need a chat template")
         row.layout = layout_completion(renderer, sample.prompt, sample.completion, sample.tools, eos)
@@ -416,7 +425,7 @@ def _lay_out(row: Row, setup: Setup, renderer, locator) -> None:
             row.layout = replace(row.layout, trained_spans=((0, len(row.layout.text)),), method="all")
     elif isinstance(sample, Text):
         text = sample.text
-        if setup.rows.appends_eos and setup.eos_text and not text.endswith(setup.eos_text):
+        if profile.appends_eos and setup.eos_text and not text.endswith(setup.eos_text):
             text += setup.eos_text
             row.appended_eos = True
         row.text = text
@@ -429,7 +438,7 @@ def _turn_end(setup: Setup) -> str | None:
     return setup.template_facts.end_of_turn if setup.template_facts else None
 
 
-def _tokenize(rows: list[Row], setup: Setup, tokenizer) -> None:
+def _tokenize(rows: list[Row], setup: Setup, profile: RowProfile, tokenizer) -> None:
     """One batched call to the Rust tokenizer per special-token setting, as the fast tokenizer's __call__ makes."""
     backend = tokenizer.backend_tokenizer
     backend.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
@@ -438,10 +447,10 @@ def _tokenize(rows: list[Row], setup: Setup, tokenizer) -> None:
         group = [r for r in text_rows if _adds_special_tokens(r, setup) == add_special]
         if group:
             for row, encoding in zip(group, backend.encode_batch([r.text for r in group], add_special_tokens=add_special)):
-                _label(row, encoding, setup)
+                _label(row, encoding, setup, profile)
     for r in rows:
         if r.ok and isinstance(r.sample, Tokens):
-            _label_pretokenized(r, setup)
+            _label_pretokenized(r, setup, profile)
 
 
 def _adds_special_tokens(row: Row, setup: Setup) -> bool:
@@ -450,16 +459,16 @@ def _adds_special_tokens(row: Row, setup: Setup) -> bool:
     return isinstance(sample, Text) or (isinstance(sample, PromptCompletion) and not sample.conversational)
 
 
-def _label(row: Row, encoding, setup: Setup) -> None:
+def _label(row: Row, encoding, setup: Setup, profile: RowProfile) -> None:
     ids = encoding.ids
     row.encoding = encoding
     layout = row.layout
-    own = setup.rows.label(row, encoding, ids, setup)
+    own = profile.label(row, encoding, ids, setup)
     if own is not None:
         labels, straddles, ranges = own
         row.turns = [TurnTokens(t.message_index, start, end, t.trained, t.located_by, True)
                      for t, (start, end) in zip(layout.turns if layout is not None else (), ranges)]
-        _store(row, ids, labels, straddles, setup)
+        _store(row, ids, labels, straddles, setup, profile)
         return
     trains_everything = layout is None or layout.method == "all" or (layout.method == "completion" and setup.train_on == "all")
     if trains_everything:
@@ -470,21 +479,21 @@ def _label(row: Row, encoding, setup: Setup) -> None:
         for turn in layout.turns:
             start, end = token_range(encoding, turn.start, turn.end)
             row.turns.append(TurnTokens(turn.message_index, start, end, turn.trained, turn.located_by, turn.prefix_preserved))
-    _store(row, ids, labels, straddles, setup)
+    _store(row, ids, labels, straddles, setup, profile)
 
 
-def _label_pretokenized(row: Row, setup: Setup) -> None:
+def _label_pretokenized(row: Row, setup: Setup, profile: RowProfile) -> None:
     sample = row.sample
     labels = sample.labels if sample.labels is not None else list(sample.input_ids)
-    _store(row, list(sample.input_ids), list(labels), [], setup)
+    _store(row, list(sample.input_ids), list(labels), [], setup, profile)
 
 
-def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], setup: Setup) -> None:
+def _store(row: Row, ids: list[int], labels: list[int], straddles: list[int], setup: Setup, profile: RowProfile) -> None:
     row.full_length = len(ids)
     row.trained_before_truncation = len(labels) - labels.count(IGNORE_INDEX)
     row.first_trained = _first_trained(labels) if row.trained_before_truncation else None
-    mode = setup.rows.truncation
-    cut = setup.rows.truncated(ids, labels, setup.max_length, [(t.start, t.end) for t in row.turns])
+    mode = profile.truncation
+    cut = profile.truncated(ids, labels, setup.max_length, [(t.start, t.end) for t in row.turns])
     row.dropped, row.dropped_by = cut.dropped, cut.dropped_by
     row.cut_ids, row.cut_labels = cut.cut_ids, cut.cut_labels
     if cut.cut_ids:
@@ -642,18 +651,18 @@ def _histogram(lengths: Counter[int], max_length: int | None) -> dict[str, Any]:
     return {"bin_width": width, "counts": counts}
 
 
-def _context(setup: Setup, detection, loaded, train_on: str, options, checked: int, total: int, workers: int) -> dict[str, Any]:
+def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, options, checked: int, total: int, workers: int) -> dict[str, Any]:
     method = None
-    if setup.rows.masking_method is not None:
-        method = setup.rows.masking_method
+    if rows.masking_method is not None:
+        method = rows.masking_method
     elif setup.chat and train_on in ("assistant", "last"):
         method = "generation-markers" if setup.has_generation_markers else "turn-diff (per-turn prefix renders)"
     return {
         "dataset": setup.dataset_path,
         "format": f"{detection.row_format} ({'assumed from ' + detection.reason if detection.reason != '--data-format' else 'from --data-format'})",
         "tokenizer": loaded.source,
-        "chat_template": setup.rows.chat_template_line(setup.template_source),
-        "framework": setup.rows.describe(),
+        "chat_template": rows.chat_template_line(setup.template_source),
+        "framework": rows.describe(),
         "train_on": train_on + (f" via {method}" if method else ""),
         "max_length": setup.max_length,
         "rows_checked": f"{checked} of {total}" + _which_rows(options, checked, total),

@@ -191,7 +191,9 @@ class _Engine:
     keep_lengths: bool = False  # collect every pair's sequence lengths (memory)
 
     def process(self, batch: list[Record]) -> _BatchResult:
-        if self.own is not None:
+        if self.own is not None and self.own.batched is not None:  # its tokenizer calls: one batched call
+            pairs = self.own.batched.encode_batch(batch, self._encoded)
+        elif self.own is not None:
             pairs = [self._encoded(record) for record in batch]
         else:
             pairs = [self._prepare(record) for record in batch]

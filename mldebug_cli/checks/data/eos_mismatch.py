@@ -36,7 +36,7 @@ def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
     facts = setup.template_facts
     if not setup.chat or facts is None or not facts.end_of_turn or facts.end_of_turn == setup.eos_text:
         return
-    if setup.rows.eos_is_turn_end:  # LLaMA-Factory's replace_eos: the trained tokenizer's EOS is the turn end
+    if setup.facts.eos_is_turn_end:  # LLaMA-Factory's replace_eos: the trained tokenizer's EOS is the turn end
         return
     if setup.end_of_turn_id is not None and setup.end_of_turn_id in setup.generation_eos_ids:
         return

@@ -46,9 +46,8 @@ def _cause(row, setup) -> str:
                 f" (the prompt is {row.first_trained} tokens)")
     if isinstance(row.sample, Tokens):
         return "the row's own labels train nothing"
-    own = setup.rows.untrained_cause(row)
-    if own is not None:
-        return own[0]
+    if row.untrained_cause is not None:
+        return row.untrained_cause[0]
     if isinstance(row.sample, Chat):
         assistants = [m for m in row.sample.messages if m.get("role") == "assistant"]
         if assistants and all(not str(m.get("content") or "").strip() and not m.get("tool_calls") for m in assistants):
@@ -63,7 +62,6 @@ def _cause(row, setup) -> str:
 def _hint(row, setup) -> str:
     if row.trained_before_truncation:
         return "raise the max length, or drop rows whose prompt fills it"
-    own = setup.rows.untrained_cause(row) if not isinstance(row.sample, Tokens) else None
-    if own is not None:
-        return own[1]
+    if row.untrained_cause is not None:
+        return row.untrained_cause[1]
     return "check the role mapping and --train-on; an all-masked row adds no loss"

@@ -33,7 +33,7 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
-    if setup.pad_id is not None or not setup.rows.pad_masked_by_id:
+    if setup.pad_id is not None or not setup.facts.pad_masked_by_id:
         return  # the frameworks that pad by position also pick a pad token themselves
     yield Hit(
         "the tokenizer has no pad token and transformers' collators pad with tokenizer.pad: the run stops at its "

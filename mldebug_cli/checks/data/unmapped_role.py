@@ -50,7 +50,7 @@ def run(row: Row, setup: Setup) -> Iterator[Hit]:
         return
     if not row.ok or not row.text or not setup.template:
         return
-    if getattr(setup.rows, "keeps_sharegpt_tags", False) and setup.row_format == "sharegpt":
+    if setup.facts.keeps_sharegpt_tags and setup.row_format == "sharegpt":
         yield from _tags_kept(row, setup)
         return
     for i, message in enumerate(row.messages):
