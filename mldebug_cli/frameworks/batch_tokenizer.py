@@ -38,18 +38,19 @@ class BatchTokenizer:
         found = self._answers.get((text, key))
         return found if found is not None else self._tokenizer(text, **settings)
 
-    def encode_batch(self, items: list[Any], encode: Callable[[Any], Any]) -> list[Any]:
+    def encode_batch(self, items: list[Any], encode: Callable[[Any], Any], walk: Callable[[Any], Any] | None = None
+                     ) -> list[Any]:
         """``encode(item)`` for each item, every tokenizer call of theirs made in one batched call per setting.
 
-        ``encode`` runs twice per item: the first run only learns which texts it tokenizes (it sees no tokens,
-        and whatever it returns or raises is dropped), the second is the real one."""
+        A first pass, ``walk(item)`` (default: ``encode``), only learns which texts each item tokenizes (its calls
+        see no tokens; what it returns or raises is dropped); the second, ``encode``, is the real one."""
         if len(items) < 2:
             return [encode(item) for item in items]
         self._recorded = {}
         try:
             for item in items:
                 try:
-                    encode(item)
+                    (walk or encode)(item)
                 except Exception:  # noqa: BLE001, S110 - it saw no tokens: the real run below returns or raises on its own
                     pass
             recorded, self._recorded = self._recorded, None

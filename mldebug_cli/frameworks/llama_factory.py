@@ -329,6 +329,13 @@ class Rows(RowProfile):
                           result.trained_before_truncation, result.offsets, tuple(replies), self.masking_method,
                           cut_ids=result.cut_ids, cut_labels=result.cut_labels)
 
+    def walk_pieces(self, sample: Any, setup: Any) -> None:
+        """The template's slots of the row: every text ``encode`` tokenizes (the budget split is left out)."""
+        from mldebug_cli.frameworks.llama_factory_data import lf_messages
+
+        system, turns = lf_messages(sample.messages)
+        self.encoder.pairs(system, turns, sample.tools)
+
     def chat_template_line(self, source: str | None) -> str | None:
         if self.parsed:
             return f"{source}, cut into LLaMA-Factory template slots (parse_template)"

@@ -175,7 +175,12 @@ class RowProfile:
 
         if self.batched is None:
             return [attempt(sample) for sample in samples]
-        return self.batched.encode_batch(samples, attempt)
+        return self.batched.encode_batch(samples, attempt, lambda sample: self.walk_pieces(sample, setup))
+
+    def walk_pieces(self, sample: Sample, setup: Setup) -> None:
+        """Make every tokenizer call ``encode`` makes for ``sample``, and no more work (the first pass of
+        ``encode_batch``, whose calls see no tokens): ``encode`` itself unless the profile knows a shorter way."""
+        self.encode(sample, setup)
 
     def encodes_pairs(self, task: str) -> bool:
         """Whether ``encode_pair`` prepares ``task``'s preference rows (dpo, orpo, ...) itself; otherwise the
