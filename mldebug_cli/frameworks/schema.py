@@ -1,8 +1,8 @@
 """The keys a framework's config schema knows, with the type and choices of each.
 
 A schema comes from the framework itself when it is installed (dataclass fields, pydantic model
-fields), else from a key list generated from its package by ``tools/framework_keys.py`` and stored in
-``frameworks/keys/`` with the version it came from. Types are reduced to what a config file can
+fields), else from the record of its wheels (``frameworks/record.py``, written by ``tools/version_facts.py``)
+at the target version. Types are reduced to what a config file can
 hold: bool, int, float, str, list, dict, a set of allowed values, or anything.
 """
 
@@ -200,13 +200,9 @@ def pydantic_keys(model: Any) -> dict[str, KeyType]:
 
 
 def stored(name: str) -> dict[str, Any]:
-    """A key list stored in ``frameworks/keys/`` (see tools/framework_keys.py)."""
+    """A table stored in ``frameworks/keys/`` (axolotl's chat templates: tools/axolotl_chat_templates.py)."""
     text = resources.files("mldebug_cli.frameworks").joinpath("keys", name).read_text(encoding="utf-8")
     return json.loads(text)
-
-
-def stored_keys(table: Mapping[str, Any]) -> dict[str, KeyType]:
-    return {name: KeyType.from_json(kt) for name, kt in table.items()}
 
 
 @dataclass(frozen=True)
