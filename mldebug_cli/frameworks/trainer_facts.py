@@ -250,7 +250,7 @@ def _axolotl(config: ConfigFile, framework: str, world_size: int) -> TrainerFact
     if adapter in ("lora", "qlora"):
         for key in ("lora_r", "lora_alpha"):  # no default in its schema (peft.py): None goes to peft's LoraConfig
             if r.raw(key, key) is None:
-                raise r.error(key, f"is not set: axolotl has no default for it and passes None to peft's LoraConfig, "
+                raise r.error(key, "is not set: axolotl has no default for it and passes None to peft's LoraConfig, "
                               "so the model fails to load (TypeError: '<=' not supported between 'NoneType' and "
                               "'int'); set lora_r and lora_alpha (e.g. 16 and 32)")
         dora = r.flag("use_dora", "peft_use_dora", False)

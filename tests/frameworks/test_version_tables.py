@@ -226,7 +226,7 @@ def test_llama_factory_fields_that_are_not_init_arguments_are_not_keys(tmp_path)
 
 def test_an_axolotl_target_reads_that_release_schema(tmp_path):
     keys, _, _ = _review(tmp_path, "axolotl", {"base_model": "m"}, axolotl="0.12.2")
-    assert "axolotl 0.12.2 (recorded from its wheel)" == keys.source
+    assert keys.source == "axolotl 0.12.2 (recorded from its wheel)"
     assert "dpo_loss_type" not in keys.keys and "unsloth_lora_mlp" in keys.keys
     assert keys.renamed["dpo_loss_type"].startswith("added to AxolotlInputConfig in axolotl 0.")
     newest, _, _ = _review(tmp_path, "axolotl", {"base_model": "m"}, axolotl="0.19.0")
