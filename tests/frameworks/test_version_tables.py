@@ -243,3 +243,10 @@ def test_axolotl_grpo_dataset_entries_may_use_synthetic_dataset_keys(tmp_path):
     assert synthetic
     keys, _, _ = _review(tmp_path, "axolotl", {"base_model": "m", "rl": "grpo"}, axolotl="0.19.0")
     assert synthetic <= set(keys.nested["datasets"].keys)
+
+
+def test_save_strategy_best_is_a_choice_from_transformers_4_47():
+    """The stored 4.57.6 list stood in for every 4.x target, so save_strategy: best passed CF002 under 4.46."""
+    assert record.keys("transformers", ("TrainingArguments",), "4.46.3")["save_strategy"].choices == ("no", "steps", "epoch")
+    assert "best" in record.keys("transformers", ("TrainingArguments",), "4.47.0")["save_strategy"].choices
+    assert record.keys("transformers", ("TrainingArguments",), "5.24.0")["eval_strategy"].choices == ("no", "steps", "epoch")
