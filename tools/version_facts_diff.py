@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 import version_facts as vf  # noqa: E402
 
-from mldebug_cli.frameworks import record  # noqa: E402
+from mldebug_cli.frameworks import record, schema  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__)
 parser.add_argument("--before", default="69ef7a5")
@@ -66,7 +66,7 @@ for r in record.releases("transformers"):
     else:
         oldk = set(installed_ta) | ({"warmup_ratio"} if vf._key(r) < (5, 15) else set())
     newk = set(
-        record.keys(
+        schema.recorded_keys(
             "transformers", (("Seq2SeqTrainingArguments",) if vf._key(r) < (5, 0) else ()) + ("TrainingArguments",), r
         )
     )
@@ -75,27 +75,27 @@ print("== TRL, each class's own fields (old: the stored 1.16.0 list for every ta
 o = old["trl-1.16.0"]["schemas"]
 for r in record.releases("trl"):
     for cls in ("SFTConfig", "DPOConfig", "GRPOConfig", "KTOConfig", "ORPOConfig"):
-        newk = set(record.keys("trl", (cls,), r))
+        newk = set(schema.recorded_keys("trl", (cls,), r))
         oldk = set(o[cls])
         total += line("trl", r, oldk, newk, cls)
-    newk = set(record.keys("trl", ("ScriptArguments", "DatasetMixtureConfig", "ModelConfig"), r))
+    newk = set(schema.recorded_keys("trl", ("ScriptArguments", "DatasetMixtureConfig", "ModelConfig"), r))
     total += line("trl", r, set(o["script"]), newk, "script")
 print("== axolotl (old: the stored 0.19.0 list for every target)")
 o = old["axolotl-0.19.0"]["schemas"]
 for r in record.releases("axolotl"):
     total += line(
-        "axolotl", r, set(o["config"]), set(record.keys("axolotl", ("AxolotlInputConfig",), r)), "AxolotlInputConfig"
+        "axolotl", r, set(o["config"]), set(schema.recorded_keys("axolotl", ("AxolotlInputConfig",), r)), "AxolotlInputConfig"
     )
     for cls, k in (("SFTDataset", "datasets"), ("DPODataset", "datasets_dpo"), ("KTODataset", "datasets_kto")):
-        total += line("axolotl", r, set(o[k]), set(record.keys("axolotl", (cls,), r)), cls)
+        total += line("axolotl", r, set(o[k]), set(schema.recorded_keys("axolotl", (cls,), r)), cls)
 print("== LLaMA-Factory (old: the stored 0.9.5 list for every target)")
 o = old["llamafactory-0.9.5"]["schemas"]["config"]
 from mldebug_cli.frameworks.llama_factory import DATACLASSES  # noqa: E402
 
 for r in record.releases("llamafactory"):
-    total += line("llamafactory", r, set(o), set(record.keys("llamafactory", DATACLASSES, r)), "arguments")
+    total += line("llamafactory", r, set(o), set(schema.recorded_keys("llamafactory", DATACLASSES, r)), "arguments")
     if r == "0.9.5":
-        new = record.keys("llamafactory", DATACLASSES, r)
+        new = schema.recorded_keys("llamafactory", DATACLASSES, r)
         for k in sorted(set(o) & set(new)):
             ok = o[k]
             nk = new[k].as_json()

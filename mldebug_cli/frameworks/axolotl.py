@@ -176,8 +176,8 @@ def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
         source = f"axolotl {installed} (installed)"
     except ImportError:
         release = record.release_for("axolotl", target.version)
-        keys = record.keys("axolotl", ("AxolotlInputConfig",), release)
-        dataset_keys = record.keys("axolotl", dataset_classes(config.get("rl"), release), release)
+        keys = schema.recorded_keys("axolotl", ("AxolotlInputConfig",), release)
+        dataset_keys = schema.recorded_keys("axolotl", dataset_classes(config.get("rl"), release), release)
         deprecated = record.fields("axolotl", "DeprecatedParameters", release)
         wanted = "" if release == target.version or not target.version else f", standing in for {target.describe()}"
         source = f"axolotl {release} (recorded from its wheel{wanted})"

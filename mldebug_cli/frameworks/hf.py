@@ -215,9 +215,9 @@ def version_dependent() -> dict[str, tuple[str, str, str | None]]:
     last_copied = record.releases("transformers")[record.releases("transformers").index(absent) - 1]
     fraction = versions.first_with("transformers", "warmup_steps_type", "float") or "5.0.0"
     return {
-        "warmup_ratio": ("transformers", f"transformers before {record.minor(copied)} warms up for ceil(ratio x total steps) unless "
-                         f"warmup_steps is set, {record.minor(copied)}-{record.minor(last_copied)} copy it over "
-                         f"warmup_steps, {record.minor(absent)} and later reject it", None),
+        "warmup_ratio": ("transformers", f"transformers before {record.minor(copied)} warms up for ceil(ratio x "
+                         f"total steps) unless warmup_steps is set, {record.minor(copied)}-{record.minor(last_copied)} "
+                         f"copy it over warmup_steps, {record.minor(absent)} and later reject it", None),
         "warmup_steps": ("transformers", "a warmup_steps below 1 is a ratio of the total steps from transformers "
                          f"{record.minor(fraction)}, a step count before", "fraction"),
     }
@@ -236,7 +236,7 @@ def training_arguments_schema(targets: versions.TargetVersions, seq2seq: bool = 
         source, release = f"transformers {installed} (installed)", installed
     else:
         release = record.release_for("transformers", target.version)
-        keys = record.keys("transformers", (name, "TrainingArguments"), release)
+        keys = schema.recorded_keys("transformers", (name, "TrainingArguments"), release)
         wanted = "" if release == target.version else f", standing in for {target.describe()}"
         source = f"transformers {release} (recorded from its wheel{wanted})"
     renamed = record.dropped("transformers", "transformers", ("TrainingArguments",), keys, release, HF_REPLACED_BY)

@@ -85,7 +85,7 @@ def _own_keys(targets: versions.TargetVersions) -> tuple[dict[str, schema.KeyTyp
             pass
     release = record.release_for("llamafactory", target.version)
     wanted = "" if release == target.version or not target.version else f", standing in for {target.describe()}"
-    return record.keys("llamafactory", DATACLASSES, release), f"llamafactory {release} (recorded from its wheel{wanted})"
+    return schema.recorded_keys("llamafactory", DATACLASSES, release), f"llamafactory {release} (recorded from its wheel{wanted})"
 
 
 FORMATS = {"alpaca": "alpaca", "sharegpt": "sharegpt"}

@@ -5,7 +5,8 @@ fields of each config class mldebug checks a file against, with their types and 
 class was read from; and behaviours (``warmup_ratio``'s handling, axolotl's ``datasets`` union). A field's history
 lists the releases where it appears (``[version, [default, kinds, choices?]]``), changes, or disappears
 (``[version, null]``). Every version table mldebug uses for a framework that is not installed is read from here;
-tests/frameworks/test_version_facts.py checks the record against the wheels and the tables against the record.
+tests/frameworks/test_version_facts.py checks the record against the wheels and the tables against the record;
+``schema.recorded_keys`` turns a class's fields into the key types the CF checks use.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-from mldebug_cli.frameworks.schema import KeyType
 
 RECORD = Path(__file__).parent / "keys" / "version-facts.json"
 
@@ -66,19 +65,6 @@ def fields(name: str, cls: str, version: str | None) -> dict[str, list]:
     """field -> [default text, kinds, choices?] of class ``cls`` at the release standing for ``version``."""
     release = release_for(name, version)
     return {key: value for key, history in histories(name, cls).items() if (value := _at(history, release)) is not None}
-
-
-def key_type(value: list) -> KeyType:
-    return KeyType(frozenset(value[1].split("|")), tuple(value[2]) if len(value) > 2 else None)
-
-
-def keys(name: str, classes: Iterable[str], version: str | None) -> dict[str, KeyType]:
-    """The keys of ``classes`` (the first class naming a key wins) at the release standing for ``version``."""
-    out: dict[str, KeyType] = {}
-    for cls in classes:
-        for key, value in fields(name, cls, version).items():
-            out.setdefault(key, key_type(value))
-    return out
 
 
 def default(name: str, cls: str, key: str, version: str | None = None) -> str | None:

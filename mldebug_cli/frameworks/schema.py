@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from mldebug_cli.frameworks import record
+
 if TYPE_CHECKING:
     from mldebug_cli.frameworks.versions import TargetVersions
     from mldebug_cli.sources.config_file import ConfigFile
@@ -60,7 +62,7 @@ class KeySchema:
     """Every key a framework (at one version) reads from its config file."""
 
     framework: str
-    source: str  # where the list came from, e.g. "axolotl 0.19.0 (stored key list)", "transformers 5.23.0 (installed)"
+    source: str  # where the keys came from, e.g. "axolotl 0.19.0 (recorded from its wheel)", "transformers 5.23.0 (installed)"
     keys: Mapping[str, KeyType]
     on_unknown: str  # what the framework does with a key it does not know, for the CF001 message
     nested: Mapping[str, KeySchema] = field(default_factory=dict)  # e.g. axolotl ``datasets`` entries
@@ -196,6 +198,16 @@ def pydantic_keys(model: Any) -> dict[str, KeyType]:
         out[name] = kt
         if info.alias:
             out[info.alias] = kt
+    return out
+
+
+def recorded_keys(package: str, classes: Iterable[str], version: str | None) -> dict[str, KeyType]:
+    """The keys of ``classes`` in the wheels' record (frameworks/record.py) at the release standing for ``version``;
+    the first class naming a key wins."""
+    out: dict[str, KeyType] = {}
+    for cls in classes:
+        for key, (_default, kinds, *choices) in record.fields(package, cls, version).items():
+            out.setdefault(key, KeyType(frozenset(kinds.split("|")), tuple(choices[0]) if choices else None))
     return out
 
 

@@ -105,10 +105,10 @@ def recorded_keys(version: str | None, transformers_version: str | None) -> tupl
     release standing for ``version`` (tools/version_facts.py, from the wheels)."""
     release = record.release_for("trl", version)
     base = record.fields("transformers", "TrainingArguments", transformers_version)
-    keys = {name: {k: v for k, v in record.keys("trl", (name,), release).items() if k not in base}
+    keys = {name: {k: v for k, v in schema.recorded_keys("trl", (name,), release).items() if k not in base}
             for name in CONFIG_CLASSES}
-    keys["script"] = record.keys("trl", tuple(SCRIPT_CLASSES), release)
-    keys["grpo_script"] = record.keys("trl", (GRPO_SCRIPT_CLASS[0],), release)
+    keys["script"] = schema.recorded_keys("trl", tuple(SCRIPT_CLASSES), release)
+    keys["grpo_script"] = schema.recorded_keys("trl", (GRPO_SCRIPT_CLASS[0],), release)
     wanted = "" if release == version else f", standing in for trl {version}" if version else ""
     return keys, f"trl {release} (recorded from its wheel{wanted})"
 

@@ -154,7 +154,7 @@ def test_recorded_trl_keys_match_the_installed_trl():
 
 
 def test_recorded_axolotl_keys_match_the_installed_axolotl():
-    from mldebug_cli.frameworks import record
+    from mldebug_cli.frameworks import record, schema
 
     version = _installed("axolotl")
     if version not in record.releases("axolotl"):
@@ -165,13 +165,13 @@ def test_recorded_axolotl_keys_match_the_installed_axolotl():
 
     from mldebug_cli.frameworks.schema import pydantic_keys
 
-    assert set(record.keys("axolotl", ("AxolotlInputConfig",), version)) == set(pydantic_keys(AxolotlInputConfig))
+    assert set(schema.recorded_keys("axolotl", ("AxolotlInputConfig",), version)) == set(pydantic_keys(AxolotlInputConfig))
     for name in record.behaviour("axolotl", "datasets_union", version):
-        assert set(record.keys("axolotl", (name,), version)) == set(pydantic_keys(getattr(datasets, name))), name
+        assert set(schema.recorded_keys("axolotl", (name,), version)) == set(pydantic_keys(getattr(datasets, name))), name
 
 
 def test_recorded_llama_factory_keys_match_the_installed_llama_factory():
-    from mldebug_cli.frameworks import record
+    from mldebug_cli.frameworks import record, schema
 
     version = _installed("llamafactory")
     if version not in record.releases("llamafactory"):
@@ -186,7 +186,7 @@ def test_recorded_llama_factory_keys_match_the_installed_llama_factory():
 
     base = {f.name for f in dataclasses.fields(Seq2SeqTrainingArguments)}
     real = {f.name for n in DATACLASSES for f in dataclasses.fields(getattr(hparams, n)) if f.init}
-    assert set(record.keys("llamafactory", DATACLASSES, version)) - base == real - base
+    assert set(schema.recorded_keys("llamafactory", DATACLASSES, version)) - base == real - base
 
 
 @pytest.mark.parametrize("name", ["TrainingArguments", "Seq2SeqTrainingArguments"])
@@ -194,13 +194,13 @@ def test_recorded_transformers_keys_match_the_installed_transformers(name):
     """The record (read from the wheel's source) and the installed dataclass: the same keys, types and choices."""
     import transformers
 
-    from mldebug_cli.frameworks import record
+    from mldebug_cli.frameworks import record, schema
     from mldebug_cli.frameworks.schema import dataclass_keys
 
     version = _installed("transformers")
     if version not in record.releases("transformers"):
         pytest.skip(f"transformers {version} is not a recorded release")
-    assert record.keys("transformers", (name, "TrainingArguments"), version) == dataclass_keys([getattr(transformers, name)],
+    assert schema.recorded_keys("transformers", (name, "TrainingArguments"), version) == dataclass_keys([getattr(transformers, name)],
                                                                            text_becomes_enum=True)
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mldebug_cli.frameworks import axolotl, hf, llama_factory, record, trl, versions
+from mldebug_cli.frameworks import axolotl, hf, llama_factory, record, schema, trl, versions
 
 # the releases mldebug emulates (its data semantics were checked row for row against these)
 EMULATED = {"trl": "1.16.0", "axolotl": "0.19.0", "llamafactory": "0.9.5", "transformers": versions.NEWEST_CHECKED_TRANSFORMERS}
@@ -247,6 +247,6 @@ def test_axolotl_grpo_dataset_entries_may_use_synthetic_dataset_keys(tmp_path):
 
 def test_save_strategy_best_is_a_choice_from_transformers_4_47():
     """The stored 4.57.6 list stood in for every 4.x target, so save_strategy: best passed CF002 under 4.46."""
-    assert record.keys("transformers", ("TrainingArguments",), "4.46.3")["save_strategy"].choices == ("no", "steps", "epoch")
-    assert "best" in record.keys("transformers", ("TrainingArguments",), "4.47.0")["save_strategy"].choices
-    assert record.keys("transformers", ("TrainingArguments",), "5.24.0")["eval_strategy"].choices == ("no", "steps", "epoch")
+    assert schema.recorded_keys("transformers", ("TrainingArguments",), "4.46.3")["save_strategy"].choices == ("no", "steps", "epoch")
+    assert "best" in schema.recorded_keys("transformers", ("TrainingArguments",), "4.47.0")["save_strategy"].choices
+    assert schema.recorded_keys("transformers", ("TrainingArguments",), "5.24.0")["eval_strategy"].choices == ("no", "steps", "epoch")
