@@ -5,7 +5,8 @@ fields of each config class mldebug checks a file against, with their types and 
 class was read from; and behaviours (``warmup_ratio``'s handling, axolotl's ``datasets`` union). A field's history
 lists the releases where it appears (``[version, [default, kinds, choices?]]``), changes, or disappears
 (``[version, null]``). Every version table mldebug uses for a framework that is not installed is read from here;
-tests/frameworks/test_version_facts.py checks the record against the wheels and the tables against the record;
+tests/frameworks/test_version_facts.py checks the record against the wheels, test_version_tables.py mldebug's tables
+against the record;
 ``schema.recorded_keys`` turns a class's fields into the key types the CF checks use.
 """
 
