@@ -62,12 +62,11 @@ def _observe_packing() -> None:
 def prepare(tokenizer_dir: Path, setting: str, config: dict, rows: list[dict], numbers: list[int]) -> dict:
     """{"rows": [{"row", "ids", "labels"} or {"row", "dropped": True}]} for ``rows`` (their group numbers ``numbers``);
     raises what SFTTrainer raises."""
+    import trl_goldens
     from datasets import load_dataset
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
     from trl.data_utils import is_conversational
-
-    import trl_goldens
 
     quick_fingerprints()
     _observe_packing()

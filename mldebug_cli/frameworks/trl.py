@@ -368,7 +368,10 @@ def packed(ids: list[int], labels: list[int], max_len: int, strategy: str, paddi
     """A row as TRL 1.16's ``pack_dataset`` and padding-free collator leave it (TRL does not cut or drop rows before
     packing, and ignores truncation_mode): ``bfd`` keeps its first ``max_len`` tokens as one packed segment,
     ``bfd_split`` splits it into ``max_len`` pieces, ``wrapped`` keeps it whole in the concatenated stream. With bfd
-    and bfd_split TRL is padding-free, and the collator masks the first label of every segment."""
+    and bfd_split TRL is padding-free, and the collator masks the first label of every segment. A row with no token
+    (a template that renders none of its turns) is left out: pack_dataset drops empty sequences."""
+    if not ids:
+        return Truncated([], [], [], [], dropped=True, dropped_by="nothing-trained")
     if strategy == "wrapped":
         return Truncated(list(ids), list(labels), [], [])
     if strategy == "bfd_split":
