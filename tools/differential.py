@@ -42,6 +42,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,6 +90,36 @@ SUITES["axolotl"] = {
     "train_on_eos_last": ({"train_on_eos": "last"}, {"train_on_eos": "last"}),
     "train_on_eos_none": ({"train_on_eos": "none"}, {"train_on_eos": "none"}),
 }
+# axolotl's dataset settings beyond the masking defaults (the mldebug side reads each group's config as axolotl's
+# YAML, through mldebug's own config reader, so the options half is not used for them)
+AXOLOTL_ROLES = {"system": ["shop"], "user": ["customer"], "assistant": ["mechanic"]}
+AXOLOTL_MAPPED = {"field_messages": "dialogue", "message_property_mappings": {"role": "speaker", "content": "text"},
+                  "roles": AXOLOTL_ROLES}
+SUITES["axolotl"].update({
+    "roles_user": ({"roles_to_train": ["user"]}, {}),
+    "roles_system_assistant_eos_all": ({"roles_to_train": ["system", "assistant"], "train_on_eos": "all"}, {}),
+    "train_on_inputs_eos_none": ({"train_on_inputs": True, "train_on_eos": "none"}, {}),
+    "roles_none_eos_last": ({"roles_to_train": [], "train_on_eos": "last"}, {}),
+    "message_field_training": ({"message_field_training": "train"}, {}),
+    "message_field_training_eos_all": ({"message_field_training": "train", "train_on_eos": "all"}, {}),
+    "split_thinking": ({"split_thinking": True}, {}),
+    "split_thinking_eos_last": ({"split_thinking": True, "train_on_eos": "last"}, {}),
+    "mapped": (AXOLOTL_MAPPED, {}),
+    "mapped_older_keys": ({"field_messages": "dialogue", "message_field_role": "speaker", "message_field_content": "text",
+                           "roles": AXOLOTL_ROLES}, {}),
+    "mapped_roles_to_train_eos_all": ({**AXOLOTL_MAPPED, "roles_to_train": ["customer", "mechanic"], "train_on_eos": "all"}, {}),
+})
+# settings that read a key only some shapes have: shape -> its settings (other shapes: the rest)
+SHAPE_SETTINGS = {"axolotl": {
+    "messages_train": ("defaults", "message_field_training", "message_field_training_eos_all"),
+    "messages_think": ("defaults", "split_thinking", "split_thinking_eos_last", "train_on_eos_all"),
+    "dialogue_mapped": ("mapped", "mapped_older_keys", "mapped_roles_to_train_eos_all"),
+}}
+# axolotl: (its named template, tokenizer) pairs, "" the tokenizer's own (tokenizer_default)
+AXOLOTL_TEMPLATES = ("@qwen2.5-instruct", "@qwen3", "@llama3-instruct", "@mistral-nemo-instruct",
+                     "qwen_25@qwen2.5-instruct", "chatml@qwen2.5-instruct", "qwen3@qwen3", "chatml@qwen3",
+                     "llama3@llama3-instruct", "chatml@llama3-instruct", "mistral_v7_tekken@mistral-nemo-instruct")
+CLOCK = "2026-11-24T12:00:00"  # templates that read the clock (strftime_now) render at this instant, both sides
 SUITES["unsloth"] = {
     "default": ({}, {}), "max_length_32": ({"max_length": SMALL}, {"max_length": SMALL}),
     "last_response_only": ({}, {"last_response_only": True}), "wrong_response_part": ({}, {}),
@@ -98,6 +129,8 @@ LF_TEMPLATES = ("qwen@qwen2.5-instruct", "qwen3@qwen3", "qwen3_nothink@qwen3", "
                 "mistral@mistral-nemo-instruct", "default@qwen2.5-instruct", "chatml@qwen2.5-instruct",
                 "@qwen2.5-instruct", "@llama3-instruct", "empty@llama3-instruct")
 SUITE_TOKENIZERS = {"llamafactory-sft": LF_TEMPLATES, "llamafactory-pairwise": LF_TEMPLATES}
+SUITE_TOKENIZERS["axolotl"] = AXOLOTL_TEMPLATES
+GROUP_SIZE = {"axolotl": 60}  # rows per group (one framework set-up each)
 WRONG_RESPONSE_PART = "<|assistant|>\n"  # a mistyped part: matches nothing
 TOOL_DATE = "26 Nov 2026"  # the date Llama 3's tool prompt carries, pinned on both sides
 PYTHONS = {"trl": sys.executable, "axolotl": sys.executable,
@@ -120,7 +153,7 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
 
     strategy = {
         "trl-sft": strategies.sft_dataset(), "unsloth": strategies.messages_dataset(),
-        "axolotl": strategies.messages_dataset(),
+        "axolotl": strategies.axolotl_dataset(),
         "trl-dpo": strategies.preference_dataset("dpo"), "trl-kto": strategies.preference_dataset("kto"),
         "trl-orpo": strategies.preference_dataset("orpo"), "trl-grpo": strategies.preference_dataset("grpo"),
         "llamafactory-sft": strategies.sharegpt_dataset(), "llamafactory-pairwise": strategies.sharegpt_dataset(True),
@@ -135,20 +168,22 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
         drawn.append(value)
 
     collect()
-    return assemble(suite, seed, drawn[:groups])
+    return assemble(suite, seed, drawn[:groups], GROUP_SIZE.get(suite, 200))
 
 
 def assemble(suite: str, seed: int, drawn: list[tuple[str, list[dict]]], size: int = 200) -> list[dict]:
     """Drawn (shape, rows) merged into files of about ``size`` rows of one shape (one framework run each), each with
     a tokenizer and a setting picked with the seed."""
     pick = random.Random(seed)
-    names = list(SUITES[suite])
     by_shape: dict[str, list[dict]] = {}
     for shape, rows in drawn:
         by_shape.setdefault(shape, []).extend(rows)
+    special = SHAPE_SETTINGS.get(suite, {})
+    shape_only = {name for names in special.values() for name in names} - {"defaults", "train_on_eos_all"}
     out = []
     for shape in sorted(by_shape):
         rows = by_shape[shape]
+        names = list(special.get(shape, [n for n in SUITES[suite] if n not in shape_only]))
         for start in range(0, len(rows), size):
             setting = pick.choice(names)
             out.append({"id": len(out), "shape": shape, "tokenizer": pick.choice(SUITE_TOKENIZERS.get(suite, TOKENIZERS)),
@@ -344,11 +379,13 @@ def _axolotl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> d
         from axolotl.utils.schemas.datasets import SFTDataset
 
         _AXOLOTL.update(chat_template=chat_template, DictDefault=dict_default, SFTDataset=SFTDataset)
+        _AXOLOTL["clock"] = _pinned_clock()
+        _AXOLOTL["clock"].__enter__()  # for the whole framework process
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / group["tokenizer"]))
-    top = {k: v for k, v in group["config"].items() if k == "train_on_inputs"}
-    entry = {k: v for k, v in group["config"].items() if k != "train_on_inputs"}
+    template, name = _template_and_tokenizer(group)
+    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / name))
+    top, entry = _axolotl_config(group, template)
     cfg = _AXOLOTL["DictDefault"]({"sequence_len": 100_000, "train_on_inputs": False, **top})
     ds_cfg = _AXOLOTL["SFTDataset"](path="rows.json", type="chat_template", **entry).model_dump(exclude_none=True)
     strategy = _AXOLOTL["chat_template"].load(tokenizer, cfg, _AXOLOTL["DictDefault"](ds_cfg))
@@ -361,6 +398,43 @@ def _axolotl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> d
             continue
         out.append({"row": n, "ids": list(result["input_ids"]), "labels": list(result["labels"])})
     return {"rows": out}
+
+
+def _template_and_tokenizer(group: dict) -> tuple[str | None, str]:
+    """A group's "template@tokenizer" (axolotl, LLaMA-Factory) or plain tokenizer: (template or None, tokenizer)."""
+    template, _, name = group["tokenizer"].rpartition("@")
+    return template or None, name
+
+
+def _axolotl_config(group: dict, template: str | None) -> tuple[dict, dict]:
+    """(top-level keys, the dataset entry) of an axolotl group: train_on_inputs is top-level; a named template is set
+    at the top and copied into the chat_template entry, as axolotl's normalize_cfg_datasets does."""
+    top = {k: v for k, v in group["config"].items() if k == "train_on_inputs"}
+    entry = {k: v for k, v in group["config"].items() if k != "train_on_inputs"}
+    if template:
+        top["chat_template"] = entry["chat_template"] = template
+    return top, entry
+
+
+@contextmanager
+def _pinned_clock():
+    """transformers' strftime_now reads datetime.now from its module: render at CLOCK (mistral_v7_tekken's date)."""
+    from datetime import datetime
+
+    import transformers.utils.chat_template_utils as chat_utils
+
+    instant = datetime.fromisoformat(CLOCK)
+
+    class Fixed(datetime):
+        @classmethod
+        def now(cls, tz=None):  # noqa: ARG003 - datetime.now's signature
+            return instant
+
+    original, chat_utils.datetime = chat_utils.datetime, Fixed
+    try:
+        yield
+    finally:
+        chat_utils.datetime = original
 
 
 def _unsloth(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
@@ -435,7 +509,11 @@ def ours(suite: str, group: dict, folder: Path) -> dict:
     if suite == "llamafactory-pairwise":
         return _ours_lf_pairs(group, path)
     try:
-        report = build_report(inspect_options(suite, group, path))
+        if owner(suite) == "axolotl":
+            with _pinned_clock():
+                report = build_report(_axolotl_options(group, path))
+        else:
+            report = build_report(inspect_options(suite, group, path))
     except (InputError, UsageError) as exc:
         return {"stopped": str(exc)}
     errors: dict = {}
@@ -502,6 +580,28 @@ def inspect_options(suite: str, group: dict, path: Path):
     parts = ResponseParts(instruction, response, last_response_only=bool(extra.get("last_response_only")))
     return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="unsloth", unsloth=parts,
                           max_length=extra.get("max_length"), **base)
+
+
+def _axolotl_options(group: dict, path: Path):
+    """What mldebug reads from the group's axolotl config (written as YAML next to the rows, read by mldebug's own
+    config reader, as preflight reads it): the named template, the dataset entry's settings."""
+    import yaml
+
+    from mldebug_cli.frameworks.selector import read_plan
+    from mldebug_cli.pipelines.inspect import InspectOptions
+    from mldebug_cli.pipelines.preflight import _as_configured
+    from mldebug_cli.sources.config_file import load_config
+
+    template, name = _template_and_tokenizer(group)
+    top, entry = _axolotl_config(group, template)
+    entry.pop("chat_template", None)
+    config = {"base_model": str(TOKENIZER_DIR / name), "sequence_len": 100_000, "micro_batch_size": 1, **top,
+              "datasets": [{"path": path.name, "type": "chat_template", **entry}]}
+    config_path = path.with_suffix(".yaml")
+    config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    plan = read_plan(load_config(config_path), "axolotl")
+    base = InspectOptions(dataset=str(path), tokenizer=str(TOKENIZER_DIR / name), rows=tuple(range(len(group["rows"]))))
+    return _as_configured(base, plan, plan.datasets[0])
 
 
 def _ours_lf_pairs(group: dict, path: Path) -> dict:
@@ -598,10 +698,11 @@ def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
                        check=True, env=env)
         framed = json.loads((Path(tmp) / "out.json").read_text(encoding="utf-8"))
         print(f"{suite}: framework side {time.time() - started:.0f}s", file=sys.stderr)
-        return compare_and_store(suite, seed, drawn, framed, write)
+        return compare_and_store(suite, seed, drawn, framed, write, groups)
 
 
-def compare_and_store(suite: str, seed: int, drawn: list[dict], framed: dict, write: bool) -> Counter:
+def compare_and_store(suite: str, seed: int, drawn: list[dict], framed: dict, write: bool,
+                      groups: int | None = None) -> Counter:
     counts: Counter = Counter()
     stored = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -617,7 +718,7 @@ def compare_and_store(suite: str, seed: int, drawn: list[dict], framed: dict, wr
     if write:
         OUT.mkdir(parents=True, exist_ok=True)
         document = {"suite": suite, "seed": seed, "versions": framed["versions"], "groups": stored,
-                    "command": f"python tools/differential.py run {suite} --seed {seed} --groups {len(drawn)} --write"}
+                    "command": f"python tools/differential.py run {suite} --seed {seed} --groups {groups or len(drawn)} --write"}
         with gzip.open(OUT / f"{suite}.json.gz", "wt", encoding="utf-8") as handle:
             json.dump(document, handle, ensure_ascii=False, separators=(",", ":"))
     return counts
