@@ -108,12 +108,22 @@ SUITES["axolotl"].update({
     "mapped_older_keys": ({"field_messages": "dialogue", "message_field_role": "speaker", "message_field_content": "text",
                            "roles": AXOLOTL_ROLES}, {}),
     "mapped_roles_to_train_eos_all": ({**AXOLOTL_MAPPED, "roles_to_train": ["customer", "mechanic"], "train_on_eos": "all"}, {}),
+    # axolotl's other dataset types (its prompters, through its own dataset dispatch)
+    "type_alpaca": ({"type": "alpaca"}, {}),
+    "type_alpaca_train_on_inputs": ({"type": "alpaca", "train_on_inputs": True}, {}),
+    "type_alpaca_chatml": ({"type": "alpaca:chatml"}, {}),
+    "type_alpaca_chat": ({"type": "alpaca_chat"}, {}),
+    "type_alpaca_w_system": ({"type": "alpaca_w_system.load_instruct"}, {}),
+    "type_completion": ({"type": "completion"}, {}),
 })
 # settings that read a key only some shapes have: shape -> its settings (other shapes: the rest)
 SHAPE_SETTINGS = {"axolotl": {
     "messages_train": ("defaults", "message_field_training", "message_field_training_eos_all"),
     "messages_think": ("defaults", "split_thinking", "split_thinking_eos_last", "train_on_eos_all"),
     "dialogue_mapped": ("mapped", "mapped_older_keys", "mapped_roles_to_train_eos_all"),
+    "alpaca": ("type_alpaca", "type_alpaca_train_on_inputs", "type_alpaca_chatml", "type_alpaca_chat",
+               "type_alpaca_w_system"),
+    "text": ("type_completion",),
 }}
 # axolotl: (its named template, tokenizer) pairs, "" the tokenizer's own (tokenizer_default)
 AXOLOTL_TEMPLATES = ("@qwen2.5-instruct", "@qwen3", "@llama3-instruct", "@mistral-nemo-instruct",
@@ -208,10 +218,12 @@ def frame(suite: str, groups: list[dict]) -> dict:
     except ImportError:
         pass
     runner = {"trl": _trl, "llamafactory": _lf, "axolotl": _axolotl, "unsloth": _unsloth}[owner(suite)]
+    if suite == UNSLOTH_TRL:
+        runner = _unsloth_trl
     results = {}
     for group in groups:
         results[str(group["id"])] = _with_row_refusals(runner, suite, group)
-    return {"versions": _versions(owner(suite)), "results": results}
+    return {"versions": _versions("trl" if suite == UNSLOTH_TRL else owner(suite)), "results": results}
 
 
 def _with_row_refusals(runner, suite: str, group: dict) -> dict:
@@ -376,9 +388,11 @@ def _axolotl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> d
         import axolotl_goldens
 
         chat_template, dict_default = axolotl_goldens.load_axolotl(AXOLOTL_WHEEL)
+        wrappers, keep = axolotl_goldens.load_prompters(AXOLOTL_WHEEL)  # its dataset dispatch and length filter
         from axolotl.utils.schemas.datasets import SFTDataset
 
-        _AXOLOTL.update(chat_template=chat_template, DictDefault=dict_default, SFTDataset=SFTDataset)
+        _AXOLOTL.update(chat_template=chat_template, DictDefault=dict_default, SFTDataset=SFTDataset,
+                        wrappers=wrappers, keep=lambda ids: bool(keep({"input_ids": ids}, sequence_len=100_000)))
         _AXOLOTL["clock"] = _pinned_clock()
         _AXOLOTL["clock"].__enter__()  # for the whole framework process
     from transformers import AutoTokenizer
@@ -387,6 +401,8 @@ def _axolotl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> d
     tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / name))
     top, entry = _axolotl_config(group, template)
     cfg = _AXOLOTL["DictDefault"]({"sequence_len": 100_000, "train_on_inputs": False, **top})
+    if "type" in entry:
+        return _axolotl_typed(tokenizer, cfg, entry, rows, numbers)
     ds_cfg = _AXOLOTL["SFTDataset"](path="rows.json", type="chat_template", **entry).model_dump(exclude_none=True)
     strategy = _AXOLOTL["chat_template"].load(tokenizer, cfg, _AXOLOTL["DictDefault"](ds_cfg))
     out = []
@@ -396,7 +412,34 @@ def _axolotl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> d
         except Exception as exc:  # noqa: BLE001 - the template refuses the row: axolotl stops there
             out.append({"row": n, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
             continue
-        out.append({"row": n, "ids": list(result["input_ids"]), "labels": list(result["labels"])})
+        kept = _AXOLOTL["keep"](list(result["input_ids"]))  # axolotl drops rows outside [min_sample_len, sequence_len]
+        out.append({"row": n, "ids": list(result["input_ids"]), "labels": list(result["labels"])} if kept else
+                   {"row": n, "dropped": True})
+    return {"rows": out}
+
+
+def _axolotl_typed(tokenizer, cfg, entry: dict, rows: list[dict], numbers: list[int]) -> dict:
+    """axolotl's other dataset types through its own dispatch (``get_dataset_wrapper``: the prompter's
+    ``tokenize_prompt`` mapped over the rows, as tools/axolotl_goldens.py runs it), all rows in one call (the columns
+    are the dataset's); a type that splits or drops rows is run one row at a time to tell whose is whose."""
+    from datasets import Dataset
+
+    ds_cfg = _AXOLOTL["DictDefault"]({"path": "rows.json", **entry})
+    base, style = (ds_cfg.type.split(":") + [None])[:2]
+
+    def wrapped(part: list[dict]) -> list[dict]:
+        got, _ = _AXOLOTL["wrappers"].get_dataset_wrapper(ds_cfg, tokenizer, cfg, base, Dataset.from_list(part), style)
+        return [{"ids": list(r["input_ids"]), "labels": list(r["labels"])} if _AXOLOTL["keep"](list(r["input_ids"]))
+                else {"dropped": True} for r in got]
+
+    every = wrapped(rows)
+    if len(every) == len(rows):
+        return {"rows": [{"row": n, **r} for n, r in zip(numbers, every)]}
+    out = []
+    for n, row in zip(numbers, rows):
+        alone = wrapped([row])
+        out.append({"row": n, **alone[0]} if len(alone) == 1 else
+                   {"row": n, "dropped": True} if not alone else {"row": n, "error": f"split into {len(alone)} rows"})
     return {"rows": out}
 
 
@@ -464,6 +507,50 @@ def _unsloth(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> d
         else:
             out.append({"row": n, "ids": prepared["ids"], "labels": list(labels)})
     return {"rows": out}
+
+
+UNSLOTH_TRL = "unsloth-trl"  # the TRL half of the Unsloth suite (global Python): SFTTrainer's prepared ids
+_SFT_TRAINERS: dict = {}
+
+
+def _unsloth_trl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
+    """TRL 1.16.0's SFTTrainer prepares the Unsloth suite's rows (Unsloth trains through it): one trainer per
+    tokenizer and config, built on a one-row conversation (SFTTrainer.__init__ reads only whether the first row is
+    conversational, and every row here is), then each group through that trainer's own ``_prepare_dataset`` (what
+    its constructor calls on ``train_dataset``) with its own arguments and tokenizer, and each prepared row through
+    its own data collator."""
+    import trl_goldens
+    from datasets import load_dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    key = (group["tokenizer"], json.dumps(group["config"], sort_keys=True))
+    if key not in _SFT_TRAINERS:
+        tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / group["tokenizer"]))
+        folder = tempfile.mkdtemp(prefix="mldebug-diff-sft-")
+        first = Path(folder) / "first.json"
+        first.write_text(json.dumps([{"messages": [{"role": "user", "content": "hi"},
+                                                   {"role": "assistant", "content": "ok"}]}]), encoding="utf-8")
+        config = SFTConfig(output_dir=folder, report_to="none", use_cpu=True, remove_unused_columns=False,
+                           **group["config"])
+        _SFT_TRAINERS[key] = SFTTrainer(model=trl_goldens.tiny_model(tokenizer), args=config, processing_class=tokenizer,
+                                        train_dataset=load_dataset("json", data_files=str(first), split="train",
+                                                                   cache_dir=folder))
+    trainer = _SFT_TRAINERS[key]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rows.json"
+        path.write_text(json.dumps(rows), encoding="utf-8")
+        dataset = load_dataset("json", data_files=str(path), split="train", cache_dir=tmp)
+        dataset = dataset.add_column("mldebug_row", numbers)
+        prepared = trainer._prepare_dataset(dataset, trainer.processing_class, trainer.args, trainer.args.packing,
+                                            None, "train")
+        out = []
+        for example in prepared:
+            batch = trainer.data_collator([{"input_ids": example["input_ids"], "labels": example["labels"]}])
+            out.append({"row": example["mldebug_row"], "ids": batch["input_ids"][0].tolist(),
+                        "labels": batch["labels"][0].tolist()})
+    kept = {r["row"] for r in out}
+    return {"rows": out + [{"row": n, "dropped": True} for n in numbers if n not in kept]}
 
 
 _MODELS: dict = {}
@@ -684,8 +771,8 @@ def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
         started = time.time()
         if suite == "unsloth":  # TRL's SFTTrainer prepares the ids (global Python), Unsloth masks them (its venv)
             trl_groups = [{**g, "config": SUITES["unsloth"][g["setting"]][0]} for g in drawn]
-            (Path(tmp) / "in.json").write_text(json.dumps({"suite": "trl-sft", "groups": trl_groups}))
-            subprocess.run([sys.executable, __file__, "frame", "trl-sft", f"{tmp}/in.json", f"{tmp}/trl.json"],
+            (Path(tmp) / "in.json").write_text(json.dumps({"suite": UNSLOTH_TRL, "groups": trl_groups}))
+            subprocess.run([sys.executable, __file__, "frame", UNSLOTH_TRL, f"{tmp}/in.json", f"{tmp}/trl.json"],
                            check=True, env={**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"})
             prepared = json.loads((Path(tmp) / "trl.json").read_text())["results"]
             for g in drawn:
