@@ -250,7 +250,8 @@ def _with_row_refusals(runner, suite: str, group: dict) -> dict:
     if got:
         return got
     ends = [attempt([n]) for n in {everything[0], everything[-1]}]
-    if all(failed == whole for _, failed in ends):
+    # Unsloth's rows are all conversations: a refusal there is a row's (its tool call ids), never a missing column
+    if suite != UNSLOTH_TRL and all(failed == whole for _, failed in ends):
         return {"error": whole, "rows": [{"row": n, "error": whole} for n in everything]}
     return {"error": whole, "rows": bisect(everything, whole)}
 
@@ -664,8 +665,9 @@ def inspect_options(suite: str, group: dict, path: Path):
     instruction, response = unsloth_goldens.PARTS[name]
     if group["setting"] == "wrong_response_part":
         response = WRONG_RESPONSE_PART
-    parts = ResponseParts(instruction, response, last_response_only=bool(extra.get("last_response_only")))
+    parts = ResponseParts(instruction, response)  # last_response_only is --train-on last, as the CLI asks for it
     return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="unsloth", unsloth=parts,
+                          train_on="last" if extra.get("last_response_only") else None,
                           max_length=extra.get("max_length"), **base)
 
 
@@ -774,7 +776,8 @@ def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
             (Path(tmp) / "in.json").write_text(json.dumps({"suite": UNSLOTH_TRL, "groups": trl_groups}))
             subprocess.run([sys.executable, __file__, "frame", UNSLOTH_TRL, f"{tmp}/in.json", f"{tmp}/trl.json"],
                            check=True, env={**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"})
-            prepared = json.loads((Path(tmp) / "trl.json").read_text())["results"]
+            trl_side = json.loads((Path(tmp) / "trl.json").read_text())
+            prepared = trl_side["results"]
             for g in drawn:
                 g["trl"] = prepared[str(g["id"])]["rows"]
         (Path(tmp) / "in.json").write_text(json.dumps({"suite": suite, "groups": drawn}), encoding="utf-8")
@@ -784,6 +787,8 @@ def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
         subprocess.run([PYTHONS[owner(suite)], __file__, "frame", suite, f"{tmp}/in.json", f"{tmp}/out.json"],
                        check=True, env=env)
         framed = json.loads((Path(tmp) / "out.json").read_text(encoding="utf-8"))
+        if suite == "unsloth":  # the ids are TRL's: its versions too
+            framed["versions"].update({f"{k} (ids)": v for k, v in trl_side["versions"].items()})
         print(f"{suite}: framework side {time.time() - started:.0f}s", file=sys.stderr)
         return compare_and_store(suite, seed, drawn, framed, write, groups)
 
