@@ -54,18 +54,44 @@ AXOLOTL_WHEEL = VENVS / "axolotl-whl"
 SMALL = 32
 IGNORE = -100
 
+# TRL SFT: SFTConfig keys -> inspect-data options ("trl": frameworks.trl.TrlOptions, what a TRL config's keys give)
+TRL_SFT_SETTINGS: dict[str, tuple[dict, dict]] = {
+    "default": ({}, {}),
+    "assistant_only_loss": ({"assistant_only_loss": True}, {"train_on": "assistant"}),
+    "completion_only_loss_on": ({"completion_only_loss": True}, {"trl": {"completion_only_loss": True}}),
+    "completion_only_loss_off": ({"completion_only_loss": False}, {"trl": {"completion_only_loss": False}}),
+    "assistant_only_completion_off": ({"assistant_only_loss": True, "completion_only_loss": False},
+                                      {"train_on": "assistant", "trl": {"completion_only_loss": False}}),
+    "max_length_8": ({"max_length": 8}, {"max_length": 8}),
+    "max_length_32": ({"max_length": SMALL}, {"max_length": SMALL}),
+    "max_length_none": ({"max_length": None}, {"trl": {"no_max_length": True}}),
+    "max_length_32_keep_end": ({"max_length": SMALL, "truncation_mode": "keep_end"},
+                               {"max_length": SMALL, "truncation_mode": "keep_end"}),
+    "assistant_only_max_length_32": ({"assistant_only_loss": True, "max_length": SMALL},
+                                     {"train_on": "assistant", "max_length": SMALL}),
+    "completion_off_max_length_8_keep_end": ({"completion_only_loss": False, "max_length": 8, "truncation_mode": "keep_end"},
+                                             {"max_length": 8, "truncation_mode": "keep_end",
+                                              "trl": {"completion_only_loss": False}}),
+    "packing_bfd_32": ({"packing": True, "max_length": SMALL}, {"max_length": SMALL, "trl": {"packing": True}}),
+    "packing_bfd_1024": ({"packing": True}, {"trl": {"packing": True}}),
+    "packing_bfd_split_32": ({"packing": True, "packing_strategy": "bfd_split", "max_length": SMALL},
+                             {"max_length": SMALL, "trl": {"packing": True, "packing_strategy": "bfd_split"}}),
+    "packing_wrapped_32": ({"packing": True, "packing_strategy": "wrapped", "max_length": SMALL},
+                           {"max_length": SMALL, "trl": {"packing": True, "packing_strategy": "wrapped"}}),
+    "packing_bfd_32_keep_end": ({"packing": True, "max_length": SMALL, "truncation_mode": "keep_end"},
+                                {"max_length": SMALL, "truncation_mode": "keep_end", "trl": {"packing": True}}),
+    "packing_assistant_only_32": ({"packing": True, "max_length": SMALL, "assistant_only_loss": True},
+                                  {"max_length": SMALL, "train_on": "assistant", "trl": {"packing": True}}),
+    "packing_max_length_none": ({"packing": True, "max_length": None},
+                                {"trl": {"packing": True, "no_max_length": True}}),
+    "padding_free_max_length_none": ({"padding_free": True, "max_length": None},
+                                     {"trl": {"padding_free": True, "no_max_length": True}}),
+    "padding_free_max_length_1024": ({"padding_free": True}, {"trl": {"padding_free": True}}),
+}
+
 # suite -> setting name -> (framework config, mldebug options)
 SUITES: dict[str, dict[str, tuple[dict, dict]]] = {
-    "trl-sft": {
-        "default": ({}, {}),
-        "assistant_only_loss": ({"assistant_only_loss": True}, {"train_on": "assistant"}),
-        "completion_only_loss_off": ({"completion_only_loss": False}, {"train_on": "all"}),
-        "max_length_32": ({"max_length": SMALL}, {"max_length": SMALL}),
-        "max_length_32_keep_end": ({"max_length": SMALL, "truncation_mode": "keep_end"},
-                                   {"max_length": SMALL, "truncation_mode": "keep_end"}),
-        "assistant_only_max_length_32": ({"assistant_only_loss": True, "max_length": SMALL},
-                                         {"train_on": "assistant", "max_length": SMALL}),
-    },
+    "trl-sft": TRL_SFT_SETTINGS,
     "trl-dpo": {
         "default": ({}, {"task": "dpo"}),
         "max_length_32": ({"max_length": SMALL}, {"task": "dpo", "max_length": SMALL}),
@@ -181,10 +207,16 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
     return assemble(suite, seed, drawn[:groups], GROUP_SIZE.get(suite, 200))
 
 
+# suites whose settings are many: smaller files, the settings taken in turn (each setting meets most shapes)
+FILE_ROWS = {"trl-sft": 40}
+
+
 def assemble(suite: str, seed: int, drawn: list[tuple[str, list[dict]]], size: int = 200) -> list[dict]:
     """Drawn (shape, rows) merged into files of about ``size`` rows of one shape (one framework run each), each with
     a tokenizer and a setting picked with the seed."""
     pick = random.Random(seed)
+    size = FILE_ROWS.get(suite, size)
+    in_turn = random.Random(seed).sample(list(SUITES[suite]), len(SUITES[suite])) if suite in FILE_ROWS else None
     by_shape: dict[str, list[dict]] = {}
     for shape, rows in drawn:
         by_shape.setdefault(shape, []).extend(rows)
@@ -195,7 +227,7 @@ def assemble(suite: str, seed: int, drawn: list[tuple[str, list[dict]]], size: i
         rows = by_shape[shape]
         names = list(special.get(shape, [n for n in SUITES[suite] if n not in shape_only]))
         for start in range(0, len(rows), size):
-            setting = pick.choice(names)
+            setting = in_turn[len(out) % len(in_turn)] if in_turn else pick.choice(names)
             out.append({"id": len(out), "shape": shape, "tokenizer": pick.choice(SUITE_TOKENIZERS.get(suite, TOKENIZERS)),
                         "setting": setting,
                         "config": SUITES[suite][setting][0], "rows": rows[start:start + size]})
@@ -572,16 +604,11 @@ def _preference_model(tok, workdir: str) -> str:
 
 
 def _trl_sft(group: dict, rows: list[dict], numbers: list[int]) -> dict:
-    import trl_goldens
+    """TRL 1.16.0's SFTTrainer, one per tokenizer and setting (tools/differential_trl_sft.py)."""
+    import differential_trl_sft
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "rows.json"
-        path.write_text(json.dumps(rows), encoding="utf-8")
-        got = trl_goldens.run_setting(TOKENIZER_DIR / group["tokenizer"], path, dict(group["config"]))
-    if "error" in got:
-        raise RuntimeError(got["error"])
-    out = [{"row": numbers[r["row"]], "ids": r["input_ids"], "labels": r["labels"]} for r in got["rows"]]
-    return {"rows": out + [{"row": numbers[i], "dropped": True} for i in got["dropped"]]}
+    return differential_trl_sft.prepare(TOKENIZER_DIR / group["tokenizer"], group["setting"], dict(group["config"]),
+                                        rows, numbers)
 
 
 # ---------------------------------------------------------------------------------------------------- mldebug side
@@ -643,6 +670,10 @@ def inspect_options(suite: str, group: dict, path: Path):
     extra = SUITES[suite][group["setting"]][1]
     name = group["tokenizer"].split("@")[-1]
     if owner(suite) == "trl":
+        if "trl" in extra:
+            from mldebug_cli.frameworks.trl import TrlOptions
+
+            extra = {**{k: v for k, v in extra.items() if k != "trl"}, "framework_options": TrlOptions(**extra["trl"])}
         return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="trl", **base, **extra)
     if owner(suite) == "llamafactory":
         from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
