@@ -57,7 +57,9 @@ def cases(tmp: Path) -> list[tuple[str, Path, str, dict]]:
     converted = {
         "trl/glaive_as_messages": (_write(tmp / "glaive.jsonl", _glaive_messages()), {}),
         "trl/alpaca_as_messages": (_write(tmp / "alpaca.jsonl", _alpaca_messages()), {}),
+        "trl/alpaca_as_prompt_completion": (_write(tmp / "alpaca_pc.jsonl", _alpaca_prompt_completion()), {}),
         "trl/dpo_as_implicit_pairs": (_write(tmp / "dpo.jsonl", _implicit_pairs()), {"task": "dpo"}),
+        "trl/dpo_as_explicit_prompt": (_write(tmp / "dpo_prompt.jsonl", _explicit_pairs()), {"task": "dpo"}),
         "trl/v1_dpo_as_implicit_pairs": (_write(tmp / "v1.jsonl", _v1_pairs()), {"task": "dpo"}),
         "trl/kto_as_prompt_completion": (_write(tmp / "kto.jsonl", _kto_rows()), {"task": "kto"}),
     }
@@ -84,14 +86,33 @@ def _message(turn: dict) -> dict:
     return {"role": ROLES[turn["from"]], "content": turn["value"]}
 
 
+def _tools(text: str | None) -> list[dict] | None:
+    """glaive's tools (a JSON string of bare function definitions) as TRL's documented shape: a list of
+    {"type": "function", "function": ...} schemas (None when there are none)."""
+    functions = json.loads(text) if text else []
+    return [{"type": "function", "function": f} for f in functions] or None
+
+
 def _glaive_messages() -> list[dict]:
-    return [{"messages": [_message(t) for t in r["conversations"]], "tools": r.get("tools") or None}
+    return [{"messages": [_message(t) for t in r["conversations"]], "tools": _tools(r.get("tools"))}
             for r in _read(LF / "glaive_toolcall_en_demo.json")]
 
 
 def _alpaca_messages() -> list[dict]:
     return [{"messages": [{"role": "user", "content": r["instruction"] + ("\n" + r["input"] if r.get("input") else "")},
                           {"role": "assistant", "content": r["output"]}]} for r in _read(LF / "alpaca_en_demo.json")]
+
+
+def _alpaca_prompt_completion() -> list[dict]:
+    """alpaca as TRL's plain-text prompt/completion rows (LLaMA-Factory's join: instruction, a newline, input)."""
+    return [{"prompt": r["instruction"] + ("\n" + r["input"] if r.get("input") else ""), "completion": r["output"]}
+            for r in _read(LF / "alpaca_en_demo.json")]
+
+
+def _explicit_pairs() -> list[dict]:
+    """The ranking rows with TRL's explicit prompt column (conversational): prompt, then one reply per side."""
+    return [{"prompt": [_message(t) for t in r["conversations"]], "chosen": [_message(r["chosen"])],
+             "rejected": [_message(r["rejected"])]} for r in _read(LF / "dpo_en_demo.json")]
 
 
 def _implicit_pairs() -> list[dict]:
