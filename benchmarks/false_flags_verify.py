@@ -149,10 +149,27 @@ def trl() -> None:
         eot = _turn_end(tok)
         facts["setup"] = {"eos": tok.eos_token, "turn end": eot, "generation_config.json": (folder / "generation_config.json").is_file()}
         print(f"trl/glaive_as_messages        {tokenizer:13} {json.dumps(facts)}", flush=True)
+        print(f"trl/alpaca_as_prompt_completion {tokenizer:13} {json.dumps(_trl_text(tok, ff._alpaca_prompt_completion()))}",
+              flush=True)
         for case, rows, task in (("trl/dpo_as_implicit_pairs", ff._implicit_pairs(), "dpo"),
+                                 ("trl/dpo_as_explicit_prompt", ff._explicit_pairs(), "dpo"),
                                  ("trl/v1_dpo_as_implicit_pairs", ff._v1_pairs(), "dpo"),
                                  ("trl/kto_as_prompt_completion", ff._kto_rows(), "kto")):
             print(f"{case:29} {tokenizer:13} {json.dumps(_trl_preference(tok, rows, task))}", flush=True)
+
+
+def _trl_text(tok, rows: list[dict]) -> dict:
+    """SFTTrainer on plain prompt/completion rows: the tokenizer alone (no chat template), EOS appended to the
+    completion, the completion trained; what it trains past max_length 1024 is cut."""
+    from trl.data_utils import _tokenize
+
+    facts = {"start with BOS": 0, "over max_length 1024": 0, "end with EOS": 0}
+    for row in rows:
+        ids = _tokenize(tok, row["prompt"] + row["completion"] + tok.eos_token)["input_ids"]
+        facts["start with BOS"] += bool(ids) and ids[0] == tok.bos_token_id
+        facts["over max_length 1024"] += len(ids) > 1024
+        facts["end with EOS"] += ids[-1] == tok.eos_token_id
+    return facts
 
 
 def _turn_end(tok) -> str | None:
