@@ -294,20 +294,18 @@ class Rows(RowProfile):
         tok = self.tokenizer
         stops = {tok.eos_token_id, *(tok.convert_tokens_to_ids(w) for w in self.template.stop_words)}
         if task == "kto":
-            lines = {"format": "LLaMA-Factory KTO rows (messages ending with the reply, and a true/false label)",
-                     "framework": f"llama-factory {VERSION} feedback processor (template {self.template_name}; the row "
-                                  "encoded in one turn; the prompt and the reply share cutoff_len by infer_seqlen; no "
-                                  "row dropped for its length; rows its converter refuses are dropped)"}
+            shape = "LLaMA-Factory KTO rows (messages ending with the reply, and a true/false label)"
+            how = ("feedback processor (template {}; the row encoded in one turn; the prompt and the reply share "
+                   "cutoff_len by infer_seqlen; no row dropped for its length; rows its converter refuses are dropped)")
         else:
-            lines = {"format": "LLaMA-Factory ranking rows (sharegpt: conversations + chosen/rejected turns; alpaca: "
-                               "instruction/input + chosen/rejected)",
-                     "framework": f"llama-factory {VERSION} pairwise processor (template {self.template_name}; each "
-                                  "side encoded in one turn; the prompt and the longer reply share cutoff_len by "
-                                  "infer_seqlen, both replies cut alike; rows its converter refuses are dropped)"}
+            shape = ("LLaMA-Factory ranking rows (sharegpt: conversations + chosen/rejected turns; alpaca: "
+                     "instruction/input + chosen/rejected)")
+            how = ("pairwise processor (template {}; each side encoded in one turn; the prompt and the longer reply "
+                   "share cutoff_len by infer_seqlen, both replies cut alike; rows its converter refuses are dropped)")
         return PairPreparation(
             tok, frozenset(i for i in stops if isinstance(i, int) and i != tok.unk_token_id), self.options.cutoff_len,
-            {"format": lines["format"], "chat_template": self.chat_template_line(template_source),
-             "framework": lines["framework"]},
+            {"format": shape, "chat_template": self.chat_template_line(template_source),
+             "framework": f"llama-factory {VERSION} " + how.format(self.template_name)},
             tuple(g.message for g in self._template_gaps()))
 
     def reads(self, sample: Any, raw: Any) -> Any:

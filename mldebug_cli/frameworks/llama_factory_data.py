@@ -371,12 +371,7 @@ def ranked_row(row: dict[str, Any]) -> RankedRow:
         system = row.get("system") or ""
         if turns and turns[0].get("from") == "system":
             system, turns = turns[0].get("value", ""), turns[1:]
-        prompt = []
-        for i, turn in enumerate(turns):
-            role = SHAREGPT_TAGS.get(turn.get("from"))
-            if role not in (PROMPT_ROLES if i % 2 == 0 else REPLY_ROLES):
-                raise InvalidRow(f"turn {i} ({turn.get('from')}) is out of order: LLaMA-Factory drops the row (Invalid role tag)")
-            prompt.append(_ranked_message(role, turn.get("value", ""), i))
+        prompt = _sharegpt_turns(turns)
         if len(prompt) % 2 == 0:
             raise InvalidRow(f"{len(prompt)} prompt turns, an even count: LLaMA-Factory drops the row (Invalid message count)")
         replies = []
@@ -395,6 +390,18 @@ def ranked_row(row: dict[str, Any]) -> RankedRow:
     prompt = [LfMessage(role, text, i) for i, (role, text) in enumerate([*history, (USER, query)])]
     return RankedRow(row.get("system") or "", prompt, LfMessage(ASSISTANT, row["chosen"], len(prompt)),
                      LfMessage(ASSISTANT, row["rejected"], len(prompt)), tools)
+
+
+def _sharegpt_turns(turns: list[dict[str, Any]]) -> list[LfMessage]:
+    """ShareGPT turns (from/value) after the system one, in the converter's order (user/observation, then
+    assistant/function, alternating); raises InvalidRow as it drops a row out of order."""
+    out = []
+    for i, turn in enumerate(turns):
+        role = SHAREGPT_TAGS.get(turn.get("from"))
+        if role not in (PROMPT_ROLES if i % 2 == 0 else REPLY_ROLES):
+            raise InvalidRow(f"turn {i} ({turn.get('from')}) is out of order: LLaMA-Factory drops the row (Invalid role tag)")
+        out.append(_ranked_message(role, turn.get("value", ""), i))
+    return out
 
 
 def _ranked_message(role: str, value: str, index: int) -> LfMessage:
@@ -445,12 +452,7 @@ def feedback_row(row: dict[str, Any]) -> tuple[RankedRow, bool]:
         system = row.get("system") or ""
         if turns[0].get("from") == "system":
             system, turns = turns[0].get("value", ""), turns[1:]
-        messages = []
-        for i, turn in enumerate(turns):
-            role = SHAREGPT_TAGS.get(turn.get("from"))
-            if role not in (PROMPT_ROLES if i % 2 == 0 else REPLY_ROLES):
-                raise InvalidRow(f"turn {i} ({turn.get('from')}) is out of order: LLaMA-Factory drops the row (Invalid role tag)")
-            messages.append(_ranked_message(role, turn.get("value", ""), i))
+        messages = _sharegpt_turns(turns)
         if len(messages) % 2:
             raise InvalidRow(f"{len(messages)} turns, an odd count: LLaMA-Factory drops the row (Invalid message count)")
     else:
