@@ -65,6 +65,7 @@ def test_llama_factorys_kto_demo_is_prepared_by_its_processor_not_trls():
     assert "feedback processor" in report.context["framework"]
     flagged = {f.location.row for f in report.findings if f.code == "DP006"}
     assert flagged == {4, 54, 58, 64, 117, 189, 195, 257}
+    assert all("the reply follows the cut prompt" in f.message for f in report.findings if f.code == "DP006")
     assert not [f for f in report.findings if f.code in ("DP005", "DP014")]
 
 
