@@ -192,7 +192,7 @@ def _trl_preference(tok, rows: list[dict], task: str) -> dict:
              "special token of reply text tokenized as it": 0}
     specials = _specials(tok)
     for row in rows:
-        if task == "dpo":
+        if task == "dpo" and "prompt" not in row:  # implicit prompt: DPOTrainer extracts it
             row = extract_prompt(row)
         prompt_ids = _tokenize(tok, row["prompt"], add_generation_prompt=True)["input_ids"]
         full = {s: _tokenize(tok, row["prompt"] + row[s])["input_ids"] for s in sides}
