@@ -260,7 +260,7 @@ def prompter_goldens(wheel: Path) -> None:
             ds_cfg = DictDefault({"path": file, **entry})
             kind = ds_cfg.type
             base, style = (kind.split(":") + [None])[:2] if isinstance(kind, str) else (None, None)
-            def run(rows: list[dict]) -> list[dict]:
+            def run(rows: list[dict], ds_cfg=ds_cfg, tokenizer=tokenizer, cfg=cfg, base=base, style=style) -> list[dict]:
                 wrapped, _ = wrappers.get_dataset_wrapper(ds_cfg, tokenizer, cfg, base, Dataset.from_list(rows), style)
                 return [{"input_ids": r["input_ids"], "labels": r["labels"],
                          "kept": bool(keep(r, sequence_len=SEQUENCE_LEN))} for r in wrapped]
