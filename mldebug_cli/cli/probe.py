@@ -22,7 +22,7 @@ from mldebug_cli.cli.common import (
 
 
 def probe(
-    config: Path = typer.Argument(..., help="The training config (TRL/HF, axolotl, LLaMA-Factory; SFT, DPO/IPO, ORPO)."),
+    config: Path = typer.Argument(..., help="The training config (TRL/HF, axolotl, LLaMA-Factory; SFT, DPO/IPO, ORPO, KTO, GRPO)."),
     model: Path = typer.Option(..., "--model", help="The local base model folder (never downloaded)."),
     adapter: Path | None = typer.Option(None, "--adapter", help="A trained PEFT adapter folder to probe."),
     checkpoint: Path | None = typer.Option(None, "--checkpoint", help="A trainer checkpoint folder: its adapter or "
@@ -32,6 +32,8 @@ def probe(
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     framework: str | None = typer.Option(None, "--framework", help="Whose trainer runs the config: transformers, trl, "
                                          "axolotl or llama-factory (default: detected from its keys)."),
+    rewards: Path | None = typer.Option(None, "--rewards", help="GRPO: a JSONL file, one line per prompt: "
+                                        '{"prompt": ..., "completions": [...], "rewards": [...]}.'),
     steps: int = typer.Option(0, "--steps", help="Train K steps on the rows (with --ablate: K with and K without the term)."),
     ablate: str | None = typer.Option(None, "--ablate", help="A loss term to turn off for the second K steps (GP009), "
                                       "e.g. sft, sigmoid, odds_ratio."),
@@ -56,6 +58,7 @@ def probe(
             config=str(config), model=str(model), adapter=str(adapter) if adapter else None,
             checkpoint=str(checkpoint) if checkpoint else None, rows=parse_rows(rows) if rows else None,
             sample=sample, device=device, steps=steps, ablate=ablate, framework=framework,
+            rewards=str(rewards) if rewards else None,
             select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
             thresholds=settings_file.load().thresholds, allow_outside_paths=allow_outside_paths,
         )
