@@ -6,7 +6,8 @@ Each case is a folder under OUT_DIR with ``config.yaml`` (a TRL recipe), ``model
 the vocabulary of fixtures/tokenizers/qwen2.5-instruct, 2 layers, hidden size 32, random weights saved with
 save_pretrained), its rows, and ``case.json``: the probe's arguments and the findings it must give (an empty list:
 a healthy run that must stay quiet). ``versions.json`` records the libraries that made them. The trained cases run
-the real TRL 1.16 DPOTrainer on CPU:
+the real TRL 1.16 DPOTrainer, KTOTrainer and GRPOTrainer on CPU (GRPO's rollouts are the rewards file's
+completions, through its ``rollout_func``):
 
     case                 planted                                                          expected
     sft-healthy          LoRA SFT, gradient checkpointing (non-reentrant)                quiet
@@ -23,6 +24,13 @@ the real TRL 1.16 DPOTrainer on CPU:
     dpo-saturated        DPOTrainer (beta 0.5, lr 1e-2, 6 steps) until margins saturate   GP001, GP007 (that LR
                                                                                           rewrites the weights)
     dpo-opposite-optim   checkpoint of a LoRA DPO run on swapped pairs (its optimizer.pt) GP006
+    kto-healthy          KTO at the start of training (policy = reference)               quiet
+    kto-saturated        KTOTrainer (beta 5, lr 1e-2, 8 steps) on 4 desirable and 8       GP001, GP007
+                         undesirable rows until every row sits far from the KL estimate
+    grpo-healthy         GRPO rewards that differ within every prompt's group             quiet
+    grpo-equal-rewards   three of four prompts whose completions all got reward 1         GP001
+    grpo-kl-conflict     a LoRA GRPOTrainer checkpoint that moved toward its rewarded      GP004
+                         completions, probed with beta 0.5: the KL term pulls them back
 """
 
 from __future__ import annotations
@@ -209,8 +217,9 @@ def kto_saturated(folder: Path, base: Path) -> None:
     train_kto(base, kto_rows(unsure=True), config, steps=8, out=folder / "trained", work=folder / "run")
 
 
-def train_kto(base: Path, rows: list[dict], config: dict, steps: int, out: Path, work: Path):
-    """KTOTrainer (TRL 1.16) on CPU, full fine-tuning against a copy of ``base``; returns the trainer."""
+def train_kto(base: Path, rows: list[dict], config: dict, steps: int, out: Path, work: Path, policy: Path | None = None):
+    """KTOTrainer (TRL 1.16) on CPU, full fine-tuning of ``policy`` (default: ``base``) against ``base`` as the
+    reference; returns the trainer."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -220,10 +229,10 @@ def train_kto(base: Path, rows: list[dict], config: dict, steps: int, out: Path,
     args = KTOConfig(output_dir=str(work), max_steps=steps, learning_rate=config["learning_rate"], beta=config["beta"],
                      per_device_train_batch_size=4, max_length=config["max_length"], lr_scheduler_type="constant",
                      logging_steps=max(steps, 1), save_strategy="no", report_to="none", use_cpu=True, seed=SEED,
-                     dataloader_num_workers=0, disable_tqdm=True, bf16=False,
+                     dataloader_num_workers=0, disable_tqdm=True, bf16=False, loss_type=config.get("loss_type", "kto"),
                      desirable_weight=config.get("desirable_weight", 1.0),
                      undesirable_weight=config.get("undesirable_weight", 1.0))
-    trainer = KTOTrainer(model=AutoModelForCausalLM.from_pretrained(base),
+    trainer = KTOTrainer(model=AutoModelForCausalLM.from_pretrained(policy or base),
                          ref_model=AutoModelForCausalLM.from_pretrained(base), args=args,
                          train_dataset=Dataset.from_list(rows), processing_class=AutoTokenizer.from_pretrained(base))
     if steps:
@@ -376,7 +385,7 @@ def make(out: Path, names: list[str] | None = None) -> dict[str, Path]:
     if not (base / "config.json").exists():
         tiny_model(base)
     made = {}
-    for name in names or list(CASES):
+    for name in list(CASES) if names is None else names:
         CASES[name](out / name, base.resolve())
         made[name] = out / name
     return made

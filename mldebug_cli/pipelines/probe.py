@@ -72,7 +72,7 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
         findings=findings,
         checks_run=tuple(c.code for c in checks),
         targets=(options.config, options.model) + ((options.rewards,) if options.rewards else ()),
-        context=_report_context(options, facts, versions, subject, len(rows), estimate, notes),
+        context=_report_context(options, facts, versions, subject, _probed(sequences, rows, facts.task), estimate, notes),
         summary={"rows": len(rows), "terms": [t.name for t in subject.terms], "trainable_tensors": len(subject.tensors),
                  "seconds": round(elapsed, 1), "findings": len(findings)},
         details={"probe": _details(subject), "map": folklore_map(subject, findings)},
@@ -402,13 +402,20 @@ def _context(check, thresholds):
     return ProbeContext(limits=limits)
 
 
-def _report_context(options, facts, versions, subject, rows: int, estimate, notes) -> dict[str, Any]:
+def _probed(sequences: list[Any], rows: list[Any], task: str) -> str:
+    if task == "grpo":
+        return f"{len(rows)} prompts, {len(sequences)} completions"
+    return f"{len(sequences)} rows" if task == "kto" else str(len(rows))
+
+
+def _report_context(options, facts, versions, subject, rows: str, estimate, notes) -> dict[str, Any]:
     path = subject.path
     terms = ", ".join(f"{t.name}×{t.weight:g}" for t in subject.terms) or None
     checkpointing = ("on, " + ("reentrant" if path.reentrant else "non-reentrant") + f"; input grads: {path.input_grads_by}"
                      if path.checkpointing else "off")
     return {
         "config": f"{options.config} ({facts.framework}, {facts.task})",
+        "rewards": options.rewards,
         "model": options.model + (f" + adapter {options.adapter}" if options.adapter else ""),
         "checkpoint": options.checkpoint,
         "versions": versions.describe(tuple(dict.fromkeys(("transformers", *framework_object(facts.framework).versioned)))),

@@ -54,8 +54,8 @@ def run(subject, ctx):
                     f"{'prompts' if term.row_names else 'rows'} (median {fmt(median_push)}, {term.metric} {fmt(median_metric)}; {named}): "
                     "the loss no longer moves the metric",
             hint=_hint(subject, term),
-            location=subject.location("num_generations" if term.name == "grpo-policy" else term.key or "beta",
-                                      row=rows[0]),
+            location=subject.location("num_generations", None) if term.row_names  # the prompts are named above
+            else subject.location(term.key or "beta", row=rows[0]),
         )
 
 
