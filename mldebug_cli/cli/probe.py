@@ -27,7 +27,7 @@ def probe(
     adapter: Path | None = typer.Option(None, "--adapter", help="A trained PEFT adapter folder to probe."),
     checkpoint: Path | None = typer.Option(None, "--checkpoint", help="A trainer checkpoint folder: its adapter or "
                                            "weights, optimizer.pt (GP006) and trainer_state.json."),
-    rows: str | None = typer.Option(None, "--rows", help="Probe these rows, e.g. 0-7 or 3,10-12 (0-based)."),
+    rows: str | None = typer.Option(None, "--rows", help="Probe these rows, e.g. 0-7 or 3,10-12 (0-based; GRPO: lines of --rewards)."),
     sample: int | None = typer.Option(None, "--sample", help="Probe N rows evenly spaced over the dataset (default 8)."),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     framework: str | None = typer.Option(None, "--framework", help="Whose trainer runs the config: transformers, trl, "
@@ -36,7 +36,7 @@ def probe(
                                         '{"prompt": ..., "completions": [...], "rewards": [...]}.'),
     steps: int = typer.Option(0, "--steps", help="Train K steps on the rows (with --ablate: K with and K without the term)."),
     ablate: str | None = typer.Option(None, "--ablate", help="A loss term to turn off for the second K steps (GP009), "
-                                      "e.g. sft, sigmoid, odds_ratio."),
+                                      "e.g. sft, sigmoid, odds_ratio, kl."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
                                              "the working directory and its own folder."),
     output_format: str = OutputFormatOpt,
