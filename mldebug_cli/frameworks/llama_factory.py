@@ -21,7 +21,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
-from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.frameworks import hf, record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
@@ -32,7 +32,6 @@ from mldebug_cli.schedule.model import Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
-STORED_KEYS = "llamafactory-0.9.5.json"
 DATACLASSES = {"ModelArguments": "model_args", "DataArguments": "data_args", "TrainingArguments": "training_args",
                "FinetuningArguments": "finetuning_args", "GeneratingArguments": "generating_args"}
 # DataArguments.__post_init__ (hparams/data_args.py) raises on these
@@ -67,7 +66,9 @@ def _packing(r: SpecReader) -> Packing:
 def key_schema(config: ConfigFile, targets: versions.TargetVersions) -> schema.KeySchema:
     own, source = _own_keys(targets)
     base = hf.training_arguments_schema(targets, seq2seq=True)
-    lf = schema.KeySchema("llama-factory", source, own, ON_UNKNOWN, conflicts=CONFLICTS)  # OmegaConf reads 5e-5 as a number
+    renamed = record.dropped("llamafactory", "LLaMA-Factory", DATACLASSES, own,
+                             targets.version("llamafactory") or versions.installed("llamafactory"))
+    lf = schema.KeySchema("llama-factory", source, own, ON_UNKNOWN, conflicts=CONFLICTS, renamed=renamed)  # OmegaConf reads 5e-5 as a number
     return lf.merged(base, source=f"{source} over {base.source}")
 
 
@@ -82,9 +83,9 @@ def _own_keys(targets: versions.TargetVersions) -> tuple[dict[str, schema.KeyTyp
             return schema.dataclass_keys(getattr(module, n) for n in DATACLASSES), f"llamafactory {installed} (installed)"
         except ImportError:
             pass
-    table = schema.stored(STORED_KEYS)
-    wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
-    return schema.stored_keys(table["schemas"]["config"]), f"llamafactory {table['version']} (stored key list{wanted})"
+    release = record.release_for("llamafactory", target.version)
+    wanted = "" if release == target.version or not target.version else f", standing in for {target.describe()}"
+    return schema.recorded_keys("llamafactory", DATACLASSES, release), f"llamafactory {release} (recorded from its wheel{wanted})"
 
 
 FORMATS = {"alpaca": "alpaca", "sharegpt": "sharegpt"}

@@ -34,7 +34,7 @@ from dataclasses import replace
 from importlib import metadata, resources
 from typing import Any
 
-from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.frameworks import hf, record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.preference_config import (
@@ -59,7 +59,6 @@ DEFAULT_LR = 2e-5
 DEFAULT_LOGGING_STEPS = 10
 DEFAULT_MAX_LENGTH = 1024
 TRUNCATION = "keep_start"  # truncation_mode keep_start, the default
-STORED = "trl-1.16.0.json"
 CONFIG_CLASSES = {
     "SFTConfig": "trl.trainer.sft_config",
     "DPOConfig": "trl.trainer.dpo_config",
@@ -72,7 +71,8 @@ SCRIPT_CLASSES = {"ScriptArguments": "trl.scripts.utils", "DatasetMixtureConfig"
 GRPO_SCRIPT_CLASS = ("GRPOScriptArguments", "trl.scripts.grpo")  # `trl grpo` also parses reward_funcs
 ON_UNKNOWN = ("TrlParser rejects the file (unused keys are an error), and TRL's config classes raise "
               "TypeError on an unknown keyword")
-RENAMED = {"max_seq_length": "renamed max_length in TRL 0.20", "torch_dtype": "ModelConfig calls it dtype (transformers renamed the from_pretrained argument)"}
+# keys TRL dropped, with the key that took their place (the releases come from the record)
+REPLACED_BY = {"max_seq_length": "max_length", "torch_dtype": "dtype (transformers renamed the from_pretrained argument)"}
 
 
 def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str | None = None) -> schema.KeySchema:
@@ -83,7 +83,8 @@ def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str |
     name = trl_config_class(config.data, own, task)
     script = {**own["script"], **(own.get("grpo_script", {}) if name == "GRPOConfig" else {})}
     keys = {**own[name], **script, "env": schema.KeyType(frozenset({"dict"}))}
-    renamed = {k: v for k, v in RENAMED.items() if k not in keys}
+    renamed = record.dropped("trl", "TRL", (name, *SCRIPT_CLASSES, GRPO_SCRIPT_CLASS[0]), keys,
+                             targets.version("trl") or versions.installed("trl"), REPLACED_BY)
     trl = schema.KeySchema("trl", f"{source} {name}", keys, ON_UNKNOWN, renamed=renamed)
     return trl.merged(base, source=f"{trl.source} over {base.source}")
 
@@ -96,10 +97,20 @@ def trl_keys(targets: versions.TargetVersions) -> tuple[dict[str, dict[str, sche
             return _installed_keys(), f"trl {installed} (installed)"
         except ImportError:
             pass
-    table = schema.stored(STORED)
-    keys = {name: schema.stored_keys(fields) for name, fields in table["schemas"].items()}
-    wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
-    return keys, f"trl {table['version']} (stored key list{wanted})"
+    return recorded_keys(target.version, targets.version("transformers"))
+
+
+def recorded_keys(version: str | None, transformers_version: str | None) -> tuple[dict[str, dict[str, schema.KeyType]], str]:
+    """TRL's config classes (their fields beyond TrainingArguments') and the script's arguments, at the recorded
+    release standing for ``version`` (tools/version_facts.py, from the wheels)."""
+    release = record.release_for("trl", version)
+    base = record.fields("transformers", "TrainingArguments", transformers_version)
+    keys = {name: {k: v for k, v in schema.recorded_keys("trl", (name,), release).items() if k not in base}
+            for name in CONFIG_CLASSES}
+    keys["script"] = schema.recorded_keys("trl", tuple(SCRIPT_CLASSES), release)
+    keys["grpo_script"] = schema.recorded_keys("trl", (GRPO_SCRIPT_CLASS[0],), release)
+    wanted = "" if release == version else f", standing in for trl {version}" if version else ""
+    return keys, f"trl {release} (recorded from its wheel{wanted})"
 
 
 # --- the schedule: TrainingArguments with SFTConfig's (or the preference config class's) defaults ------------
@@ -388,11 +399,12 @@ class Rows(RowProfile):
 
 
 def _own_keys() -> frozenset[str]:
-    """The fields of TRL's config classes (stored list of trl 1.16) that TrainingArguments does not have (stored list
-    of transformers 4.57): ``max_length``, ``beta``, ``num_generations``, ... A config with one is for TRL."""
-    stored, hf = schema.stored(STORED), schema.stored("transformers-4.57.6.json")
-    own = set().union(*(fields for name, fields in stored["schemas"].items() if name.endswith("Config")))
-    return frozenset(own - set(hf["schemas"]["config"]))
+    """The fields of TRL's config classes at the newest recorded release that no recorded TrainingArguments has:
+    ``max_length``, ``beta``, ``num_generations``, ... A config with one is for TRL."""
+    newest = record.releases("trl")[-1]
+    own = {k for name in CONFIG_CLASSES for k in record.fields("trl", name, newest)}
+    hf_keys = {k for k in record.histories("transformers", "TrainingArguments")}
+    return frozenset(own - hf_keys)
 
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
