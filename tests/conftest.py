@@ -48,3 +48,25 @@ def alpaca_rows() -> list[dict]:
 @pytest.fixture(scope="session")
 def glaive_rows() -> list[dict]:
     return _corpus_json(GLAIVE)
+
+
+@pytest.fixture(scope="session")
+def probe_case(tmp_path_factory):
+    """tools/make_probe_cases.py's planted cases of `mldebug probe` (tiny random models, some trained by TRL), each
+    built once per session when first asked for: ``probe_case("dpo-saturated")`` is its folder, beside the shared
+    ``base-model``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_probe_cases", ROOT / "tools" / "make_probe_cases.py")
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    out = tmp_path_factory.mktemp("probe-cases")
+    built: dict[str, object] = {}
+
+    def case(name: str):
+        if name not in built:
+            built.update(maker.make(out, [] if name == "base-model" else [name]))
+            built.setdefault("base-model", out / "base-model")
+        return built[name]
+
+    return case

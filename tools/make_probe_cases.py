@@ -6,7 +6,8 @@ Each case is a folder under OUT_DIR with ``config.yaml`` (a TRL recipe), ``model
 the vocabulary of fixtures/tokenizers/qwen2.5-instruct, 2 layers, hidden size 32, random weights saved with
 save_pretrained), its rows, and ``case.json``: the probe's arguments and the findings it must give (an empty list:
 a healthy run that must stay quiet). ``versions.json`` records the libraries that made them. The trained cases run
-the real TRL 1.16 DPOTrainer on CPU:
+the real TRL 1.16 DPOTrainer, KTOTrainer and GRPOTrainer on CPU (GRPO's rollouts are the rewards file's
+completions, through its ``rollout_func``):
 
     case                 planted                                                          expected
     sft-healthy          LoRA SFT, gradient checkpointing (non-reentrant)                quiet
@@ -23,6 +24,13 @@ the real TRL 1.16 DPOTrainer on CPU:
     dpo-saturated        DPOTrainer (beta 0.5, lr 1e-2, 6 steps) until margins saturate   GP001, GP007 (that LR
                                                                                           rewrites the weights)
     dpo-opposite-optim   checkpoint of a LoRA DPO run on swapped pairs (its optimizer.pt) GP006
+    kto-healthy          KTO at the start of training (policy = reference)               quiet
+    kto-saturated        KTOTrainer (beta 5, lr 1e-2, 8 steps) on 4 desirable and 8       GP001, GP007
+                         undesirable rows until every row sits far from the KL estimate
+    grpo-healthy         GRPO rewards that differ within every prompt's group             quiet
+    grpo-equal-rewards   three of four prompts whose completions all got reward 1         GP001
+    grpo-kl-conflict     a LoRA GRPOTrainer checkpoint that moved toward its rewarded      GP004
+                         completions, probed with beta 0.5: the KL term pulls them back
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ QUESTIONS = [
 TOOL_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 
 
-def tiny_model(out: Path, zero_tokens: tuple[str, ...] = (), scale_layer: float | None = None) -> Path:
+def tiny_model(out: Path, zero_tokens: tuple[str, ...] = (), scale_layer: float | None = None, seed: int = SEED) -> Path:
     """A Qwen2 model with the fixture tokenizer's vocabulary, random weights (seeded), saved with its tokenizer."""
     import torch
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
@@ -55,7 +63,7 @@ def tiny_model(out: Path, zero_tokens: tuple[str, ...] = (), scale_layer: float 
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
                          tie_word_embeddings=False)
-    torch.manual_seed(SEED)
+    torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
     with torch.no_grad():
         for text in zero_tokens:  # rows a base model never trained (Llama-3 base's reserved tokens are zeros)
@@ -90,6 +98,33 @@ def pair_rows(swapped: bool = False, boilerplate: bool = False) -> list[dict]:
                      "chosen": [{"role": "assistant", "content": chosen}],
                      "rejected": [{"role": "assistant", "content": rejected}]})
     return rows
+
+
+def kto_rows(unsure: bool = False) -> list[dict]:
+    """Unpaired KTO rows: each question's right answer desirable, its wrong one (and "I am not sure.") undesirable."""
+    rows = []
+    for question, good, bad in QUESTIONS:
+        for answer, label in ((good, True), (bad, False)) + ((("I am not sure.", False),) if unsure else ()):
+            rows.append({"prompt": [{"role": "user", "content": question}],
+                         "completion": [{"role": "assistant", "content": answer}], "label": label})
+    return rows
+
+
+END = "<|im_end|>"  # where the fixture template's assistant turns end: a completion that stopped there
+
+
+def reward_groups(equal: int = 0) -> list[dict]:
+    """GRPO rollouts, four per question: two right answers (reward 1), two wrong (0); the first ``equal`` questions'
+    completions all right (one reward for the whole group: zero advantage)."""
+    groups = []
+    for index, (question, good, bad) in enumerate(QUESTIONS):
+        texts = [good, f"The answer: {good}", bad, "I am not sure."]
+        rewards = [1.0, 1.0, 0.0, 0.0]
+        if index < equal:
+            texts, rewards = [good, f"The answer: {good}", f"{good} Sure.", f"It is {good}"], [1.0] * 4
+        groups.append({"prompt": [{"role": "user", "content": question}],
+                       "completions": [t + END for t in texts], "rewards": rewards})
+    return groups
 
 
 def write_case(folder: Path, config: dict, rows: list[dict], expected: list[str], args: dict | None = None,
@@ -167,6 +202,129 @@ def dpo_opposite_optim(folder: Path, base: Path) -> None:
     _train_dpo(folder, base, pair_rows(swapped=True), config, steps=4, out=folder / "trained", peft=True)
 
 
+KTO = {"beta": 0.1, "learning_rate": 1.0e-4, "max_length": 48, "desirable_weight": 1.0, "undesirable_weight": 1.0}
+
+
+def kto_healthy(folder: Path, base: Path) -> None:
+    write_case(folder, KTO, kto_rows(), [], model="../base-model")
+
+
+def kto_saturated(folder: Path, base: Path) -> None:
+    """Full fine-tuning with TRL's KTOTrainer at a high LR and β until every row sits far from the KL estimate."""
+    config = {**KTO, "beta": 5.0, "learning_rate": 1.0e-2}
+    write_case(folder, config, kto_rows(unsure=True), ["GP001", "GP007"], {"checkpoint": "trained", "sample": 12},
+               model="../base-model")
+    train_kto(base, kto_rows(unsure=True), config, steps=8, out=folder / "trained", work=folder / "run")
+
+
+def train_kto(base: Path, rows: list[dict], config: dict, steps: int, out: Path, work: Path, policy: Path | None = None):
+    """KTOTrainer (TRL 1.16) on CPU, full fine-tuning of ``policy`` (default: ``base``) against ``base`` as the
+    reference; returns the trainer."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import KTOConfig, KTOTrainer
+
+    torch.manual_seed(SEED)
+    args = KTOConfig(output_dir=str(work), max_steps=steps, learning_rate=config["learning_rate"], beta=config["beta"],
+                     per_device_train_batch_size=4, max_length=config["max_length"], lr_scheduler_type="constant",
+                     logging_steps=max(steps, 1), save_strategy="no", report_to="none", use_cpu=True, seed=SEED,
+                     dataloader_num_workers=0, disable_tqdm=True, bf16=False, loss_type=config.get("loss_type", "kto"),
+                     desirable_weight=config.get("desirable_weight", 1.0),
+                     undesirable_weight=config.get("undesirable_weight", 1.0))
+    trainer = KTOTrainer(model=AutoModelForCausalLM.from_pretrained(policy or base),
+                         ref_model=AutoModelForCausalLM.from_pretrained(base), args=args,
+                         train_dataset=Dataset.from_list(rows), processing_class=AutoTokenizer.from_pretrained(base))
+    if steps:
+        trainer.train()
+        trainer.save_model(str(out))
+    return trainer
+
+
+GRPO = {"num_generations": 4, "per_device_train_batch_size": 16, "max_completion_length": 16, "loss_type": "dapo",
+        "learning_rate": 1.0e-4, "beta": 0.0}
+
+
+def grpo_healthy(folder: Path, base: Path) -> None:
+    _grpo_case(folder, GRPO, reward_groups(), [])
+
+
+def grpo_equal_rewards(folder: Path, base: Path) -> None:
+    _grpo_case(folder, GRPO, reward_groups(equal=3), ["GP001"])
+
+
+def grpo_kl_conflict(folder: Path, base: Path) -> None:
+    """A LoRA GRPO checkpoint that moved toward its rewarded completions, probed with a large KL β: the KL term
+    pulls the same log-probs back that the policy term pushes."""
+    config = {**GRPO, **LORA, "beta": 0.5}
+    _grpo_case(folder, config, reward_groups(), ["GP004"], {"checkpoint": "trained"})
+    train_grpo(base, reward_groups(), {**config, "beta": 0.0, "learning_rate": 5.0e-3}, steps=4, out=folder / "trained", work=folder / "run")
+
+
+def _grpo_case(folder: Path, config: dict, groups: list[dict], expected: list[str], args: dict | None = None) -> None:
+    write_case(folder, {k: v for k, v in config.items() if k != "max_length"}, [{"prompt": g["prompt"]} for g in groups],
+               expected, {"rewards": "rewards.jsonl", **(args or {})}, model="../base-model")
+    (folder / "rewards.jsonl").write_text("".join(json.dumps(g) + "\n" for g in groups))
+
+
+def train_grpo(base: Path, groups: list[dict], config: dict, steps: int, out: Path, work: Path, adapter: Path | None = None):
+    """GRPOTrainer (TRL 1.16) on CPU whose rollouts are the rewards file's completions (its ``rollout_func``) and
+    whose reward is the file's; LoRA when the config asks. Trains ``steps`` steps, saves the adapter to ``out``
+    and returns the trainer."""
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig, PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    by_prompt = {g["prompt"][-1]["content"]: g for g in groups}
+    rewards = {}
+    for g in groups:
+        for text, reward in zip(g["completions"], g["rewards"]):
+            rewards[(g["prompt"][-1]["content"], tuple(tokenizer(text, add_special_tokens=False)["input_ids"]))] = reward
+
+    def rollout(prompts, trainer):  # each prompt comes num_generations times in a row: its k-th completion
+        seen: dict[str, int] = {}
+        prompt_ids, completion_ids = [], []
+        for prompt in prompts:
+            key = prompt[-1]["content"]
+            k = seen[key] = seen.get(key, -1) + 1
+            prompt_ids.append(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
+                                                            return_dict=True)["input_ids"])
+            ids = tokenizer(by_prompt[key]["completions"][k % len(by_prompt[key]["completions"])],
+                            add_special_tokens=False)["input_ids"][: config["max_completion_length"]]
+            completion_ids.append(ids)
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids,
+                "logprobs": [[0.0] * len(ids) for ids in completion_ids]}
+
+    def reward(prompts, completions, completion_ids, **kwargs):
+        return [rewards.get((p[-1]["content"], tuple(ids))) for p, ids in zip(prompts, completion_ids)]
+
+    torch.manual_seed(SEED)
+    args = GRPOConfig(output_dir=str(work), max_steps=max(steps, 1), learning_rate=config["learning_rate"],
+                      beta=config["beta"], num_generations=config["num_generations"],
+                      per_device_train_batch_size=config["per_device_train_batch_size"],
+                      max_completion_length=config["max_completion_length"], loss_type=config["loss_type"],
+                      scale_rewards=config.get("scale_rewards", "group"), temperature=config.get("temperature", 1.0),
+                      lr_scheduler_type="constant", logging_steps=max(steps, 1), save_strategy="no", report_to="none",
+                      use_cpu=True, seed=SEED, dataloader_num_workers=0, disable_tqdm=True, bf16=False)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    lora = None
+    if adapter is not None:
+        model = PeftModel.from_pretrained(model, adapter, is_trainable=True)
+    elif config.get("use_peft"):
+        lora = LoraConfig(r=config["lora_r"], lora_alpha=config["lora_alpha"], lora_dropout=0.0,
+                          target_modules=config["lora_target_modules"], task_type="CAUSAL_LM")
+    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, peft_config=lora, rollout_func=rollout,
+                          train_dataset=Dataset.from_list([{"prompt": g["prompt"]} for g in groups]),
+                          processing_class=tokenizer)
+    if steps:
+        trainer.train()
+        trainer.save_model(str(out))
+    return trainer
+
+
 def _train_dpo(folder: Path, base: Path, rows: list[dict], config: dict, steps: int, out: Path, peft: bool) -> None:
     import torch
     from datasets import Dataset
@@ -205,6 +363,11 @@ CASES = {
     "dpo-sft-tiny": dpo_sft_tiny,
     "dpo-saturated": dpo_saturated,
     "dpo-opposite-optim": dpo_opposite_optim,
+    "kto-healthy": kto_healthy,
+    "kto-saturated": kto_saturated,
+    "grpo-healthy": grpo_healthy,
+    "grpo-equal-rewards": grpo_equal_rewards,
+    "grpo-kl-conflict": grpo_kl_conflict,
 }
 
 
@@ -222,7 +385,7 @@ def make(out: Path, names: list[str] | None = None) -> dict[str, Path]:
     if not (base / "config.json").exists():
         tiny_model(base)
     made = {}
-    for name in names or list(CASES):
+    for name in list(CASES) if names is None else names:
         CASES[name](out / name, base.resolve())
         made[name] = out / name
     return made
@@ -238,8 +401,9 @@ def probe(folder: Path) -> tuple[list[str], list[str], float, float]:
 
     case = json.loads((folder / "case.json").read_text())
     args = dict(case["args"])
-    if "checkpoint" in args:
-        args["checkpoint"] = str(folder / args["checkpoint"])
+    for key in ("checkpoint", "rewards"):
+        if key in args:
+            args[key] = str(folder / args[key])
     wall, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     report = build_report(ProbeOptions(config=str(folder / "config.yaml"), model=str(folder / case["model"]),
                                        allow_outside_paths=True, **args))

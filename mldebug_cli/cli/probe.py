@@ -24,19 +24,22 @@ from mldebug_cli.cli.common import (
 
 
 def probe(
-    config: Path = typer.Argument(..., help=f"The training config ({configs_for('trainer')}; SFT, DPO/IPO, ORPO)."),
+    config: Path = typer.Argument(..., help=f"The training config ({configs_for('trainer')}; SFT, DPO/IPO, ORPO, "
+                                  "KTO, GRPO)."),
     model: Path = typer.Option(..., "--model", help="The local base model folder (never downloaded)."),
     adapter: Path | None = typer.Option(None, "--adapter", help="A trained PEFT adapter folder to probe."),
     checkpoint: Path | None = typer.Option(None, "--checkpoint", help="A trainer checkpoint folder: its adapter or "
                                            "weights, optimizer.pt (GP006) and trainer_state.json."),
-    rows: str | None = typer.Option(None, "--rows", help="Probe these rows, e.g. 0-7 or 3,10-12 (0-based)."),
+    rows: str | None = typer.Option(None, "--rows", help="Probe these rows, e.g. 0-7 or 3,10-12 (0-based; GRPO: lines of --rewards)."),
     sample: int | None = typer.Option(None, "--sample", help="Probe N rows evenly spaced over the dataset (default 8)."),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     framework: str | None = typer.Option(None, "--framework", help="Whose trainer runs the config: "
                                          f"{frameworks_for('trainer')} (default: detected from its keys)."),
+    rewards: Path | None = typer.Option(None, "--rewards", help="GRPO: a JSONL file, one line per prompt: "
+                                        '{"prompt": ..., "completions": [...], "rewards": [...]}.'),
     steps: int = typer.Option(0, "--steps", help="Train K steps on the rows (with --ablate: K with and K without the term)."),
     ablate: str | None = typer.Option(None, "--ablate", help="A loss term to turn off for the second K steps (GP009), "
-                                      "e.g. sft, sigmoid, odds_ratio."),
+                                      "e.g. sft, sigmoid, odds_ratio, kl."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
                                              "the working directory and its own folder."),
     output_format: str = OutputFormatOpt,
@@ -58,6 +61,7 @@ def probe(
             config=str(config), model=str(model), adapter=str(adapter) if adapter else None,
             checkpoint=str(checkpoint) if checkpoint else None, rows=parse_rows(rows) if rows else None,
             sample=sample, device=device, steps=steps, ablate=ablate, framework=framework,
+            rewards=str(rewards) if rewards else None,
             select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
             thresholds=settings_file.load().thresholds, allow_outside_paths=allow_outside_paths,
         )

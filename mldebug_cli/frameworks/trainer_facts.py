@@ -51,6 +51,20 @@ class LossFacts:
     label_smoothing: float = 0.0
     desirable_weight: float = 1.0
     undesirable_weight: float = 1.0
+    policy: PolicyFacts | None = None  # GRPO's advantage and clipping settings
+
+
+@dataclass(frozen=True)
+class PolicyFacts:
+    """GRPOConfig's settings that shape the advantages and the policy term (TRL 1.16 defaults)."""
+
+    scale_rewards: str = "group"  # group, batch, none (True/False read as group/none)
+    temperature: float = 1.0
+    epsilon: float = 0.2
+    epsilon_high: float | None = None
+    delta: float | None = None
+    importance_sampling_level: str = "token"
+    mask_truncated_completions: bool = False
 
 
 @dataclass(frozen=True)
@@ -209,7 +223,19 @@ def _trl_loss(r: SpecReader, task: str, beta: float | None) -> LossFacts:
                          desirable_weight=float(r.number("desirable_weight", "desirable_weight", 1.0)),
                          undesirable_weight=float(r.number("undesirable_weight", "undesirable_weight", 1.0)))
     terms = (LossTerm("grpo-policy", 1.0),) + ((LossTerm("kl", beta),) if beta else ())
-    return LossFacts(terms, beta, (str(r.text("loss_type", "loss_type", "dapo")),))
+    scale = r.raw("scale_rewards", "scale_rewards")
+    policy = PolicyFacts(
+        scale_rewards={True: "group", False: "none", None: "group"}.get(scale, scale) if isinstance(scale, (bool, type(None)))
+        else str(scale), temperature=float(r.number("temperature", "temperature", 1.0)),
+        epsilon=float(r.number("epsilon", "epsilon", 0.2)), epsilon_high=_float(r.number("epsilon_high", "epsilon_high", None)),
+        delta=_float(r.number("delta", "delta", None)),
+        importance_sampling_level=str(r.text("importance_sampling_level", "importance_sampling_level", "token")),
+        mask_truncated_completions=r.flag("mask_truncated_completions", "mask_truncated_completions", False))
+    return LossFacts(terms, beta, (str(r.text("loss_type", "loss_type", "dapo")),), policy=policy)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _trl_peft(r: SpecReader) -> PeftFacts | None:

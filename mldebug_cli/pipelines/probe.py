@@ -7,7 +7,7 @@ import gc
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +38,13 @@ class ProbeOptions:
     thresholds: Mapping[str, Mapping[str, float]] | None = None
     allow_outside_paths: bool = False
     framework: str | None = None  # whose trainer runs the config (None: detected from its keys)
+    rewards: str | None = None  # GRPO: the completions per prompt and their rewards (sources/rewards.py)
 
 
 def build_report(options: ProbeOptions, progress: Callable[[str], None] | None = None) -> Report:
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks import versions as target_versions
-    from mldebug_cli.probe.losses import term_specs
+    from mldebug_cli.probe.losses import loss_params, term_specs
 
     say = progress or (lambda message: None)
     _require_libraries()
@@ -51,12 +52,14 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="GP")]
     facts = read_facts(options.config, options.framework)
     specs = term_specs(facts)
+    loss_params(facts)  # a loss type or reward scaling the probe cannot follow: say so before loading anything
+    _check_rewards(options, facts.task)
     if options.ablate is not None and options.ablate not in [s.name for s in specs]:
         raise UsageError(f"--ablate: the config's loss has no term {options.ablate!r}",
                          hint=f"its terms are {', '.join(s.name for s in specs)}")
     versions = target_versions.resolve(options.config)
     say("preparing the rows as the trainer does")
-    sequences, rows = _prepared(options, facts)
+    sequences, rows = _rollouts(options, facts) if facts.task == "grpo" else _prepared(options, facts)
     started = time.monotonic()
     estimate = _estimate(options, sequences, len(specs))
     if estimate is not None:
@@ -68,8 +71,8 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
         command=COMMAND,
         findings=findings,
         checks_run=tuple(c.code for c in checks),
-        targets=(options.config, options.model),
-        context=_report_context(options, facts, versions, subject, len(rows), estimate, notes),
+        targets=(options.config, options.model) + ((options.rewards,) if options.rewards else ()),
+        context=_report_context(options, facts, versions, subject, _probed(sequences, rows, facts.task), estimate, notes),
         summary={"rows": len(rows), "terms": [t.name for t in subject.terms], "trainable_tensors": len(subject.tensors),
                  "seconds": round(elapsed, 1), "findings": len(findings)},
         details={"probe": _details(subject), "map": folklore_map(subject, findings)},
@@ -113,8 +116,48 @@ def _validate(options: ProbeOptions) -> None:
             raise UsageError("--device cuda: torch sees no CUDA device", hint="use --device cpu")
 
 
+def _check_rewards(options: ProbeOptions, task: str) -> None:
+    if task == "grpo" and options.rewards is None:
+        raise UsageError("a GRPO config needs --rewards FILE: the completions of each prompt and their rewards",
+                         hint="one JSON line per prompt: {\"prompt\": ..., \"completions\": [...], \"rewards\": [...]}")
+    if options.rewards is not None and task != "grpo":
+        raise UsageError(f"--rewards is for GRPO configs; this config trains {task}")
+    if options.rewards is not None and not Path(options.rewards).is_file():
+        raise InputError(f"--rewards {options.rewards}: no such file")
+
+
+def _rollouts(options: ProbeOptions, facts) -> tuple[list[Any], list[Any]]:
+    """GRPO: the rewards file's completions (the probed lines: --rows, else --sample N evenly spaced) with the
+    advantages GRPOTrainer gives them, and the groups they come from."""
+    from mldebug_cli.probe.losses import loss_params
+    from mldebug_cli.probe.rollouts import rollouts
+    from mldebug_cli.sources.rewards import read_rewards
+    from mldebug_cli.sources.tokenizer import load_tokenizer
+
+    groups = read_rewards(options.rewards, facts.num_generations)
+    if options.rows:
+        missing = [r for r in options.rows if r >= len(groups)]
+        if missing:
+            raise UsageError(f"--rows {missing[0]}: the rewards file has {len(groups)} lines (rows count from 0)")
+        groups = [groups[r] for r in options.rows]
+    else:
+        wanted = options.sample or DEFAULT_SAMPLE
+        if wanted < len(groups):
+            groups = [groups[round(i * (len(groups) - 1) / max(wanted - 1, 1))] for i in range(wanted)]
+    loaded = load_tokenizer(options.model)
+    tokenizer = loaded.tokenizer
+    stops = {tokenizer.eos_token_id, tokenizer.pad_token_id, *loaded.generation_eos_ids} - {None}
+    policy = loss_params(facts).policy
+    try:
+        items = rollouts(groups, tokenizer, facts.max_completion_length, policy.scale_rewards, stops)
+    except InputError as exc:
+        raise InputError(f"{options.rewards}: {exc.message}", hint=exc.hint) from None
+    return items, groups
+
+
 def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
-    """(input_ids, labels) per sequence (pairs: (chosen, rejected)) and their rows, from inspect-data's own views."""
+    """(input_ids, labels) per sequence (pairs: (chosen, rejected); KTO: (input_ids, labels, desirable)) and their
+    rows, from inspect-data's own views."""
     from mldebug_cli.pipelines.inspect import InspectOptions
     from mldebug_cli.pipelines.preflight import configured_inspect, inspect_with_config
     from mldebug_cli.probe.losses import PAIRED
@@ -136,6 +179,11 @@ def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
             if all(any(label != -100 for label in labels) for _, labels in sides):
                 out.append(tuple(sides))
                 rows.append(view["row"])
+        elif facts.task == "kto":
+            for part in [view] if "label" in view else [view[s] for s in ("chosen", "rejected") if s in view]:
+                if part.get("input_ids") and not part.get("dropped") and any(x != -100 for x in part["labels"]):
+                    out.append((part["input_ids"], part["labels"], bool(part["label"])))
+                    rows.append(view["row"])
         elif view.get("input_ids") and any(label != -100 for label in view["labels"]):
             out.append((view["input_ids"], view["labels"]))
             rows.append(view["row"])
@@ -151,23 +199,41 @@ def _estimate(options: ProbeOptions, sequences: list[Any], terms: int) -> str | 
     params = parameter_count(options.model)
     if params is None or params < BIG_MODEL:
         return None
-    tokens = sum(len(s[0][0]) + len(s[1][0]) if isinstance(s[0], tuple) else len(s[0]) for s in sequences)
+    tokens = sum(_tokens(s) for s in sequences)
     passes = 3 * (1 + terms) + 2 * options.steps * (2 if options.ablate else 1)  # forward ≈ 1, backward ≈ 2
     seconds = 2 * params * tokens * passes / FLOPS_PER_SECOND[options.device]
     return f"~{_duration(seconds)} for {params / 1e9:.2f}B parameters and {tokens} tokens on {options.device}"
+
+
+def _tokens(sequence: Any) -> int:
+    if hasattr(sequence, "completion_ids"):  # a GRPO rollout
+        return len(sequence.prompt_ids) + len(sequence.completion_ids)
+    if isinstance(sequence[0], tuple):  # a pair
+        return len(sequence[0][0]) + len(sequence[1][0])
+    return len(sequence[0]) * (2 if len(sequence) == 3 else 1)  # KTO: the row and its KL row
 
 
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
-def _batches(sequences: list[Any], rows: list[int], size: int, paired: bool, device: str):
-    from mldebug_cli.probe.measure import collate
+def _batches(sequences: list[Any], rows: list[Any], facts, device: str):
+    from mldebug_cli.probe.measure import collate, paired
 
+    size = facts.micro_batch_size
+    if facts.task == "grpo":
+        from mldebug_cli.probe.losses import loss_params
+        from mldebug_cli.probe.rollouts import batches
+
+        policy = loss_params(facts).policy
+        # the pad id sits under attention mask 0 and label -100: it changes nothing
+        return batches(sequences, size, 0, policy.mask_truncated_completions, policy.temperature, device)
     out = []
     for start in range(0, len(sequences), max(size, 1)):
         chunk, chunk_rows = sequences[start:start + size], rows[start:start + size]
-        if paired:
+        if facts.task == "kto":
+            out.append(_kto_batch(chunk, chunk_rows, facts.max_length, device))
+        elif paired(facts.task):
             flat = [c for c, _ in chunk] + [r for _, r in chunk]
             out.append(collate(flat, chunk_rows + chunk_rows, 0, device))
         else:
@@ -175,23 +241,45 @@ def _batches(sequences: list[Any], rows: list[int], size: int, paired: bool, dev
     return out
 
 
+def _kto_batch(chunk: list[Any], rows: list[int], max_length: int | None, device: str):
+    """KTOTrainer's batch: the rows, then their KL rows (each prompt with the previous row's completion, the first
+    with the last's), cut to the row's length limit as the collator cuts them (keep_start)."""
+    import torch
+
+    from mldebug_cli.probe.measure import collate
+
+    splits = [next(i for i, label in enumerate(labels) if label != -100) for _, labels, _ in chunk]
+    mismatched = []
+    for index, (ids, _, _) in enumerate(chunk):
+        prev_ids, _, _ = chunk[index - 1]
+        joined = ids[: splits[index]] + prev_ids[splits[index - 1]:]
+        joined = joined[:max_length] if max_length else joined
+        mismatched.append((joined, [-100] * splits[index] + joined[splits[index]:]))
+    batch = collate([(ids, labels) for ids, labels, _ in chunk] + mismatched, rows + rows, 0, device)
+    batch.desirable = torch.tensor([desirable for _, _, desirable in chunk], dtype=torch.bool)
+    return batch
+
+
 def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, say):
     from mldebug_cli.probe import checkpoint as ckpt
     from mldebug_cli.probe import measure as m
+    from mldebug_cli.probe.losses import loss_params
     from mldebug_cli.probe.model import build
     from mldebug_cli.probe.subject import ProbeSubject
     from mldebug_cli.probe.tokens import token_rows
 
-    paired = m.paired(facts.task)
     adapter, policy_dir = _policy(options)
     say(f"building the model from {policy_dir}" + (f" with the adapter {adapter}" if adapter else ""))
     built = build(policy_dir, facts, versions, adapter, options.device)
     model, dtype, device = built.model, facts.dtype, options.device
-    batches = _batches(sequences, rows, facts.micro_batch_size, paired, device)
-    beta = float(facts.loss.beta or 0.1)
-    references = _references(options, facts, versions, built, batches, policy_dir) if facts.task == "dpo" else None
+    batches = _batches(sequences, rows, facts, device)
+    params = loss_params(facts)
+    if facts.task == "grpo":  # one generation batch: its micro-batches make one optimizer step
+        params = replace(params, accumulation=len(batches), items=int(sum(int((b.labels != -100).sum()) for b in batches)))
+    needs_reference = facts.task in ("dpo", "kto") or any(s.name == "kl" for s in specs)
+    references = _references(options, facts, versions, built, batches, policy_dir) if needs_reference else None
     say("measuring each loss term's gradient")
-    measured = m.measure(model, facts.task, specs, batches, references, beta, device, dtype)
+    measured = m.measure(model, facts.task, specs, batches, references, params, device, dtype)
     notes: list[str] = []
     config = _config_lines(options.config)
     if measured.non_finite is not None:
@@ -199,6 +287,11 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
                                keys=dict(facts.keys), lines=config)
         notes.append("the gradients were not measured: the run's values are not finite")
         return subject, notes
+    if facts.task == "grpo":
+        from mldebug_cli.probe.rollouts import policy_measure
+
+        measured.terms = [policy_measure(t, sequences, rows) if t.name == "grpo-policy" else _idle_kl(t)
+                          for t in measured.terms]
     tensors = m.tensor_grads(model, measured)
     trained: dict[int, list[int]] = {}
     for batch in batches:
@@ -211,7 +304,7 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
         notes.append(f"{options.checkpoint} has no optimizer.pt: GP006 not measured")
     optimizer = ckpt.compare(options.checkpoint, moments, measured.names, measured.total) if moments else None
     update = m.update_ratio(model, measured, facts.optimizer, facts.learning_rate, moments)
-    ablation = _ablation(options, facts, specs, model, batches, references, beta, say) if options.steps else None
+    ablation = _ablation(options, facts, specs, model, batches, references, params, say) if options.steps else None
     subject = ProbeSubject(
         config=options.config, task=facts.task, terms=tuple(measured.terms), tensors=tuple(tensors), path=built.path
         if measured.error is None else _with_error(built.path, measured.error),
@@ -221,9 +314,14 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
     return subject, notes
 
 
-def _with_error(path, error: str):
-    from dataclasses import replace
+def _idle_kl(term):
+    """GRPO's KL term is exactly 0, and so is its gradient, while the policy is the reference (a run's start)."""
+    if term.name == "kl" and term.metric_values and not any(term.metric_values):
+        return replace(term, idle="the policy is still the reference: the KL term and its gradient start at 0")
+    return term
 
+
+def _with_error(path, error: str):
     return replace(path, error=error)
 
 
@@ -242,7 +340,8 @@ def _policy(options: ProbeOptions) -> tuple[str | None, str]:
 
 
 def _references(options, facts, versions, built, batches, policy_dir):
-    """DPO's reference log-probs: the adapter disabled (PEFT), else --model's weights."""
+    """The reference's per-token log-probs (DPO, KTO, GRPO with β > 0): the adapter disabled (PEFT), else --model's
+    weights."""
     from mldebug_cli.probe import measure as m
     from mldebug_cli.probe.model import build
 
@@ -256,29 +355,25 @@ def _references(options, facts, versions, built, batches, policy_dir):
 
 
 def _without_peft(facts):
-    from dataclasses import replace
-
     return replace(facts, peft=None, gradient_checkpointing=False)
 
 
-def _ablation(options, facts, specs, model, batches, references, beta, say):
+def _ablation(options, facts, specs, model, batches, references, params, say):
     """--steps K --ablate TERM: TERM's metric after K steps with all terms, then after K steps from the same start
     with TERM's coefficient at 0 (same seed). Without --ablate, the first term."""
-    from dataclasses import replace
-
     from mldebug_cli.probe import measure as m
     from mldebug_cli.probe.subject import Ablation
 
     term = options.ablate or specs[0].name
     watched = next(s for s in specs if s.name == term)  # the metric the term itself pushes
     start_state = {n: p.detach().clone() for n, p in m.trainable(model)}
-    start = m.metric_mean(model, facts.task, specs, batches, references, beta, watched.name, options.device, facts.dtype)
+    start = m.metric_mean(model, facts.task, specs, batches, references, params, watched.name, options.device, facts.dtype)
     ends = []
     for label, weights in (("with", specs), ("without", [replace(s, weight=0.0) if s.name == term else s for s in specs])):
         say(f"training {options.steps} steps {label} {term}")
-        m.train_steps(model, facts.task, weights, batches, references, beta, options.steps, facts.learning_rate,
+        m.train_steps(model, facts.task, weights, batches, references, params, options.steps, facts.learning_rate,
                       facts.weight_decay, options.device, facts.dtype)
-        ends.append(m.metric_mean(model, facts.task, specs, batches, references, beta, watched.name, options.device,
+        ends.append(m.metric_mean(model, facts.task, specs, batches, references, params, watched.name, options.device,
                                   facts.dtype))
         _restore(model, start_state)
     return Ablation(term, options.steps, f"{watched.name} {watched.metric}", start, ends[0], ends[1])
@@ -307,13 +402,20 @@ def _context(check, thresholds):
     return ProbeContext(limits=limits)
 
 
-def _report_context(options, facts, versions, subject, rows: int, estimate, notes) -> dict[str, Any]:
+def _probed(sequences: list[Any], rows: list[Any], task: str) -> str:
+    if task == "grpo":
+        return f"{len(rows)} prompts, {len(sequences)} completions"
+    return f"{len(sequences)} rows" if task == "kto" else str(len(rows))
+
+
+def _report_context(options, facts, versions, subject, rows: str, estimate, notes) -> dict[str, Any]:
     path = subject.path
     terms = ", ".join(f"{t.name}×{t.weight:g}" for t in subject.terms) or None
     checkpointing = ("on, " + ("reentrant" if path.reentrant else "non-reentrant") + f"; input grads: {path.input_grads_by}"
                      if path.checkpointing else "off")
     return {
         "config": f"{options.config} ({facts.framework}, {facts.task})",
+        "rewards": options.rewards,
         "model": options.model + (f" + adapter {options.adapter}" if options.adapter else ""),
         "checkpoint": options.checkpoint,
         "versions": versions.describe(tuple(dict.fromkeys(("transformers", *framework_object(facts.framework).versioned)))),
@@ -331,7 +433,9 @@ def _details(subject) -> dict[str, Any]:
     return {
         "terms": [{"name": t.name, "weight": t.weight, "metric": t.metric, "grad_norm": _num(t.grad_norm),
                    "rows": list(t.rows), "push": [_num(v) for v in t.push],
-                   "metric_values": [_num(v) for v in t.metric_values]} for t in subject.terms],
+                   "metric_values": [_num(v) for v in t.metric_values], "losses": [_num(v) for v in t.losses],
+                   **({"row_names": list(t.row_names)} if t.row_names else {}),
+                   **({"idle": t.idle} if t.idle else {})} for t in subject.terms],
         "cosines": [{"terms": [c.first, c.second], "cosine": _num(c.cosine)} for c in subject.cosines],
         "tensors": [{"name": t.name, "numel": t.numel, "grad_norm": _num(t.grad_norm), "exempt": t.exempt}
                     for t in subject.tensors],

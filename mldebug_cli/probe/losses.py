@@ -4,21 +4,68 @@ SFT: token-mean NLL over the trained labels. DPO (``DPOTrainer._compute_loss``):
 log-ratio margin m; ``sigmoid`` -logσ(βm), ``hinge`` relu(1-βm), ``ipo`` (m̄ - 1/2β)² on the token-averaged margin,
 ``sft`` the chosen NLL; ``loss_weights`` scale them (TRL 1.16's replacement for ``rpo_alpha``). ORPO
 (``trl.experimental.orpo``): chosen NLL - λ·mean logσ(log odds) on the token-averaged log-probs.
+KTO (``KTOTrainer._compute_loss``): per row the summed completion log-ratio r; the KL estimate z₀ = mean over the
+batch of the mismatched completions' log-ratios (each prompt with the previous row's completion), detached and
+clamped at 0; desirable rows w_d·(1 - σ(β(r - z₀))), undesirable w_u·(1 - σ(β(z₀ - r))), the mean of both
+(``apo_zero_unpaired``: no KL, 1 - σ(βr) and σ(βr)). GRPO (``GRPOTrainer._compute_loss``, on-policy): per token
+-min(ρA, clip(ρ)A) with ρ = exp(logp - logp.detach()) plus β·(exp(ref - logp) - (ref - logp) - 1), reduced as
+``loss_type`` says (grpo: per-sequence means, bnpo: the batch's token mean, dr_grpo: the sum over
+B·max_completion_length, dapo: the sum over the generation batch's completion tokens).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mldebug_cli.core.errors import UsageError
+from mldebug_cli.frameworks.trainer_facts import PolicyFacts
 
 PAIRED = ("dpo", "orpo")
 ORPO_TERM = "orpo-odds-ratio"  # the trainer facts' name of ORPO's λ-weighted term
 ORPO_METRIC = "log odds ratio"
-MEASURED_TASKS = ("sft", "dpo", "orpo")
+MEASURED_TASKS = ("sft", "dpo", "orpo", "kto", "grpo")
 DPO_TYPES = ("sigmoid", "hinge", "ipo", "sft")
+KTO_TYPES = ("kto", "apo_zero_unpaired")
+GRPO_TYPES = ("grpo", "dapo", "dr_grpo", "bnpo")
+SCALE_REWARDS = ("group", "batch", "none")
+POLICY_TERM = "grpo-policy"
+KTO_METRIC = "margin over the KL estimate"
+POLICY_METRIC = "advantage RMS of the group"
+POLICY_PULL = "advantage-weighted mean log-prob"  # what the policy term raises, per completion
+
+
+@dataclass(frozen=True)
+class LossParams:
+    """The coefficients the loss formulas read, beside each term's weight."""
+
+    beta: float = 0.1
+    loss_type: str = ""  # KTO's or GRPO's loss_type
+    desirable_weight: float = 1.0
+    undesirable_weight: float = 1.0
+    policy: Any = None  # trainer facts' PolicyFacts (GRPO)
+    max_completion_length: int | None = None
+    accumulation: int = 1  # GRPO: micro-batches per optimizer step (the normaliser of grpo/bnpo/dr_grpo)
+    items: int = 1  # GRPO dapo: completion tokens in the generation batch
+
+
+def loss_params(facts: Any) -> LossParams:
+    loss = facts.loss
+    kind = loss.loss_type[0] if loss.loss_type else ""
+    if facts.task == "kto" and kind not in KTO_TYPES:
+        raise UsageError(f"probe measures the KTO loss types {', '.join(KTO_TYPES)}; the config uses {kind!r}")
+    if facts.task == "grpo":
+        if kind not in GRPO_TYPES:
+            raise UsageError(f"probe measures the GRPO loss types {', '.join(GRPO_TYPES)}; the config uses {kind!r}")
+        scale = (loss.policy or PolicyFacts()).scale_rewards
+        if scale not in SCALE_REWARDS:
+            raise UsageError(f"scale_rewards {scale!r} is none of {', '.join(SCALE_REWARDS)}: GRPOTrainer refuses it")
+    beta = loss.beta if loss.beta is not None else 0.1
+    policy = (loss.policy or PolicyFacts()) if facts.task == "grpo" else None
+    return LossParams(float(beta), kind, loss.desirable_weight, loss.undesirable_weight, policy,
+                      facts.max_completion_length)
 
 
 @dataclass(frozen=True)
@@ -36,6 +83,8 @@ class Sequences:
     logps: Any  # [B, T-1]
     mask: Any  # [B, T-1] bool: trained label positions
     rows: list[int]
+    desirable: Any = None  # KTO: [B/2] bool per row (the batch's second half is its KL rows)
+    advantages: Any = None  # GRPO: [B] per completion
 
     def summed(self) -> Any:
         return (self.logps * self.mask).sum(-1)
@@ -56,12 +105,17 @@ def term_specs(facts: Any) -> list[TermSpec]:
     """The loss terms the config makes the trainer sum (trainer facts), with their coefficients."""
     task, loss = facts.task, facts.loss
     if task not in MEASURED_TASKS:
-        raise UsageError(f"probe measures sft, dpo and orpo runs; this config trains {task}",
-                         hint="KTO and GRPO terms are not measured yet")
+        raise UsageError(f"probe measures sft, dpo, orpo, kto and grpo runs; this config trains {task}")
     specs = []
     for term in loss.terms:
         if task == "dpo" and term.name not in DPO_TYPES:
             raise UsageError(f"probe measures the DPO loss types {', '.join(DPO_TYPES)}; the config uses {term.name!r}")
+        if task == "kto" and term.name != "kto":
+            raise UsageError(f"probe measures KTO's own loss; the config adds {term.name!r}")
+        if task in ("kto", "grpo"):
+            metric = {"kto": KTO_METRIC, POLICY_TERM: POLICY_PULL}.get(term.name, "per-token KL to the reference")
+            specs.append(TermSpec(term.name, float(term.weight), metric, "loss_type" if term.name != "kl" else "beta"))
+            continue
         if term.name in ("nll", "sft"):
             metric = "label log-prob" if task == "sft" else "chosen label log-prob"
         else:
@@ -72,21 +126,27 @@ def term_specs(facts: Any) -> list[TermSpec]:
     return specs
 
 
-def sequences(logits: Any, labels: Any, rows: list[int]) -> Sequences:
+def sequences(logits: Any, labels: Any, rows: list[int], temperature: float = 1.0) -> Sequences:
     import torch
 
     shifted = labels[:, 1:]
     mask = shifted != -100
-    logps = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    logps = torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)
     picked = logps.gather(-1, shifted.clamp_min(0).unsqueeze(-1)).squeeze(-1)
     return Sequences(picked * mask, mask, rows)
 
 
-def term_values(task: str, specs: list[TermSpec], policy: Sequences, reference: Any, beta: float) -> dict[str, TermValue]:
-    """Each term's unweighted loss, metric and push for one batch. ``reference``: summed reference log-probs per
-    sequence (DPO), or None."""
+def term_values(task: str, specs: list[TermSpec], policy: Sequences, reference: Any,
+                params: LossParams) -> dict[str, TermValue]:
+    """Each term's unweighted loss, metric and push for one batch. ``reference``: the reference's per-token
+    log-probs of the labels (DPO, KTO, GRPO with β > 0), or None."""
     if task == "sft":
         return {"nll": _nll(policy, slice(None))}
+    if task == "kto":
+        return {"kto": _kto(policy, reference, params)}
+    if task == "grpo":
+        return _grpo(specs, policy, reference, params)
+    beta = params.beta
     half = policy.logps.shape[0] // 2
     chosen = slice(0, half)
     out: dict[str, TermValue] = {}
@@ -130,7 +190,7 @@ def _dpo(kind: str, seq: Sequences, reference: Any, half: int, beta: float) -> T
     import torch
     import torch.nn.functional as F
 
-    ratios = seq.summed() - reference
+    ratios = seq.summed() - reference.sum(-1)
     if kind == "ipo":
         ratios = ratios / seq.mask.sum(-1).clamp_min(1)
     margin = ratios[:half] - ratios[half:]
@@ -141,6 +201,98 @@ def _dpo(kind: str, seq: Sequences, reference: Any, half: int, beta: float) -> T
     }
     loss = formulas[kind](margin).mean()
     return TermValue(loss, margin.detach(), _push(formulas[kind], margin), seq.rows[:half])
+
+
+def _kto(seq: Sequences, reference: Any, params: LossParams) -> TermValue:
+    """KTOTrainer's loss on a batch laid out as [rows, KL rows] (each prompt with the previous row's completion)."""
+    import torch
+
+    half = seq.logps.shape[0] // 2
+    ratios = seq.summed() - reference.sum(-1)
+    main, mismatched = ratios[:half], ratios[half:]
+    kl = mismatched.detach().mean().clamp(min=0) if params.loss_type == "kto" else torch.zeros((), device=ratios.device)
+    desirable = seq.desirable.to(ratios.device)
+    margin = torch.where(desirable, main - kl, kl - main)  # larger: the row is where KTO wants it
+    weights = torch.where(desirable, torch.tensor(params.desirable_weight), torch.tensor(params.undesirable_weight))
+    beta = params.beta
+
+    def formula(m: Any) -> Any:
+        return 1 - torch.sigmoid(beta * m)
+
+    losses = weights.to(ratios.device) * formula(margin)
+    return TermValue(losses.nanmean(), margin.detach(), _push(formula, margin), seq.rows[:half])
+
+
+def _grpo(specs: list[TermSpec], seq: Sequences, reference: Any, params: LossParams) -> dict[str, TermValue]:
+    """GRPOTrainer's policy and KL terms, on-policy (the old log-probs are the current ones, detached)."""
+    import torch
+
+    policy = params.policy
+    logps, mask = seq.logps, seq.mask.float()
+    advantages = seq.advantages.to(logps.device).unsqueeze(1)
+    log_ratio = logps - logps.detach()
+    if policy.importance_sampling_level == "sequence":
+        log_ratio = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
+    coef_1 = torch.exp(log_ratio)
+    high = policy.epsilon_high if policy.epsilon_high is not None else policy.epsilon
+    coef_2 = torch.clamp(coef_1, 1 - policy.epsilon, 1 + high)
+    if policy.delta is not None:
+        coef_1 = torch.clamp(coef_1, max=policy.delta)
+    per_token = {POLICY_TERM: -torch.min(coef_1 * advantages, coef_2 * advantages) * torch.ones_like(logps)}
+    if reference is not None:
+        gap = reference.to(logps.device) - logps
+        per_token["kl"] = torch.exp(gap) - gap - 1
+    out = {}
+    for spec in specs:
+        values = per_token[spec.name]
+        loss = _reduce(values, mask, params)
+        if spec.name == POLICY_TERM:  # the push per group is the advantages' (the pipeline groups them)
+            pull = (seq.advantages.to(logps.device) * seq.averaged()).detach()
+            out[spec.name] = TermValue(loss, pull, pull[:0], seq.rows)
+        else:
+            mean_kl = ((values * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).detach()
+            out[spec.name] = TermValue(loss, mean_kl, mean_kl[:0], seq.rows)
+    return out
+
+
+def _reduce(per_token: Any, mask: Any, params: LossParams) -> Any:
+    """GRPO's loss_type reduction over one micro-batch, with the trainer's accumulation normaliser."""
+    kind, steps = params.loss_type, params.accumulation
+    if kind == "grpo":
+        return ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean() / steps
+    if kind == "bnpo":
+        return (per_token * mask).sum() / mask.sum().clamp(min=1.0) / steps
+    if kind == "dr_grpo":
+        return (per_token * mask).sum() / (per_token.size(0) * params.max_completion_length) / steps
+    return (per_token * mask).sum() / max(params.items, 1)  # dapo: steps_per_generation = accumulation here
+
+
+def grpo_advantages(rewards: list[list[float | None]], scale: str) -> list[list[float]]:
+    """GRPOTrainer's advantages (sum_then_normalize, one reward column): per group the reward minus the group's
+    mean, divided by the group's (or the batch's) Bessel std + 1e-4 unless ``scale`` is none; an unscorable
+    completion (None) is left out of the mean and std and gets 0."""
+    import torch
+
+    width = max(len(group) for group in rewards)
+    table = torch.tensor([[math.nan if r is None else float(r) for r in g] + [math.nan] * (width - len(g))
+                          for g in rewards], dtype=torch.float32)
+    mean = torch.nanmean(table, dim=1, keepdim=True)
+    std = _nanstd(table, dim=1) if scale in ("group", "none") else _nanstd(table.flatten(), dim=0).expand(len(rewards), 1)
+    advantages = table - mean
+    if scale != "none":
+        advantages = advantages / (std + 1e-4)
+    advantages = torch.nan_to_num(advantages, nan=0.0)
+    return [advantages[i, : len(g)].tolist() for i, g in enumerate(rewards)]
+
+
+def _nanstd(values: Any, dim: int) -> Any:
+    import torch
+
+    mean = torch.nanmean(values, dim=dim, keepdim=True)
+    variance = torch.nanmean((values - mean) ** 2, dim=dim, keepdim=True)
+    count = (~torch.isnan(values)).sum(dim=dim, keepdim=True)
+    correction = torch.where(count > 1, count / (count - 1), torch.full_like(variance, math.nan))
+    return (variance * correction).sqrt().reshape(-1, 1) if dim == 1 else (variance * correction).sqrt()
 
 
 def _push(formula: Callable[[Any], Any], metric: Any) -> Any:

@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from mldebug_cli.probe.losses import PAIRED, Sequences, TermSpec, sequences, term_values
+from mldebug_cli.probe.losses import PAIRED, LossParams, Sequences, TermSpec, sequences, term_values
 from mldebug_cli.probe.subject import NonFinite, TensorGrad, TermCosine, TermMeasure, UpdateRatio
 
 SEED = 0
@@ -23,6 +23,9 @@ class Batch:
     attention_mask: Any
     labels: Any
     rows: list[int]
+    desirable: Any = None  # KTO: per row (the second half of the batch is its KL rows)
+    advantages: Any = None  # GRPO: per completion
+    temperature: float = 1.0  # GRPO: the logits are divided by the sampling temperature
 
 
 @dataclass
@@ -61,11 +64,14 @@ def autocast(device: str, dtype: str):
 
 def forward(model: Any, batch: Batch) -> Sequences:
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False).logits
-    return sequences(logits, batch.labels, batch.rows)
+    seq = sequences(logits, batch.labels, batch.rows, batch.temperature)
+    seq.desirable, seq.advantages = batch.desirable, batch.advantages
+    return seq
 
 
 def reference_logps(model: Any, batches: list[Batch], peft: bool, device: str, dtype: str) -> list[Any]:
-    """Summed reference log-probs per sequence: the adapter disabled (PEFT), else the weights as loaded."""
+    """The reference's per-token log-probs of the labels (0 elsewhere): the adapter disabled (PEFT), else the
+    weights as loaded."""
     import torch
 
     out = []
@@ -73,7 +79,7 @@ def reference_logps(model: Any, batches: list[Batch], peft: bool, device: str, d
     with torch.no_grad(), autocast(device, dtype):
         for batch in batches:
             with model.disable_adapter() if peft else nullcontext():
-                out.append(forward(model, batch).summed().float())
+                out.append(forward(model, batch).logps.float())
     return out
 
 
@@ -82,7 +88,7 @@ def trainable(model: Any) -> list[tuple[str, Any]]:
 
 
 def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], references: list[Any] | None,
-            beta: float, device: str, dtype: str) -> Measured:
+            params: LossParams, device: str, dtype: str) -> Measured:
     """Each term's gradient (weighted by its coefficient) summed over the batches, and its push per row."""
     import torch
 
@@ -90,14 +96,15 @@ def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], 
 
     named = trainable(model)
     totals = TermGradients([n for n, _ in named], {})
-    per_term: dict[str, dict[str, list[float]]] = {s.name: {"push": [], "metric": [], "rows": []} for s in specs}
+    per_term: dict[str, dict[str, list[float]]] = {s.name: {"push": [], "metric": [], "rows": [], "loss": []}
+                                                    for s in specs}
     error = None
     torch.manual_seed(SEED)
     model.train()
     for index, batch in enumerate(batches):
         with autocast(device, dtype):
             seq = forward(model, batch)
-        values = term_values(task, specs, seq, references[index] if references else None, beta)
+        values = term_values(task, specs, seq, references[index] if references else None, params)
         weighted = {s.name: values[s.name].loss * s.weight for s in specs}
         if any(not bool(torch.isfinite(v.detach()).all()) for v in weighted.values()):
             return Measured([], totals.names, {}, [], non_finite=_locate_non_finite(model, batch, device, dtype))
@@ -106,6 +113,7 @@ def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], 
             per_term[spec.name]["push"] += [float(x) for x in value.push]
             per_term[spec.name]["metric"] += [float(x) for x in value.metric]
             per_term[spec.name]["rows"] += list(value.rows)
+            per_term[spec.name]["loss"].append(float(value.loss.detach()) if hasattr(value.loss, "detach") else float(value.loss))
         if not any(v.requires_grad for v in weighted.values()):
             error = "no loss term requires grad: backward cannot run (no trainable parameter is on the loss's path)"
         totals.add(term_gradients(weighted, named))
@@ -114,7 +122,8 @@ def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], 
         return Measured([], totals.names, {}, [], non_finite=_locate_non_finite(model, batches[0], device, dtype))
     norms = totals.norms()
     terms = [TermMeasure(s.name, s.weight, s.metric, tuple(per_term[s.name]["rows"]), tuple(per_term[s.name]["push"]),
-                         tuple(per_term[s.name]["metric"]), norms.get(s.name, 0.0), s.key)
+                         tuple(per_term[s.name]["metric"]), norms.get(s.name, 0.0), s.key,
+                         losses=tuple(per_term[s.name]["loss"]))
              for s in specs]
     return Measured(terms, totals.names, totals.grads, total, error)
 
@@ -220,7 +229,7 @@ def _locate_non_finite(model: Any, batch: Batch, device: str, dtype: str) -> Non
 
 
 def metric_mean(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], references: list[Any] | None,
-                beta: float, term: str, device: str, dtype: str) -> float:
+                params: LossParams, term: str, device: str, dtype: str) -> float:
     """The mean of ``term``'s metric over the batches, without gradients."""
     import torch
 
@@ -231,25 +240,25 @@ def metric_mean(model: Any, task: str, specs: list[TermSpec], batches: list[Batc
             with autocast(device, dtype):
                 seq = forward(model, batch)
             values += [float(x) for x in term_values(task, specs, seq, references[index] if references else None,
-                                                      beta)[term].metric]
+                                                      params)[term].metric]
     return statistics.fmean(values) if values else math.nan
 
 
 def train_steps(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], references: list[Any] | None,
-                beta: float, steps: int, lr: float, weight_decay: float, device: str, dtype: str,
+                params: LossParams, steps: int, lr: float, weight_decay: float, device: str, dtype: str,
                 progress: Callable[[str], None] | None = None) -> None:
     """``steps`` AdamW steps on the batches in turn (seeded), the terms weighted by their coefficients."""
     import torch
 
     torch.manual_seed(SEED)
-    params = [p for _, p in trainable(model)]
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=ADAM_BETAS, eps=ADAM_EPS)
+    tensors = [p for _, p in trainable(model)]
+    optimizer = torch.optim.AdamW(tensors, lr=lr, weight_decay=weight_decay, betas=ADAM_BETAS, eps=ADAM_EPS)
     model.train()
     for step in range(steps):
         index = step % len(batches)
         with autocast(device, dtype):
             seq = forward(model, batches[index])
-        values = term_values(task, specs, seq, references[index] if references else None, beta)
+        values = term_values(task, specs, seq, references[index] if references else None, params)
         loss = sum(values[s.name].loss * s.weight for s in specs if s.weight)
         optimizer.zero_grad(set_to_none=True)
         if isinstance(loss, torch.Tensor) and loss.requires_grad:

@@ -21,6 +21,9 @@ class TermMeasure:
     metric_values: tuple[float, ...]
     grad_norm: float  # of weight * term, over all trainable parameters
     key: str | None = None  # the config key that sets the term or its coefficient
+    row_names: tuple[str, ...] = ()  # what each row is, where a row number says too little (GRPO: the prompt)
+    losses: tuple[float, ...] = ()  # the term's value on each batch, before its coefficient
+    idle: str | None = None  # why the term's gradient is zero by design here (GRPO's KL while policy = reference)
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,17 @@ Case keys (all optional but ``name`` and ``expect``):
               ``state`` adds its other keys (max_steps, ...)
   files       {name: text, or a mapping/list written as JSON (.json/.jsonl) or YAML}, under $tmp
   options     keyword arguments of the command's options ($tmp, $fixtures, $corpus, $tokenizers, $build expand;
-              $build holds the files conftest derives from the corpus)
+              $build holds the files conftest derives from the corpus; $probe/NAME is a planted case of
+              tools/make_probe_cases.py, built once per session, and $probe/base-model their tiny random model)
+
+probe cases run `mldebug probe` on $tmp/config.yaml (its dataset written from ``rows`` as $tmp/data.jsonl, a GRPO
+rewards file under ``files``) with ``options`` such as ``model``, ``checkpoint``, ``rewards``, ``steps``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +36,7 @@ from support import CORPUS, FIXTURES, ROOT, TOKENIZERS, needs_corpus
 
 CASES = Path(__file__).parent / "cases"
 BUILD = ROOT / "build"  # files conftest derives from the corpus (the Phi-3 GGUFs and Modelfile)
-COMMANDS = ("inspect-data", "preflight", "lr-plot", "check-template", "check-run")
+COMMANDS = ("inspect-data", "preflight", "lr-plot", "check-template", "check-run", "probe")
 OUTCOMES = ("fail", "pass")
 CASE_KEYS = {"name", "expect", "at", "message", "severity", "tokenizer", "rows", "config", "log", "state", "files",
              "options", "why"}
@@ -86,8 +91,16 @@ def _tuples(options: dict[str, Any]) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
 
 
-def _report(command: str, code: str, case: dict[str, Any], tmp: Path):
-    case = _expand(case, tmp)
+def _planted(case: dict[str, Any], probe_case) -> dict[str, Any]:
+    """$probe/NAME/... -> the planted case's folder, built on first use."""
+    text = json.dumps(case)
+    for name in sorted(set(re.findall(r"\$probe/([a-z0-9-]+)", text))):
+        text = text.replace(f"$probe/{name}", str(probe_case(name)))
+    return json.loads(text)
+
+
+def _report(command: str, code: str, case: dict[str, Any], tmp: Path, probe_case=None):
+    case = _expand(_planted(case, probe_case) if probe_case else case, tmp)
     for name, content in (case.get("files") or {}).items():
         _write(tmp / name, content)
     if "rows" in case:
@@ -123,6 +136,11 @@ def _report(command: str, code: str, case: dict[str, Any], tmp: Path):
         if "tokenizer" in case:
             options.setdefault("train", _tokenizer(case["tokenizer"], tmp))
         return build_report(CheckTemplateOptions(select=(code,), **_tuples(options)))
+    if command == "probe":
+        from mldebug_cli.pipelines.probe import ProbeOptions, build_report
+
+        options.setdefault("config", str(tmp / "config.yaml"))
+        return build_report(ProbeOptions(select=(code,), allow_outside_paths=True, **_tuples(options)))
     from mldebug_cli.pipelines.check_run import build_report
 
     run_path = options.pop("run", str(tmp / "trainer_state.json"))
@@ -130,8 +148,12 @@ def _report(command: str, code: str, case: dict[str, Any], tmp: Path):
 
 
 @pytest.mark.parametrize("command,code,case", PARAMS)
-def test_case(command: str, code: str, case: dict[str, Any], tmp_path: Path) -> None:
-    report = _report(command, code, case, tmp_path)
+def test_case(command: str, code: str, case: dict[str, Any], tmp_path: Path, request) -> None:
+    if command == "probe":
+        for library in ("torch", "peft", "trl"):
+            pytest.importorskip(library)
+    planted = request.getfixturevalue("probe_case") if command == "probe" else None
+    report = _report(command, code, case, tmp_path, planted)
     found = [f for f in report.findings if f.code == code]
     described = [f"{f.location.row}: {f.severity.value}: {f.message}" for f in found]
     if case["expect"] == "pass":

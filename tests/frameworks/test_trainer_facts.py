@@ -102,3 +102,18 @@ def test_axolotls_sequence_len_defaults_to_512(tmp_path):
     config.write_text("base_model: x\nmicro_batch_size: 1\nnum_epochs: 1\ndatasets: []\n")
     facts = read_trainer_facts(config, "axolotl")
     assert facts.max_length == 512 and not facts.pad_to_max_length and facts.micro_batch_size == 1
+
+
+@pytest.mark.parametrize("extra", ["", "scale_rewards: false\ntemperature: 0.7\nepsilon_high: 0.28\n",
+                                   "scale_rewards: batch\nloss_type: dr_grpo\nimportance_sampling_level: sequence\n"])
+def test_grpo_policy_facts_are_what_grpoconfig_holds(tmp_path, extra):
+    config = tmp_path / "grpo.yaml"
+    config.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\nnum_generations: 4\nper_device_train_batch_size: 8\n"
+                      "beta: 0.04\n" + extra)
+    args = _trl_args(config, "GRPOConfig", tmp_path)
+    facts = read_trainer_facts(config, "trl")
+    policy = facts.loss.policy
+    assert (policy.scale_rewards, policy.temperature, policy.epsilon, policy.epsilon_high) == (
+        args.scale_rewards, args.temperature, args.epsilon, args.epsilon_high)
+    assert policy.importance_sampling_level == args.importance_sampling_level
+    assert facts.loss.loss_type == (args.loss_type,)

@@ -3,10 +3,10 @@ each GP finding fires on its case and the healthy runs stay quiet."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -17,21 +17,14 @@ pytest.importorskip("peft")
 pytest.importorskip("trl")
 
 CASES = ("sft-healthy", "sft-reentrant", "sft-new-tokens", "sft-new-tokens-saved", "sft-lr-tiny", "sft-fp16-overflow",
-         "dpo-healthy", "orpo-conflict", "dpo-sft-tiny", "dpo-saturated", "dpo-opposite-optim")
-
-
-def _maker():
-    spec = importlib.util.spec_from_file_location("make_probe_cases", ROOT / "tools" / "make_probe_cases.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+         "dpo-healthy", "orpo-conflict", "dpo-sft-tiny", "dpo-saturated", "dpo-opposite-optim", "kto-healthy",
+         "kto-saturated", "grpo-healthy", "grpo-equal-rewards", "grpo-kl-conflict")
 
 
 @pytest.fixture(scope="session")
-def probe_cases(tmp_path_factory):
+def probe_cases(probe_case):
     """Every planted case, regenerated once per test session (a few seconds of TRL training on CPU)."""
-    out = tmp_path_factory.mktemp("probe-cases")
-    return _maker().make(out)
+    return {name: probe_case(name) for name in CASES}
 
 
 def _options(folder, **extra):
@@ -39,8 +32,9 @@ def _options(folder, **extra):
 
     case = json.loads((folder / "case.json").read_text())
     args = dict(case["args"])
-    if "checkpoint" in args:
-        args["checkpoint"] = str(folder / args["checkpoint"])
+    for key in ("checkpoint", "rewards"):
+        if key in args:
+            args[key] = str(folder / args[key])
     return ProbeOptions(config=str(folder / "config.yaml"), model=str(folder / case["model"]), allow_outside_paths=True,
                         **{**args, **extra})
 
@@ -153,3 +147,57 @@ def test_probe_help_imports_no_torch():
             "print('HEAVY', [m for m in ('torch', 'transformers', 'peft', 'datasets') if m in sys.modules])\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert "--ablate" in result.stdout and "HEAVY []" in result.stdout, result.stdout[-400:]
+
+
+def test_grpo_equal_reward_groups_are_named_by_their_prompts(probe_cases):
+    from mldebug_cli.pipelines.probe import build_report
+
+    report = build_report(_options(probe_cases["grpo-equal-rewards"]))
+    (finding,) = report.findings
+    assert finding.message.startswith("grpo-policy: push below 0.05 on 3 of 4 prompts")
+    assert "'What is the capital of France?' (line 1)" in finding.message and finding.location.key == "num_generations"
+    assert report.context["rows"] == "4 prompts, 16 completions on cpu"
+    assert report.details["map"]["row"] == "loss"
+
+
+def test_a_fresh_grpo_runs_kl_term_is_idle_not_dominated(probe_cases, tmp_path):
+    """With the policy still the reference, GRPO's KL term and its gradient are exactly 0: never GP005."""
+    import yaml
+
+    from mldebug_cli.pipelines.probe import build_report
+
+    folder = probe_cases["grpo-healthy"]
+    config = yaml.safe_load((folder / "config.yaml").read_text()) | {"beta": 0.04}
+    (folder / "config-kl.yaml").write_text(yaml.safe_dump(config))
+    report = build_report(replace(_options(folder), config=str(folder / "config-kl.yaml")))
+    kl = next(t for t in report.details["probe"]["terms"] if t["name"] == "kl")
+    assert report.findings == () and kl["grad_norm"] == 0.0 and "still the reference" in kl["idle"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ([], "a GRPO config needs --rewards FILE"),
+    (["--rewards", "nowhere.jsonl"], "--rewards nowhere.jsonl: no such file"),
+])
+def test_grpo_without_a_rewards_file_is_exit_2(probe_cases, extra, message):
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    folder = probe_cases["grpo-healthy"]
+    result = CliRunner().invoke(app, ["probe", str(folder / "config.yaml"), "--model", str(folder.parent / "base-model"),
+                                      "--allow-outside-paths", *extra])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_a_bad_rewards_line_is_exit_2_naming_the_line(probe_cases, tmp_path):
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    folder = probe_cases["grpo-healthy"]
+    bad = tmp_path / "rewards.jsonl"
+    bad.write_text((folder / "rewards.jsonl").read_text() + '{"prompt": "x", "completions": ["a"], "rewards": [1]}\n')
+    result = CliRunner().invoke(app, ["probe", str(folder / "config.yaml"), "--model", str(folder.parent / "base-model"),
+                                      "--rewards", str(bad), "--allow-outside-paths"])
+    assert result.exit_code == 2, result.output
+    assert "rewards.jsonl: line 5: 1 completions; the config's num_generations is 4" in result.output

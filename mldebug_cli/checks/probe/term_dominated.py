@@ -27,7 +27,7 @@ THRESHOLDS = {"ratio_above": 100.0}
 
 
 def run(subject, ctx):
-    terms = [t for t in subject.terms if t.weight != 0]
+    terms = [t for t in subject.terms if t.weight != 0 and t.idle is None]
     if len(terms) < 2:
         return
     large = max(terms, key=lambda t: t.grad_norm)
