@@ -38,6 +38,14 @@ class Location:
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Location:
+        """What ``as_dict`` wrote (a report read back from JSON); unknown keys are left out."""
+        return cls(**{k: v for k, v in data.items() if k in _LOCATION_FIELDS})
+
+
+_LOCATION_FIELDS = frozenset(Location.__dataclass_fields__)
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -69,6 +77,12 @@ class Finding:
             "hint": self.hint,
             "location": self.location.as_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+        """What ``as_dict`` wrote (the findings of a preflight part, held as JSON in its report)."""
+        return cls(data.get("code", ""), data.get("name", ""), Severity(data.get("severity", "info")),
+                   data.get("message", ""), data.get("hint"), Location.from_dict(data.get("location") or {}))
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,4 @@
-"""Typed report sections: what a command shows beyond its findings, as frozen records with one renderer per format.
-
-A report stays plain JSON-ready data (``Report.details``): a section is built by its pipeline, written into the
-details with ``as_dict`` (the JSON format's renderer, key for key what the JSON report has always held), and read
-back with ``from_dict`` by the text and HTML renderers, which then use fields instead of string keys. ``from_dict``
-accepts what ``as_dict`` writes and tolerates missing keys (a report read from an older JSON file).
-
-check-template's probes are the first section written this way; others follow the same pattern: one frozen record
-per section here, its pipeline calls ``as_dict``, each format's renderer calls ``from_dict``.
-"""
+"""check-template's section: each probe conversation rendered on both sides, its text and token differences."""
 
 from __future__ import annotations
 
