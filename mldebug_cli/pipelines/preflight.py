@@ -19,6 +19,7 @@ from mldebug_cli.core.errors import (
     UsageError,
 )
 from mldebug_cli.core.findings import Finding, Location, Report
+from mldebug_cli.core.sections.preflight import PartView, PreflightSection
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
@@ -80,6 +81,8 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     sections += _memory_section(options, framework, sections, progress)
     sections += [_template_section(options, tokenizer, plan, d, progress) for d in options.deploy]
     findings = tuple(f for s in sections for f in s["findings"])
+    parts = PreflightSection(tuple(PartView.of_report(s["report"], s["target"], s["findings"], ("sequence_lengths",))
+                                   for s in sections))
     return Report(
         command=COMMAND,
         findings=findings,
@@ -87,8 +90,8 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
         targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
         context={**_context(config, plan, tokenizer, options, preference),
                  "versions": sections[len(plan.datasets)]["report"].context.get("versions")},
-        summary={"sections": [_section_summary(s) for s in sections], "by_check": _by_check(findings)},
-        details={"sections": [_section_details(s) for s in sections]},
+        summary=parts.summary(_by_check(findings)),
+        details=parts.as_details(),
     )
 
 
@@ -550,18 +553,6 @@ def _template_line(plan: TrainingPlan) -> str:
     if own:
         return f"{plan.framework}'s own template {own!r}"
     return plan.chat_template.value or "the tokenizer's"
-
-
-def _section_summary(section: dict[str, Any]) -> dict[str, Any]:
-    return {"command": section["command"], "target": section["target"], "findings": len(section["findings"]),
-            **dict(section["report"].summary)}
-
-
-def _section_details(section: dict[str, Any]) -> dict[str, Any]:
-    report = section["report"]
-    return {"command": section["command"], "target": section["target"], "context": dict(report.context),
-            "summary": dict(report.summary), "findings": [f.as_dict() for f in section["findings"]],
-            **{key: value for key, value in report.details.items() if key != "sequence_lengths"}}
 
 
 def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:

@@ -108,3 +108,21 @@ class ProbesSection:
 
     def as_details(self) -> dict[str, Any]:
         return {self.KEY: [p.as_dict() for p in self.probes]}
+
+
+@dataclass(frozen=True)
+class ProbesSummary:
+    """check-template's summary: how many probes, how many compared, how many identical, findings by check."""
+
+    probes: int = 0
+    compared: int = 0
+    identical: int = 0
+    by_check: Mapping[str, int] | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProbesSummary:
+        return cls(data.get("probes", 0), data.get("compared", 0), data.get("identical", 0), data.get("by_check"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"probes": self.probes, "compared": self.compared, "identical": self.identical,
+                "by_check": dict(self.by_check or {})}
