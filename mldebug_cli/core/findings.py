@@ -91,7 +91,7 @@ class Report:
 
     ``context`` says what was checked and which behaviour was assumed; ``summary`` holds the
     command's statistics; ``details`` holds command-specific JSON-ready sections (for
-    inspect-data: ``rows``). ``checks_run`` lists the codes of the checks that ran (so formats can
+    inspect-data: ``rows``), each written and read back by its typed record in ``core.sections``. ``checks_run`` lists the codes of the checks that ran (so formats can
     show passing checks) and ``targets`` the inputs they ran on. Every value is plain JSON-ready data.
     """
 

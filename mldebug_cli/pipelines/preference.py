@@ -428,7 +428,8 @@ def _collate_orpo(pair: Pair, setup: PreferenceSetup) -> None:
 
 def _view(pair: Pair, setup: PreferenceSetup) -> PairView:
     if not pair.ok:
-        return PairView(pair.index, setup.task, pair.line, error=pair.problem or pair.refused, dropped=pair.left_out)
+        return PairView(pair.index, setup.task, pair.line, error=pair.problem or pair.refused, ok=False,
+                        dropped=pair.left_out)
     if setup.task == "grpo":
         return PairView(pair.index, setup.task, pair.line, dropped=pair.dropped, prompt=pair.prompt_text,
                         prompt_input_ids=pair.prompt_ids)
@@ -449,7 +450,7 @@ def _view(pair: Pair, setup: PreferenceSetup) -> PairView:
 
 def _with_pieces(view: PairView, tokenizer) -> PairView:
     """Token pieces, and the text each token decodes to (for the views), on the rows finally shown."""
-    if view.error is not None:
+    if not view.ok:
         return view
     sides = tuple(replace(side, pieces=tokenizer.convert_ids_to_tokens(side.input_ids) if side.input_ids else [],
                           texts=[tokenizer.decode([i]) for i in side.input_ids]) for side in view.sides)
@@ -465,7 +466,7 @@ def _keep_shown(views: list[tuple[int, bool, PairView]], options) -> list[tuple[
         return views
     limit = max(options.show, 1) if options.show else 0
     ordered = sorted(views, key=lambda v: v[0])
-    return [v for v in ordered if v[1]][:limit] + [v for v in ordered if not v[1] and v[2].error is None][:limit]
+    return [v for v in ordered if v[1]][:limit] + [v for v in ordered if not v[1] and v[2].ok][:limit]
 
 
 def _shown(views: list[tuple[int, bool, PairView]], options) -> list[PairView]:
@@ -473,7 +474,7 @@ def _shown(views: list[tuple[int, bool, PairView]], options) -> list[PairView]:
         return [v for _, _, v in sorted(views, key=lambda v: v[0])]
     limit = max(options.show, 1) if options.show else 0
     chosen = [v for v in views if v[1]][:limit]
-    chosen += [v for v in views if not v[1] and v[2].error is None][: limit - len(chosen)]
+    chosen += [v for v in views if not v[1] and v[2].ok][: limit - len(chosen)]
     return [v for _, _, v in sorted(chosen, key=lambda v: v[0])]
 
 

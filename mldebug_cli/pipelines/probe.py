@@ -145,7 +145,7 @@ def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
              else RowsSection.from_details(report.details).rows)
     out, rows = [], []
     for view in sorted(views, key=lambda v: v.row):
-        if view.error is not None or view.dropped:
+        if not view.ok or view.dropped:
             continue
         if facts.task in PAIRED:
             paired = [view.side(s) for s in ("chosen", "rejected")] if isinstance(view, PairView) else [None]

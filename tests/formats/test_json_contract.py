@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from format_cases import DEMO, EXPECTED, assert_matches_expected
 from typer.testing import CliRunner
 
-from format_cases import DEMO, EXPECTED, assert_matches_expected
 from support import FIXTURES, LLAMA3, QWEN25, ROOT
 
 PREFERENCE = FIXTURES / "trl-1.16.0-preference"

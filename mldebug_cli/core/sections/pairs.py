@@ -64,7 +64,8 @@ class PairView:
     row: int
     task: str  # dpo, orpo, kto, grpo, ...
     line: int | None = None
-    error: str | None = None  # why the row was not prepared
+    error: str | None = None  # why the row was not prepared (None: it was, unless ``ok`` says otherwise)
+    ok: bool = True  # prepared (the JSON report has an "error" key when not)
     dropped: bool = False  # the trainer leaves the row out
     prompt: str = ""
     prompt_tokens: int | None = None  # the shared prompt's length in tokens
@@ -92,7 +93,7 @@ class PairView:
         sides = tuple(SideView.from_dict(name, data[name]) for name in data if name in PAIRED)
         if not sides and "input_ids" in data:
             sides = (SideView.from_dict("completion", data),)
-        return cls(data.get("row", 0), data.get("task", ""), data.get("line"), data.get("error"),
+        return cls(data.get("row", 0), data.get("task", ""), data.get("line"), data.get("error"), "error" not in data,
                    bool(data.get("dropped")), data.get("prompt") or "", data.get("prompt_tokens"),
                    bool(data.get("unpaired")), sides, data.get("first_difference"), data.get("prompt_input_ids"),
                    data.get("prompt_pieces"), data.get("prompt_texts"))
@@ -101,7 +102,7 @@ class PairView:
         out: dict[str, Any] = {"row": self.row, "task": self.task}
         if self.line is not None:
             out["line"] = self.line
-        if self.error is not None:
+        if not self.ok:
             out["error"] = self.error
             if self.dropped:
                 out["dropped"] = True

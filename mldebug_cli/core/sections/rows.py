@@ -29,6 +29,11 @@ class RowView:
     error: str | None = None  # why the row was not rendered
 
     @property
+    def ok(self) -> bool:
+        """Rendered (the JSON report has an "error" key when not)."""
+        return self.error is None
+
+    @property
     def trained(self) -> int:
         return sum(1 for label in self.labels if label != IGNORE_INDEX)
 
