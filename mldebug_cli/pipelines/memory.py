@@ -20,6 +20,7 @@ from mldebug_cli.core.sections.memory import (
     MemorySummary,
     TermView,
 )
+from mldebug_cli.core.sections.pairs import PairsSummary, data_section, data_summary
 from mldebug_cli.memory.batches import MicroBatch, micro_batches, sequence_batches, shuffled_order, uniform_batch
 from mldebug_cli.memory.estimate import GIB, Estimate, estimate
 from mldebug_cli.memory.fixes import fixes
@@ -179,9 +180,11 @@ def _batches(setup: MemorySetup, rows: list) -> list[MicroBatch]:
 
 def lengths_of(report: Report) -> Lengths:
     """The sequence lengths an inspect-data report collected (InspectOptions.sequence_lengths)."""
-    rows = [(row, tuple(sizes), trained) for row, sizes, trained in report.details.get("sequence_lengths", [])]
-    total = report.summary.get("rows") or len(rows)
-    checked = report.summary.get("rows_checked") or report.summary.get("pairs") or len(rows)
+    summary = data_summary(report.summary)
+    sequences = data_section(report.summary, report.details).sequence_lengths or []
+    rows = [(row, tuple(sizes), trained) for row, sizes, trained in sequences]
+    total = summary.rows or len(rows)
+    checked = summary.rows_checked or (summary.pairs if isinstance(summary, PairsSummary) else 0) or len(rows)
     target = report.targets[0] if report.targets else None
     if checked and total and checked < total:
         return Lengths(rows, f"{len(rows):,} rows of a sample of {checked:,} of {total:,} in {target}", target)
@@ -267,6 +270,6 @@ def memory_details(review: MemoryReview) -> dict[str, Any]:
 def preflight_lengths(reports: Sequence[Report]) -> Lengths | None:
     """The lengths preflight's data sections collected (their first dataset's)."""
     for report in reports:
-        if "sequence_lengths" in report.details:
+        if data_section(report.summary, report.details).sequence_lengths is not None:
             return lengths_of(report)
     return None

@@ -19,6 +19,7 @@ from mldebug_cli.core.errors import (
     UsageError,
 )
 from mldebug_cli.core.findings import Finding, Location, Report
+from mldebug_cli.core.sections.pairs import data_summary
 from mldebug_cli.core.sections.preflight import PartView, PreflightSection
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
@@ -411,16 +412,15 @@ def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
     lengths: Counter[int] = Counter()
     untrained: Counter[int] = Counter()
     for section in sections:
-        summary = section["report"].summary
-        rows, checked = summary.get("rows", 0), summary.get("rows_checked", 0)
+        summary = data_summary(section["report"].summary)
+        rows, checked = summary.rows, summary.rows_checked
         scale = rows / checked if checked else 0.0
         exact = exact and checked == rows
-        trained = rows * summary.get("sequences_per_row", 1)  # KTO unpairs each chosen/rejected row into two
-        per_dataset.append(trained - round(summary.get("rows_dropped", 0) * scale))
-        tokens += summary.get("tokens_kept", 0) * scale
-        kept = summary.get("lengths_kept", ())
-        lengths.update(_scaled(kept, scale, per_dataset[-1] if trained == rows else None))
-        untrained.update(_scaled(summary.get("lengths_untrained", ()), scale))
+        trained = rows * summary.sequences_per_row  # KTO unpairs each chosen/rejected row into two
+        per_dataset.append(trained - round(summary.rows_dropped * scale))
+        tokens += summary.tokens_kept * scale
+        lengths.update(_scaled(summary.lengths_kept, scale, per_dataset[-1] if trained == rows else None))
+        untrained.update(_scaled(summary.lengths_untrained, scale))
     if not sum(per_dataset):
         return None
     basis = f"{round(tokens)} tokens of the rows that train, " + (

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mldebug_cli.core.labels import IGNORE_INDEX
+from mldebug_cli.core.sections.rows import RowsSection, RowsSummary
 
 PAIRED = ("chosen", "rejected")
 
@@ -151,6 +152,8 @@ class PairsSummary:
     by_check: Mapping[str, int] | None = None
 
     KEY = "pairs"  # a summary with this key is a preference summary
+    lengths_kept = ()  # (tokens, rows) of the rows that train: counted per sequence (sequence_lengths) instead
+    lengths_untrained = ()
 
     @classmethod
     def describes(cls, summary: Mapping[str, Any]) -> bool:
@@ -195,3 +198,13 @@ class PairsSection:
         if self.sequence_lengths is not None:
             out["sequence_lengths"] = self.sequence_lengths
         return out
+
+
+def data_summary(summary: Mapping[str, Any]) -> RowsSummary | PairsSummary:
+    """inspect-data's summary, on SFT rows or on preference rows."""
+    return PairsSummary.from_dict(summary) if PairsSummary.describes(summary) else RowsSummary.from_dict(summary)
+
+
+def data_section(summary: Mapping[str, Any], details: Mapping[str, Any]) -> RowsSection | PairsSection:
+    """inspect-data's details, on SFT rows or on preference rows (told apart by the summary)."""
+    return PairsSection.from_details(details) if PairsSummary.describes(summary) else RowsSection.from_details(details)

@@ -121,6 +121,8 @@ class RowsSummary:
     lengths_untrained: Sequence[tuple[int, int]] = ()  # rows dropped with nothing left to train
     by_check: Mapping[str, int] | None = None
 
+    sequences_per_row = 1  # the rows the trainer iterates per dataset row
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RowsSummary:
         return cls(
