@@ -42,6 +42,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,18 +54,44 @@ AXOLOTL_WHEEL = VENVS / "axolotl-whl"
 SMALL = 32
 IGNORE = -100
 
+# TRL SFT: SFTConfig keys -> inspect-data options ("trl": frameworks.trl.TrlOptions, what a TRL config's keys give)
+TRL_SFT_SETTINGS: dict[str, tuple[dict, dict]] = {
+    "default": ({}, {}),
+    "assistant_only_loss": ({"assistant_only_loss": True}, {"train_on": "assistant"}),
+    "completion_only_loss_on": ({"completion_only_loss": True}, {"trl": {"completion_only_loss": True}}),
+    "completion_only_loss_off": ({"completion_only_loss": False}, {"trl": {"completion_only_loss": False}}),
+    "assistant_only_completion_off": ({"assistant_only_loss": True, "completion_only_loss": False},
+                                      {"train_on": "assistant", "trl": {"completion_only_loss": False}}),
+    "max_length_8": ({"max_length": 8}, {"max_length": 8}),
+    "max_length_32": ({"max_length": SMALL}, {"max_length": SMALL}),
+    "max_length_none": ({"max_length": None}, {"trl": {"no_max_length": True}}),
+    "max_length_32_keep_end": ({"max_length": SMALL, "truncation_mode": "keep_end"},
+                               {"max_length": SMALL, "truncation_mode": "keep_end"}),
+    "assistant_only_max_length_32": ({"assistant_only_loss": True, "max_length": SMALL},
+                                     {"train_on": "assistant", "max_length": SMALL}),
+    "completion_off_max_length_8_keep_end": ({"completion_only_loss": False, "max_length": 8, "truncation_mode": "keep_end"},
+                                             {"max_length": 8, "truncation_mode": "keep_end",
+                                              "trl": {"completion_only_loss": False}}),
+    "packing_bfd_32": ({"packing": True, "max_length": SMALL}, {"max_length": SMALL, "trl": {"packing": True}}),
+    "packing_bfd_1024": ({"packing": True}, {"trl": {"packing": True}}),
+    "packing_bfd_split_32": ({"packing": True, "packing_strategy": "bfd_split", "max_length": SMALL},
+                             {"max_length": SMALL, "trl": {"packing": True, "packing_strategy": "bfd_split"}}),
+    "packing_wrapped_32": ({"packing": True, "packing_strategy": "wrapped", "max_length": SMALL},
+                           {"max_length": SMALL, "trl": {"packing": True, "packing_strategy": "wrapped"}}),
+    "packing_bfd_32_keep_end": ({"packing": True, "max_length": SMALL, "truncation_mode": "keep_end"},
+                                {"max_length": SMALL, "truncation_mode": "keep_end", "trl": {"packing": True}}),
+    "packing_assistant_only_32": ({"packing": True, "max_length": SMALL, "assistant_only_loss": True},
+                                  {"max_length": SMALL, "train_on": "assistant", "trl": {"packing": True}}),
+    "packing_max_length_none": ({"packing": True, "max_length": None},
+                                {"trl": {"packing": True, "no_max_length": True}}),
+    "padding_free_max_length_none": ({"padding_free": True, "max_length": None},
+                                     {"trl": {"padding_free": True, "no_max_length": True}}),
+    "padding_free_max_length_1024": ({"padding_free": True}, {"trl": {"padding_free": True}}),
+}
+
 # suite -> setting name -> (framework config, mldebug options)
 SUITES: dict[str, dict[str, tuple[dict, dict]]] = {
-    "trl-sft": {
-        "default": ({}, {}),
-        "assistant_only_loss": ({"assistant_only_loss": True}, {"train_on": "assistant"}),
-        "completion_only_loss_off": ({"completion_only_loss": False}, {"train_on": "all"}),
-        "max_length_32": ({"max_length": SMALL}, {"max_length": SMALL}),
-        "max_length_32_keep_end": ({"max_length": SMALL, "truncation_mode": "keep_end"},
-                                   {"max_length": SMALL, "truncation_mode": "keep_end"}),
-        "assistant_only_max_length_32": ({"assistant_only_loss": True, "max_length": SMALL},
-                                         {"train_on": "assistant", "max_length": SMALL}),
-    },
+    "trl-sft": TRL_SFT_SETTINGS,
     "trl-dpo": {
         "default": ({}, {"task": "dpo"}),
         "max_length_32": ({"max_length": SMALL}, {"task": "dpo", "max_length": SMALL}),
@@ -89,6 +116,46 @@ SUITES["axolotl"] = {
     "train_on_eos_last": ({"train_on_eos": "last"}, {"train_on_eos": "last"}),
     "train_on_eos_none": ({"train_on_eos": "none"}, {"train_on_eos": "none"}),
 }
+# axolotl's dataset settings beyond the masking defaults (the mldebug side reads each group's config as axolotl's
+# YAML, through mldebug's own config reader, so the options half is not used for them)
+AXOLOTL_ROLES = {"system": ["shop"], "user": ["customer"], "assistant": ["mechanic"]}
+AXOLOTL_MAPPED = {"field_messages": "dialogue", "message_property_mappings": {"role": "speaker", "content": "text"},
+                  "roles": AXOLOTL_ROLES}
+SUITES["axolotl"].update({
+    "roles_user": ({"roles_to_train": ["user"]}, {}),
+    "roles_system_assistant_eos_all": ({"roles_to_train": ["system", "assistant"], "train_on_eos": "all"}, {}),
+    "train_on_inputs_eos_none": ({"train_on_inputs": True, "train_on_eos": "none"}, {}),
+    "roles_none_eos_last": ({"roles_to_train": [], "train_on_eos": "last"}, {}),
+    "message_field_training": ({"message_field_training": "train"}, {}),
+    "message_field_training_eos_all": ({"message_field_training": "train", "train_on_eos": "all"}, {}),
+    "split_thinking": ({"split_thinking": True}, {}),
+    "split_thinking_eos_last": ({"split_thinking": True, "train_on_eos": "last"}, {}),
+    "mapped": (AXOLOTL_MAPPED, {}),
+    "mapped_older_keys": ({"field_messages": "dialogue", "message_field_role": "speaker", "message_field_content": "text",
+                           "roles": AXOLOTL_ROLES}, {}),
+    "mapped_roles_to_train_eos_all": ({**AXOLOTL_MAPPED, "roles_to_train": ["customer", "mechanic"], "train_on_eos": "all"}, {}),
+    # axolotl's other dataset types (its prompters, through its own dataset dispatch)
+    "type_alpaca": ({"type": "alpaca"}, {}),
+    "type_alpaca_train_on_inputs": ({"type": "alpaca", "train_on_inputs": True}, {}),
+    "type_alpaca_chatml": ({"type": "alpaca:chatml"}, {}),
+    "type_alpaca_chat": ({"type": "alpaca_chat"}, {}),
+    "type_alpaca_w_system": ({"type": "alpaca_w_system.load_instruct"}, {}),
+    "type_completion": ({"type": "completion"}, {}),
+})
+# settings that read a key only some shapes have: shape -> its settings (other shapes: the rest)
+SHAPE_SETTINGS = {"axolotl": {
+    "messages_train": ("defaults", "message_field_training", "message_field_training_eos_all"),
+    "messages_think": ("defaults", "split_thinking", "split_thinking_eos_last", "train_on_eos_all"),
+    "dialogue_mapped": ("mapped", "mapped_older_keys", "mapped_roles_to_train_eos_all"),
+    "alpaca": ("type_alpaca", "type_alpaca_train_on_inputs", "type_alpaca_chatml", "type_alpaca_chat",
+               "type_alpaca_w_system"),
+    "text": ("type_completion",),
+}}
+# axolotl: (its named template, tokenizer) pairs, "" the tokenizer's own (tokenizer_default)
+AXOLOTL_TEMPLATES = ("@qwen2.5-instruct", "@qwen3", "@llama3-instruct", "@mistral-nemo-instruct",
+                     "qwen_25@qwen2.5-instruct", "chatml@qwen2.5-instruct", "qwen3@qwen3", "chatml@qwen3",
+                     "llama3@llama3-instruct", "chatml@llama3-instruct", "mistral_v7_tekken@mistral-nemo-instruct")
+CLOCK = "2026-11-24T12:00:00"  # templates that read the clock (strftime_now) render at this instant, both sides
 SUITES["unsloth"] = {
     "default": ({}, {}), "max_length_32": ({"max_length": SMALL}, {"max_length": SMALL}),
     "last_response_only": ({}, {"last_response_only": True}), "wrong_response_part": ({}, {}),
@@ -98,6 +165,8 @@ LF_TEMPLATES = ("qwen@qwen2.5-instruct", "qwen3@qwen3", "qwen3_nothink@qwen3", "
                 "mistral@mistral-nemo-instruct", "default@qwen2.5-instruct", "chatml@qwen2.5-instruct",
                 "@qwen2.5-instruct", "@llama3-instruct", "empty@llama3-instruct")
 SUITE_TOKENIZERS = {"llamafactory-sft": LF_TEMPLATES, "llamafactory-pairwise": LF_TEMPLATES}
+SUITE_TOKENIZERS["axolotl"] = AXOLOTL_TEMPLATES
+GROUP_SIZE = {"axolotl": 60}  # rows per group (one framework set-up each)
 WRONG_RESPONSE_PART = "<|assistant|>\n"  # a mistyped part: matches nothing
 TOOL_DATE = "26 Nov 2026"  # the date Llama 3's tool prompt carries, pinned on both sides
 PYTHONS = {"trl": sys.executable, "axolotl": sys.executable,
@@ -120,7 +189,7 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
 
     strategy = {
         "trl-sft": strategies.sft_dataset(), "unsloth": strategies.messages_dataset(),
-        "axolotl": strategies.messages_dataset(),
+        "axolotl": strategies.axolotl_dataset(),
         "trl-dpo": strategies.preference_dataset("dpo"), "trl-kto": strategies.preference_dataset("kto"),
         "trl-orpo": strategies.preference_dataset("orpo"), "trl-grpo": strategies.preference_dataset("grpo"),
         "llamafactory-sft": strategies.sharegpt_dataset(), "llamafactory-pairwise": strategies.sharegpt_dataset(True),
@@ -135,22 +204,30 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
         drawn.append(value)
 
     collect()
-    return assemble(suite, seed, drawn[:groups])
+    return assemble(suite, seed, drawn[:groups], GROUP_SIZE.get(suite, 200))
+
+
+# suites whose settings are many: smaller files, the settings taken in turn (each setting meets most shapes)
+FILE_ROWS = {"trl-sft": 40}
 
 
 def assemble(suite: str, seed: int, drawn: list[tuple[str, list[dict]]], size: int = 200) -> list[dict]:
     """Drawn (shape, rows) merged into files of about ``size`` rows of one shape (one framework run each), each with
     a tokenizer and a setting picked with the seed."""
     pick = random.Random(seed)
-    names = list(SUITES[suite])
+    size = FILE_ROWS.get(suite, size)
+    in_turn = random.Random(seed).sample(list(SUITES[suite]), len(SUITES[suite])) if suite in FILE_ROWS else None
     by_shape: dict[str, list[dict]] = {}
     for shape, rows in drawn:
         by_shape.setdefault(shape, []).extend(rows)
+    special = SHAPE_SETTINGS.get(suite, {})
+    shape_only = {name for names in special.values() for name in names} - {"defaults", "train_on_eos_all"}
     out = []
     for shape in sorted(by_shape):
         rows = by_shape[shape]
+        names = list(special.get(shape, [n for n in SUITES[suite] if n not in shape_only]))
         for start in range(0, len(rows), size):
-            setting = pick.choice(names)
+            setting = in_turn[len(out) % len(in_turn)] if in_turn else pick.choice(names)
             out.append({"id": len(out), "shape": shape, "tokenizer": pick.choice(SUITE_TOKENIZERS.get(suite, TOKENIZERS)),
                         "setting": setting,
                         "config": SUITES[suite][setting][0], "rows": rows[start:start + size]})
@@ -173,10 +250,12 @@ def frame(suite: str, groups: list[dict]) -> dict:
     except ImportError:
         pass
     runner = {"trl": _trl, "llamafactory": _lf, "axolotl": _axolotl, "unsloth": _unsloth}[owner(suite)]
+    if suite == UNSLOTH_TRL:
+        runner = _unsloth_trl
     results = {}
     for group in groups:
         results[str(group["id"])] = _with_row_refusals(runner, suite, group)
-    return {"versions": _versions(owner(suite)), "results": results}
+    return {"versions": _versions("trl" if suite == UNSLOTH_TRL else owner(suite)), "results": results}
 
 
 def _with_row_refusals(runner, suite: str, group: dict) -> dict:
@@ -203,7 +282,8 @@ def _with_row_refusals(runner, suite: str, group: dict) -> dict:
     if got:
         return got
     ends = [attempt([n]) for n in {everything[0], everything[-1]}]
-    if all(failed == whole for _, failed in ends):
+    # Unsloth's rows are all conversations: a refusal there is a row's (its tool call ids), never a missing column
+    if suite != UNSLOTH_TRL and all(failed == whole for _, failed in ends):
         return {"error": whole, "rows": [{"row": n, "error": whole} for n in everything]}
     return {"error": whole, "rows": bisect(everything, whole)}
 
@@ -341,15 +421,21 @@ def _axolotl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> d
         import axolotl_goldens
 
         chat_template, dict_default = axolotl_goldens.load_axolotl(AXOLOTL_WHEEL)
+        wrappers, keep = axolotl_goldens.load_prompters(AXOLOTL_WHEEL)  # its dataset dispatch and length filter
         from axolotl.utils.schemas.datasets import SFTDataset
 
-        _AXOLOTL.update(chat_template=chat_template, DictDefault=dict_default, SFTDataset=SFTDataset)
+        _AXOLOTL.update(chat_template=chat_template, DictDefault=dict_default, SFTDataset=SFTDataset,
+                        wrappers=wrappers, keep=lambda ids: bool(keep({"input_ids": ids}, sequence_len=100_000)))
+        _AXOLOTL["clock"] = _pinned_clock()
+        _AXOLOTL["clock"].__enter__()  # for the whole framework process
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / group["tokenizer"]))
-    top = {k: v for k, v in group["config"].items() if k == "train_on_inputs"}
-    entry = {k: v for k, v in group["config"].items() if k != "train_on_inputs"}
+    template, name = _template_and_tokenizer(group)
+    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / name))
+    top, entry = _axolotl_config(group, template)
     cfg = _AXOLOTL["DictDefault"]({"sequence_len": 100_000, "train_on_inputs": False, **top})
+    if "type" in entry:
+        return _axolotl_typed(tokenizer, cfg, entry, rows, numbers)
     ds_cfg = _AXOLOTL["SFTDataset"](path="rows.json", type="chat_template", **entry).model_dump(exclude_none=True)
     strategy = _AXOLOTL["chat_template"].load(tokenizer, cfg, _AXOLOTL["DictDefault"](ds_cfg))
     out = []
@@ -359,8 +445,72 @@ def _axolotl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> d
         except Exception as exc:  # noqa: BLE001 - the template refuses the row: axolotl stops there
             out.append({"row": n, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
             continue
-        out.append({"row": n, "ids": list(result["input_ids"]), "labels": list(result["labels"])})
+        kept = _AXOLOTL["keep"](list(result["input_ids"]))  # axolotl drops rows outside [min_sample_len, sequence_len]
+        out.append({"row": n, "ids": list(result["input_ids"]), "labels": list(result["labels"])} if kept else
+                   {"row": n, "dropped": True})
     return {"rows": out}
+
+
+def _axolotl_typed(tokenizer, cfg, entry: dict, rows: list[dict], numbers: list[int]) -> dict:
+    """axolotl's other dataset types through its own dispatch (``get_dataset_wrapper``: the prompter's
+    ``tokenize_prompt`` mapped over the rows, as tools/axolotl_goldens.py runs it), all rows in one call (the columns
+    are the dataset's); a type that splits or drops rows is run one row at a time to tell whose is whose."""
+    from datasets import Dataset
+
+    ds_cfg = _AXOLOTL["DictDefault"]({"path": "rows.json", **entry})
+    base, style = (ds_cfg.type.split(":") + [None])[:2]
+
+    def wrapped(part: list[dict]) -> list[dict]:
+        got, _ = _AXOLOTL["wrappers"].get_dataset_wrapper(ds_cfg, tokenizer, cfg, base, Dataset.from_list(part), style)
+        return [{"ids": list(r["input_ids"]), "labels": list(r["labels"])} if _AXOLOTL["keep"](list(r["input_ids"]))
+                else {"dropped": True} for r in got]
+
+    every = wrapped(rows)
+    if len(every) == len(rows):
+        return {"rows": [{"row": n, **r} for n, r in zip(numbers, every)]}
+    out = []
+    for n, row in zip(numbers, rows):
+        alone = wrapped([row])
+        out.append({"row": n, **alone[0]} if len(alone) == 1 else
+                   {"row": n, "dropped": True} if not alone else {"row": n, "error": f"split into {len(alone)} rows"})
+    return {"rows": out}
+
+
+def _template_and_tokenizer(group: dict) -> tuple[str | None, str]:
+    """A group's "template@tokenizer" (axolotl, LLaMA-Factory) or plain tokenizer: (template or None, tokenizer)."""
+    template, _, name = group["tokenizer"].rpartition("@")
+    return template or None, name
+
+
+def _axolotl_config(group: dict, template: str | None) -> tuple[dict, dict]:
+    """(top-level keys, the dataset entry) of an axolotl group: train_on_inputs is top-level; a named template is set
+    at the top and copied into the chat_template entry, as axolotl's normalize_cfg_datasets does."""
+    top = {k: v for k, v in group["config"].items() if k == "train_on_inputs"}
+    entry = {k: v for k, v in group["config"].items() if k != "train_on_inputs"}
+    if template:
+        top["chat_template"] = entry["chat_template"] = template
+    return top, entry
+
+
+@contextmanager
+def _pinned_clock():
+    """transformers' strftime_now reads datetime.now from its module: render at CLOCK (mistral_v7_tekken's date)."""
+    from datetime import datetime
+
+    import transformers.utils.chat_template_utils as chat_utils
+
+    instant = datetime.fromisoformat(CLOCK)
+
+    class Fixed(datetime):
+        @classmethod
+        def now(cls, tz=None):  # noqa: ARG003 - datetime.now's signature
+            return instant
+
+    original, chat_utils.datetime = chat_utils.datetime, Fixed
+    try:
+        yield
+    finally:
+        chat_utils.datetime = original
 
 
 def _unsloth(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
@@ -392,6 +542,50 @@ def _unsloth(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> d
     return {"rows": out}
 
 
+UNSLOTH_TRL = "unsloth-trl"  # the TRL half of the Unsloth suite (global Python): SFTTrainer's prepared ids
+_SFT_TRAINERS: dict = {}
+
+
+def _unsloth_trl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
+    """TRL 1.16.0's SFTTrainer prepares the Unsloth suite's rows (Unsloth trains through it): one trainer per
+    tokenizer and config, built on a one-row conversation (SFTTrainer.__init__ reads only whether the first row is
+    conversational, and every row here is), then each group through that trainer's own ``_prepare_dataset`` (what
+    its constructor calls on ``train_dataset``) with its own arguments and tokenizer, and each prepared row through
+    its own data collator."""
+    import trl_goldens
+    from datasets import load_dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    key = (group["tokenizer"], json.dumps(group["config"], sort_keys=True))
+    if key not in _SFT_TRAINERS:
+        tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR / group["tokenizer"]))
+        folder = tempfile.mkdtemp(prefix="mldebug-diff-sft-")
+        first = Path(folder) / "first.json"
+        first.write_text(json.dumps([{"messages": [{"role": "user", "content": "hi"},
+                                                   {"role": "assistant", "content": "ok"}]}]), encoding="utf-8")
+        config = SFTConfig(output_dir=folder, report_to="none", use_cpu=True, remove_unused_columns=False,
+                           **group["config"])
+        _SFT_TRAINERS[key] = SFTTrainer(model=trl_goldens.tiny_model(tokenizer), args=config, processing_class=tokenizer,
+                                        train_dataset=load_dataset("json", data_files=str(first), split="train",
+                                                                   cache_dir=folder))
+    trainer = _SFT_TRAINERS[key]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rows.json"
+        path.write_text(json.dumps(rows), encoding="utf-8")
+        dataset = load_dataset("json", data_files=str(path), split="train", cache_dir=tmp)
+        dataset = dataset.add_column("mldebug_row", numbers)
+        prepared = trainer._prepare_dataset(dataset, trainer.processing_class, trainer.args, trainer.args.packing,
+                                            None, "train")
+        out = []
+        for example in prepared:
+            batch = trainer.data_collator([{"input_ids": example["input_ids"], "labels": example["labels"]}])
+            out.append({"row": example["mldebug_row"], "ids": batch["input_ids"][0].tolist(),
+                        "labels": batch["labels"][0].tolist()})
+    kept = {r["row"] for r in out}
+    return {"rows": out + [{"row": n, "dropped": True} for n in numbers if n not in kept]}
+
+
 _MODELS: dict = {}
 
 
@@ -410,16 +604,11 @@ def _preference_model(tok, workdir: str) -> str:
 
 
 def _trl_sft(group: dict, rows: list[dict], numbers: list[int]) -> dict:
-    import trl_goldens
+    """TRL 1.16.0's SFTTrainer, one per tokenizer and setting (tools/differential_trl_sft.py)."""
+    import differential_trl_sft
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "rows.json"
-        path.write_text(json.dumps(rows), encoding="utf-8")
-        got = trl_goldens.run_setting(TOKENIZER_DIR / group["tokenizer"], path, dict(group["config"]))
-    if "error" in got:
-        raise RuntimeError(got["error"])
-    out = [{"row": numbers[r["row"]], "ids": r["input_ids"], "labels": r["labels"]} for r in got["rows"]]
-    return {"rows": out + [{"row": numbers[i], "dropped": True} for i in got["dropped"]]}
+    return differential_trl_sft.prepare(TOKENIZER_DIR / group["tokenizer"], group["setting"], dict(group["config"]),
+                                        rows, numbers)
 
 
 # ---------------------------------------------------------------------------------------------------- mldebug side
@@ -435,7 +624,11 @@ def ours(suite: str, group: dict, folder: Path) -> dict:
     if suite == "llamafactory-pairwise":
         return _ours_lf_pairs(group, path)
     try:
-        report = build_report(inspect_options(suite, group, path))
+        if owner(suite) == "axolotl":
+            with _pinned_clock():
+                report = build_report(_axolotl_options(group, path))
+        else:
+            report = build_report(inspect_options(suite, group, path))
     except (InputError, UsageError) as exc:
         return {"stopped": str(exc)}
     errors: dict = {}
@@ -477,6 +670,10 @@ def inspect_options(suite: str, group: dict, path: Path):
     extra = SUITES[suite][group["setting"]][1]
     name = group["tokenizer"].split("@")[-1]
     if owner(suite) == "trl":
+        if "trl" in extra:
+            from mldebug_cli.frameworks.trl import TrlOptions
+
+            extra = {**{k: v for k, v in extra.items() if k != "trl"}, "framework_options": TrlOptions(**extra["trl"])}
         return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="trl", **base, **extra)
     if owner(suite) == "llamafactory":
         from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
@@ -499,9 +696,32 @@ def inspect_options(suite: str, group: dict, path: Path):
     instruction, response = unsloth_goldens.PARTS[name]
     if group["setting"] == "wrong_response_part":
         response = WRONG_RESPONSE_PART
-    parts = ResponseParts(instruction, response, last_response_only=bool(extra.get("last_response_only")))
+    parts = ResponseParts(instruction, response)  # last_response_only is --train-on last, as the CLI asks for it
     return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="unsloth", unsloth=parts,
+                          train_on="last" if extra.get("last_response_only") else None,
                           max_length=extra.get("max_length"), **base)
+
+
+def _axolotl_options(group: dict, path: Path):
+    """What mldebug reads from the group's axolotl config (written as YAML next to the rows, read by mldebug's own
+    config reader, as preflight reads it): the named template, the dataset entry's settings."""
+    import yaml
+
+    from mldebug_cli.frameworks.selector import read_plan
+    from mldebug_cli.pipelines.inspect import InspectOptions
+    from mldebug_cli.pipelines.preflight import _as_configured
+    from mldebug_cli.sources.config_file import load_config
+
+    template, name = _template_and_tokenizer(group)
+    top, entry = _axolotl_config(group, template)
+    entry.pop("chat_template", None)
+    config = {"base_model": str(TOKENIZER_DIR / name), "sequence_len": 100_000, "micro_batch_size": 1, **top,
+              "datasets": [{"path": path.name, "type": "chat_template", **entry}]}
+    config_path = path.with_suffix(".yaml")
+    config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    plan = read_plan(load_config(config_path), "axolotl")
+    base = InspectOptions(dataset=str(path), tokenizer=str(TOKENIZER_DIR / name), rows=tuple(range(len(group["rows"]))))
+    return _as_configured(base, plan, plan.datasets[0])
 
 
 def _ours_lf_pairs(group: dict, path: Path) -> dict:
@@ -584,10 +804,11 @@ def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
         started = time.time()
         if suite == "unsloth":  # TRL's SFTTrainer prepares the ids (global Python), Unsloth masks them (its venv)
             trl_groups = [{**g, "config": SUITES["unsloth"][g["setting"]][0]} for g in drawn]
-            (Path(tmp) / "in.json").write_text(json.dumps({"suite": "trl-sft", "groups": trl_groups}))
-            subprocess.run([sys.executable, __file__, "frame", "trl-sft", f"{tmp}/in.json", f"{tmp}/trl.json"],
+            (Path(tmp) / "in.json").write_text(json.dumps({"suite": UNSLOTH_TRL, "groups": trl_groups}))
+            subprocess.run([sys.executable, __file__, "frame", UNSLOTH_TRL, f"{tmp}/in.json", f"{tmp}/trl.json"],
                            check=True, env={**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"})
-            prepared = json.loads((Path(tmp) / "trl.json").read_text())["results"]
+            trl_side = json.loads((Path(tmp) / "trl.json").read_text())
+            prepared = trl_side["results"]
             for g in drawn:
                 g["trl"] = prepared[str(g["id"])]["rows"]
         (Path(tmp) / "in.json").write_text(json.dumps({"suite": suite, "groups": drawn}), encoding="utf-8")
@@ -597,11 +818,14 @@ def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
         subprocess.run([PYTHONS[owner(suite)], __file__, "frame", suite, f"{tmp}/in.json", f"{tmp}/out.json"],
                        check=True, env=env)
         framed = json.loads((Path(tmp) / "out.json").read_text(encoding="utf-8"))
+        if suite == "unsloth":  # the ids are TRL's: its versions too
+            framed["versions"].update({f"{k} (ids)": v for k, v in trl_side["versions"].items()})
         print(f"{suite}: framework side {time.time() - started:.0f}s", file=sys.stderr)
-        return compare_and_store(suite, seed, drawn, framed, write)
+        return compare_and_store(suite, seed, drawn, framed, write, groups)
 
 
-def compare_and_store(suite: str, seed: int, drawn: list[dict], framed: dict, write: bool) -> Counter:
+def compare_and_store(suite: str, seed: int, drawn: list[dict], framed: dict, write: bool,
+                      groups: int | None = None) -> Counter:
     counts: Counter = Counter()
     stored = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -617,7 +841,7 @@ def compare_and_store(suite: str, seed: int, drawn: list[dict], framed: dict, wr
     if write:
         OUT.mkdir(parents=True, exist_ok=True)
         document = {"suite": suite, "seed": seed, "versions": framed["versions"], "groups": stored,
-                    "command": f"python tools/differential.py run {suite} --seed {seed} --groups {len(drawn)} --write"}
+                    "command": f"python tools/differential.py run {suite} --seed {seed} --groups {groups or len(drawn)} --write"}
         with gzip.open(OUT / f"{suite}.json.gz", "wt", encoding="utf-8") as handle:
             json.dump(document, handle, ensure_ascii=False, separators=(",", ":"))
     return counts

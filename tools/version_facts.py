@@ -2,18 +2,29 @@
 
     python tools/version_facts.py [--wheels /work/venvs/wheels] [--offline]
 
-For every minor release of transformers from 4.46 to the newest (its first and its last patch), TRL from 0.12,
-axolotl from 0.8 and LLaMA-Factory from 0.8 (the last patch of each minor, every 0.9.x), the wheel is fetched with
-``pip download --no-deps`` (never installed) and read as source text with ``ast``: the fields of
-``TrainingArguments``, of TRL's ``SFTConfig``/``DPOConfig``/``KTOConfig``/``ORPOConfig``/``GRPOConfig``, of axolotl's
-dataset schema classes (one per RL type) and of LLaMA-Factory's argument dataclasses, with their defaults, and a
-few behaviours that mldebug's tables depend on (what ``TrainingArguments.__post_init__`` does with
-``warmup_ratio``, whether ``warmup_steps`` is a float, the eval strategy key's name).
+The one tool behind every version table mldebug ships. For every minor release of transformers from 4.46 to the
+newest and of TRL from 0.12 (the first and the last patch of each), axolotl from 0.5 (the first release on PyPI;
+the last patch of each minor) and LLaMA-Factory from 0.8 (every patch), the wheel (an sdist where a release has no
+wheel: axolotl before 0.17) is fetched with ``pip download --no-deps`` (never installed) and read as source text
+with ``ast``:
 
-Output: mldebug_cli/frameworks/keys/version-facts.json, delta-encoded (a field lists the releases where it
-appears, disappears or changes its default). mldebug_cli/frameworks/versions.py reads its version boundaries from
-that file; tests/frameworks/test_version_facts.py checks each stored fact against the wheel when the wheel is in
-``--wheels``.
+- the config classes mldebug checks a config file against, with each field's type (``bool``, ``int``, ...,
+  the values of a closed set: enums of the package become their values) and its default as source text:
+  ``TrainingArguments`` and ``Seq2SeqTrainingArguments`` (its own fields); TRL's ``SFTConfig``, ``DPOConfig``, ``KTOConfig``,
+  ``ORPOConfig``, ``GRPOConfig``, ``RewardConfig`` (their own fields: the TrainingArguments base is transformers')
+  and the ``trl`` script's ``ScriptArguments``, ``DatasetMixtureConfig``, ``ModelConfig``, ``GRPOScriptArguments``;
+  axolotl's ``AxolotlInputConfig``, ``DeprecatedParameters`` and its dataset schema classes; LLaMA-Factory's
+  argument dataclasses (their own fields: the Seq2SeqTrainingArguments base is transformers');
+- where each class was read from (axolotl moved its schema from ``utils/config/models/input/v0_4_1`` to
+  ``utils/schemas`` in 0.8; TRL moved KTO and ORPO into ``trl/experimental``);
+- a few behaviours mldebug's tables depend on: what ``TrainingArguments.__post_init__`` does with ``warmup_ratio``,
+  whether ``warmup_steps`` is a float, the eval strategy key's name, which classes axolotl's ``datasets`` union
+  validates an entry with.
+
+Output: mldebug_cli/frameworks/keys/version-facts.json. Delta-encoded: a field lists only the releases where it
+appears, disappears or changes (its default or its type), so a key that lives through 60 releases unchanged is
+one entry. mldebug_cli/frameworks/record.py reads it at run time; tests/frameworks/test_version_facts.py checks each
+stored fact against the wheel when the wheel is in ``--wheels`` and that mldebug's tables equal the record.
 """
 
 from __future__ import annotations
@@ -21,34 +32,53 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
 import tarfile
 import zipfile
+from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))
 
-from framework_keys import _classes, _fields  # noqa: E402
+from mldebug_cli.frameworks.schema import key_type  # noqa: E402
 
 OUT = ROOT / "mldebug_cli" / "frameworks" / "keys" / "version-facts.json"
 WHEELS = Path("/work/venvs/wheels")
 # package -> (oldest minor recorded, which patches of a minor: "ends" = first and last, "last", "all")
-RANGES = {"transformers": ((4, 46), "ends"), "trl": ((0, 12), "last"), "axolotl": ((0, 8), "last"),
+RANGES = {"transformers": ((4, 46), "ends"), "trl": ((0, 12), "ends"), "axolotl": ((0, 5), "last"),
           "llamafactory": ((0, 8), "all")}
-# package -> {record name: (source files or folders in the wheel, root classes)}
+_TRL_CONFIGS = ("SFTConfig", "DPOConfig", "KTOConfig", "ORPOConfig", "GRPOConfig", "RewardConfig")
+_AXOLOTL = ("axolotl/utils/schemas", "axolotl/utils/config/models/input")
+# package -> {record name: (source files or folders in the wheel, in order of preference)}
 CLASSES = {
-    "transformers": {"TrainingArguments": (("transformers/training_args.py",), ["TrainingArguments"])},
-    "trl": {name: (("trl/trainer", "trl/experimental"), [name])
-            for name in ("SFTConfig", "DPOConfig", "KTOConfig", "ORPOConfig", "GRPOConfig", "RewardConfig")},
-    "axolotl": {name: (("axolotl/utils/schemas", "axolotl/utils/config/models/input"), [name])
-                for name in ("SFTDataset", "DPODataset", "KTODataset", "StepwiseSupervisedDataset",
-                             "PretrainingDataset", "UserDefinedDPOType", "UserDefinedKTOType")},
-    "llamafactory": {name: (("llamafactory/hparams",), [name])
-                     for name in ("DataArguments", "FinetuningArguments", "ModelArguments")},
+    "transformers": {"TrainingArguments": ("transformers/training_args.py",),
+                     # its own fields (the rest are TrainingArguments')
+                     "Seq2SeqTrainingArguments": ("transformers/training_args_seq2seq.py",)},
+    "trl": {**{name: ("trl/trainer", "trl/experimental") for name in _TRL_CONFIGS},
+            "ScriptArguments": ("trl/scripts/utils.py", "trl/utils.py"),
+            "DatasetMixtureConfig": ("trl/scripts/utils.py",),
+            "ModelConfig": ("trl/trainer/model_config.py",),
+            "GRPOScriptArguments": ("trl/scripts/grpo.py", "trl/scripts/utils.py")},
+    "axolotl": {name: _AXOLOTL for name in (
+        "AxolotlInputConfig", "DeprecatedParameters", "SFTDataset", "DPODataset", "KTODataset",
+        "StepwiseSupervisedDataset", "SyntheticDataset", "PretrainingDataset", "UserDefinedDPOType",
+        "UserDefinedKTOType")},
+    "llamafactory": {name: ("llamafactory/hparams",) for name in (
+        "ModelArguments", "DataArguments", "TrainingArguments", "FinetuningArguments", "GeneratingArguments")},
 }
+# where each package's enums live (a field typed with one takes only its values)
+ENUMS = {"transformers": ("transformers/training_args.py", "transformers/trainer_utils.py", "transformers/debug_utils.py"),
+         "trl": ("trl/trainer", "trl/experimental", "trl/scripts"),
+         "axolotl": _AXOLOTL,
+         "llamafactory": ("llamafactory/hparams", "llamafactory/extras/constants.py")}
+# TrainingArguments' __post_init__ turns ``SchedulerType | str`` text into the enum: only its values pass
+TEXT_BECOMES_ENUM = {"transformers"}
+SKIPPED_ATTRIBUTES = {"model_config"}  # pydantic's own settings, not a config key
 
 
 def main() -> None:
@@ -56,23 +86,34 @@ def main() -> None:
     parser.add_argument("--wheels", type=Path, default=WHEELS, help="where the wheels are kept")
     parser.add_argument("--offline", action="store_true", help="use the wheels already in --wheels")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="wheels read at once")
     args = parser.parse_args()
     args.wheels.mkdir(parents=True, exist_ok=True)
     record: dict = {"generated_by": "tools/version_facts.py", "packages": {}}
-    for package, (oldest, patches) in RANGES.items():
-        releases = _downloaded(package, args.wheels) if args.offline else _releases(package, oldest, patches)
-        per_version = {}
-        for version in releases:
-            wheel = _wheel(package, version, args.wheels, args.offline)
-            if wheel is None:
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for package, (oldest, patches) in RANGES.items():
+            releases = _downloaded(package, args.wheels) if args.offline else _releases(package, oldest, patches)
+            wheels = {v: _wheel(package, v, args.wheels, args.offline) for v in releases}
+            for version in [v for v, w in wheels.items() if w is None]:
                 print(f"{package} {version}: no wheel", file=sys.stderr)
-                continue
-            per_version[version] = facts_of(package, wheel)
-            print(f"{package} {version}: {sum(len(c) for c in per_version[version]['classes'].values())} fields",
-                  file=sys.stderr)
-        record["packages"][package] = encode(per_version)
-    args.out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            found = {v: w for v, w in wheels.items() if w is not None}
+            per_version = dict(zip(found, pool.map(facts_of, [package] * len(found), found.values())))
+            for version, facts in per_version.items():
+                print(f"{package} {version}: {sum(len(c) for c in facts['classes'].values())} fields", file=sys.stderr)
+            record["packages"][package] = encode(per_version)
+    args.out.write_text(dumps(record), encoding="utf-8")
     print(f"{args.out}: {sum(len(p['versions']) for p in record['packages'].values())} releases")
+
+
+def dumps(record: dict) -> str:
+    """JSON with one line per field history (small, and a diff shows which field changed)."""
+    def block(value, depth: int) -> str:
+        if depth >= 5 or not isinstance(value, dict):
+            return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        pad = " " * (depth + 1)
+        items = [f"{pad}{json.dumps(k)}: {block(v, depth + 1)}" for k, v in sorted(value.items())]
+        return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}" if items else "{}"
+    return block(record, 0) + "\n"
 
 
 def _key(version: str) -> tuple:
@@ -115,48 +156,134 @@ def _wheel(package: str, version: str, folder: Path, offline: bool) -> Path | No
     return found[0] if done.returncode == 0 and found else None
 
 
-def read_sources(archive_path: Path) -> dict[str, str]:
-    """The .py files of a wheel (their package paths) or an sdist (its ``src/`` or top folder removed)."""
+def read_sources(archive_path: Path, places: tuple[str, ...] = ("",)) -> dict[str, str]:
+    """The .py files under ``places`` of a wheel (their package paths) or an sdist (its ``src/`` or top folder
+    removed)."""
+    def wanted(name: str) -> bool:
+        return name.endswith(".py") and any(name.startswith(p) for p in places)
+
     if archive_path.name.endswith(".whl"):
         with zipfile.ZipFile(archive_path) as archive:
-            return {n: archive.read(n).decode("utf-8") for n in archive.namelist() if n.endswith(".py")}
+            return {n: archive.read(n).decode("utf-8") for n in archive.namelist() if wanted(n)}
     out = {}
     with tarfile.open(archive_path) as archive:
         for member in archive.getmembers():
-            if member.isfile() and member.name.endswith(".py"):
-                name = member.name.split("/", 1)[1] if "/" in member.name else member.name
-                name = name.removeprefix("src/")
+            name = member.name.split("/", 1)[1] if "/" in member.name else member.name
+            name = name.removeprefix("src/")
+            if member.isfile() and wanted(name):
                 out[name] = archive.extractfile(member).read().decode("utf-8")
     return out
 
 
+@lru_cache(maxsize=512)
+def _parse(text: str) -> ast.Module:
+    return ast.parse(text)
+
+
+def _under(sources: dict[str, str], places: tuple[str, ...]) -> dict[str, str]:
+    return {n: t for n, t in sources.items() if any(n == p or n.startswith(p + "/") for p in places)}
+
+
 def facts_of(package: str, wheel: Path) -> dict:
-    """{"classes": {record name: {field: default text}}, "behaviours": {name: value}} read from one wheel."""
-    sources = read_sources(wheel)
-    out: dict = {"classes": {}, "behaviours": {}}
-    for record, (places, roots) in CLASSES[package].items():
-        chosen = {n: t for n, t in sources.items() if any(n == p or n.startswith(p + "/") for p in places)}
+    """{"classes": {record: {field: [default text, kinds, choices?]}}, "where": {record: file},
+    "behaviours": {name: value}} read from one wheel."""
+    places = {p for ps in CLASSES[package].values() for p in ps} | set(ENUMS[package])
+    sources = read_sources(wheel, tuple(sorted(places)))
+    enums = _classes(_under(sources, ENUMS[package]))[1]
+    text_becomes_enum = package in TEXT_BECOMES_ENUM
+    out: dict = {"classes": {}, "where": {}, "behaviours": {}}
+    for record, places in CLASSES[package].items():
+        chosen = _under(sources, places)
         classes, _ = _classes(chosen)
-        if not any(r in classes for r in roots):
+        if record not in classes:
             continue
-        defaults = _defaults(chosen)
-        out["classes"][record] = {key: _default_of(key, roots, classes, defaults) for key in _fields(roots, classes)}
+        out["where"][record] = _defined_in(record, chosen)
+        fields = {}
+        for key, (annotation, default) in _fields([record], classes).items():
+            kind = key_type(_with_enums(annotation, enums), text_becomes_enum).as_json()
+            fields[key] = [default, "|".join(kind["kinds"])] + ([kind["choices"]] if "choices" in kind else [])
+        out["classes"][record] = fields
     if package == "transformers":
         out["behaviours"] = transformers_behaviours(sources["transformers/training_args.py"])
+    if package == "axolotl":
+        out["behaviours"] = axolotl_behaviours(_under(sources, _AXOLOTL))
     return out
 
 
-def _defaults(sources: dict[str, str]) -> dict[str, dict[str, str]]:
-    """class name -> field -> the default as source text ("<required>" when none)."""
-    out: dict[str, dict[str, str]] = {}
+def _defined_in(name: str, sources: dict[str, str]) -> str:
+    """The file defining class ``name`` with the most fields (a re-exporting shim has none)."""
+    best, size = "", -1
+    for path, text in sources.items():
+        for node in ast.walk(_parse(text)):
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                fields = sum(isinstance(s, ast.AnnAssign) for s in node.body)
+                if fields > size:
+                    best, size = path, fields
+    return best
+
+
+# class name -> (base names, {field: (annotation text, default text)})
+Classes = dict[str, tuple[list[str], dict[str, tuple[str, str]]]]
+
+
+def _classes(sources: dict[str, str]) -> tuple[Classes, dict[str, list]]:
+    """Class name -> (base names, {field: (annotation, default)}); enum name -> its values.
+
+    Two classes of one name (TRL's ``KTOConfig`` shim over ``experimental.kto.KTOConfig``) are read as one, and a
+    base imported under another name (``KTOConfig as _KTOConfig``) is followed to the class it names."""
+    classes: Classes = {}
+    enums: dict[str, list] = {}
+    aliases: dict[str, str] = {}
     for text in sources.values():
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ClassDef):
-                fields = out.setdefault(node.name, {})
-                for statement in node.body:
-                    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-                        fields[statement.target.id] = _default_text(statement.value)
-    return out
+        constants = _module_constants(_parse(text))
+        for node in ast.walk(_parse(text)):
+            if isinstance(node, ast.ImportFrom):
+                aliases.update({a.asname: a.name for a in node.names if a.asname and a.asname != a.name})
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = [ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases]
+            if any(b.endswith("Enum") for b in bases):
+                enums[node.name] = [ast.literal_eval(s.value) for s in node.body
+                                    if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant)]
+                continue
+            fields = {}
+            for statement in node.body:
+                if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                    name, annotation = statement.target.id, ast.unparse(statement.annotation)
+                    if name in SKIPPED_ATTRIBUTES or annotation.startswith("ClassVar") or _not_init(statement.value):
+                        continue
+                    default = _default_text(statement.value)
+                    fields[name] = (annotation, constants.get(default, default))
+                    alias = _alias(statement.value)
+                    if alias:
+                        fields[alias] = fields[name]
+            before = classes.get(node.name, ([], {}))
+            bases = [b for b in before[0] + bases if b != node.name]
+            classes[node.name] = (list(dict.fromkeys(bases)), {**fields, **before[1]})
+    for name, (bases, fields) in list(classes.items()):
+        classes[name] = ([aliases.get(b, b) if b not in classes else b for b in bases], fields)
+    return classes, enums
+
+
+def _module_constants(tree: ast.Module) -> dict[str, str]:
+    """``default_optim = "adamw_torch_fused"`` at a module's top level: a default naming it is that text."""
+    return {t.id: ast.unparse(node.value) for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _not_init(value: ast.expr | None) -> bool:
+    """``field(init=False)``: not a keyword the dataclass takes."""
+    return isinstance(value, ast.Call) and any(
+        k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False for k in value.keywords)
+
+
+def _alias(value: ast.expr | None) -> str | None:
+    """``Field(alias="model_type")``: the name a config file uses."""
+    if isinstance(value, ast.Call):
+        for keyword in value.keywords:
+            if keyword.arg == "alias" and isinstance(keyword.value, ast.Constant):
+                return keyword.value.value
+    return None
 
 
 def _default_text(value: ast.expr | None) -> str:
@@ -167,7 +294,8 @@ def _default_text(value: ast.expr | None) -> str:
             if keyword.arg == "default":
                 return ast.unparse(keyword.value)
             if keyword.arg == "default_factory":
-                return f"{ast.unparse(keyword.value)}()"
+                factory = keyword.value
+                return ast.unparse(factory.body) if isinstance(factory, ast.Lambda) else f"{ast.unparse(factory)}()"
         first = value.args[0] if value.args else None
         if first is None or (isinstance(first, ast.Constant) and first.value is ...):
             return "<required>"
@@ -175,19 +303,43 @@ def _default_text(value: ast.expr | None) -> str:
     return ast.unparse(value)
 
 
-def _default_of(key: str, roots: list[str], classes: dict, defaults: dict) -> str:
-    """The default the subclass nearest the root gives ``key``."""
+def _fields(roots: list[str], classes: Classes) -> dict[str, tuple[str, str]]:
+    """Fields of the classes and all their bases found in the package (a subclass's annotation and default win)."""
+    out: dict[str, tuple[str, str]] = {}
     seen: set[str] = set()
-    queue = list(roots)
-    while queue:
-        name = queue.pop(0)
-        if name in seen or name not in classes:
-            continue
+
+    def visit(name: str) -> None:
+        if name not in classes or name in seen:
+            return
         seen.add(name)
-        if key in defaults.get(name, {}):
-            return defaults[name][key]
-        queue += classes[name][0]
-    return "<alias>"
+        bases, fields = classes[name]
+        for key, value in fields.items():
+            out.setdefault(key, value)
+        for base in bases:
+            visit(base)
+
+    for root in roots:
+        visit(root)
+    return out
+
+
+def _with_enums(annotation: str, enums: dict[str, list]) -> str:
+    """Replace a package enum's name by ``Literal[...]`` of its values."""
+    try:
+        tree = ast.parse(annotation, mode="eval")
+    except SyntaxError:
+        return annotation
+
+    class Expand(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id in enums and enums[node.id]:
+                return ast.parse(f"Literal[{', '.join(repr(v) for v in enums[node.id])}]", mode="eval").body
+            return node
+
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            return self.visit_Name(ast.Name(node.attr)) if node.attr in enums else node
+
+    return ast.unparse(Expand().visit(tree))
 
 
 def transformers_behaviours(source: str) -> dict:
@@ -213,43 +365,60 @@ def transformers_behaviours(source: str) -> dict:
     }
 
 
+def axolotl_behaviours(sources: dict[str, str]) -> dict:
+    """The classes ``AxolotlInputConfig.datasets`` accepts an entry as (a pydantic union: any member may take it)."""
+    for text in sources.values():
+        for node in ast.walk(_parse(text)):
+            if isinstance(node, ast.ClassDef) and node.name == "AxolotlInputConfig":
+                for statement in node.body:
+                    if isinstance(statement, ast.AnnAssign) and getattr(statement.target, "id", "") == "datasets":
+                        names = re.findall(r"\b([A-Z]\w*Dataset)\b", ast.unparse(statement.annotation))
+                        return {"datasets_union": list(dict.fromkeys(names))}
+    return {}
+
+
 def encode(per_version: dict[str, dict]) -> dict:
-    """Delta-encode: each class field -> [[version, default or null (gone)], ...] at the releases it changes."""
+    """Delta-encode: each class field -> [[version, value or null (gone)], ...] at the releases it changes;
+    the same for where a class is read from and for the behaviours."""
     versions = sorted(per_version, key=_key)
     classes: dict[str, dict[str, list]] = {}
-    behaviours: dict[str, list] = {}
     for record in sorted({r for v in versions for r in per_version[v]["classes"]}):
         changes: dict[str, list] = {}
         last: dict[str, object] = {}
         for v in versions:
             present = per_version[v]["classes"].get(record)
-            keys = set(last) | set(present or {})
-            for key in sorted(keys):
+            for key in sorted(set(last) | set(present or {})):
                 now = None if present is None else present.get(key)
                 if last.get(key) != now:
                     changes.setdefault(key, []).append([v, now])
                 last[key] = now
         classes[record] = changes
+    return {"versions": versions, "classes": classes, "where": _histories(per_version, versions, "where"),
+            "behaviours": _histories(per_version, versions, "behaviours")}
+
+
+def _histories(per_version: dict, versions: list[str], part: str) -> dict[str, list]:
+    out: dict[str, list] = {}
     for v in versions:
-        for name, value in per_version[v]["behaviours"].items():
-            history = behaviours.setdefault(name, [])
-            if not history or history[-1][1] != value:
-                history.append([v, value])
-    return {"versions": versions, "classes": classes, "behaviours": behaviours}
+        values = per_version[v][part]
+        for name in set(values) | set(out):
+            history = out.setdefault(name, [])
+            now = values.get(name)
+            if (history[-1][1] if history else None) != now:
+                history.append([v, now])
+    return out
 
 
 def decode(package_record: dict, version: str) -> dict:
-    """The facts of one recorded version: {"classes": {record: {field: default}}, "behaviours": {...}}."""
-    out: dict = {"classes": {}, "behaviours": {}}
+    """The facts of one recorded version, as ``facts_of`` gives them."""
+    out: dict = {"classes": {}, "where": {}, "behaviours": {}}
     for record, changes in package_record["classes"].items():
-        fields = {}
-        for key, history in changes.items():
-            value = _at(history, version)
-            if value is not None:
-                fields[key] = value
+        fields = {key: value for key, history in changes.items() if (value := _at(history, version)) is not None}
         if fields:
             out["classes"][record] = fields
-    out["behaviours"] = {name: _at(history, version) for name, history in package_record["behaviours"].items()}
+    for part in ("where", "behaviours"):
+        out[part] = {name: value for name, history in package_record[part].items()
+                     if (value := _at(history, version)) is not None}
     return out
 
 

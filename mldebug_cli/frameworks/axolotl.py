@@ -13,7 +13,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
 from mldebug_cli.core.safe_io import read_text
-from mldebug_cli.frameworks import schema, versions
+from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.hf import hf_scheduler_choice
@@ -27,7 +27,6 @@ from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, local, set_key, template_setting
 
 DEFAULT_SEQUENCE_LEN = 512  # axolotl 0.19.0 utils/schemas/config.py: sequence_len Field(default=512)
-STORED_KEYS = "axolotl-0.19.0.json"
 STORED_TEMPLATES = "axolotl-0.19.0-chat-templates.json"  # tools/axolotl_chat_templates.py
 FALLBACK_PREFIX = "tokenizer_default_fallback_"
 ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
@@ -141,26 +140,25 @@ def _unused_kwargs(r: SpecReader, kwargs: dict, scheduler: str) -> None:
                  f"{', '.join(sorted(kwargs))} {'has' if len(kwargs) == 1 else 'have'} no effect")
 
 
-# which schema class axolotl 0.19.0 validates a ``datasets`` entry with, by the config's ``rl:`` (its DatasetConfig
-# union; keys of the stored list ``datasets*``): DPO-style trainers read DPODataset (field_chosen, field_rejected,
-# field_messages), KTO KTODataset; for GRPO, GDPO and EBFT any member of the union may take the entry
-DATASET_CLASSES = {"datasets": "SFTDataset", "datasets_dpo": "DPODataset", "datasets_kto": "KTODataset",
-                   "datasets_stepwise": "StepwiseSupervisedDataset"}
-RL_DATASETS = {"dpo": ("datasets_dpo",), "ipo": ("datasets_dpo",), "orpo": ("datasets_dpo",),
-               "simpo": ("datasets_dpo",), "kto": ("datasets_kto",)}
+# which schema class a ``datasets`` entry is read with, by the config's ``rl:``: DPO-style trainers read DPODataset
+# (field_chosen, field_rejected, field_messages), KTO KTODataset, SFT (no rl) SFTDataset; for GRPO, GDPO, EBFT and
+# the rest any member of the release's ``datasets`` union may take the entry (the record's ``datasets_union``)
+SFT_DATASET = "SFTDataset"
+RL_DATASETS = {"dpo": ("DPODataset",), "ipo": ("DPODataset",), "orpo": ("DPODataset",), "simpo": ("DPODataset",),
+               "kto": ("KTODataset",)}
 
 
-def _dataset_keys(config: ConfigFile, keys_of) -> dict[str, schema.KeyType]:
-    """The keys of a ``datasets`` entry for this config's trainer (``keys_of``: schema names -> their keys)."""
-    rl = config.get("rl")
+def dataset_classes(rl: object, release: str) -> tuple[str, ...]:
+    """The schema classes a ``datasets`` entry of a config with this ``rl:`` may be read with at ``release``."""
     if not rl:
-        return keys_of(("datasets",))
-    return keys_of(RL_DATASETS.get(str(rl).lower(), tuple(DATASET_CLASSES)))
+        return (SFT_DATASET,)
+    union = tuple(record.behaviour("axolotl", "datasets_union", release) or (SFT_DATASET,))
+    return tuple(c for c in RL_DATASETS.get(str(rl).lower(), union) if c in union) or union
 
 
 def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
     """AxolotlInputConfig's fields (and, for each ``datasets`` entry, those of the dataset schema its ``rl:`` trainer
-    reads: SFTDataset, DPODataset, KTODataset): installed, else stored."""
+    reads: SFTDataset, DPODataset, KTODataset, ...): installed, else the wheels' record at the target release."""
     installed = versions.installed("axolotl")
     target = targets.get("axolotl")
     try:
@@ -171,26 +169,39 @@ def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
         from axolotl.utils.schemas.deprecated import DeprecatedParameters
 
         keys = schema.pydantic_keys(AxolotlInputConfig)
-        dataset_keys = _dataset_keys(config, lambda names: {
-            k: v for n in names for k, v in schema.pydantic_keys(getattr(dataset_schemas, DATASET_CLASSES[n])).items()})
-        deprecated, version = schema.pydantic_keys(DeprecatedParameters), installed
+        release = record.release_for("axolotl", installed)
+        dataset_keys = {k: v for n in dataset_classes(config.get("rl"), release)
+                        for k, v in schema.pydantic_keys(getattr(dataset_schemas, n)).items()}
+        deprecated = schema.pydantic_keys(DeprecatedParameters)
         source = f"axolotl {installed} (installed)"
     except ImportError:
-        table = schema.stored(STORED_KEYS)
-        keys = schema.stored_keys(table["schemas"]["config"])
-        dataset_keys = _dataset_keys(config, lambda names: schema.stored_keys(
-            {k: v for n in names for k, v in table["schemas"].get(n, {}).items()}))
-        deprecated, version = table["schemas"]["deprecated"], table["version"]
-        wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
-        source = f"axolotl {table['version']} (stored key list{wanted})"
+        release = record.release_for("axolotl", target.version)
+        keys = schema.recorded_keys("axolotl", ("AxolotlInputConfig",), release)
+        dataset_keys = schema.recorded_keys("axolotl", dataset_classes(config.get("rl"), release), release)
+        deprecated = record.fields("axolotl", "DeprecatedParameters", release)
+        wanted = "" if release == target.version or not target.version else f", standing in for {target.describe()}"
+        source = f"axolotl {release} (recorded from its wheel{wanted})"
     # axolotl hands lr_scheduler to TrainingArguments unless it is one of its own schedulers
     keys["lr_scheduler"] = schema.KeyType(frozenset({"str"}), (*HF_SCHEDULER_TYPES, "one_cycle", "rex"))
     on_unknown = ON_UNKNOWN + (" unless one of its plugins reads it" if config.get("plugins") else "")
     datasets = schema.KeySchema("axolotl", source, dataset_keys, ON_UNKNOWN)
-    changes = {key: ("axolotl", f"deprecated in axolotl {version} (DeprecatedParameters: its validator warns, "
-                                "raises or remaps it), read as a setting by older versions", None) for key in deprecated}
+    changes = {key: ("axolotl", deprecation(key, release), None) for key in deprecated}
+    renamed = record.dropped("axolotl", "axolotl", ("AxolotlInputConfig",), keys, release)
     return schema.KeySchema("axolotl", source, keys, on_unknown, nested={"datasets": datasets},
-                            version_dependent=changes)
+                            version_dependent=changes, renamed=renamed)
+
+
+def deprecation(key: str, release: str) -> str:
+    """What the record says of a key in DeprecatedParameters at ``release``: since when, and what it was before."""
+    since, _ = record.span("axolotl", "DeprecatedParameters", key, release)
+    said = f"deprecated in axolotl {record.minor(since or release)} (DeprecatedParameters: its validator warns, raises " \
+           "or remaps it)"
+    recorded = record.releases("axolotl")
+    before = recorded[recorded.index(since) - 1] if since in recorded and recorded.index(since) else None
+    if before and key in record.fields("axolotl", "AxolotlInputConfig", before) \
+            and key not in record.fields("axolotl", "DeprecatedParameters", before):
+        said += f", a setting in axolotl {record.minor(before)}"
+    return said
 
 
 def read_plan(config: ConfigFile) -> TrainingPlan:

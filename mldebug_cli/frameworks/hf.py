@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mldebug_cli.frameworks import schema, versions
+from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Framework
 from mldebug_cli.frameworks.registry import borrowed, lazily
@@ -75,7 +75,7 @@ def read_spec(config: ConfigFile, framework: str, world_size: int, targets: vers
         logging_strategy=str(r.text("logging_strategy", "logging_strategy", "steps")),
         logging_steps=r.number("logging_steps", "logging_steps", defaults.logging_steps),
         logging_first_step=r.flag("logging_first_step", "logging_first_step", False),
-        eval_strategy=str(r.text("eval_strategy", "eval_strategy", "no")),
+        eval_strategy=str(r.text("eval_strategy", _eval_strategy_key(r, transformers_version), "no")),
         log_offset=1 if versions.logs_next_step_lr(transformers_version) else 0,
         packing=packing,
         validation_split=r.number("validation_split", defaults.validation_key, None) if defaults.validation_key else None,
@@ -89,6 +89,15 @@ def read_spec(config: ConfigFile, framework: str, world_size: int, targets: vers
         ignored=tuple(r.ignored),
         notes=tuple(r.notes),
     )
+
+
+def _eval_strategy_key(r: SpecReader, transformers_version: str | None) -> str:
+    """Up to transformers 4.50 ``evaluation_strategy`` is a field too, and ``__post_init__`` copies it over
+    ``eval_strategy`` (the record's ``evaluation_strategy_alias``)."""
+    if r.has("evaluation_strategy") and versions.behaviour("transformers", "evaluation_strategy_alias",
+                                                           transformers_version):
+        return "evaluation_strategy"
+    return "eval_strategy"
 
 
 def grpo_batching(r: SpecReader, batch_size: int, grad_accum: int, world_size: int) -> GenerationBatching:
@@ -191,46 +200,48 @@ def _note_warmup_effects(r: SpecReader, scheduler: SchedulerChoice, warmup_steps
 
 
 HF_ON_UNKNOWN = "HfArgumentParser rejects the file (ValueError: Some keys are not used by the HfArgumentParser)"
-STORED_TRANSFORMERS_4 = "transformers-4.57.6.json"
-# keys TrainingArguments no longer has, with what replaced them (shown as the CF001 hint)
-HF_RENAMED = {
-    "evaluation_strategy": "the old name of eval_strategy (removed in transformers 4.51)",
-    "warmup_ratio": "removed in transformers 5.15: warmup_steps below 1 is the ratio",
-    "no_cuda": "replaced by use_cpu",
+# keys TrainingArguments dropped, with the key that took their place (the releases come from the record)
+HF_REPLACED_BY = {
+    "evaluation_strategy": "eval_strategy",
+    "warmup_ratio": "warmup_steps (a value below 1 is the ratio of the total steps)",
+    "no_cuda": "use_cpu",
 }
-VERSION_DEPENDENT = {
-    "warmup_ratio": ("transformers", "transformers 4.x warms up for ceil(ratio x total steps) unless warmup_steps "
-                     "is set, 5.0-5.14 copy it over warmup_steps, 5.15 and later reject it", None),
-    "warmup_steps": ("transformers", "a warmup_steps below 1 is a ratio of the total steps from transformers 5.0, "
-                     "a step count before", "fraction"),
-}
+
+
+def version_dependent() -> dict[str, tuple[str, str, str | None]]:
+    """Keys whose meaning depends on the transformers version, with the boundaries the wheels' record gives."""
+    copied = versions.first_with("transformers", "warmup_ratio", "copied-into-warmup_steps") or "5.0.0"
+    absent = versions.first_with("transformers", "warmup_ratio", "absent") or "5.15.0"
+    last_copied = record.releases("transformers")[record.releases("transformers").index(absent) - 1]
+    fraction = versions.first_with("transformers", "warmup_steps_type", "float") or "5.0.0"
+    return {
+        "warmup_ratio": ("transformers", f"transformers before {record.minor(copied)} warms up for ceil(ratio x "
+                         f"total steps) unless warmup_steps is set, {record.minor(copied)}-{record.minor(last_copied)} "
+                         f"copy it over warmup_steps, {record.minor(absent)} and later reject it", None),
+        "warmup_steps": ("transformers", "a warmup_steps below 1 is a ratio of the total steps from transformers "
+                         f"{record.minor(fraction)}, a step count before", "fraction"),
+    }
 
 
 def training_arguments_schema(targets: versions.TargetVersions, seq2seq: bool = False) -> schema.KeySchema:
-    """TrainingArguments' fields at the target transformers version."""
+    """TrainingArguments' fields at the target transformers version: the installed dataclass when it is that
+    version, else the wheels' record at the nearest recorded release."""
     target = targets.get("transformers")
     installed = versions.installed("transformers")
-    if target.version and versions.parse(target.version) < (5, 0):
-        table = schema.stored(STORED_TRANSFORMERS_4)
-        keys = schema.stored_keys(table["schemas"]["config"])
-        source = f"transformers {table['version']} (stored key list, standing in for {target.describe()})"
-    else:
+    name = "Seq2SeqTrainingArguments" if seq2seq else "TrainingArguments"
+    if installed and target.version in (None, installed):
         import transformers
 
-        cls = transformers.Seq2SeqTrainingArguments if seq2seq else transformers.TrainingArguments
-        keys = schema.dataclass_keys([cls], text_becomes_enum=True)
-        if versions.warmup_ratio_deprecated(target.version):
-            keys.setdefault("warmup_ratio", schema.KeyType(frozenset({"float"})))
-        same = target.version in (None, installed)
-        source = f"transformers {installed} (installed)" + ("" if same else f", standing in for {target.describe()}")
-    renamed = {k: v for k, v in HF_RENAMED.items() if k not in keys}
-    if not target.version or versions.parse(target.version) >= (5, 0):
-        older = schema.stored(STORED_TRANSFORMERS_4)
-        renamed = {**{k: f"a TrainingArguments field in transformers {older['version']}, not in {installed}: if the "
-                      "run uses 4.x, say so with --transformers-version"
-                      for k in older["schemas"]["config"] if k not in keys}, **renamed}
+        keys = schema.dataclass_keys([getattr(transformers, name)], text_becomes_enum=True)
+        source, release = f"transformers {installed} (installed)", installed
+    else:
+        release = record.release_for("transformers", target.version)
+        keys = schema.recorded_keys("transformers", (name, "TrainingArguments"), release)
+        wanted = "" if release == target.version else f", standing in for {target.describe()}"
+        source = f"transformers {release} (recorded from its wheel{wanted})"
+    renamed = record.dropped("transformers", "transformers", ("TrainingArguments",), keys, release, HF_REPLACED_BY)
     return schema.KeySchema("transformers", source, keys, HF_ON_UNKNOWN, renamed=renamed, converts_text=False,
-                            version_dependent=VERSION_DEPENDENT)
+                            version_dependent=version_dependent())
 
 
 class Rows(RowProfile):

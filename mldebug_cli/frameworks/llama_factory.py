@@ -21,7 +21,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
-from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.frameworks import hf, record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
@@ -32,7 +32,6 @@ from mldebug_cli.schedule.model import Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
-STORED_KEYS = "llamafactory-0.9.5.json"
 DATACLASSES = {"ModelArguments": "model_args", "DataArguments": "data_args", "TrainingArguments": "training_args",
                "FinetuningArguments": "finetuning_args", "GeneratingArguments": "generating_args"}
 # DataArguments.__post_init__ (hparams/data_args.py) raises on these
@@ -67,7 +66,9 @@ def _packing(r: SpecReader) -> Packing:
 def key_schema(config: ConfigFile, targets: versions.TargetVersions) -> schema.KeySchema:
     own, source = _own_keys(targets)
     base = hf.training_arguments_schema(targets, seq2seq=True)
-    lf = schema.KeySchema("llama-factory", source, own, ON_UNKNOWN, conflicts=CONFLICTS)  # OmegaConf reads 5e-5 as a number
+    renamed = record.dropped("llamafactory", "LLaMA-Factory", DATACLASSES, own,
+                             targets.version("llamafactory") or versions.installed("llamafactory"))
+    lf = schema.KeySchema("llama-factory", source, own, ON_UNKNOWN, conflicts=CONFLICTS, renamed=renamed)  # OmegaConf reads 5e-5 as a number
     return lf.merged(base, source=f"{source} over {base.source}")
 
 
@@ -82,9 +83,9 @@ def _own_keys(targets: versions.TargetVersions) -> tuple[dict[str, schema.KeyTyp
             return schema.dataclass_keys(getattr(module, n) for n in DATACLASSES), f"llamafactory {installed} (installed)"
         except ImportError:
             pass
-    table = schema.stored(STORED_KEYS)
-    wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
-    return schema.stored_keys(table["schemas"]["config"]), f"llamafactory {table['version']} (stored key list{wanted})"
+    release = record.release_for("llamafactory", target.version)
+    wanted = "" if release == target.version or not target.version else f", standing in for {target.describe()}"
+    return schema.recorded_keys("llamafactory", DATACLASSES, release), f"llamafactory {release} (recorded from its wheel{wanted})"
 
 
 FORMATS = {"alpaca": "alpaca", "sharegpt": "sharegpt"}
@@ -149,15 +150,11 @@ def read_preference(config: ConfigFile, task: str | None, targets: versions.Targ
                          length_key)
     if task is None:
         check_ranking(config, chosen, _dataset_entries(config))
-    gaps = () if chosen != "kto" else (
-        "LLaMA-Factory prepares KTO rows with its own processor (its `template`, cutoff_len split between prompt and "
-        "reply by infer_seqlen); mldebug does not emulate it: the rows were rendered with the tokenizer's chat "
-        "template and prepared as TRL 1.16 does",)
-    notes = () if chosen == "kto" else (
-        "pairs encoded as LLaMA-Factory's pairwise processor encodes them (its `template`, cutoff_len split between "
-        "the prompt and the longer reply by infer_seqlen)",)
+    processor = "feedback processor encodes them" if chosen == "kto" else "pairwise processor encodes them"
+    notes = (f"rows encoded as LLaMA-Factory's {processor} (its `template`, cutoff_len split between the prompt and "
+             f"the {'reply' if chosen == 'kto' else 'longer reply'} by infer_seqlen)",)
     return PreferenceConfig(chosen, trainer, "stage" if task is None else "--task", max_length, Setting(None, None),
-                            Setting((), None), gaps, notes)
+                            Setting((), None), (), notes)
 
 
 def _dataset_entries(config: ConfigFile) -> dict[str, Any]:
@@ -271,42 +268,60 @@ class Rows(RowProfile):
         return isinstance(sample, Chat)
 
     def encodes_pairs(self, task: str) -> bool:
-        """Stage dpo (any pref_loss, orpo included) runs the pairwise processor; KTO rows are not emulated."""
-        return task in ("dpo", "orpo")
+        """Stage dpo (any pref_loss, orpo included) runs the pairwise processor, stage kto the feedback processor."""
+        return task in ("dpo", "orpo", "kto")
 
-    def encode_pair(self, raw: Any) -> tuple[EncodedSide, EncodedSide]:
-        """A ranking row (stage dpo/orpo) as the pairwise processor encodes it: (chosen, rejected); raises
-        InvalidRow (a RowDropped) for a row it drops, ValueError for one it cannot read (its run stops there)."""
-        from mldebug_cli.frameworks.llama_factory_data import InvalidRow, pairwise, ranked_row
+    def encode_pair(self, raw: Any, task: str = "dpo") -> tuple[EncodedSide, ...]:
+        """A ranking row (stage dpo/orpo) as the pairwise processor encodes it: (chosen, rejected); a KTO row (stage
+        kto) as the feedback processor does: (completion,); raises InvalidRow (a RowDropped) for a row it drops,
+        ValueError for one it cannot read (its run stops there)."""
+        from mldebug_cli.frameworks.llama_factory_data import InvalidRow, feedback, feedback_row, pairwise, ranked_row
 
         if not isinstance(raw, dict):
             raise ValueError(f"the row is a JSON {type(raw).__name__}, not an object")
+        eos = self.tokenizer.eos_token_id
         try:
-            return pairwise(self.encoder, ranked_row(raw), self.tokenizer.eos_token_id)
+            if task == "kto":
+                return (feedback(self.encoder, *feedback_row(raw), eos),)
+            return pairwise(self.encoder, ranked_row(raw), eos)
         except InvalidRow:
             raise
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"LLaMA-Factory's pairwise processor cannot read this row ({type(exc).__name__}: {exc}); "
+            kind = "feedback" if task == "kto" else "pairwise"
+            raise ValueError(f"LLaMA-Factory's {kind} processor cannot read this row ({type(exc).__name__}: {exc}); "
                              "its run stops here") from None
 
-    def pair_preparation(self, template_source: str | None) -> PairPreparation:
+    def pair_preparation(self, template_source: str | None, task: str = "dpo") -> PairPreparation:
         tok = self.tokenizer
         stops = {tok.eos_token_id, *(tok.convert_tokens_to_ids(w) for w in self.template.stop_words)}
+        if task == "kto":
+            shape = "LLaMA-Factory KTO rows (messages ending with the reply, and a true/false label)"
+            how = ("feedback processor (template {}; the row encoded in one turn; the prompt and the reply share "
+                   "cutoff_len by infer_seqlen; no row dropped for its length; rows its converter refuses are dropped)")
+        else:
+            shape = ("LLaMA-Factory ranking rows (sharegpt: conversations + chosen/rejected turns; alpaca: "
+                     "instruction/input + chosen/rejected)")
+            how = ("pairwise processor (template {}; each side encoded in one turn; the prompt and the longer reply "
+                   "share cutoff_len by infer_seqlen, both replies cut alike; rows its converter refuses are dropped)")
         return PairPreparation(
             tok, frozenset(i for i in stops if isinstance(i, int) and i != tok.unk_token_id), self.options.cutoff_len,
-            {"format": "LLaMA-Factory ranking rows (sharegpt: conversations + chosen/rejected turns; alpaca: "
-                       "instruction/input + chosen/rejected)",
-             "chat_template": self.chat_template_line(template_source),
-             "framework": f"llama-factory {VERSION} pairwise processor (template {self.template_name}; each side "
-                          "encoded in one turn; the prompt and the longer reply share cutoff_len by infer_seqlen, "
-                          "both replies cut alike; rows its converter refuses are dropped)"},
+            {"format": shape, "chat_template": self.chat_template_line(template_source),
+             "framework": f"llama-factory {VERSION} " + how.format(self.template_name)},
             tuple(g.message for g in self._template_gaps()))
 
     def reads(self, sample: Any, raw: Any) -> Any:
-        """A chat row the converter refuses (role order, odd turn count) raises: it never reaches training."""
-        from mldebug_cli.frameworks.llama_factory_data import lf_messages
+        """A chat row the converter refuses (role order, odd turn count) raises: it never reaches training. So does
+        a row whose content is a list of typed parts: the template's formatters take strings only, and the run stops."""
+        from mldebug_cli.frameworks.llama_factory_data import lf_messages, typed_parts
 
         if self.encodes(sample):
+            parts = typed_parts(raw)
+            if parts is not None:
+                raise ValueError(f"message {parts[0]}'s content is a list of typed parts ({', '.join(parts[1])}): "
+                                 f"LLaMA-Factory {VERSION}'s template formatters take strings only and raise on it "
+                                 "(TypeError, or RuntimeError 'Expected a string'): its run stops here. Typed parts "
+                                 "are its v1 data format (llamafactory.v1); `llamafactory-cli train` needs each "
+                                 "content as one string")
             lf_messages(sample.messages)
         return sample
 

@@ -82,6 +82,18 @@ def _lf_message(message: dict[str, Any], index: int) -> LfMessage | None:
     return None
 
 
+def typed_parts(raw: Any) -> tuple[int, list[str]] | None:
+    """(the index of the first message whose content is a list of typed parts, the part types) in a raw chat row
+    (``messages``/``conversations``, role/content or from/value); None when every content is a string."""
+    turns = raw.get("messages", raw.get("conversations")) if isinstance(raw, dict) else None
+    for index, turn in enumerate(turns if isinstance(turns, list) else []):
+        content = turn.get("content", turn.get("value")) if isinstance(turn, dict) else None
+        if isinstance(content, list):
+            kinds = [str(p.get("type")) for p in content if isinstance(p, dict)]
+            return index, sorted(set(kinds)) or ["no type"]
+    return None
+
+
 def _call(call: dict[str, Any]) -> tuple[str, Any]:
     function = call.get("function", call)
     arguments = function.get("arguments", {})
@@ -359,12 +371,7 @@ def ranked_row(row: dict[str, Any]) -> RankedRow:
         system = row.get("system") or ""
         if turns and turns[0].get("from") == "system":
             system, turns = turns[0].get("value", ""), turns[1:]
-        prompt = []
-        for i, turn in enumerate(turns):
-            role = SHAREGPT_TAGS.get(turn.get("from"))
-            if role not in (PROMPT_ROLES if i % 2 == 0 else REPLY_ROLES):
-                raise InvalidRow(f"turn {i} ({turn.get('from')}) is out of order: LLaMA-Factory drops the row (Invalid role tag)")
-            prompt.append(_ranked_message(role, turn.get("value", ""), i))
+        prompt = _sharegpt_turns(turns)
         if len(prompt) % 2 == 0:
             raise InvalidRow(f"{len(prompt)} prompt turns, an even count: LLaMA-Factory drops the row (Invalid message count)")
         replies = []
@@ -383,6 +390,18 @@ def ranked_row(row: dict[str, Any]) -> RankedRow:
     prompt = [LfMessage(role, text, i) for i, (role, text) in enumerate([*history, (USER, query)])]
     return RankedRow(row.get("system") or "", prompt, LfMessage(ASSISTANT, row["chosen"], len(prompt)),
                      LfMessage(ASSISTANT, row["rejected"], len(prompt)), tools)
+
+
+def _sharegpt_turns(turns: list[dict[str, Any]]) -> list[LfMessage]:
+    """ShareGPT turns (from/value) after the system one, in the converter's order (user/observation, then
+    assistant/function, alternating); raises InvalidRow as it drops a row out of order."""
+    out = []
+    for i, turn in enumerate(turns):
+        role = SHAREGPT_TAGS.get(turn.get("from"))
+        if role not in (PROMPT_ROLES if i % 2 == 0 else REPLY_ROLES):
+            raise InvalidRow(f"turn {i} ({turn.get('from')}) is out of order: LLaMA-Factory drops the row (Invalid role tag)")
+        out.append(_ranked_message(role, turn.get("value", ""), i))
+    return out
 
 
 def _ranked_message(role: str, value: str, index: int) -> LfMessage:
@@ -413,3 +432,45 @@ def pairwise(encoder: Encoder, row: RankedRow, eos_id: int | None) -> tuple[Enco
         sides.append(EncodedSide(prompt_ids + reply, [IGNORE_INDEX] * source_len + reply, source_len, len(prompt.ids),
                                  ids, prompt_text, message.content))
     return sides[0], sides[1]
+
+
+# --- the feedback processor (stage kto): one reply, its kto_tag the label ---------------------------------------
+
+def feedback_row(row: dict[str, Any]) -> tuple[RankedRow, bool]:
+    """A KTO row (``messages`` or ``conversations`` ending with the reply, and a boolean ``label``, the kto_tag
+    column of LLaMA-Factory's own kto_en_demo) as the converter reads it: (the row with the reply as ``chosen``,
+    the label); raises InvalidRow where the converter or the processor drops it."""
+    label = row.get("label")
+    if not isinstance(label, bool):
+        raise ValueError(f"label is {label!r}, not true/false: LLaMA-Factory's converter reads the row as no KTO example")
+    turns = row.get("messages", row.get("conversations"))
+    if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+        raise ValueError("no messages (or conversations) list of turns")
+    tools = row.get("tools")
+    tools = json.loads(tools) if isinstance(tools, str) and tools else (tools or None)
+    if turns and "from" in turns[0]:
+        system = row.get("system") or ""
+        if turns[0].get("from") == "system":
+            system, turns = turns[0].get("value", ""), turns[1:]
+        messages = _sharegpt_turns(turns)
+        if len(messages) % 2:
+            raise InvalidRow(f"{len(messages)} turns, an odd count: LLaMA-Factory drops the row (Invalid message count)")
+    else:
+        system, messages = lf_messages(turns)
+    if not messages:
+        raise InvalidRow("no turns: LLaMA-Factory drops the row")
+    return RankedRow(system, messages[:-1], messages[-1], messages[-1], tools), label
+
+
+def feedback(encoder: Encoder, row: RankedRow, label: bool, eos_id: int | None) -> EncodedSide:
+    """FeedbackDatasetProcessor: the row encoded in one turn (prompt, reply), EOS appended for efficient_eos
+    templates, prompt and reply sharing cutoff_len by infer_seqlen (the end of a long prompt is cut); it drops no
+    row for its length."""
+    prompt, reply = encoder.oneturn(row.system, [*row.prompt, row.chosen], row.tools)
+    reply_ids = list(reply.ids) + ([eos_id] if encoder.template.efficient_eos and eos_id is not None else [])
+    source_len, target_len = infer_seqlen(len(prompt.ids), len(reply_ids), encoder.settings.cutoff_len)
+    ends = [end for _, end in prompt.offsets[:source_len]]
+    prompt_text = prompt.text if source_len == len(prompt.ids) or not any(ends) else prompt.text[: max(ends, default=0)]
+    kept = reply_ids[:target_len]
+    return EncodedSide(prompt.ids[:source_len] + kept, [IGNORE_INDEX] * source_len + kept, source_len, len(prompt.ids),
+                       reply_ids, prompt_text, row.chosen.content, label)

@@ -13,10 +13,9 @@ framework-neutral record (``PreferenceConfig``), and the dispatch to each framew
   chosen / rejected strings with axolotl's own formatting: mldebug does not emulate those strategies and inspects
   the rows' own columns, and says so.
 - LLaMA-Factory (``llama_factory.read_preference``): ``stage: dpo`` (``pref_loss`` sigmoid, orpo, simpo, ...) and ``stage: kto``, ``cutoff_len`` as
-  the length. Stage dpo's pairwise processor is emulated (the preference pipeline hands the rows to the
-  LLaMA-Factory row profile's ``encode_pair``, with the config's ``template`` and ``cutoff_len``); its KTO processor
-  is not: KTO rows are rendered with the tokenizer's chat template and prepared as TRL 1.16 does, and the report
-  says so.
+  the length. Stage dpo's pairwise processor and stage kto's feedback processor are emulated (the preference
+  pipeline hands the rows to the LLaMA-Factory row profile's ``encode_pair``, with the config's ``template`` and
+  ``cutoff_len``).
 """
 
 from __future__ import annotations

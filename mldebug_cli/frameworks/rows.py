@@ -56,6 +56,7 @@ class EncodedSide:
     reply_ids: list[int]  # the reply's ids before the cut (what the trainer trains)
     prompt_text: str
     reply: str  # the reply's text as the framework reads it
+    label: bool | None = None  # a KTO row's label (desirable), for a framework that prepares KTO rows itself
 
 
 @dataclass(frozen=True)
@@ -160,12 +161,12 @@ class RowProfile:
         preference pipeline prepares them as TRL 1.16 does."""
         return False
 
-    def encode_pair(self, raw: Any) -> tuple[EncodedSide, EncodedSide]:
-        """(chosen, rejected) of one raw preference row; raises RowDropped for a row the framework leaves out,
-        ValueError for one it cannot read."""
+    def encode_pair(self, raw: Any, task: str = "dpo") -> tuple[EncodedSide, ...]:
+        """(chosen, rejected) of one raw preference row ((completion,) for KTO); raises RowDropped for a row the
+        framework leaves out, ValueError for one it cannot read."""
         raise NotImplementedError
 
-    def pair_preparation(self, template_source: str | None) -> PairPreparation:
+    def pair_preparation(self, template_source: str | None, task: str = "dpo") -> PairPreparation:
         """The tokenizer, stop ids, length and report lines of the pairs ``encode_pair`` makes."""
         raise NotImplementedError
 

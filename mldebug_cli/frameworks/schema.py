@@ -1,8 +1,8 @@
 """The keys a framework's config schema knows, with the type and choices of each.
 
 A schema comes from the framework itself when it is installed (dataclass fields, pydantic model
-fields), else from a key list generated from its package by ``tools/framework_keys.py`` and stored in
-``frameworks/keys/`` with the version it came from. Types are reduced to what a config file can
+fields), else from the record of its wheels (``frameworks/record.py``, written by ``tools/version_facts.py``)
+at the target version. Types are reduced to what a config file can
 hold: bool, int, float, str, list, dict, a set of allowed values, or anything.
 """
 
@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
+
+from mldebug_cli.frameworks import record
 
 if TYPE_CHECKING:
     from mldebug_cli.frameworks.versions import TargetVersions
@@ -60,7 +62,7 @@ class KeySchema:
     """Every key a framework (at one version) reads from its config file."""
 
     framework: str
-    source: str  # where the list came from, e.g. "axolotl 0.19.0 (stored key list)", "transformers 5.23.0 (installed)"
+    source: str  # where the keys came from, e.g. "axolotl 0.19.0 (recorded from its wheel)", "transformers 5.23.0 (installed)"
     keys: Mapping[str, KeyType]
     on_unknown: str  # what the framework does with a key it does not know, for the CF001 message
     nested: Mapping[str, KeySchema] = field(default_factory=dict)  # e.g. axolotl ``datasets`` entries
@@ -199,14 +201,20 @@ def pydantic_keys(model: Any) -> dict[str, KeyType]:
     return out
 
 
+def recorded_keys(package: str, classes: Iterable[str], version: str | None) -> dict[str, KeyType]:
+    """The keys of ``classes`` in the wheels' record (frameworks/record.py) at the release standing for ``version``;
+    the first class naming a key wins."""
+    out: dict[str, KeyType] = {}
+    for cls in classes:
+        for key, (_default, kinds, *choices) in record.fields(package, cls, version).items():
+            out.setdefault(key, KeyType(frozenset(kinds.split("|")), tuple(choices[0]) if choices else None))
+    return out
+
+
 def stored(name: str) -> dict[str, Any]:
-    """A key list stored in ``frameworks/keys/`` (see tools/framework_keys.py)."""
+    """A table stored in ``frameworks/keys/`` (axolotl's chat templates: tools/axolotl_chat_templates.py)."""
     text = resources.files("mldebug_cli.frameworks").joinpath("keys", name).read_text(encoding="utf-8")
     return json.loads(text)
-
-
-def stored_keys(table: Mapping[str, Any]) -> dict[str, KeyType]:
-    return {name: KeyType.from_json(kt) for name, kt in table.items()}
 
 
 @dataclass(frozen=True)

@@ -96,11 +96,12 @@ class Setup:
     render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
     refusal: tuple[str, str] | None = None  # (what the framework raises on these rows, how to convert): RowProfile.refusal
+    text_rows: bool = False  # prompt/completion rows of plain strings (the first row's): no chat template renders them
 
     @property
     def chat(self) -> bool:
         return self.facts.renders_chat or (
-            self.row_format == "prompt-completion" and self.template is not None
+            self.row_format == "prompt-completion" and self.template is not None and not self.text_rows
         )
 
     def location(self) -> Location:

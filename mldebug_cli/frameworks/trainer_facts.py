@@ -248,12 +248,17 @@ def _axolotl(config: ConfigFile, framework: str, world_size: int) -> TrainerFact
     adapter = str(r.text("adapter", "adapter", "") or "")
     peft = None
     if adapter in ("lora", "qlora"):
+        for key in ("lora_r", "lora_alpha"):  # no default in its schema (peft.py): None goes to peft's LoraConfig
+            if r.raw(key, key) is None:
+                raise r.error(key, "is not set: axolotl has no default for it and passes None to peft's LoraConfig, "
+                              "so the model fails to load (TypeError: '<=' not supported between 'NoneType' and "
+                              "'int'); set lora_r and lora_alpha (e.g. 16 and 32)")
         dora = r.flag("use_dora", "peft_use_dora", False)
         targets = "all-linear" if r.flag("lora_target_linear", "lora_target_linear", False) else _targets(
             r.raw("lora_target_modules", "lora_target_modules"))
         peft = PeftFacts(
-            method="dora" if dora else "lora", r=r.integer("lora_r", "lora_r", 8),
-            alpha=float(r.number("lora_alpha", "lora_alpha", 16)), dropout=float(r.number("lora_dropout", "lora_dropout", 0.0)),
+            method="dora" if dora else "lora", r=r.integer("lora_r", "lora_r", None),
+            alpha=float(r.number("lora_alpha", "lora_alpha", None)), dropout=float(r.number("lora_dropout", "lora_dropout", 0.0)),
             target_modules=targets, modules_to_save=_names(r.raw("modules_to_save", "lora_modules_to_save")),
             trainable_token_indices=_indices(r.raw("trainable_token_indices", "peft_trainable_token_indices")),
             use_rslora=r.flag("use_rslora", "peft_use_rslora", False),

@@ -30,11 +30,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from importlib import metadata, resources
 from typing import Any
 
-from mldebug_cli.frameworks import hf, schema, versions
+from mldebug_cli.frameworks import hf, record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.preference_config import (
@@ -47,7 +47,7 @@ from mldebug_cli.frameworks.preference_config import (
 )
 from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
-from mldebug_cli.frameworks.subjects import TrainingTemplate
+from mldebug_cli.frameworks.subjects import NotEmulated, TrainingTemplate
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import Truncated, truncate
 from mldebug_cli.schedule.model import Packing, RunSpec
@@ -59,7 +59,6 @@ DEFAULT_LR = 2e-5
 DEFAULT_LOGGING_STEPS = 10
 DEFAULT_MAX_LENGTH = 1024
 TRUNCATION = "keep_start"  # truncation_mode keep_start, the default
-STORED = "trl-1.16.0.json"
 CONFIG_CLASSES = {
     "SFTConfig": "trl.trainer.sft_config",
     "DPOConfig": "trl.trainer.dpo_config",
@@ -72,7 +71,23 @@ SCRIPT_CLASSES = {"ScriptArguments": "trl.scripts.utils", "DatasetMixtureConfig"
 GRPO_SCRIPT_CLASS = ("GRPOScriptArguments", "trl.scripts.grpo")  # `trl grpo` also parses reward_funcs
 ON_UNKNOWN = ("TrlParser rejects the file (unused keys are an error), and TRL's config classes raise "
               "TypeError on an unknown keyword")
-RENAMED = {"max_seq_length": "renamed max_length in TRL 0.20", "torch_dtype": "ModelConfig calls it dtype (transformers renamed the from_pretrained argument)"}
+PACKING_STRATEGIES = ("bfd", "bfd_split", "wrapped")
+
+
+@dataclass(frozen=True)
+class TrlOptions:
+    """SFTConfig's data settings that --train-on, --max-length and --truncation-mode do not carry (read from a TRL
+    config by ``read_plan``)."""
+
+    completion_only_loss: bool | None = None  # None: on for prompt/completion rows
+    packing: bool = False
+    packing_strategy: str = "bfd"
+    padding_free: bool = False
+    no_max_length: bool = False  # max_length: null: rows are not cut (and none is dropped for it)
+
+
+# keys TRL dropped, with the key that took their place (the releases come from the record)
+REPLACED_BY = {"max_seq_length": "max_length", "torch_dtype": "dtype (transformers renamed the from_pretrained argument)"}
 
 
 def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str | None = None) -> schema.KeySchema:
@@ -83,7 +98,8 @@ def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str |
     name = trl_config_class(config.data, own, task)
     script = {**own["script"], **(own.get("grpo_script", {}) if name == "GRPOConfig" else {})}
     keys = {**own[name], **script, "env": schema.KeyType(frozenset({"dict"}))}
-    renamed = {k: v for k, v in RENAMED.items() if k not in keys}
+    renamed = record.dropped("trl", "TRL", (name, *SCRIPT_CLASSES, GRPO_SCRIPT_CLASS[0]), keys,
+                             targets.version("trl") or versions.installed("trl"), REPLACED_BY)
     trl = schema.KeySchema("trl", f"{source} {name}", keys, ON_UNKNOWN, renamed=renamed)
     return trl.merged(base, source=f"{trl.source} over {base.source}")
 
@@ -96,10 +112,20 @@ def trl_keys(targets: versions.TargetVersions) -> tuple[dict[str, dict[str, sche
             return _installed_keys(), f"trl {installed} (installed)"
         except ImportError:
             pass
-    table = schema.stored(STORED)
-    keys = {name: schema.stored_keys(fields) for name, fields in table["schemas"].items()}
-    wanted = "" if target.version in (None, table["version"]) else f", standing in for {target.describe()}"
-    return keys, f"trl {table['version']} (stored key list{wanted})"
+    return recorded_keys(target.version, targets.version("transformers"))
+
+
+def recorded_keys(version: str | None, transformers_version: str | None) -> tuple[dict[str, dict[str, schema.KeyType]], str]:
+    """TRL's config classes (their fields beyond TrainingArguments') and the script's arguments, at the recorded
+    release standing for ``version`` (tools/version_facts.py, from the wheels)."""
+    release = record.release_for("trl", version)
+    base = record.fields("transformers", "TrainingArguments", transformers_version)
+    keys = {name: {k: v for k, v in schema.recorded_keys("trl", (name,), release).items() if k not in base}
+            for name in CONFIG_CLASSES}
+    keys["script"] = schema.recorded_keys("trl", tuple(SCRIPT_CLASSES), release)
+    keys["grpo_script"] = schema.recorded_keys("trl", (GRPO_SCRIPT_CLASS[0],), release)
+    wanted = "" if release == version else f", standing in for trl {version}" if version else ""
+    return keys, f"trl {release} (recorded from its wheel{wanted})"
 
 
 # --- the schedule: TrainingArguments with SFTConfig's (or the preference config class's) defaults ------------
@@ -216,7 +242,18 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     max_length = Setting(int(config.get(length_key)) if length_key and config.get(length_key) else DEFAULT_MAX_LENGTH, length_key)
     chat_template = template_setting(config, "chat_template_path") if config.has("chat_template_path") else Setting(None)
     framework = "trl" if config.has("dataset_name") or config.has("datasets") or config.has("assistant_only_loss") else "transformers"
-    return TrainingPlan(framework, Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length)
+    return TrainingPlan(framework, Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on,
+                        max_length, framework_options=trl_options(config, length_key))
+
+
+def trl_options(config: ConfigFile, length_key: str | None) -> TrlOptions:
+    """The SFTConfig data settings of a config: completion_only_loss, packing, packing_strategy, padding_free and a
+    ``max_length: null``."""
+    completion = config.get("completion_only_loss") if config.has("completion_only_loss") else None
+    return TrlOptions(completion_only_loss=completion if isinstance(completion, bool) else None,
+                      packing=config.get("packing") is True, packing_strategy=str(config.get("packing_strategy") or "bfd"),
+                      padding_free=config.get("padding_free") is True,
+                      no_max_length=length_key is not None and config.get(length_key) is None)
 
 
 # --- SFTTrainer's data semantics ------------------------------------------------------------------------
@@ -324,6 +361,40 @@ def sharegpt_sample(raw: dict) -> Any:
     return Chat(messages, tools or None)
 
 
+def settings_refusal(options: TrlOptions, max_len: int | None) -> tuple[str, str] | None:
+    """(what SFTTrainer raises for these settings, the fix); None when it accepts them (TRL 1.16)."""
+    if options.packing and options.packing_strategy not in PACKING_STRATEGIES:
+        return (f"raises ValueError: Invalid packing strategy {options.packing_strategy!r}",
+                f"set packing_strategy to one of {', '.join(PACKING_STRATEGIES)}")
+    if options.padding_free and not options.packing and max_len is not None:
+        return ("raises ValueError: When `padding_free=True` without packing, `max_length` is not enforced",
+                "set packing: true (packing_strategy bfd), or max_length: null")
+    if options.packing and max_len is None:
+        return ("raises ValueError: When packing is enabled, `max_length` can't be `None`",
+                "set max_length: the length of the packed sequences")
+    return None
+
+
+def packed(ids: list[int], labels: list[int], max_len: int, strategy: str, padding_free: bool) -> Truncated:
+    """A row as TRL 1.16's ``pack_dataset`` and padding-free collator leave it (TRL does not cut or drop rows before
+    packing, and ignores truncation_mode): ``bfd`` keeps its first ``max_len`` tokens as one packed segment,
+    ``bfd_split`` splits it into ``max_len`` pieces, ``wrapped`` keeps it whole in the concatenated stream. With bfd
+    and bfd_split TRL is padding-free, and the collator masks the first label of every segment. A row with no token
+    (a template that renders none of its turns) is left out: pack_dataset drops empty sequences."""
+    if not ids:
+        return Truncated([], [], [], [], dropped=True, dropped_by="nothing-trained")
+    if strategy == "wrapped":
+        return Truncated(list(ids), list(labels), [], [])
+    if strategy == "bfd_split":
+        return Truncated(list(ids), [IGNORE_INDEX if p % max_len == 0 else t for p, t in enumerate(labels)], [], [])
+    return _first_label_masked(truncate(ids, labels, max_len, TRUNCATION))
+
+
+def _first_label_masked(cut: Truncated) -> Truncated:
+    """The padding-free collator: position 0 of a sequence is never a target."""
+    return replace(cut, labels=[IGNORE_INDEX, *cut.labels[1:]]) if cut.labels else cut
+
+
 class Rows(RowProfile):
     """SFTTrainer: EOS appended to text, max_length 1024 unless given, the first max_length tokens kept, rows
     left with no trained token dropped; assistant_only_loss renders with TRL's training template; ShareGPT
@@ -341,12 +412,21 @@ class Rows(RowProfile):
         return None
 
     def refusal(self, first: Any) -> tuple[str, str] | None:
-        found = sft_refusal(first, self.row_format)
+        found = settings_refusal(self.options, self.max_length(self.given_max_length)) or sft_refusal(first, self.row_format)
         return None if found is None else (f"TRL's SFTTrainer {found[0]}", found[1])
 
-    def __init__(self, truncation_mode: str | None = None, tokenizer: Any = None) -> None:
+    def __init__(self, truncation_mode: str | None = None, tokenizer: Any = None, options: TrlOptions | None = None,
+                 given_max_length: int | None = None) -> None:
         self.truncation_mode = truncation_mode or TRUNCATION  # SFTConfig.truncation_mode
         self.tokenizer = tokenizer  # for the prompt alone of prompt/completion rows
+        self.options = options or TrlOptions()
+        self.given_max_length = given_max_length  # --max-length (wins over the config's max_length: null)
+
+    def train_on(self, given: str | None, row_format: str) -> str:
+        """completion_only_loss=False: prompt/completion rows train every token."""
+        if given is None and self.options.completion_only_loss is False:
+            return "all"
+        return super().train_on(given, row_format)
 
     def label(self, row: Any, encoding: Any, ids: list[int], setup: Any) -> tuple[list[int], list[int], list[tuple[int, int]]] | None:
         """Prompt/completion rows: SFTTrainer tokenizes the prompt alone and the prompt+completion, and the completion
@@ -363,8 +443,8 @@ class Rows(RowProfile):
         labels = [IGNORE_INDEX] * start + list(ids[start:])
         return labels, [], [(start, len(ids))] * len(layout.turns)
 
-    def max_length(self, given: int | None) -> int:
-        return max_length(given)
+    def max_length(self, given: int | None) -> int | None:
+        return None if given is None and self.options.no_max_length else max_length(given)
 
     def training_template(self, loaded: Any, row_format: str, train_on: str) -> tuple[Any, TrainingTemplate | None]:
         if train_on != "assistant" or not loaded.chat_template:
@@ -379,24 +459,52 @@ class Rows(RowProfile):
         return loaded, chosen
 
     def truncated(self, ids: list[int], labels: list[int], max_length: int | None, turns: list[tuple[int, int]]) -> Truncated:
-        if max_length is None:
-            return truncate(ids, labels, None, self.truncation_mode)
-        return truncated(ids, labels, max_length, self.truncation_mode)
+        options = self.options
+        if options.packing and max_length is not None:
+            return packed(ids, labels, max_length, options.packing_strategy, options.padding_free)
+        if max_length is None:  # nothing cut, so nothing dropped: TRL filters rows only after cutting them
+            cut = truncate(ids, labels, None, self.truncation_mode)
+        else:
+            cut = truncated(ids, labels, max_length, self.truncation_mode)
+        return _first_label_masked(cut) if options.padding_free else cut
+
+    def not_emulated(self) -> list[NotEmulated]:
+        options = self.options
+        if options.packing and options.packing_strategy == "wrapped" and options.padding_free:
+            return [NotEmulated("padding_free with packing_strategy wrapped: the collator masks the first label of "
+                                "each max_length chunk of the concatenated rows, wherever it falls in a row",
+                                "padding_free")]
+        return []
 
     def describe(self) -> str:
-        return f"{super().describe()}; {DESCRIPTION}"
+        options = self.options
+        if options.packing:
+            how = {"bfd": "each row cut to its first max_length tokens and packed whole (best fit decreasing)",
+                   "bfd_split": "rows longer than max_length split into max_length pieces, packed best fit decreasing",
+                   "wrapped": "rows concatenated and cut into max_length chunks across row boundaries"}
+            free = "; padding-free: the first label of each packed row is -100" if options.packing_strategy != "wrapped" \
+                or options.padding_free else ""
+            return (f"{RowProfile.describe(self)}; packing ({options.packing_strategy}): "
+                    f"{how.get(options.packing_strategy, 'unknown strategy')}, no row dropped{free}")
+        extra = "; padding-free: the first label of each row is -100" if options.padding_free else ""
+        if options.no_max_length and self.given_max_length is None:
+            return f"{RowProfile.describe(self)}; max_length None: rows are not cut and none is dropped{extra}"
+        return f"{super().describe()}; {DESCRIPTION}{extra}"
 
 
 def _own_keys() -> frozenset[str]:
-    """The fields of TRL's config classes (stored list of trl 1.16) that TrainingArguments does not have (stored list
-    of transformers 4.57): ``max_length``, ``beta``, ``num_generations``, ... A config with one is for TRL."""
-    stored, hf = schema.stored(STORED), schema.stored("transformers-4.57.6.json")
-    own = set().union(*(fields for name, fields in stored["schemas"].items() if name.endswith("Config")))
-    return frozenset(own - set(hf["schemas"]["config"]))
+    """The fields of TRL's config classes at the newest recorded release that no recorded TrainingArguments has:
+    ``max_length``, ``beta``, ``num_generations``, ... A config with one is for TRL."""
+    newest = record.releases("trl")[-1]
+    own = {k for name in CONFIG_CLASSES for k in record.fields("trl", name, newest)}
+    hf_keys = {k for k in record.histories("transformers", "TrainingArguments")}
+    return frozenset(own - hf_keys)
 
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
-    rows = Rows(getattr(options, "truncation_mode", None), getattr(loaded, "tokenizer", None))
+    own = getattr(options, "framework_options", None)
+    rows = Rows(getattr(options, "truncation_mode", None), getattr(loaded, "tokenizer", None),
+                own if isinstance(own, TrlOptions) else None, getattr(options, "max_length", None))
     rows.row_format = row_format
     return rows
 

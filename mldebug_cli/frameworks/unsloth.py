@@ -224,8 +224,8 @@ def masking(parts: ResponseParts | None, tokenizer: Any, train_on: str) -> Respo
         raise UsageError("--framework unsloth needs --instruction-part and --response-part (train_on_responses_only's "
                          "markers)", hint="e.g. --instruction-part '<|im_start|>user\\n' --response-part '<|im_start|>assistant\\n'")
     try:
-        return ResponseMasker.resolve(ResponseParts(parts.instruction_part, parts.response_part, train_on == "last"),
-                                      tokenizer)
+        last = parts.last_response_only or train_on == "last"  # the parts' own flag, or --train-on last
+        return ResponseMasker.resolve(ResponseParts(parts.instruction_part, parts.response_part, last), tokenizer)
     except UnslothPartsError as exc:
         raise UsageError(f"Unsloth refuses these parts: {exc}") from None
 

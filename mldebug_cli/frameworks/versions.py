@@ -8,16 +8,15 @@ without importing the package.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from importlib import metadata
 from pathlib import Path
 
 from mldebug_cli.core.safe_io import read_text
+from mldebug_cli.frameworks import record
 from mldebug_cli.frameworks.registry import DISTRIBUTIONS, VERSION_PACKAGES
 
 if sys.version_info >= (3, 11):
@@ -154,18 +153,11 @@ def parse(version: str | None) -> tuple[int, ...]:
     return tuple(int(n) for n in numbers)
 
 
-FACTS = Path(__file__).parent / "keys" / "version-facts.json"  # tools/version_facts.py, read from the wheels
-
-
-@cache
-def _facts() -> dict:
-    return json.loads(FACTS.read_text(encoding="utf-8"))
-
-
 def behaviour(package: str, name: str, version: str | None) -> object:
-    """A recorded behaviour of ``package`` at ``version`` (the newest recorded release at or below it)."""
+    """A behaviour of ``package`` recorded from its wheels, at ``version`` (the newest recorded release at or below
+    it; None: the newest checked transformers)."""
     value = None
-    for since, now in _facts()["packages"][package]["behaviours"][name]:
+    for since, now in record.behaviour_history(package, name):
         if parse(since) <= parse(version):
             value = now
     return value
@@ -173,7 +165,7 @@ def behaviour(package: str, name: str, version: str | None) -> object:
 
 def first_with(package: str, name: str, value: object) -> str | None:
     """The first recorded release of ``package`` whose behaviour ``name`` is ``value``."""
-    return next((since for since, now in _facts()["packages"][package]["behaviours"][name] if now == value), None)
+    return next((since for since, now in record.behaviour_history(package, name) if now == value), None)
 
 
 def warmup_ratio_removed(transformers_version: str | None) -> bool:

@@ -102,8 +102,9 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     train_on = rows.train_on(options.train_on, detection.row_format)
     loaded, training_template = rows.training_template(loaded, detection.row_format, train_on)
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
+    text_rows = detection.row_format == "prompt-completion" and isinstance(first, dict) and isinstance(first.get("prompt"), str)
     setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template,
-                    refusal=rows.refusal(first))
+                    refusal=rows.refusal(first), text_rows=text_rows)
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
         setup = replace(setup, render=lambda messages, tools, add_generation_prompt=False:

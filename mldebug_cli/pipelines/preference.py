@@ -58,7 +58,7 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     if not head or not isinstance(head[0], dict):
         raise InputError(f"{source.display}: the first row is not a JSON object", hint=f"{task} rows need {TASK_COLUMNS}")
     own = pair_profile(options.framework, options, loaded, task)  # the framework's own pairwise processor, or None
-    prepared = own.pair_preparation(loaded.template_source) if own is not None else None
+    prepared = own.pair_preparation(loaded.template_source, task) if own is not None else None
     setup = _setup(options, task, source, loaded, head[0], prepared)
     refusal = framework_object(options.framework).pair_refusal
     if own is None and refusal is not None:
@@ -224,19 +224,22 @@ class _Engine:
         return pair, record.data
 
     def _encoded(self, record: Record) -> Pair:
-        """A row as the framework's own pairwise processor encodes it (a row it drops is reported as dropped)."""
+        """A row as the framework's own pairwise (or KTO) processor encodes it (a row it drops is reported as
+        dropped)."""
         pair, data = self._read(record)
         if not pair.ok:
             return pair
         try:
-            sides = dict(zip(PAIR_SIDES, self.own.encode_pair(data)))
+            sides = dict(zip(self.setup.sides, self.own.encode_pair(data, self.setup.task)))
         except RowDropped as exc:
             pair.problem, pair.left_out = str(exc), True
             return pair
         except ValueError as exc:
             pair.problem = str(exc)
             return pair
-        first = sides["chosen"]
+        first = next(iter(sides.values()))
+        if self.setup.task == "kto":
+            pair.labels = {side: bool(encoded.label) for side, encoded in sides.items()}
         pair.prompt = pair.prompt_text = first.prompt_text
         pair.prompt_ids, pair.prompt_len = first.input_ids[: first.prompt_length], first.prompt_length
         for side, encoded in sides.items():

@@ -157,6 +157,10 @@ def _locate_turn(
             preserved = skipped == 0 and matched == len(core)
             located_by = "turn-diff" if preserved else "aligned"
             return Turn(i, start, start + matched, True, located_by, preserved)
+    if generated is None and content and content in through:
+        # the history before the turn renders differently on its own (Mistral's system message goes with the last
+        # user turn): what follows the turn's content when it is the last message is its footer (its EOS)
+        generated = through[through.rfind(content):]
     return _by_content(i, content, full, start if start is not None else cursor, limit, generated, turn_end)
 
 

@@ -21,7 +21,7 @@ PACKAGE = ROOT / "mldebug_cli"
 DISTRIBUTIONS = {"yaml": "pyyaml", "tomli": "tomli"}
 # optional modules: the extra that installs them
 EXTRAS = {"torch": "schedule", "matplotlib": "plot", "minijinja": "tgi", "ray": "ray", "peft": "probe"}
-# the real frameworks, read when the user has them installed (mldebug falls back to its stored key lists)
+# the real frameworks, read when the user has them installed (mldebug falls back to the record of their wheels)
 WHEN_INSTALLED = {"axolotl", "llamafactory", "trl"}
 
 

@@ -200,3 +200,44 @@ def sharegpt_dataset(draw, ranking: bool = False) -> tuple[str, list[dict]]:
             row["rejected"] = {"from": "gpt", "value": draw(text(long=True))}
         rows.append(row)
     return shape, rows
+
+
+AXOLOTL_ROLE_NAMES = {"system": "shop", "user": "customer", "assistant": "mechanic", "tool": "tool"}
+
+
+@st.composite
+def axolotl_dataset(draw) -> tuple[str, list[dict]]:
+    """(shape, rows) for axolotl's chat_template strategy: the messages shapes, and rows its dataset settings read
+    differently: a per-message ``train`` flag (message_field_training), ``<think>`` blocks in replies
+    (split_thinking), and conversations under ``dialogue`` with speaker/text keys and the shop's own role names
+    (field_messages, message_property_mappings or message_field_role/content, roles); alpaca and text rows for
+    its other dataset types."""
+    shape = draw(st.sampled_from(["messages", "messages_tools", "messages_system", "messages_long", "messages_train",
+                                  "messages_think", "dialogue_mapped", "alpaca", "text"]))
+    rows = []
+    for _ in range(draw(st.integers(4, 10))):
+        if shape == "alpaca":  # axolotl's instruction types (alpaca and its styles, alpaca_w_system)
+            rows.append({"instruction": draw(text()), "input": draw(text()), "output": draw(text()), "system": draw(text())})
+            continue
+        if shape == "text":  # type: completion
+            rows.append({"text": draw(text(long=True))})
+            continue
+        if shape == "messages_tools":
+            rows.append({"messages": draw(conversation(tools=True, reasoning=True)), "tools": [WEATHER]})
+            continue
+        messages = draw(conversation(tools=False, reasoning=False, system=shape != "messages",
+                                     long=shape == "messages_long"))
+        if shape == "messages_train":  # every message carries the key (one Arrow type per column)
+            for m in messages:
+                m["train"] = draw(st.booleans())
+        elif shape == "messages_think":
+            for m in messages:
+                if m["role"] == "assistant" and draw(st.integers(0, 3)) > 0:
+                    gap = draw(st.sampled_from(["", "\n", "\n\n"]))
+                    m["content"] = f"<think>{draw(text())}</think>{gap}{m['content']}"
+        if shape == "dialogue_mapped":
+            rows.append({"dialogue": [{"speaker": AXOLOTL_ROLE_NAMES[m["role"]], "text": m["content"]}
+                                      for m in messages]})
+        else:
+            rows.append({"messages": messages})
+    return shape, rows

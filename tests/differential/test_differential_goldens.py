@@ -48,3 +48,23 @@ def test_no_silent_disagreement(suite, group, tmp_path):
     silent = [f"row {row}: {detail}" for row, verdict, detail in differential.verdicts(group, group["framework"], mine)
               if verdict == "silent"]
     assert silent == []
+
+
+def test_every_stored_suite_holds_at_least_3000_generated_cases():
+    """Issue 21's figure: at least 3,000 generated cases per framework suite (a case is one row)."""
+    small = {suite: sum(len(g["rows"]) for g in document["groups"]) for suite, document in DOCUMENTS.items()}
+    assert {suite: n for suite, n in small.items() if n < 3000} == {}
+
+
+def test_the_axolotl_goldens_cover_named_templates_dataset_settings_and_types():
+    """axolotl's cases run its own named templates (chat_template: NAME), the dataset settings that change what is
+    read or trained, and its other dataset types, not only the tokenizer's template with the masking defaults."""
+    document = DOCUMENTS.get("axolotl")
+    if document is None:
+        pytest.skip("no axolotl goldens")
+    templates = {g["tokenizer"].partition("@")[0] for g in document["groups"] if "@" in g["tokenizer"]}
+    assert {"qwen_25", "qwen3", "llama3", "chatml", "mistral_v7_tekken"} <= templates
+    keys = {key for g in document["groups"] for key in g["config"]}
+    assert {"roles_to_train", "train_on_eos", "train_on_inputs", "message_field_training", "split_thinking",
+            "field_messages", "message_property_mappings", "roles", "type"} <= keys
+    assert {g["config"]["type"] for g in document["groups"] if "type" in g["config"]} >= {"alpaca", "completion"}

@@ -7,7 +7,6 @@ import shutil
 
 import pytest
 
-from mldebug_cli.frameworks.schema import stored, stored_keys
 from support import FIXTURES
 
 VALIDATION = FIXTURES / "configs" / "validation"
@@ -133,7 +132,7 @@ def test_lr_plot_cli_takes_the_version_flags(tmp_path):
     assert bad.exit_code == 2
 
 
-# The stored key lists against the real packages, when they are installed here.
+# The wheels' record against the real packages, when they are installed here.
 def _installed(distribution):
     from importlib import metadata
 
@@ -143,43 +142,41 @@ def _installed(distribution):
         return None
 
 
-def test_stored_trl_list_matches_the_installed_trl():
-    version = _installed("trl")
-    table = stored("trl-1.16.0.json")
-    if version != table["version"]:
-        pytest.skip(f"trl {table['version']} is not installed (found {version}): nothing to compare the stored list with")
-    import dataclasses
+def test_recorded_trl_keys_match_the_installed_trl():
+    from mldebug_cli.frameworks import record, trl
 
-    from transformers import TrainingArguments
-
-    from mldebug_cli.frameworks import trl
-
-    base = {f.name for f in dataclasses.fields(TrainingArguments)}
-    real = trl._installed_keys()
-    for name, fields in table["schemas"].items():
-        mine = {k: v for k, v in stored_keys(fields).items() if k not in base or name == "script"}
-        assert mine == real[name], name
+    version, transformers_version = _installed("trl"), _installed("transformers")
+    if version not in record.releases("trl") or transformers_version not in record.releases("transformers"):
+        pytest.skip(f"trl {version} on transformers {transformers_version}: not a recorded pair to compare with")
+    recorded, source = trl.recorded_keys(version, transformers_version)
+    assert source == f"trl {version} (recorded from its wheel)"
+    assert recorded == trl._installed_keys()
 
 
-def test_stored_axolotl_list_matches_the_installed_axolotl():
-    table = stored("axolotl-0.19.0.json")
-    if _installed("axolotl") != table["version"]:
-        pytest.skip(f"axolotl {table['version']} is not installed (it pins another transformers than mldebug's): "
-                    "nothing to compare the stored list with")
+def test_recorded_axolotl_keys_match_the_installed_axolotl():
+    from mldebug_cli.frameworks import record, schema
+
+    version = _installed("axolotl")
+    if version not in record.releases("axolotl"):
+        pytest.skip(f"axolotl is not installed here, or not a recorded release ({version}; it pins another "
+                    "transformers than mldebug's): nothing to compare the record with")
+    from axolotl.utils.schemas import datasets
     from axolotl.utils.schemas.config import AxolotlInputConfig
-    from axolotl.utils.schemas.datasets import SFTDataset
 
     from mldebug_cli.frameworks.schema import pydantic_keys
 
-    assert set(stored_keys(table["schemas"]["config"])) == set(pydantic_keys(AxolotlInputConfig))
-    assert set(stored_keys(table["schemas"]["datasets"])) == set(pydantic_keys(SFTDataset))
+    assert set(schema.recorded_keys("axolotl", ("AxolotlInputConfig",), version)) == set(pydantic_keys(AxolotlInputConfig))
+    for name in record.behaviour("axolotl", "datasets_union", version):
+        assert set(schema.recorded_keys("axolotl", (name,), version)) == set(pydantic_keys(getattr(datasets, name))), name
 
 
-def test_stored_llama_factory_list_matches_the_installed_llama_factory():
-    table = stored("llamafactory-0.9.5.json")
-    if _installed("llamafactory") != table["version"]:
-        pytest.skip(f"llamafactory {table['version']} is not installed (it caps transformers at 5.6): "
-                    "nothing to compare the stored list with")
+def test_recorded_llama_factory_keys_match_the_installed_llama_factory():
+    from mldebug_cli.frameworks import record, schema
+
+    version = _installed("llamafactory")
+    if version not in record.releases("llamafactory"):
+        pytest.skip(f"llamafactory is not installed here, or not a recorded release ({version}; it caps transformers "
+                    "at 5.6): nothing to compare the record with")
     import dataclasses
 
     from llamafactory import hparams
@@ -189,18 +186,22 @@ def test_stored_llama_factory_list_matches_the_installed_llama_factory():
 
     base = {f.name for f in dataclasses.fields(Seq2SeqTrainingArguments)}
     real = {f.name for n in DATACLASSES for f in dataclasses.fields(getattr(hparams, n)) if f.init}
-    assert set(stored_keys(table["schemas"]["config"])) - base == real - base
+    assert set(schema.recorded_keys("llamafactory", DATACLASSES, version)) - base == real - base
 
 
-def test_stored_transformers_4_list_matches_the_installed_transformers_when_it_is_that_version():
-    table = stored("transformers-4.57.6.json")
-    if _installed("transformers") != table["version"]:
-        pytest.skip(f"transformers {table['version']} is not installed here (the list was made in a throwaway venv)")
-    from transformers import Seq2SeqTrainingArguments
+@pytest.mark.parametrize("name", ["TrainingArguments", "Seq2SeqTrainingArguments"])
+def test_recorded_transformers_keys_match_the_installed_transformers(name):
+    """The record (read from the wheel's source) and the installed dataclass: the same keys, types and choices."""
+    import transformers
 
+    from mldebug_cli.frameworks import record, schema
     from mldebug_cli.frameworks.schema import dataclass_keys
 
-    assert stored_keys(table["schemas"]["config"]) == dataclass_keys([Seq2SeqTrainingArguments], text_becomes_enum=True)
+    version = _installed("transformers")
+    if version not in record.releases("transformers"):
+        pytest.skip(f"transformers {version} is not a recorded release")
+    assert schema.recorded_keys("transformers", (name, "TrainingArguments"), version) == dataclass_keys([getattr(transformers, name)],
+                                                                           text_becomes_enum=True)
 
 
 def test_preflight_names_the_typo_behind_a_config_it_cannot_read(tmp_path):

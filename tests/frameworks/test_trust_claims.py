@@ -72,13 +72,12 @@ def test_axolotls_named_chat_template_does_not_trip_the_path_guard_on_mldebugs_o
 
 def test_axolotl_dpo_dataset_keys_are_read_from_its_dpodataset_schema_not_flagged_cf001(tmp_path, monkeypatch):
     """Item 6: with rl: dpo axolotl 0.19.0 validates datasets entries with DPODataset (field_chosen, field_rejected,
-    field_messages: the stored list is generated from the wheel by tools/framework_keys.py); a typo is still CF001."""
-    from mldebug_cli.frameworks import schema
+    field_messages: recorded from the wheel by tools/version_facts.py); a typo is still CF001."""
+    from mldebug_cli.frameworks import record
     from support import FIXTURES, QWEN25
 
-    stored = schema.stored("axolotl-0.19.0.json")["schemas"]
-    assert {"field_chosen", "field_rejected", "field_messages"} <= set(stored["datasets_dpo"])
-    assert "field_chosen" not in stored["datasets"]  # SFTDataset has none of them
+    assert {"field_chosen", "field_rejected", "field_messages"} <= set(record.fields("axolotl", "DPODataset", "0.19.0"))
+    assert "field_chosen" not in record.fields("axolotl", "SFTDataset", "0.19.0")  # SFTDataset has none of them
     monkeypatch.chdir(ROOT)
     rows = FIXTURES / "trl-1.16.0-preference" / "rows_dpo_conversational.json"
     config = tmp_path / "dpo.yml"

@@ -36,7 +36,8 @@ def test_each_stored_fact_is_what_the_wheel_has(package, version):
 
 
 def _without_empty(facts: dict) -> dict:
-    return {"classes": {k: v for k, v in facts["classes"].items() if v}, "behaviours": facts["behaviours"]}
+    return {"classes": {k: v for k, v in facts["classes"].items() if v}, "where": facts["where"],
+            "behaviours": facts["behaviours"]}
 
 
 def test_the_record_covers_every_minor_release_asked_for():
@@ -44,7 +45,9 @@ def test_the_record_covers_every_minor_release_asked_for():
     assert {(4, m) for m in range(46, 58)} | {(5, m) for m in range(0, 24)} <= transformers
     trl = {tuple(int(n) for n in v.split(".")[:2]) for v in RECORD["packages"]["trl"]["versions"]}
     assert {(0, m) for m in range(12, 30)} | {(1, m) for m in range(0, 17)} <= trl
-    assert "0.19.0" in RECORD["packages"]["axolotl"]["versions"] and "0.9.5" in RECORD["packages"]["llamafactory"]["versions"]
+    assert "0.9.5" in RECORD["packages"]["llamafactory"]["versions"]
+    axolotl = {tuple(int(n) for n in v.split(".")[:2]) for v in RECORD["packages"]["axolotl"]["versions"]}
+    assert {(0, m) for m in range(5, 20)} <= axolotl  # 0.5 is the oldest axolotl on PyPI
 
 
 def test_warmup_ratio_is_copied_into_warmup_steps_up_to_5_14_and_gone_from_5_15():
@@ -63,9 +66,21 @@ def test_trl_renamed_max_seq_length_to_max_length_and_axolotl_has_a_dataset_sche
     assert sft["max_seq_length"][-1][1] is None and sft["max_length"][0][1] is not None  # gone, then the new name
     gone = sft["max_seq_length"][-1][0]
     assert version_facts._key(gone) > (0, 12) and version_facts._key(sft["max_length"][0][0]) <= version_facts._key(gone)
-    axolotl = version_facts.decode(RECORD["packages"]["axolotl"], "0.19.0")["classes"]
-    assert {"field_chosen", "field_rejected", "field_messages"} <= set(axolotl["DPODataset"])
-    assert "type" in axolotl["KTODataset"] and "field_chosen" not in axolotl["SFTDataset"]
+    axolotl = version_facts.decode(RECORD["packages"]["axolotl"], "0.19.0")
+    assert {"field_chosen", "field_rejected", "field_messages"} <= set(axolotl["classes"]["DPODataset"])
+    assert "type" in axolotl["classes"]["KTODataset"] and "field_chosen" not in axolotl["classes"]["SFTDataset"]
+    assert axolotl["behaviours"]["datasets_union"] == ["SFTDataset", "DPODataset", "KTODataset",
+                                                        "StepwiseSupervisedDataset", "SyntheticDataset"]
+
+
+def test_the_record_says_where_each_schema_was_read_from():
+    """axolotl's schema lived in utils/config/models/input/v0_4_1 up to 0.7 and in utils/schemas from 0.8; TRL's KTO
+    and ORPO configs moved into trl/experimental."""
+    where = RECORD["packages"]["axolotl"]["where"]["AxolotlInputConfig"]
+    assert where[0] == ["0.5.2", "axolotl/utils/config/models/input/v0_4_1/__init__.py"]
+    assert ["0.8.1", "axolotl/utils/schemas/config.py"] in where
+    trl = version_facts.decode(RECORD["packages"]["trl"], "1.16.0")["where"]
+    assert trl["ORPOConfig"] == "trl/experimental/orpo/orpo_config.py" and trl["SFTConfig"] == "trl/trainer/sft_config.py"
 
 
 def _simulate(tmp_path, config: dict, rows: int, version: str, framework: str):

@@ -1,9 +1,8 @@
 """What it finds
-A training config whose trainer prepares preference rows in a way mldebug does not reproduce: LLaMA-Factory's
-KTO processor (its own `template`, `cutoff_len` split between prompt and reply; its pairwise processor for stage
-dpo is emulated), a LLaMA-Factory template mldebug does not emulate, one of axolotl's preference dataset strategies
-(`type: chatml.intel`, `llama3.argilla`, ...), or a target TRL version other than the 1.16 whose preparation
-mldebug emulates. Said once per dataset, with what mldebug did instead.
+A training config whose trainer prepares preference rows in a way mldebug does not reproduce (LLaMA-Factory's
+pairwise and KTO processors are emulated): a LLaMA-Factory template mldebug does not emulate, one of axolotl's
+preference dataset strategies (`type: chatml.intel`, `llama3.argilla`, ...), or a target TRL version other than
+the 1.16 whose preparation mldebug emulates. Said once per dataset, with what mldebug did instead.
 
 Why it matters for training
 The ids and labels shown, and the DP findings on them, are what TRL 1.16 would make of the rows with the
@@ -11,8 +10,8 @@ tokenizer's chat template. Where the real trainer formats or cuts the rows other
 still be truncated, mis-templated or dropped in the run, and the reverse.
 
 Example
-`stage: kto` in a LLaMA-Factory YAML: the rows are rendered with the tokenizer's template and cut as TRL's
-KTOTrainer cuts them, not by LLaMA-Factory's `infer_seqlen`.
+`type: chatml.intel` in an axolotl DPO config: axolotl writes the prompt and replies with its own ChatML
+strings; mldebug inspects the rows' own columns as TRL 1.16 prepares them.
 
 Fix
 Nothing to fix in the data. Read the other findings as the TRL 1.16 view of the rows; to check exactly what the

@@ -52,7 +52,8 @@ def run(pair: Pair, setup: PreferenceSetup) -> Iterator[Hit]:
     kept = seq.labels.count(-100) if setup.truncation_mode != "keep_end" else seq.prompt_tokens
     if kept < seq.prompt_tokens:  # the end of the prompt is cut (LLaMA-Factory's infer_seqlen)
         yield Hit(f"the prompt keeps {kept} of its {seq.prompt_tokens} tokens: its end, with the assistant's turn "
-                  f"header, is cut to fit max_length {setup.max_length}, and the replies follow the cut prompt",
+                  f"header, is cut to fit max_length {setup.max_length}, and the "
+                  f"{'replies follow' if len(pair.sides) > 1 else 'reply follows'} the cut prompt",
                   "raise the length limit or shorten the prompt", pair.location())
         return
     if len(pair.sides) != 2:
