@@ -38,6 +38,14 @@ class Location:
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Location:
+        """What ``as_dict`` wrote (a report read back from JSON); unknown keys are left out."""
+        return cls(**{k: v for k, v in data.items() if k in _LOCATION_FIELDS})
+
+
+_LOCATION_FIELDS = frozenset(Location.__dataclass_fields__)
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -70,6 +78,12 @@ class Finding:
             "location": self.location.as_dict(),
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+        """What ``as_dict`` wrote (the findings of a preflight part, held as JSON in its report)."""
+        return cls(data.get("code", ""), data.get("name", ""), Severity(data.get("severity", "info")),
+                   data.get("message", ""), data.get("hint"), Location.from_dict(data.get("location") or {}))
+
 
 @dataclass(frozen=True)
 class Report:
@@ -77,7 +91,7 @@ class Report:
 
     ``context`` says what was checked and which behaviour was assumed; ``summary`` holds the
     command's statistics; ``details`` holds command-specific JSON-ready sections (for
-    inspect-data: ``rows``). ``checks_run`` lists the codes of the checks that ran (so formats can
+    inspect-data: ``rows``), each written and read back by its typed record in ``core.sections``. ``checks_run`` lists the codes of the checks that ran (so formats can
     show passing checks) and ``targets`` the inputs they ran on. Every value is plain JSON-ready data.
     """
 

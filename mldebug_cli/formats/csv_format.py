@@ -6,6 +6,7 @@ import csv
 from typing import IO, Any
 
 from mldebug_cli.core.findings import Report
+from mldebug_cli.core.sections.schedule import ScheduleSection
 
 SCHEDULE_COLUMNS = ("step", "micro_batch", "epoch", "lr")
 FINDING_COLUMNS = ("code", "name", "severity", "message", "path", "row", "line", "key")
@@ -13,20 +14,20 @@ FINDING_COLUMNS = ("code", "name", "severity", "message", "path", "row", "line",
 
 def render(report: Report, stream: IO[str], color: bool = False) -> None:
     writer = csv.writer(stream, lineterminator="\n")
-    if "schedule" in report.details:
-        _schedule(report.details, writer)
+    if ScheduleSection.KEY in report.details:
+        _schedule(ScheduleSection.from_details(report.details), writer)
     else:
         _findings(report, writer)
 
 
-def _schedule(details: dict[str, Any], writer) -> None:
-    overlay = details.get("overlay")
-    logged = {p["step"]: p["lr"] for p in overlay["logged"]} if overlay else None
+def _schedule(section: ScheduleSection, writer) -> None:
+    overlay = section.overlay
+    logged = {p.step: p.lr for p in overlay.logged} if overlay else None
     writer.writerow(SCHEDULE_COLUMNS + (("logged_lr",) if logged is not None else ()))
-    for point in details["schedule"]:
-        row = [_cell(point.get(column)) for column in SCHEDULE_COLUMNS]
+    for point in section.schedule:
+        row = [_cell(point.step), _cell(point.micro_batch), _cell(point.epoch), _cell(point.lr)]
         if logged is not None:
-            row.append(_cell(logged.get(point["step"])))
+            row.append(_cell(logged.get(point.step)))
         writer.writerow(row)
 
 

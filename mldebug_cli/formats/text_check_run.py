@@ -5,11 +5,10 @@ The finding's steps are marked with ``x`` on the curve; non-finite points are le
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 
 from mldebug_cli.core.findings import Report
+from mldebug_cli.core.sections.runlog import RunSection
 
 CHART_HEIGHT = 10
 MAX_CHART_WIDTH = 90
@@ -17,23 +16,23 @@ MAX_CHARTS = 4
 
 
 def render_details(report: Report, console) -> None:
-    details = report.details
-    flagged = [r["key"] for r in details.get("ranges", []) if r.get("key")]
-    shown = [k for k in dict.fromkeys(flagged) if k in details.get("charts", {})][:MAX_CHARTS]
+    section = RunSection.from_details(report.details)
+    flagged = [r.key for r in section.ranges if r.key]
+    shown = [k for k in dict.fromkeys(flagged) if k in section.charts][:MAX_CHARTS]
     color = console.color_system is not None
     for key in shown:
-        points = [(s, v) for s, v in details["charts"][key] if v is not None]
+        points = [(s, v) for s, v in section.charts[key] if v is not None]
         if len(points) < 2:
             continue
-        marks = _marks(details, key, points)
+        marks = _marks(section, key, points)
         chart = chart_text(key, points, marks, width=min(console.width, MAX_CHART_WIDTH), color=color)
         console.print(Text(key, style="bold"))
         console.print(Text.from_ansi(chart) if color else Text(chart))
         console.print()
 
 
-def _marks(details: dict[str, Any], key: str, points: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    ranges = [(r["first"], r["last"]) for r in details["ranges"] if r.get("key") == key]
+def _marks(section: RunSection, key: str, points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    ranges = [(r.first, r.last) for r in section.ranges if r.key == key]
     return [(s, v) for s, v in points if any(first <= s <= last for first, last in ranges)]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from mldebug_cli.core.sections import ProbesSection, ProbeView
+from mldebug_cli.core.sections.probes import ProbesSection, ProbeView
 
 MAX_HUNKS_SHOWN = 3
 MAX_TOKEN_HUNKS_SHOWN = 3

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 from rich.text import Text
 
+from mldebug_cli.core.findings import Finding
 from mldebug_cli.core.labels import IGNORE_INDEX
 from mldebug_cli.core.numbers import count, percent, plural
+from mldebug_cli.core.sections.pairs import PairsSummary
+from mldebug_cli.core.sections.rows import RowsSection, RowsSummary, RowView
 from mldebug_cli.formats import text_preference
 from mldebug_cli.formats.text_rows import MASKED_STYLE, PROMPT_LIMIT, TRAINED_STYLE, visible
 
@@ -22,12 +23,12 @@ FINDINGS_FIRST = True  # the findings fit the first screen; the rows (long) foll
 def render_details(report, console) -> None:
     """The summary, then the shown rows, most serious first: each as its prompt with the trained text marked;
     the rendered prompt and the per-token table only when asked (--tokens, or --rows)."""
-    if "pairs" in report.summary:  # DPO/KTO/GRPO rows
+    if PairsSummary.describes(report.summary):  # DPO/KTO/GRPO rows
         text_preference.render_details(report, console)
         return
-    _render_summary(report.summary, console)
-    full = bool(report.details.get("token_table"))
-    rows = report.details.get("rows", [])
+    _render_summary(RowsSummary.from_dict(report.summary) if report.summary else None, console)
+    section = RowsSection.from_details(report.details)
+    full, rows = section.token_table, section.rows
     for row in rows:
         render_row(row, console, full, report.findings)
     if rows and not full:
@@ -36,29 +37,27 @@ def render_details(report, console) -> None:
         console.print()
 
 
-def render_row(row: dict[str, Any], console, full: bool, findings=()) -> None:
+def render_row(row: RowView, console, full: bool, findings: tuple[Finding, ...] = ()) -> None:
     """One shown row: a header naming its checks, the prompt with the trained text marked; with ``full`` also the
-    rendered prompt and the per-token table. ``findings`` are Finding objects or their JSON dicts."""
-    head = Text(f"row {row['row']}", style="bold")
-    if row.get("line") is not None:
-        head.append(f" (line {row['line']})")
-    ids, labels = row.get("input_ids", []), row.get("labels", [])
-    trained = sum(1 for label in labels if label != IGNORE_INDEX)
-    head.append(f" · {plural(len(ids), 'token')} · {count(trained)} trained", style="dim")
-    if row.get("masking"):
-        head.append(f" · masking: {row['masking']}", style="dim")
-    if row.get("truncated_from"):
-        head.append(f" · truncated from {row['truncated_from']}", style="yellow")
-    codes = _codes_of_row(findings, row["row"])
+    rendered prompt and the per-token table."""
+    head = Text(f"row {row.row}", style="bold")
+    if row.line is not None:
+        head.append(f" (line {row.line})")
+    head.append(f" · {plural(len(row.input_ids), 'token')} · {count(row.trained)} trained", style="dim")
+    if row.masking:
+        head.append(f" · masking: {row.masking}", style="dim")
+    if row.truncated_from:
+        head.append(f" · truncated from {row.truncated_from}", style="yellow")
+    codes = _codes_of_row(findings, row.row)
     if codes:
         head.append(f" · {', '.join(codes)}", style="yellow")
     console.rule(head, align="left")
-    if row.get("error"):
-        console.print(Text(f"  not rendered: {row['error']}", style="red"))
+    if row.error:
+        console.print(Text(f"  not rendered: {row.error}", style="red"))
         return
     if full:
         console.print(Text("Rendered prompt", style="underline"))
-        prompt = row["prompt"]
+        prompt = row.prompt
         shown = Text(visible(prompt[:PROMPT_LIMIT]))
         if len(prompt) > PROMPT_LIMIT:
             shown.append(f" … {len(prompt) - PROMPT_LIMIT:,} more characters", style="dim")
@@ -73,23 +72,20 @@ def render_row(row: dict[str, Any], console, full: bool, findings=()) -> None:
         console.print()
 
 
-def _codes_of_row(findings, index: int) -> list[str]:
+def _codes_of_row(findings: tuple[Finding, ...], index: int) -> list[str]:
     """The checks that flagged row ``index``, most severe first."""
     ranked: dict[str, int] = {}
     for f in findings:
-        location = f["location"] if isinstance(f, dict) else f.location.as_dict()
-        if location.get("row") == index:
-            code = f["code"] if isinstance(f, dict) else f.code
-            severity = f["severity"] if isinstance(f, dict) else f.severity.value
-            ranked[code] = max(ranked.get(code, 0), {"error": 2, "warning": 1}.get(severity, 0))
+        if f.location.row == index:
+            ranked[f.code] = max(ranked.get(f.code, 0), f.severity.rank)
     return sorted(ranked, key=lambda c: (-ranked[c], c))
 
 
-def _compact(row: dict[str, Any], color: bool) -> Text:
+def _compact(row: RowView, color: bool) -> Text:
     text = Text()
     trained_open = False
-    pieces = _piece_texts(row)
-    for piece_text, label in zip(pieces[:COMPACT_LIMIT], row["labels"]):
+    pieces = row.covered_texts()
+    for piece_text, label in zip(pieces[:COMPACT_LIMIT], row.labels):
         is_trained = label != IGNORE_INDEX
         if not color and is_trained != trained_open:
             text.append("⟦" if is_trained else "⟧")
@@ -102,21 +98,11 @@ def _compact(row: dict[str, Any], color: bool) -> Text:
     return text
 
 
-def _piece_texts(row: dict[str, Any]) -> list[str]:
-    """The text each token covers: the prompt's characters by offsets when known, the token piece otherwise."""
-    pieces = row.get("pieces") or []
-    offsets = row.get("offsets") or []
-    prompt = row.get("prompt", "")
-    if len(offsets) != len(pieces):
-        return list(pieces)
-    return [prompt[s:e] if e > s else piece for piece, (s, e) in zip(pieces, offsets)]
-
-
-def _table(row: dict[str, Any]) -> Table:
+def _table(row: RowView) -> Table:
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for name in ("pos", "id", "piece", "label"):
         table.add_column(name, justify="right" if name != "piece" else "left")
-    rows = list(zip(row["input_ids"], row.get("pieces", []), row["labels"]))
+    rows = list(zip(row.input_ids, row.pieces or [], row.labels))
     for pos, (token_id, piece, label) in enumerate(rows[:TOKEN_TABLE_LIMIT]):
         style = TRAINED_STYLE if label != IGNORE_INDEX else MASKED_STYLE
         table.add_row(str(pos), str(token_id), Text(repr(piece)[1:-1]), "-100" if label == IGNORE_INDEX else str(label), style=style)
@@ -125,24 +111,23 @@ def _table(row: dict[str, Any]) -> Table:
     return table
 
 
-def _render_summary(summary: dict[str, Any], console) -> None:
-    if not summary:
+def _render_summary(summary: RowsSummary | None, console) -> None:
+    if summary is None:
         return
     console.print(Text("Summary", style="bold underline"))
-    tokens = summary.get("tokens", 0)
-    line = Text(f"  {count(summary.get('rows_checked') or 0)} of {plural(summary.get('rows') or 0, 'row')} checked")
-    if summary.get("rows_failed"):
-        line.append(f", {summary['rows_failed']} could not be rendered", style="red")
+    line = Text(f"  {count(summary.rows_checked)} of {plural(summary.rows, 'row')} checked")
+    if summary.rows_failed:
+        line.append(f", {summary.rows_failed} could not be rendered", style="red")
     console.print(line)
-    console.print(Text(f"  {plural(tokens, 'token')}, {count(summary.get('trainable_tokens', 0))} trained"
-                       f" ({percent(summary.get('trainable_fraction', 0))})"))
-    pct = summary.get("length_percentiles") or {}
+    console.print(Text(f"  {plural(summary.tokens, 'token')}, {count(summary.trainable_tokens)} trained"
+                       f" ({percent(summary.trainable_fraction)})"))
+    pct = summary.length_percentiles
     if pct:
-        against = f" against max length {summary['max_length']}" if summary.get("max_length") else ""
-        console.print(Text(f"  length p50 {pct['p50']}, p90 {pct['p90']}, p99 {pct['p99']}, max {pct['max']}{against}"))
-    if summary.get("max_length"):
-        console.print(Text(f"  {plural(summary.get('rows_truncated', 0), 'row')} truncated"))
-    if summary.get("rows_dropped"):
-        console.print(Text(f"  {plural(summary['rows_dropped'], 'row')} dropped by the trainer (their tokens are not "
+        against = f" against max length {summary.max_length}" if summary.max_length else ""
+        console.print(Text(f"  length p50 {pct.p50}, p90 {pct.p90}, p99 {pct.p99}, max {pct.max}{against}"))
+    if summary.max_length:
+        console.print(Text(f"  {plural(summary.rows_truncated, 'row')} truncated"))
+    if summary.rows_dropped:
+        console.print(Text(f"  {plural(summary.rows_dropped, 'row')} dropped by the trainer (their tokens are not "
                            "counted above)", style="yellow"))
     console.print()

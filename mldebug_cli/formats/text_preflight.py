@@ -2,37 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
 
 from mldebug_cli.core.numbers import count, lr, plural
+from mldebug_cli.core.sections.memory import MemorySummary
+from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary
+from mldebug_cli.core.sections.preflight import PartSummary, PreflightSection
+from mldebug_cli.core.sections.probes import ProbesSummary
+from mldebug_cli.core.sections.rows import RowsSection, RowsSummary
+from mldebug_cli.core.sections.schedule import ScheduleSummary
+from mldebug_cli.formats import text_preference
+from mldebug_cli.formats.text_inspect_data import render_row
 
 FINDINGS_FIRST = True  # the findings fit the first screen; each data section's most serious row follows
 
 
 def render_details(report, console) -> None:
-    from mldebug_cli.formats import text_preference
-    from mldebug_cli.formats.text_inspect_data import render_row
-
-    for section in report.summary.get("sections", []):
-        console.print(_line(section))
+    for line in PreflightSection.summary_lines(report.summary):
+        console.print(_line(line))
     console.print()
-    for section in report.details.get("sections", []):
-        for row in section.get("rows") or []:
-            console.print(Text(f"{section['target']}: the most serious row", style="bold"))
-            if "task" in row:  # a preference row: the prompt once, then each side
-                text_preference.render_row(row, console)
-            else:
-                render_row(row, console, False, section.get("findings") or ())
+    for part in PreflightSection.from_details(report.details).parts:
+        if PairsSummary.describes(part.summary):  # preference rows: the prompt once, then each side
+            for pair in PairsSection.from_details(part.details).rows:
+                console.print(Text(f"{part.target}: the most serious row", style="bold"))
+                text_preference.render_row(pair, console)
+            continue
+        for row in RowsSection.from_details(part.details).rows:
+            console.print(Text(f"{part.target}: the most serious row", style="bold"))
+            render_row(row, console, False, part.findings)
 
 
-def _line(section: dict[str, Any]) -> Text:
-    command, target = section["command"], section["target"]
+def _line(line: PartSummary) -> Text:
+    command, target = line.command, line.target
     text = Text(f"{_LABELS.get(command, command):<9}", style="bold")
     text.append(f"{target}: ")
-    text.append(_describe(command, section))
-    found = section.get("findings", 0)
+    text.append(_describe(command, line.summary))
+    found = line.findings
     text.append(f"  ({plural(found, 'finding')})" if found else "  (clean)", style="yellow" if found else "green")
     return text
 
@@ -40,29 +48,32 @@ def _line(section: dict[str, Any]) -> Text:
 _LABELS = {"inspect-data": "data", "lr-plot": "schedule", "check-template": "template", "memory": "memory"}
 
 
-def _describe(command: str, s: dict[str, Any]) -> str:
-    if command == "inspect-data" and "pairs" in s:
-        ratio = s.get("chosen_rejected_length_ratio")
-        return (f"{count(s.get('rows_checked') or 0)} of {plural(s.get('rows') or 0, 'row')}, "
-                f"{plural(s.get('pairs') or 0, 'pair')}"
+def _describe(command: str, summary: Mapping[str, Any]) -> str:
+    if command == "inspect-data" and PairsSummary.describes(summary):
+        pairs = PairsSummary.from_dict(summary)
+        ratio = pairs.chosen_rejected_length_ratio
+        return (f"{count(pairs.rows_checked)} of {plural(pairs.rows, 'row')}, {plural(pairs.pairs, 'pair')}"
                 + (f", chosen/rejected length {ratio}" if ratio is not None else "")
-                + f", {s.get('rows_dropped', 0)} dropped by the trainer")
+                + f", {pairs.rows_dropped} dropped by the trainer")
     if command == "inspect-data":
-        pct = s.get("length_percentiles") or {}
-        length = f", length p99 {pct.get('p99')} / max {pct.get('max')} against {s.get('max_length')}" if pct else ""
-        return (f"{count(s.get('rows_checked') or 0)} of {plural(s.get('rows') or 0, 'row')}, {plural(s.get('tokens', 0), 'token')},"
-                f" {100 * s.get('trainable_fraction', 0):.0f}% trained{length}, {s.get('rows_truncated', 0)} truncated")
+        rows = RowsSummary.from_dict(summary)
+        pct = rows.length_percentiles
+        length = f", length p99 {pct.p99} / max {pct.max} against {rows.max_length}" if pct else ""
+        return (f"{count(rows.rows_checked)} of {plural(rows.rows, 'row')}, {plural(rows.tokens, 'token')},"
+                f" {100 * rows.trainable_fraction:.0f}% trained{length}, {rows.rows_truncated} truncated")
     if command == "lr-plot":
-        peak, final = s.get("peak_lr"), s.get("final_lr")
-        return (f"{plural(s.get('total_optimizer_steps') or 0, 'optimizer step')}, warmup {s.get('warmup_steps')},"
+        schedule = ScheduleSummary.from_dict(summary)
+        peak, final = schedule.peak_lr, schedule.final_lr
+        return (f"{plural(schedule.total_optimizer_steps or 0, 'optimizer step')}, warmup {schedule.warmup_steps},"
                 f" peak LR {'?' if peak is None else lr(peak)}, final LR {'?' if final is None else lr(final)}")
     if command == "memory":
         gib = 1024**3
-        fits = s.get("fits")
-        verdict = "" if fits is None else (" fits" if fits else " does NOT fit") + f" in {s['gpu_bytes'] / gib:.1f} GiB"
-        return (f"peak {s.get('peak_per_gpu_bytes', 0) / gib:.1f} GiB per GPU at {s.get('peak_moment')},{verdict}"
-                f" (largest term: {s.get('largest_term')})")
+        memory = MemorySummary.from_dict(summary)
+        fits = memory.fits
+        verdict = "" if fits is None else (" fits" if fits else " does NOT fit") + f" in {memory.gpu_bytes / gib:.1f} GiB"
+        return (f"peak {memory.peak_per_gpu_bytes / gib:.1f} GiB per GPU at {memory.peak_moment},{verdict}"
+                f" (largest term: {memory.largest_term})")
     if command == "check-template":
-        compared, identical = s.get("compared", 0), s.get("identical", 0)
-        return f"{plural(compared, 'probe conversation')} compared, {compared - identical} differ"
+        probes = ProbesSummary.from_dict(summary)
+        return f"{plural(probes.compared, 'probe conversation')} compared, {probes.compared - probes.identical} differ"
     return ""

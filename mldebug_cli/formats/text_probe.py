@@ -7,36 +7,36 @@ import statistics
 from rich.text import Text
 
 from mldebug_cli.core.findings import Report
+from mldebug_cli.core.sections.probe import ProbeSection
 
 FINDINGS_FIRST = False
 
 
 def render_details(report: Report, console) -> None:
-    probe = report.details.get("probe", {})
-    terms = probe.get("terms", [])
-    if terms:
+    section = ProbeSection.from_details(report.details)
+    if section.terms:
         console.print(Text("Loss terms", style="bold underline"))
-        for term in terms:
-            push = [p for p in term["push"] if p is not None]
-            line = Text(f"  {term['name']} ×{term['weight']:g}: ", style="bold")
-            line.append(f"gradient norm {_fmt(term['grad_norm'])}; push on its {term['metric']} median "
+        for term in section.terms:
+            push = [p for p in term.push if p is not None]
+            line = Text(f"  {term.name} ×{term.weight:g}: ", style="bold")
+            line.append(f"gradient norm {_fmt(term.grad_norm)}; push on its {term.metric} median "
                         f"{_fmt(statistics.median(push) if push else None)} over {len(push)} rows")
             console.print(line)
-        for pair in probe.get("cosines", []):
-            console.print(Text(f"  cosine {pair['terms'][0]} · {pair['terms'][1]}: {_fmt(pair['cosine'])}"))
-    update = probe.get("update_ratio")
+        for pair in section.cosines:
+            console.print(Text(f"  cosine {pair.first} · {pair.second}: {_fmt(pair.cosine)}"))
+    update = section.update_ratio
     if update:
-        console.print(Text(f"  update/parameter RMS at lr {update['learning_rate']:g}: median {_fmt(update['median'])}"))
-    ablation = probe.get("ablation")
+        console.print(Text(f"  update/parameter RMS at lr {update.learning_rate:g}: median {_fmt(update.median)}"))
+    ablation = section.ablation
     if ablation:
-        console.print(Text(f"  {ablation['steps']} steps, {ablation['metric']}: {_fmt(ablation['start'])} → "
-                           f"{_fmt(ablation['with'])} with {ablation['term']}, {_fmt(ablation['without'])} without"))
-    mapped = report.details.get("map")
+        console.print(Text(f"  {ablation.steps} steps, {ablation.metric}: {_fmt(ablation.start)} → "
+                           f"{_fmt(ablation.with_term)} with {ablation.term}, {_fmt(ablation.without_term)} without"))
+    mapped = section.map
     if mapped:
         console.print()
         console.print(Text("Where this run sits on the map", style="bold underline"))
-        line = Text(f"  {mapped['when']}: ", style="bold")
-        line.append(mapped["reading"])
+        line = Text(f"  {mapped.when}: ", style="bold")
+        line.append(mapped.reading)
         console.print(line)
     console.print()
 

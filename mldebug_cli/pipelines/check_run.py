@@ -11,6 +11,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.core.safe_io import read_text
+from mldebug_cli.core.sections.runlog import FindingRange, RunSection, RunSummary, RunView, SeriesStats
 
 COMMAND = "check-run"
 CONFIG_KEYS = ("gradient_accumulation_steps", "max_completion_length", "num_generations", "beta", "learning_rate",
@@ -149,15 +150,15 @@ def _step_span(run) -> str | None:
 
 def _summary(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
     loss = run.get("loss")
-    return {
-        "format": run.format,
-        "kind": run.kind,
-        "metrics": len(run.series),
-        "logged_points": max((len(s) for s in run.series.values()), default=0),
-        "last_step": run.last_step,
-        "final_loss": _clean(loss.values[-1]) if loss is not None else None,
-        "findings": len(findings),
-    }
+    return RunSummary(
+        format=run.format,
+        kind=run.kind,
+        metrics=len(run.series),
+        logged_points=max((len(s) for s in run.series.values()), default=0),
+        last_step=run.last_step,
+        final_loss=_clean(loss.values[-1]) if loss is not None else None,
+        findings=len(findings),
+    ).as_dict()
 
 
 def details(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
@@ -168,31 +169,31 @@ def details(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
     for key in ("loss", "eval_loss", "grad_norm", "learning_rate", "reward"):
         if key in run.series and key not in charted and len(charted) < 4:
             charted.append(key)
-    return {
-        "run": {"path": run.path, "format": run.format, "kind": run.kind, "meta": _plain(run.meta)},
-        "series": {key: _stats(s) for key, s in sorted(run.series.items())},
-        "charts": {key: _thin(run.series[key]) for key in charted},
-        "ranges": [{"code": f.code, "key": f.location.key, "first": f.location.step,
-                    "last": f.location.step_end if f.location.step_end is not None else f.location.step}
-                   for f in findings if f.location.step is not None],
-    }
+    return RunSection(
+        run=RunView(run.path, run.format, run.kind, _plain(run.meta)),
+        series={key: _stats(s) for key, s in sorted(run.series.items())},
+        charts={key: _thin(run.series[key]) for key in charted},
+        ranges=tuple(FindingRange(f.code, f.location.key, f.location.step,
+                                  f.location.step_end if f.location.step_end is not None else f.location.step)
+                     for f in findings if f.location.step is not None),
+    ).as_details()
 
 
-def _stats(series) -> dict[str, Any]:
+def _stats(series) -> SeriesStats:
     low, high, finite = math.inf, -math.inf, 0
     for value in series.values:
         if math.isfinite(value):
             finite += 1
             low, high = min(low, value), max(high, value)
-    return {
-        "points": len(series),
-        "first_step": series.steps[0] if len(series) else None,
-        "last_step": series.steps[-1] if len(series) else None,
-        "min": low if finite else None,
-        "max": high if finite else None,
-        "last": _clean(series.values[-1]) if len(series) else None,
-        "non_finite": len(series) - finite,
-    }
+    return SeriesStats(
+        points=len(series),
+        first_step=series.steps[0] if len(series) else None,
+        last_step=series.steps[-1] if len(series) else None,
+        min=low if finite else None,
+        max=high if finite else None,
+        last=_clean(series.values[-1]) if len(series) else None,
+        non_finite=len(series) - finite,
+    )
 
 
 def _thin(series) -> list[list[Any]]:

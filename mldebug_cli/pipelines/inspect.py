@@ -12,6 +12,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.registry import DEFAULT_ROWS, chosen, names_for
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
 from mldebug_cli.frameworks.selector import profile_class, row_profile
@@ -138,9 +139,9 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         targets=(source.display,),
         context=_context(setup, rows, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options),
         summary=stats.summary(total, findings),
-        details={"rows": [_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)],
-                 "token_table": options.token_table or bool(options.rows),
-                 **({"sequence_lengths": sorted(stats.sequences)} if options.sequence_lengths else {})},
+        details=RowsSection(tuple(_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)),
+                            options.token_table or bool(options.rows),
+                            sorted(stats.sequences) if options.sequence_lengths else None).as_details(),
     )
 
 
@@ -149,7 +150,7 @@ class _View:
     row: int
     flagged: bool  # the row has an error or warning finding
     ok: bool  # the row was rendered
-    view: dict[str, Any]
+    view: RowView | None  # built last for flagged candidates (None until then)
     seriousness: tuple[int, int, int] = (0, 0, 0)  # larger first: see _seriousness
 
 
@@ -219,7 +220,7 @@ class _RowEngine:
                 if row.index in self.wanted:
                     result.views.append(_View(row.index, flagged, row.ok, _row_view(row), seriousness))
             elif flagged:
-                candidates.append((_View(row.index, True, row.ok, {}, seriousness), row))
+                candidates.append((_View(row.index, True, row.ok, None, seriousness), row))
             elif row.ok and shown_ok < self.show:
                 shown_ok += 1
                 result.views.append(_View(row.index, False, True, _row_view(row), seriousness))
@@ -239,7 +240,7 @@ def _keep_shown(views: list[_View], options: InspectOptions) -> list[_View]:
     return _most_serious([v for v in views if v.flagged], limit) + clean[:limit]
 
 
-def _shown(views: list[_View], options: InspectOptions) -> list[dict[str, Any]]:
+def _shown(views: list[_View], options: InspectOptions) -> list[RowView]:
     """--rows: those rows in order; otherwise the most serious flagged rows first, topped up with clean ones."""
     if options.rows:
         return [v.view for v in sorted(views, key=lambda v: v.row)]
@@ -529,30 +530,15 @@ def _first_trained(labels: list[int]) -> int:
     return -1
 
 
-def _row_view(row: Row) -> dict[str, Any]:
-    view: dict[str, Any] = {"row": row.index}
-    if row.line is not None:
-        view["line"] = row.line
-    view.update(
-        prompt=row.text,
-        input_ids=row.input_ids,
-        labels=row.labels,
-        pieces=None,  # filled in for the rows finally shown (_with_pieces)
-        offsets=[list(o) for o in row.offsets],
-        truncated_from=row.full_length if row.truncated else None,
-    )
-    if row.dropped:
-        view["dropped"] = True
-    if row.masking or row.layout is not None:
-        view["masking"] = row.masking or row.layout.method
-    if not row.ok:
-        view["error"] = row.problem.message if row.problem else row.render_error
-    return view
+def _row_view(row: Row) -> RowView:
+    masking = row.masking or row.layout.method if row.masking or row.layout is not None else None
+    error = None if row.ok else row.problem.message if row.problem else row.render_error
+    return RowView(row.index, row.text, row.input_ids, row.labels, None, [list(o) for o in row.offsets],
+                   row.full_length if row.truncated else None, row.line, bool(row.dropped), masking, error)
 
 
-def _with_pieces(view: dict[str, Any], tokenizer) -> dict[str, Any]:
-    view["pieces"] = tokenizer.convert_ids_to_tokens(view["input_ids"]) if view["input_ids"] else []
-    return view
+def _with_pieces(view: RowView, tokenizer) -> RowView:
+    return replace(view, pieces=tokenizer.convert_ids_to_tokens(view.input_ids) if view.input_ids else [])
 
 
 class _Stats:
@@ -602,30 +588,30 @@ class _Stats:
         by_check: dict[str, int] = {}
         for f in findings:
             by_check[f.code] = by_check.get(f.code, 0) + 1
-        return {
-            "rows": total,
-            "rows_checked": self.rows,
-            "rows_failed": self.failed,
-            "tokens": self.tokens,
-            "trainable_tokens": self.trainable,
-            "trainable_fraction": round(self.trainable / self.tokens, 4) if self.tokens else 0.0,
-            "length_percentiles": _percentiles(self.lengths),
-            "length_histogram": _histogram(self.lengths, self.max_length),
-            "max_length": self.max_length,
-            "rows_truncated": self.truncated,  # cut to max_length (rows left out for their length are rows_dropped)
-            "rows_dropped": self.dropped,  # left out of training by the trainer (their tokens are not counted)
-            "tokens_kept": self.tokens,  # tokens of the rows that train, after truncation
-            "lengths_kept": sorted(self.kept_lengths.items()),  # (tokens, rows) of the rows that train (packing)
-            "lengths_untrained": sorted(self.untrained_lengths.items()),  # rows dropped with nothing left to train
-            "by_check": dict(sorted(by_check.items())),
-        }
+        return RowsSummary(
+            rows=total,
+            rows_checked=self.rows,
+            rows_failed=self.failed,
+            tokens=self.tokens,
+            trainable_tokens=self.trainable,
+            trainable_fraction=round(self.trainable / self.tokens, 4) if self.tokens else 0.0,
+            length_percentiles=_percentiles(self.lengths),
+            length_histogram=_histogram(self.lengths, self.max_length),
+            max_length=self.max_length,
+            rows_truncated=self.truncated,
+            rows_dropped=self.dropped,
+            tokens_kept=self.tokens,
+            lengths_kept=sorted(self.kept_lengths.items()),
+            lengths_untrained=sorted(self.untrained_lengths.items()),
+            by_check=dict(sorted(by_check.items())),
+        ).as_dict()
 
 
-def _percentiles(lengths: Counter[int]) -> dict[str, int]:
+def _percentiles(lengths: Counter[int]) -> LengthPercentiles | None:
     """Nearest-rank percentiles from a length histogram."""
     total = sum(lengths.values())
     if not total:
-        return {}
+        return None
     out: dict[str, int] = {}
     wanted = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)]
     seen = 0
@@ -633,23 +619,22 @@ def _percentiles(lengths: Counter[int]) -> dict[str, int]:
         seen += lengths[length]
         while wanted and seen >= min(total, int(wanted[0][1] * (total - 1) + 0.5) + 1):
             out[wanted.pop(0)[0]] = length
-    out["max"] = max(lengths)
-    return out
+    return LengthPercentiles(out["p50"], out["p90"], out["p99"], max(lengths))
 
 
-def _histogram(lengths: Counter[int], max_length: int | None) -> dict[str, Any]:
+def _histogram(lengths: Counter[int], max_length: int | None) -> LengthHistogram | None:
     """Token lengths (before truncation) in equal bins from 0: bin i counts lengths in [i*width, (i+1)*width).
 
     At most HISTOGRAM_BINS bins, wide enough to reach ``max_length`` too so it can be drawn against them.
     """
     if not lengths:
-        return {}
+        return None
     top = max(max(lengths), max_length or 0)
     width = -(-(top + 1) // HISTOGRAM_BINS)
     counts = [0] * (top // width + 1)
     for length, n in lengths.items():
         counts[length // width] += n
-    return {"bin_width": width, "counts": counts}
+    return LengthHistogram(width, counts)
 
 
 def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, options, checked: int, total: int, workers: int) -> dict[str, Any]:

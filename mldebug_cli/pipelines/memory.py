@@ -11,6 +11,16 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Report
+from mldebug_cli.core.sections.memory import (
+    BatchView,
+    FixView,
+    GpuFit,
+    LongRowView,
+    MemorySection,
+    MemorySummary,
+    TermView,
+)
+from mldebug_cli.core.sections.pairs import PairsSummary, data_section, data_summary
 from mldebug_cli.memory.batches import MicroBatch, micro_batches, sequence_batches, shuffled_order, uniform_batch
 from mldebug_cli.memory.estimate import GIB, Estimate, estimate
 from mldebug_cli.memory.fixes import fixes
@@ -170,9 +180,11 @@ def _batches(setup: MemorySetup, rows: list) -> list[MicroBatch]:
 
 def lengths_of(report: Report) -> Lengths:
     """The sequence lengths an inspect-data report collected (InspectOptions.sequence_lengths)."""
-    rows = [(row, tuple(sizes), trained) for row, sizes, trained in report.details.get("sequence_lengths", [])]
-    total = report.summary.get("rows") or len(rows)
-    checked = report.summary.get("rows_checked") or report.summary.get("pairs") or len(rows)
+    summary = data_summary(report.summary)
+    sequences = data_section(report.summary, report.details).sequence_lengths or []
+    rows = [(row, tuple(sizes), trained) for row, sizes, trained in sequences]
+    total = summary.rows or len(rows)
+    checked = summary.rows_checked or (summary.pairs if isinstance(summary, PairsSummary) else 0) or len(rows)
     target = report.targets[0] if report.targets else None
     if checked and total and checked < total:
         return Lengths(rows, f"{len(rows):,} rows of a sample of {checked:,} of {total:,} in {target}", target)
@@ -222,44 +234,42 @@ def _host_bytes(setup: MemorySetup, peak: Estimate) -> int:
 
 def _summary(review: MemoryReview) -> dict[str, Any]:
     peak = review.peak
-    return {
-        "peak_allocated_bytes": peak.allocated,
-        "peak_per_gpu_bytes": peak.per_gpu,
-        "peak_moment": peak.peak_moment,
-        "gpu_bytes": review.gpu_bytes,
-        "fits": None if review.gpu_bytes is None else peak.per_gpu <= review.gpu_bytes,
-        "largest_term": peak.largest.name,
-    }
+    return MemorySummary(
+        peak_allocated_bytes=peak.allocated,
+        peak_per_gpu_bytes=peak.per_gpu,
+        peak_moment=peak.peak_moment,
+        gpu_bytes=review.gpu_bytes,
+        fits=None if review.gpu_bytes is None else peak.per_gpu <= review.gpu_bytes,
+        largest_term=peak.largest.name,
+    ).as_dict()
 
 
 def memory_details(review: MemoryReview) -> dict[str, Any]:
     peak = review.peak
     batch = peak.batch
-    return {
-        "terms": [{"name": t.name, "bytes": t.bytes, "gib": round(t.gib, 3), "formula": t.formula, "source": t.source,
-                   "moment": t.moment} for t in peak.terms],
-        "moments": {name: value for name, value in peak.moments.items()},
-        "peak_moment": peak.peak_moment,
-        "allocated": peak.allocated,
-        "per_gpu": peak.per_gpu,
-        "batch": {"sequences": batch.sequences, "length": batch.length, "tokens": batch.tokens,
-                  "label_tokens": batch.label_tokens, "rows": list(batch.rows), "step": batch.step},
-        "typical": None if review.typical is None else review.typical.per_gpu,
-        "long_rows": [{"row": r.row, "length": r.length} for r in review.long_rows[:20]],
-        "gpu": review.gpu,
-        "gpu_bytes": review.gpu_bytes,
-        "gpus": [{"name": name, "gib": gib, "fits": peak.per_gpu <= gib * GIB} for name, gib in GPUS.items()],
-        "fixes": [{"change": f.change, "key": f.key, "before": f.before, "after": f.after, "note": f.note,
-                   "fits": None if review.gpu_bytes is None else f.after <= review.gpu_bytes} for f in review.fixes],
-        "host_bytes": review.host_bytes,
-        "host_total": review.host_total,
-        "lengths": review.lengths_from,
-    }
+    return MemorySection(
+        terms=tuple(TermView(t.name, t.bytes, round(t.gib, 3), t.formula, t.source, t.moment) for t in peak.terms),
+        moments=dict(peak.moments),
+        peak_moment=peak.peak_moment,
+        allocated=peak.allocated,
+        per_gpu=peak.per_gpu,
+        batch=BatchView(batch.sequences, batch.length, batch.tokens, batch.label_tokens, list(batch.rows), batch.step),
+        typical=None if review.typical is None else review.typical.per_gpu,
+        long_rows=tuple(LongRowView(r.row, r.length) for r in review.long_rows[:20]),
+        gpu=review.gpu,
+        gpu_bytes=review.gpu_bytes,
+        gpus=tuple(GpuFit(name, gib, peak.per_gpu <= gib * GIB) for name, gib in GPUS.items()),
+        fixes=tuple(FixView(f.change, f.key, f.before, f.after, f.note,
+                            None if review.gpu_bytes is None else f.after <= review.gpu_bytes) for f in review.fixes),
+        host_bytes=review.host_bytes,
+        host_total=review.host_total,
+        lengths=review.lengths_from,
+    ).as_details()
 
 
 def preflight_lengths(reports: Sequence[Report]) -> Lengths | None:
     """The lengths preflight's data sections collected (their first dataset's)."""
     for report in reports:
-        if "sequence_lengths" in report.details:
+        if data_section(report.summary, report.details).sequence_lengths is not None:
             return lengths_of(report)
     return None

@@ -17,6 +17,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView, SideView
 from mldebug_cli.frameworks import trl_preference as trl
 from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.frameworks.registry import framework as framework_object
@@ -74,7 +75,7 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     findings: list[Finding] = [f for c in checks if c.subject == "preference-setup" for f in c.findings(setup, setup)]
     findings += unreadable_shards(source, checks, "DP013")
     dataset = PreferenceDataset(keep_lengths=getattr(options, "sequence_lengths", False))
-    views: list[tuple[int, bool, dict]] = []
+    views: list[tuple[int, bool, PairView]] = []
     checked_total = total if indices is None else len(indices)
     rows = 0
     workers = workers_for(options.workers, checked_total) if options.engine == "local" else 1
@@ -95,8 +96,8 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
         targets=(source.display,),
         context=_context(setup, options, checked_total, total, loaded, prepared) | engine_line(options),
         summary=_summary(rows, total, dataset, findings, setup),
-        details={"rows": [_with_pieces(v, tokenizer) for v in _shown(views, options)],
-                 **({"sequence_lengths": sorted(dataset.sequences)} if dataset.keep_lengths else {})},
+        details=PairsSection(tuple(_with_pieces(v, tokenizer) for v in _shown(views, options)),
+                             sorted(dataset.sequences) if dataset.keep_lengths else None).as_details(),
     )
 
 
@@ -173,7 +174,7 @@ def _template_closing(renderer: ChatRenderer, tok) -> tuple[int, ...]:
 class _BatchResult:
     findings: list[Finding]
     dataset: PreferenceDataset
-    views: list[tuple[int, bool, dict]]
+    views: list[tuple[int, bool, PairView]]
     rows: int
 
 
@@ -430,71 +431,55 @@ def _collate_orpo(pair: Pair, setup: PreferenceSetup) -> None:
         pair.completions[side] = completion
 
 
-def _view(pair: Pair, setup: PreferenceSetup) -> dict[str, Any]:
-    view: dict[str, Any] = {"row": pair.index, "task": setup.task}
-    if pair.line is not None:
-        view["line"] = pair.line
+def _view(pair: Pair, setup: PreferenceSetup) -> PairView:
     if not pair.ok:
-        view["error"] = pair.problem or pair.refused
-        if pair.left_out:
-            view["dropped"] = True
-        return view
-    view["prompt"] = pair.prompt_text
-    if pair.dropped:
-        view["dropped"] = True
+        return PairView(pair.index, setup.task, pair.line, error=pair.problem or pair.refused, ok=False,
+                        dropped=pair.left_out)
     if setup.task == "grpo":
-        view["prompt_input_ids"] = pair.prompt_ids
-        return view
-    view["prompt_tokens"] = pair.prompt_len
-    if setup.unpaired:
-        view["unpaired"] = True  # KTO: each side is a row of its own, chosen desirable
-    for side, seq in pair.sides.items():
-        part = {"input_ids": seq.input_ids, "labels": seq.labels, "pieces": None}
-        if seq.completion_cut:
-            part["truncated_from"] = seq.prompt_tokens + seq.completion_tokens
-        if side in pair.labels:
-            part["label"] = pair.labels[side]
-        if setup.unpaired and side in pair.dropped_sides:
-            part["dropped"] = True
-        if side == "completion":
-            view.update(part)
-        else:
-            view[side] = part
+        return PairView(pair.index, setup.task, pair.line, dropped=pair.dropped, prompt=pair.prompt_text,
+                        prompt_input_ids=pair.prompt_ids)
+    sides = tuple(SideView(side, seq.input_ids, seq.labels,
+                           truncated_from=seq.prompt_tokens + seq.completion_tokens if seq.completion_cut else None,
+                           label=pair.labels.get(side), dropped=setup.unpaired and side in pair.dropped_sides)
+                  for side, seq in pair.sides.items())
+    first_difference = None
     if len(pair.sides) == 2 and not pair.dropped:
         chosen, rejected = pair.sides["chosen"].input_ids, pair.sides["rejected"].input_ids
         common = trl.common_prefix_length(chosen, rejected)
         if common < min(len(chosen), len(rejected)) or len(chosen) != len(rejected):  # cut alike, they may not differ
-            view["first_difference"] = common
-    return view
+            first_difference = common
+    return PairView(pair.index, setup.task, pair.line, dropped=pair.dropped, prompt=pair.prompt_text,
+                    prompt_tokens=pair.prompt_len, unpaired=setup.unpaired, sides=sides,
+                    first_difference=first_difference)
 
 
-def _with_pieces(view: dict[str, Any], tokenizer) -> dict[str, Any]:
+def _with_pieces(view: PairView, tokenizer) -> PairView:
     """Token pieces, and the text each token decodes to (for the views), on the rows finally shown."""
-    for part in (view, view.get("chosen"), view.get("rejected")):
-        if isinstance(part, dict) and "pieces" in part:
-            part["pieces"] = tokenizer.convert_ids_to_tokens(part["input_ids"]) if part["input_ids"] else []
-            part["texts"] = [tokenizer.decode([i]) for i in part["input_ids"]]
-    if "prompt_input_ids" in view:
-        view["prompt_pieces"] = tokenizer.convert_ids_to_tokens(view["prompt_input_ids"])
-        view["prompt_texts"] = [tokenizer.decode([i]) for i in view["prompt_input_ids"]]
-    return view
+    if not view.ok:
+        return view
+    sides = tuple(replace(side, pieces=tokenizer.convert_ids_to_tokens(side.input_ids) if side.input_ids else [],
+                          texts=[tokenizer.decode([i]) for i in side.input_ids]) for side in view.sides)
+    if view.prompt_input_ids is None:
+        return replace(view, sides=sides)
+    return replace(view, sides=sides, prompt_pieces=tokenizer.convert_ids_to_tokens(view.prompt_input_ids),
+                   prompt_texts=[tokenizer.decode([i]) for i in view.prompt_input_ids])
 
 
-def _keep_shown(views: list[tuple[int, bool, dict]], options) -> list[tuple[int, bool, dict]]:
+def _keep_shown(views: list[tuple[int, bool, PairView]], options) -> list[tuple[int, bool, PairView]]:
     """The views ``_shown`` can still choose (so memory does not grow with the dataset)."""
     if options.rows:
         return views
     limit = max(options.show, 1) if options.show else 0
     ordered = sorted(views, key=lambda v: v[0])
-    return [v for v in ordered if v[1]][:limit] + [v for v in ordered if not v[1] and "error" not in v[2]][:limit]
+    return [v for v in ordered if v[1]][:limit] + [v for v in ordered if not v[1] and v[2].ok][:limit]
 
 
-def _shown(views: list[tuple[int, bool, dict]], options) -> list[dict[str, Any]]:
+def _shown(views: list[tuple[int, bool, PairView]], options) -> list[PairView]:
     if options.rows:
         return [v for _, _, v in sorted(views, key=lambda v: v[0])]
     limit = max(options.show, 1) if options.show else 0
     chosen = [v for v in views if v[1]][:limit]
-    chosen += [v for v in views if not v[1] and "error" not in v[2]][: limit - len(chosen)]
+    chosen += [v for v in views if not v[1] and v[2].ok][: limit - len(chosen)]
     return [v for _, _, v in sorted(chosen, key=lambda v: v[0])]
 
 
@@ -504,18 +489,19 @@ def _summary(rows: int, total: int, dataset: PreferenceDataset, findings: list[F
     for f in findings:
         by_check[f.code] = by_check.get(f.code, 0) + 1
     ratio = dataset.length_ratio
-    return {
-        "rows": total,
-        "rows_checked": rows,
-        "pairs": dataset.pairs,
-        "chosen_rejected_length_ratio": round(ratio, 3) if ratio is not None else None,
-        "chosen_longer_share": round(dataset.chosen_longer / dataset.pairs, 3) if dataset.pairs else None,
-        "labels": {"desirable": dataset.labels[True], "undesirable": dataset.labels[False]},
-        "sequences_per_row": 2 if setup.unpaired else 1,  # the rows the trainer iterates per dataset row
-        "rows_dropped": dataset.dropped,  # of those, removed by the trainer's length filter or its converter
-        "tokens_kept": dataset.tokens_kept,
-        "by_check": dict(sorted(by_check.items())),
-    }
+    return PairsSummary(
+        rows=total,
+        rows_checked=rows,
+        pairs=dataset.pairs,
+        chosen_rejected_length_ratio=round(ratio, 3) if ratio is not None else None,
+        chosen_longer_share=round(dataset.chosen_longer / dataset.pairs, 3) if dataset.pairs else None,
+        desirable=dataset.labels[True],
+        undesirable=dataset.labels[False],
+        sequences_per_row=2 if setup.unpaired else 1,
+        rows_dropped=dataset.dropped,
+        tokens_kept=dataset.tokens_kept,
+        by_check=dict(sorted(by_check.items())),
+    ).as_dict()
 
 
 def _context(setup: PreferenceSetup, options, checked: int, total: int, loaded,

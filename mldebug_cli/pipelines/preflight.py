@@ -19,6 +19,8 @@ from mldebug_cli.core.errors import (
     UsageError,
 )
 from mldebug_cli.core.findings import Finding, Location, Report
+from mldebug_cli.core.sections.pairs import data_summary
+from mldebug_cli.core.sections.preflight import PartView, PreflightSection
 from mldebug_cli.frameworks.registry import PREFLIGHT_NEEDS, chosen
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.sources.config_file import ConfigFile
@@ -83,6 +85,8 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     sections += _memory_section(options, framework, sections, progress)
     sections += [_template_section(options, tokenizer, plan, d, progress) for d in options.deploy]
     findings = tuple(f for s in sections for f in s["findings"])
+    parts = PreflightSection(tuple(PartView.of_report(s["report"], s["target"], s["findings"], ("sequence_lengths",))
+                                   for s in sections))
     return Report(
         command=COMMAND,
         findings=findings,
@@ -90,8 +94,8 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
         targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
         context={**_context(config, plan, tokenizer, options, preference),
                  "versions": sections[len(plan.datasets)]["report"].context.get("versions")},
-        summary={"sections": [_section_summary(s) for s in sections], "by_check": _by_check(findings)},
-        details={"sections": [_section_details(s) for s in sections]},
+        summary=parts.summary(_by_check(findings)),
+        details=parts.as_details(),
     )
 
 
@@ -411,16 +415,15 @@ def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
     lengths: Counter[int] = Counter()
     untrained: Counter[int] = Counter()
     for section in sections:
-        summary = section["report"].summary
-        rows, checked = summary.get("rows", 0), summary.get("rows_checked", 0)
+        summary = data_summary(section["report"].summary)
+        rows, checked = summary.rows, summary.rows_checked
         scale = rows / checked if checked else 0.0
         exact = exact and checked == rows
-        trained = rows * summary.get("sequences_per_row", 1)  # KTO unpairs each chosen/rejected row into two
-        per_dataset.append(trained - round(summary.get("rows_dropped", 0) * scale))
-        tokens += summary.get("tokens_kept", 0) * scale
-        kept = summary.get("lengths_kept", ())
-        lengths.update(_scaled(kept, scale, per_dataset[-1] if trained == rows else None))
-        untrained.update(_scaled(summary.get("lengths_untrained", ()), scale))
+        trained = rows * summary.sequences_per_row  # KTO unpairs each chosen/rejected row into two
+        per_dataset.append(trained - round(summary.rows_dropped * scale))
+        tokens += summary.tokens_kept * scale
+        lengths.update(_scaled(summary.lengths_kept, scale, per_dataset[-1] if trained == rows else None))
+        untrained.update(_scaled(summary.lengths_untrained, scale))
     if not sum(per_dataset):
         return None
     basis = f"{round(tokens)} tokens of the rows that train, " + (
@@ -553,18 +556,6 @@ def _template_line(plan: TrainingPlan) -> str:
     if own:
         return f"{plan.framework}'s own template {own!r}"
     return plan.chat_template.value or "the tokenizer's"
-
-
-def _section_summary(section: dict[str, Any]) -> dict[str, Any]:
-    return {"command": section["command"], "target": section["target"], "findings": len(section["findings"]),
-            **dict(section["report"].summary)}
-
-
-def _section_details(section: dict[str, Any]) -> dict[str, Any]:
-    report = section["report"]
-    return {"command": section["command"], "target": section["target"], "context": dict(report.context),
-            "summary": dict(report.summary), "findings": [f.as_dict() for f in section["findings"]],
-            **{key: value for key, value in report.details.items() if key != "sequence_lengths"}}
 
 
 def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:

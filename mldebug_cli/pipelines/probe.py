@@ -13,6 +13,22 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.labels import IGNORE_INDEX
+from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView
+from mldebug_cli.core.sections.probe import (
+    AblationView,
+    CosineView,
+    MapRow,
+    NonFiniteView,
+    OptimizerView,
+    ProbeSection,
+    ProbeSummary,
+    TensorView,
+    TermView,
+    TokenView,
+    UpdateRatioView,
+)
+from mldebug_cli.core.sections.rows import RowsSection, RowView
 from mldebug_cli.frameworks.registry import framework as framework_object
 
 COMMAND = "probe"
@@ -73,9 +89,9 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
         checks_run=tuple(c.code for c in checks),
         targets=(options.config, options.model) + ((options.rewards,) if options.rewards else ()),
         context=_report_context(options, facts, versions, subject, _probed(sequences, rows, facts.task), estimate, notes),
-        summary={"rows": len(rows), "terms": [t.name for t in subject.terms], "trainable_tensors": len(subject.tensors),
-                 "seconds": round(elapsed, 1), "findings": len(findings)},
-        details={"probe": _details(subject), "map": folklore_map(subject, findings)},
+        summary=ProbeSummary(len(rows), [t.name for t in subject.terms], len(subject.tensors), round(elapsed, 1),
+                             len(findings)).as_dict(),
+        details=replace(_details(subject), map=folklore_map(subject, findings)).as_details(),
     )
 
 
@@ -167,26 +183,33 @@ def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
                              show=wanted or 0, select=("DS001",), ignore=(), framework=facts.framework)
     configured = configured_inspect(options.config, None, inspect, frozenset({"tokenizer", "rows", "sample", "framework"}),
                                     options.allow_outside_paths)
-    views = inspect_with_config(configured).details["rows"]
+    report = inspect_with_config(configured)
+    views = (PairsSection.from_details(report.details).rows if PairsSummary.describes(report.summary)
+             else RowsSection.from_details(report.details).rows)
     out, rows = [], []
-    for view in sorted(views, key=lambda v: v["row"]):
-        if "error" in view or view.get("dropped"):
+    for view in sorted(views, key=lambda v: v.row):
+        if not view.ok or view.dropped:
             continue
         if facts.task in PAIRED:
-            if "chosen" not in view or "rejected" not in view:
+            paired = [view.side(s) for s in ("chosen", "rejected")] if isinstance(view, PairView) else [None]
+            if any(side is None for side in paired):
                 continue
-            sides = [(view[s]["input_ids"], view[s]["labels"]) for s in ("chosen", "rejected")]
-            if all(any(label != -100 for label in labels) for _, labels in sides):
+            sides = [(side.input_ids, side.labels) for side in paired]
+            if all(any(label != IGNORE_INDEX for label in labels) for _, labels in sides):
                 out.append(tuple(sides))
-                rows.append(view["row"])
-        elif facts.task == "kto":
-            for part in [view] if "label" in view else [view[s] for s in ("chosen", "rejected") if s in view]:
-                if part.get("input_ids") and not part.get("dropped") and any(x != -100 for x in part["labels"]):
-                    out.append((part["input_ids"], part["labels"], bool(part["label"])))
-                    rows.append(view["row"])
-        elif view.get("input_ids") and any(label != -100 for label in view["labels"]):
-            out.append((view["input_ids"], view["labels"]))
-            rows.append(view["row"])
+                rows.append(view.row)
+            continue
+        if facts.task == "kto":
+            for part in view.sides if isinstance(view, PairView) else ():  # one completion, or both sides unpaired
+                if (part.input_ids and not part.dropped and part.label is not None
+                        and any(x != IGNORE_INDEX for x in part.labels)):
+                    out.append((part.input_ids, part.labels, bool(part.label)))
+                    rows.append(view.row)
+            continue
+        one = view if isinstance(view, RowView) else view.side("completion")
+        if one is not None and one.input_ids and any(label != IGNORE_INDEX for label in one.labels):
+            out.append((one.input_ids, one.labels))
+            rows.append(view.row)
     if not out:
         raise InputError(f"{options.config}: none of the probed rows has trained labels",
                          hint="check the rows with `mldebug inspect-data --config`")
@@ -429,32 +452,26 @@ def _report_context(options, facts, versions, subject, rows: str, estimate, note
     }
 
 
-def _details(subject) -> dict[str, Any]:
-    return {
-        "terms": [{"name": t.name, "weight": t.weight, "metric": t.metric, "grad_norm": _num(t.grad_norm),
-                   "rows": list(t.rows), "push": [_num(v) for v in t.push],
-                   "metric_values": [_num(v) for v in t.metric_values], "losses": [_num(v) for v in t.losses],
-                   **({"row_names": list(t.row_names)} if t.row_names else {}),
-                   **({"idle": t.idle} if t.idle else {})} for t in subject.terms],
-        "cosines": [{"terms": [c.first, c.second], "cosine": _num(c.cosine)} for c in subject.cosines],
-        "tensors": [{"name": t.name, "numel": t.numel, "grad_norm": _num(t.grad_norm), "exempt": t.exempt}
-                    for t in subject.tensors],
-        "tokens": [{"id": t.token_id, "text": t.piece, "rows": list(t.rows), "norm_ratio": _num(t.norm_ratio),
-                    "learnable": t.learnable, "how": t.how} for t in subject.tokens],
-        "optimizer": None if subject.optimizer is None else {
-            "cosine": _num(subject.optimizer.cosine), "against_share": _num(subject.optimizer.against_share),
-            "step_ratio": _num(subject.optimizer.step_ratio), "step": subject.optimizer.step},
-        "update_ratio": None if subject.update is None else {
-            "median": _num(subject.update.median), "learning_rate": subject.update.learning_rate,
-            "optimizer": subject.update.optimizer},
-        "non_finite": None if subject.non_finite is None else {
-            "module": subject.non_finite.module, "phase": subject.non_finite.phase, "value": subject.non_finite.value,
-            "before": [[n, _num(v)] for n, v in subject.non_finite.before]},
-        "ablation": None if subject.ablation is None else {
-            "term": subject.ablation.term, "steps": subject.ablation.steps, "metric": subject.ablation.metric,
-            "start": _num(subject.ablation.start), "with": _num(subject.ablation.with_term),
-            "without": _num(subject.ablation.without_term)},
-    }
+def _details(subject) -> ProbeSection:
+    optimizer, update, non_finite, ablation = subject.optimizer, subject.update, subject.non_finite, subject.ablation
+    return ProbeSection(
+        terms=tuple(TermView(t.name, t.weight, t.metric, _num(t.grad_norm), list(t.rows), [_num(v) for v in t.push],
+                             [_num(v) for v in t.metric_values], [_num(v) for v in t.losses], tuple(t.row_names or ()),
+                             t.idle or None) for t in subject.terms),
+        cosines=tuple(CosineView(c.first, c.second, _num(c.cosine)) for c in subject.cosines),
+        tensors=tuple(TensorView(t.name, t.numel, _num(t.grad_norm), t.exempt) for t in subject.tensors),
+        tokens=tuple(TokenView(t.token_id, t.piece, list(t.rows), _num(t.norm_ratio), t.learnable, t.how)
+                     for t in subject.tokens),
+        optimizer=None if optimizer is None else OptimizerView(_num(optimizer.cosine), _num(optimizer.against_share),
+                                                               _num(optimizer.step_ratio), optimizer.step),
+        update_ratio=None if update is None else UpdateRatioView(_num(update.median), update.learning_rate,
+                                                                 update.optimizer),
+        non_finite=None if non_finite is None else NonFiniteView(non_finite.module, non_finite.phase, non_finite.value,
+                                                                 [[n, _num(v)] for n, v in non_finite.before]),
+        ablation=None if ablation is None else AblationView(ablation.term, ablation.steps, ablation.metric,
+                                                            _num(ablation.start), _num(ablation.with_term),
+                                                            _num(ablation.without_term)),
+    )
 
 
 MAP_ROWS = {
@@ -470,7 +487,7 @@ MAP_ROWS = {
 }
 
 
-def folklore_map(subject, findings: Iterable[Finding]) -> dict[str, str]:
+def folklore_map(subject, findings: Iterable[Finding]) -> MapRow:
     """The row of the debugging map (d(loss)/d(metric), d(metric)/d(param), the term-off run) the probe falls in."""
     codes = {f.code for f in findings}
     if "GP008" in codes:
@@ -486,7 +503,7 @@ def folklore_map(subject, findings: Iterable[Finding]) -> dict[str, str]:
     else:
         row = "healthy"
     when, reading = MAP_ROWS[row]
-    return {"row": row, "when": when, "reading": reading}
+    return MapRow(row, when, reading)
 
 
 def _num(value: float | None) -> float | None:

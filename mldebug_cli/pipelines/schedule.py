@@ -9,6 +9,14 @@ from typing import Any
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report, Severity
 from mldebug_cli.core.numbers import plural
+from mldebug_cli.core.sections.schedule import (
+    Explanation,
+    LoggedPoint,
+    Overlay,
+    SchedulePoint,
+    ScheduleSection,
+    ScheduleSummary,
+)
 from mldebug_cli.schedule.model import Simulation
 
 COMMAND = "lr-plot"
@@ -120,8 +128,8 @@ def _unsimulated(config: str, framework: str, targets, findings: tuple[Finding, 
         targets=(config,),
         context={"config": config, "framework": framework, "versions": targets.describe(_packages(framework)) or None,
                  "schedule": f"not simulated: {error.message}"},
-        summary={"total_optimizer_steps": None, "findings": len(findings)},
-        details={"schedule": []},
+        summary=ScheduleSummary(findings=len(findings), simulated=False).as_dict(),
+        details=ScheduleSection(simulated=False).as_details(),
     )
 
 
@@ -144,68 +152,55 @@ def _context(sim: Simulation, size, engine: str = "auto") -> dict[str, Any]:
 
 def _summary(sim: Simulation, findings: tuple[Finding, ...]) -> dict[str, Any]:
     lrs = sim.lrs
-    return {
-        "total_optimizer_steps": sim.plan.total_steps,
-        "warmup_steps": sim.plan.warmup_steps,
-        "peak_lr": max(lrs) if lrs else None,
-        "final_lr": lrs[-1] if lrs else None,
-        "findings": len(findings),
-    }
+    return ScheduleSummary(sim.plan.total_steps, sim.plan.warmup_steps, max(lrs) if lrs else None,
+                           lrs[-1] if lrs else None, len(findings)).as_dict()
 
 
 def details(sim: Simulation, plot_path: str | None = None) -> dict[str, Any]:
     """The command's JSON contract (merged into the report's top level)."""
     spec, plan = sim.spec, sim.plan
-    out: dict[str, Any] = {
-        "framework": spec.framework,
-        "framework_version": sim.framework_version,
-        "engine": sim.engine,
-        "scheduler": spec.scheduler.name,
-        "scheduler_kwargs": dict(spec.scheduler.kwargs),
-        "learning_rate": spec.learning_rate,
-        "train_rows": plan.train_rows,
-        "world_size": spec.world_size,
-        "gradient_accumulation_steps": spec.grad_accum,
-        "total_optimizer_steps": plan.total_steps,
-        "optimizer_steps_run": plan.steps_run,
-        "warmup_steps": plan.warmup_steps,
-        "micro_batches_per_epoch": plan.micro_batches_per_epoch,
-        "optimizer_steps_per_epoch": plan.optimizer_steps_per_epoch,
-        "epochs": plan.epochs_run,
-        "epochs_requested": plan.epochs_requested,
-        "epoch_loops": plan.epoch_loops,
-        "total_optimizer_steps_range": list(plan.total_steps_range) if plan.total_steps_range else None,
-        "packing": plan.packing_basis,
-        "log_offset": spec.log_offset,
-        "schedule": [
-            {"step": p.step, "lr": p.lr, "epoch": p.epoch, "micro_batch": p.micro_batch} for p in sim.schedule
-        ],
-        "scheduler_error": sim.scheduler_error,
-        "scheduler_fails_after_step": sim.scheduler_fails_after,
-    }
-    if spec.generation is not None:
-        batching = spec.generation
-        out["generation_batching"] = {
+    batching = spec.generation
+    return ScheduleSection(
+        framework=spec.framework,
+        framework_version=sim.framework_version,
+        engine=sim.engine,
+        scheduler=spec.scheduler.name,
+        scheduler_kwargs=dict(spec.scheduler.kwargs),
+        learning_rate=spec.learning_rate,
+        train_rows=plan.train_rows,
+        world_size=spec.world_size,
+        gradient_accumulation_steps=spec.grad_accum,
+        total_optimizer_steps=plan.total_steps,
+        optimizer_steps_run=plan.steps_run,
+        warmup_steps=plan.warmup_steps,
+        micro_batches_per_epoch=plan.micro_batches_per_epoch,
+        optimizer_steps_per_epoch=plan.optimizer_steps_per_epoch,
+        epochs=plan.epochs_run,
+        epochs_requested=plan.epochs_requested,
+        epoch_loops=plan.epoch_loops,
+        total_optimizer_steps_range=list(plan.total_steps_range) if plan.total_steps_range else None,
+        packing=plan.packing_basis,
+        log_offset=spec.log_offset,
+        schedule=tuple(SchedulePoint(p.step, p.lr, p.epoch, p.micro_batch) for p in sim.schedule),
+        scheduler_error=sim.scheduler_error,
+        scheduler_fails_after_step=sim.scheduler_fails_after,
+        generation_batching=None if batching is None else {
             "num_generations": batching.num_generations, "generation_batch_size": batching.generation_batch_size,
             "prompts_per_generation": batching.prompts_per_generation,
-            "steps_per_generation": batching.steps_per_generation, "num_iterations": batching.num_iterations}
-    if sim.overlay is not None:
-        out["overlay"] = _overlay(sim)
-    if plot_path is not None:
-        out["plot"] = plot_path
-    return out
+            "steps_per_generation": batching.steps_per_generation, "num_iterations": batching.num_iterations},
+        overlay=None if sim.overlay is None else _overlay(sim),
+        plot=plot_path,
+    ).as_details()
 
 
-def _overlay(sim: Simulation) -> dict[str, Any]:
+def _overlay(sim: Simulation) -> Overlay:
     overlay = sim.overlay
     explanation = overlay.explanation
-    return {
-        "trainer_state": overlay.path,
-        "run_max_steps": overlay.run_max_steps,
-        "mismatched": overlay.mismatched,
-        "logged": [
-            {"step": p.step, "lr": p.lr, "simulated": e} for p, e in zip(overlay.logged, overlay.expected)
-        ],
-        "explanation": None if explanation is None else {"kind": explanation.kind, "message": explanation.message,
-                                                         "matched": explanation.matched, "total": explanation.total},
-    }
+    return Overlay(
+        trainer_state=overlay.path,
+        run_max_steps=overlay.run_max_steps,
+        mismatched=overlay.mismatched,
+        logged=tuple(LoggedPoint(p.step, p.lr, e) for p, e in zip(overlay.logged, overlay.expected)),
+        explanation=None if explanation is None else Explanation(explanation.kind, explanation.message,
+                                                                 explanation.matched, explanation.total),
+    )

@@ -15,7 +15,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Finding, Report
-from mldebug_cli.core.sections import ProbesSection
+from mldebug_cli.core.sections.probes import ProbesSection, ProbesSummary
 from mldebug_cli.engines.registry import deploy_side, train_side
 from mldebug_cli.pipelines.render import FIXED_NOW, EngineRenderError, render_with_engine, tokenize
 from mldebug_cli.render.diff import (
@@ -262,9 +262,5 @@ def _summary(results: tuple[ProbeResult, ...], findings: tuple[Finding, ...]) ->
     by_check: dict[str, int] = {}
     for finding in findings:
         by_check[finding.code] = by_check.get(finding.code, 0) + 1
-    return {
-        "probes": len(results),
-        "compared": sum(r.compared for r in results),
-        "identical": sum(r.identical for r in results),
-        "by_check": dict(sorted(by_check.items())),
-    }
+    return ProbesSummary(len(results), sum(r.compared for r in results), sum(r.identical for r in results),
+                         dict(sorted(by_check.items()))).as_dict()

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mldebug_cli.core.sections import HunkView, ProbeView, TokenDifferenceView
+from mldebug_cli.core.sections.probes import HunkView, ProbeView, TokenDifferenceView
 from mldebug_cli.render.probes import Probe
 from mldebug_cli.sources.deploy import Side
 

@@ -6,8 +6,8 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from mldebug_cli.core.findings import Finding, Location, Severity
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.html_parts.markup import Html, el, join, shorten
 from mldebug_cli.formats.html_parts.text_view import cut_note
@@ -15,7 +15,7 @@ from mldebug_cli.formats.html_parts.text_view import cut_note
 MAX_PLACES_PER_CHECK = 100
 PLACES_OPEN = 5  # the rest of a check's places are folded away
 MAX_MESSAGE_CHARS = 400
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 _CODE_SPAN = re.compile(r"``?([^`]+)``?")
 _DOC_HEADINGS = ("What it finds", "Why it matters for training", "Example", "Fix")
 
@@ -33,34 +33,34 @@ def check_anchor(prefix: str, code: str) -> str:
     return f"{prefix}-check-{code}"
 
 
-def badges(findings: list[dict[str, Any]], prefix: str) -> list[Html]:
+def badges(findings: list[Finding], prefix: str) -> list[Html]:
     """One link per check that fired on a row or probe, to the check's findings, its first message on hover."""
-    first: dict[str, dict[str, Any]] = {}
+    first: dict[str, Finding] = {}
     for finding in findings:
-        first.setdefault(finding["code"], finding)
-    return [el("a", code, href=f"#{check_anchor(prefix, code)}", class_=f"badge sev-{f['severity']}",
-               title=shorten(f"{f['name']}: {f['message']}", MAX_MESSAGE_CHARS)) for code, f in first.items()]
+        first.setdefault(finding.code, finding)
+    return [el("a", code, href=f"#{check_anchor(prefix, code)}", class_=f"badge sev-{f.severity.value}",
+               title=shorten(f"{f.name}: {f.message}", MAX_MESSAGE_CHARS)) for code, f in first.items()]
 
 
-def grouped(findings: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+def grouped(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
     """Findings by check code, the most severe checks first."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[Finding]] = {}
     for finding in findings:
-        groups.setdefault(finding["code"], []).append(finding)
-    return sorted(groups.items(), key=lambda kv: (SEVERITY_ORDER.get(kv[1][0]["severity"], 3), kv[0]))
+        groups.setdefault(finding.code, []).append(finding)
+    return sorted(groups.items(), key=lambda kv: (SEVERITY_ORDER[kv[1][0].severity], kv[0]))
 
 
-def render_findings(findings: list[dict[str, Any]], prefix: str, anchors: Anchors) -> Html:
+def render_findings(findings: list[Finding], prefix: str, anchors: Anchors) -> Html:
     groups = grouped(findings)
     body = [_check(code, group, prefix, anchors) for code, group in groups] or [el("p", "No findings.", class_="passed")]
     return el("section", el("h2", f"Findings ({len(findings)} in {plural(len(groups), 'check')})"), body,
               class_="findings", id=f"{prefix}-findings")
 
 
-def _check(code: str, group: list[dict[str, Any]], prefix: str, anchors: Anchors) -> Html:
+def _check(code: str, group: list[Finding], prefix: str, anchors: Anchors) -> Html:
     first = group[0]
     doc = explanation(code)
-    heading = el("h3", el("span", first["severity"], class_="sev"), " ", el("code", code), " ", first["name"],
+    heading = el("h3", el("span", first.severity.value, class_="sev"), " ", el("code", code), " ", first.name,
                  " ", el("span", f"({plural(len(group), 'place')})", class_="meta"))
     return el(
         "section",
@@ -69,13 +69,13 @@ def _check(code: str, group: list[dict[str, Any]], prefix: str, anchors: Anchors
         _places(group, anchors),
         [el("p", "Fix: ", hint, class_="hint") for hint in _hints(group)],
         _more(doc),
-        class_=f"check sev-{first['severity']}",
+        class_=f"check sev-{first.severity.value}",
         id=check_anchor(prefix, code),
         data_code=code,
     )
 
 
-def _places(group: list[dict[str, Any]], anchors: Anchors) -> Html:
+def _places(group: list[Finding], anchors: Anchors) -> Html:
     """Where a check fired: places shown in this page first, the first few open, the rest folded, all bounded."""
     ordered = sorted(group, key=lambda f: _shown_in_page(f, anchors) is None)
     items = [_place(f, anchors) for f in ordered[:MAX_PLACES_PER_CHECK]]
@@ -87,15 +87,15 @@ def _places(group: list[dict[str, Any]], anchors: Anchors) -> Html:
     ])
 
 
-def _shown_in_page(finding: dict[str, Any], anchors: Anchors) -> str | None:
-    return _where(finding.get("location") or {}, anchors)[1]
+def _shown_in_page(finding: Finding, anchors: Anchors) -> str | None:
+    return _where(finding.location, anchors)[1]
 
 
-def _hints(group: list[dict[str, Any]]) -> list[str]:
+def _hints(group: list[Finding]) -> list[str]:
     """The distinct hints of a group, in order, at most three."""
     seen: list[str] = []
     for finding in group:
-        hint = finding.get("hint")
+        hint = finding.hint
         if hint and hint not in seen:
             seen.append(hint)
     return seen[:3]
@@ -109,37 +109,37 @@ def _more(doc: dict[str, str]) -> Html | None:
               [join([el("h4", heading), el("p", prose(body))]) for heading, body in rest])
 
 
-def _place(finding: dict[str, Any], anchors: Anchors) -> Html:
-    where, target = _where(finding.get("location") or {}, anchors)
-    message = shorten(finding["message"], MAX_MESSAGE_CHARS)
+def _place(finding: Finding, anchors: Anchors) -> Html:
+    where, target = _where(finding.location, anchors)
+    message = shorten(finding.message, MAX_MESSAGE_CHARS)
     if not where:
         return el("li", message)
     shown = el("a", where, href=f"#{target}") if target else el("span", where, class_="meta")
-    return el("li", shown, ": ", message, data_row=(finding.get("location") or {}).get("row"))
+    return el("li", shown, ": ", message, data_row=finding.location.row)
 
 
-def _where(loc: dict[str, Any], anchors: Anchors) -> tuple[str, str | None]:
+def _where(loc: Location, anchors: Anchors) -> tuple[str, str | None]:
     """The location in words, and the id of the element that shows it (None when the page does not)."""
     parts, target = [], None
-    if loc.get("row") is not None:
-        parts.append(f"row {loc['row']}" + (f" (line {loc['line']})" if loc.get("line") is not None else ""))
-        target = anchors.rows.get(loc["row"])
+    if loc.row is not None:
+        parts.append(f"row {loc.row}" + (f" (line {loc.line})" if loc.line is not None else ""))
+        target = anchors.rows.get(loc.row)
         if target is None:
             parts[-1] += " (not shown)"
-    elif loc.get("line") is not None:
-        parts.append(f"line {loc['line']}")
-    if loc.get("message_index") is not None:
-        parts.append(f"message {loc['message_index']}")
-    if loc.get("key"):
-        parts.append(f"key {loc['key']}")
+    elif loc.line is not None:
+        parts.append(f"line {loc.line}")
+    if loc.message_index is not None:
+        parts.append(f"message {loc.message_index}")
+    if loc.key:
+        parts.append(f"key {loc.key}")
         target = target or anchors.keys
-    if loc.get("probe"):
-        parts.append(f"probe {loc['probe']}")
-        target = target or anchors.probes.get(loc["probe"])
-    if loc.get("side"):
-        parts.append(str(loc["side"]))
-    if not parts and loc.get("path"):
-        parts.append(str(loc["path"]))
+    if loc.probe:
+        parts.append(f"probe {loc.probe}")
+        target = target or anchors.probes.get(loc.probe)
+    if loc.side:
+        parts.append(str(loc.side))
+    if not parts and loc.path:
+        parts.append(str(loc.path))
     return ", ".join(parts), target
 
 

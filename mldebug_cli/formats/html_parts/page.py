@@ -1,8 +1,8 @@
 """The page: head with the inline stylesheet, the header (verdict, counts, what was checked), one section per report.
 
-A command's report is one section. A ``preflight`` report lists its parts under ``details["sections"]``,
-each a dict with ``command``, ``target``, ``context``, ``summary``, its ``findings`` and the command's own
-keys (as in that command's JSON). Every section is drawn by the same code as its command's own report.
+A command's report is one section. A ``preflight`` report lists its parts (``core.sections.preflight``): each
+with its command, target, context, summary, findings and the command's own sections. Every section is drawn by the
+same code as its command's own report: the part module of its command, ``render(part, prefix, findings)``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from types import ModuleType
 from typing import Any
 
 from mldebug_cli import __version__
-from mldebug_cli.core.findings import Report
+from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.sections.preflight import PartView, PreflightSection
 from mldebug_cli.formats.html_parts.findings import Anchors, grouped, render_findings
 from mldebug_cli.formats.html_parts.markup import Html, el, facts_list, join, void
 from mldebug_cli.formats.html_parts.style import CSS
@@ -35,7 +36,7 @@ def render_page(report: Report, versions: Mapping[str, str]) -> Html:
     documents = section_documents(report)
     nested = report.command == "preflight"
     sections = [_section(doc, f"s{i}", nested) for i, doc in enumerate(documents)]
-    has_tokens = any(doc.get("command") == "inspect-data" for doc in documents)
+    has_tokens = any(doc.command == "inspect-data" for doc in documents)
     body = el(
         "body",
         void("input", type="checkbox", id="show-ids", title="show token ids") if has_tokens else None,
@@ -56,23 +57,20 @@ def render_page(report: Report, versions: Mapping[str, str]) -> Html:
     return Html("<!DOCTYPE html>\n" + el("html", head, body, lang="en") + "\n")
 
 
-def section_documents(report: Report) -> list[dict[str, Any]]:
-    """The report as the JSON documents of its sections (one, unless it is a preflight report)."""
-    from mldebug_cli.formats.json_format import report_document
-
-    parts = report.details.get("sections") if report.command == "preflight" else None
-    if not isinstance(parts, list):
-        return [report_document(report)]
-    documents = [dict(p) for p in parts if isinstance(p, dict)]
-    placed = {_key(f) for doc in documents for f in doc.get("findings") or []}
-    own = [f.as_dict() for f in report.findings if _key(f.as_dict()) not in placed]
+def section_documents(report: Report) -> list[PartView]:
+    """The report's sections: the report itself, or a preflight report's parts."""
+    if report.command != "preflight" or not PreflightSection.has_parts(report.details):
+        return [PartView.of_report(report)]
+    documents = list(PreflightSection.from_details(report.details).parts)
+    placed = {_key(f) for doc in documents for f in doc.findings}
+    own = tuple(f for f in report.findings if _key(f) not in placed)
     if own:
-        documents.insert(0, {"command": "preflight", "context": {}, "findings": own})
+        documents.insert(0, PartView("preflight", findings=own))
     return documents
 
 
-def _key(finding: dict[str, Any]) -> str:
-    return json.dumps(finding, sort_keys=True, default=str)
+def _key(finding: Finding) -> str:
+    return json.dumps(finding.as_dict(), sort_keys=True, default=str)
 
 
 def _verdict(report: Report) -> tuple[str, str]:
@@ -131,27 +129,27 @@ def _passed(codes: list[str]) -> Html:
     return el("ul", [el("li", el("code", code), " ", names.get(code, "")) for code in codes], class_="passed")
 
 
-def _nav(documents: list[dict[str, Any]], nested: bool) -> Html:
+def _nav(documents: list[PartView], nested: bool) -> Html:
     links = []
     for i, doc in enumerate(documents):
-        prefix, command = f"s{i}", doc.get("command", "")
+        prefix, command = f"s{i}", doc.command
         label = f"{command}: " if nested else ""
-        links.append(el("a", f"{label}Findings ({len(doc.get('findings') or [])})", href=f"#{prefix}-findings"))
+        links.append(el("a", f"{label}Findings ({len(doc.findings)})", href=f"#{prefix}-findings"))
         part = _part(command)
         for suffix, title in getattr(part, "NAV", ()):
             links.append(el("a", f"{label}{title}", href=f"#{prefix}-{suffix}"))
     return el("nav", links, class_="sections")
 
 
-def _section(doc: dict[str, Any], prefix: str, nested: bool) -> Html:
-    command = doc.get("command", "")
-    findings = [f for _, group in grouped(list(doc.get("findings") or [])) for f in group]
+def _section(doc: PartView, prefix: str, nested: bool) -> Html:
+    command = doc.command
+    findings = [f for _, group in grouped(list(doc.findings)) for f in group]
     part = _part(command)
     anchors = part.anchors(doc, prefix) if part is not None else Anchors()
     return el(
         "section",
         el("h2", f"mldebug {command}", class_="command-title") if nested else None,
-        facts_list(context_facts(doc.get("context") or {})) if nested else None,
+        facts_list(context_facts(doc.context)) if nested else None,
         render_findings(findings, prefix, anchors),
         part.render(doc, prefix, findings) if part is not None else None,
         class_="command", id=prefix, data_command=command,

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from mldebug_cli.core.findings import Finding
 from mldebug_cli.core.labels import IGNORE_INDEX
 from mldebug_cli.core.numbers import plural
+from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView
+from mldebug_cli.core.sections.preflight import PartView
+from mldebug_cli.core.sections.rows import LengthHistogram, RowsSection, RowsSummary, RowView
 from mldebug_cli.formats.html_parts import svg
 from mldebug_cli.formats.html_parts.findings import SEVERITY_ORDER, Anchors, badges
 from mldebug_cli.formats.html_parts.markup import Html, clip, el, facts_list, join, void
 from mldebug_cli.formats.html_parts.text_view import cut_note, highlighted, visible
+from mldebug_cli.formats.text_preference import sides
 
 NAV = (("summary", "Summary"), ("rows", "Rows"))
 MAX_ROWS = 50
@@ -26,53 +30,61 @@ def row_anchor(prefix: str, row: int) -> str:
     return f"{prefix}-row-{row}"
 
 
-def anchors(doc: dict[str, Any], prefix: str) -> Anchors:
-    return Anchors(rows={r["row"]: row_anchor(prefix, r["row"]) for r in (doc.get("rows") or [])[:MAX_ROWS]})
+def anchors(part: PartView, prefix: str) -> Anchors:
+    rows = _rows_of(part)
+    return Anchors(rows={r.row: row_anchor(prefix, r.row) for r in rows[:MAX_ROWS]})
 
 
-def render(doc: dict[str, Any], prefix: str, findings: list[dict[str, Any]]) -> Html:
-    return join([_summary(doc.get("summary") or {}, prefix), _rows(doc.get("rows") or [], prefix, findings)])
+def render(part: PartView, prefix: str, findings: list[Finding]) -> Html:
+    if not part.summary:
+        summary = None
+    elif PairsSummary.describes(part.summary):
+        summary = _preference_summary(PairsSummary.from_dict(part.summary), prefix)
+    else:
+        summary = _summary(RowsSummary.from_dict(part.summary), prefix)
+    return join([summary, _rows(_rows_of(part), prefix, findings)])
 
 
-def _summary(summary: dict[str, Any], prefix: str) -> Html | None:
-    if not summary:
-        return None
-    if "pairs" in summary:
-        return _preference_summary(summary, prefix)
-    tokens, trained = summary.get("tokens", 0), summary.get("trainable_tokens", 0)
-    pct = summary.get("length_percentiles") or {}
+def _rows_of(part: PartView) -> tuple[RowView | PairView, ...]:
+    if PairsSummary.describes(part.summary):
+        return PairsSection.from_details(part.details).rows
+    return RowsSection.from_details(part.details).rows
+
+
+def _summary(summary: RowsSummary, prefix: str) -> Html:
+    tokens, trained = summary.tokens, summary.trainable_tokens
+    pct = summary.length_percentiles
     facts = [
-        ("rows checked", f"{summary.get('rows_checked', 0):,} of {summary.get('rows', 0):,}"),
-        ("rows not rendered", summary.get("rows_failed") or None),
-        ("tokens", f"{tokens:,}, {trained:,} trained ({100 * summary.get('trainable_fraction', 0):.1f}%)"),
-        ("length p50 / p90 / p99 / max", " / ".join(str(pct[k]) for k in ("p50", "p90", "p99", "max")) if pct else None),
-        ("max length", summary.get("max_length")),
-        ("rows truncated", summary.get("rows_truncated") if summary.get("max_length") else None),
-        ("rows dropped by the trainer", summary.get("rows_dropped") or None),
+        ("rows checked", f"{summary.rows_checked:,} of {summary.rows:,}"),
+        ("rows not rendered", summary.rows_failed or None),
+        ("tokens", f"{tokens:,}, {trained:,} trained ({100 * summary.trainable_fraction:.1f}%)"),
+        ("length p50 / p90 / p99 / max", f"{pct.p50} / {pct.p90} / {pct.p99} / {pct.max}" if pct else None),
+        ("max length", summary.max_length),
+        ("rows truncated", summary.rows_truncated if summary.max_length else None),
+        ("rows dropped by the trainer", summary.rows_dropped or None),
     ]
     return el("section", el("h2", "Summary"), facts_list(facts),
-              _histogram(summary.get("length_histogram") or {}, summary.get("max_length")),
+              _histogram(summary.length_histogram, summary.max_length),
               class_="summary", id=f"{prefix}-summary")
 
 
-def _preference_summary(summary: dict[str, Any], prefix: str) -> Html:
-    labels = summary.get("labels") or {}
-    share = summary.get("chosen_longer_share")
+def _preference_summary(summary: PairsSummary, prefix: str) -> Html:
+    share = summary.chosen_longer_share
     facts = [
-        ("rows checked", f"{summary.get('rows_checked', 0):,} of {summary.get('rows', 0):,}"),
-        ("pairs", summary.get("pairs") or None),
-        ("chosen/rejected completion length ratio", summary.get("chosen_rejected_length_ratio")),
+        ("rows checked", f"{summary.rows_checked:,} of {summary.rows:,}"),
+        ("pairs", summary.pairs or None),
+        ("chosen/rejected completion length ratio", summary.chosen_rejected_length_ratio),
         ("chosen longer in", f"{100 * share:.0f}% of pairs" if share is not None else None),
-        ("KTO labels", f"{labels['desirable']} desirable, {labels['undesirable']} undesirable"
-         if any(labels.values()) else None),
+        ("KTO labels", f"{summary.desirable} desirable, {summary.undesirable} undesirable"
+         if summary.desirable or summary.undesirable else None),
     ]
     return el("section", el("h2", "Summary"), facts_list(facts), class_="summary", id=f"{prefix}-summary")
 
 
-def _histogram(histogram: dict[str, Any], max_length: int | None) -> Html:
-    counts, width = histogram.get("counts") or [], histogram.get("bin_width")
-    if not counts or not width:
+def _histogram(histogram: LengthHistogram | None, max_length: int | None) -> Html:
+    if histogram is None:
         return el("p", "No length histogram in this report.", class_="cut")
+    counts, width = histogram.counts, histogram.bin_width
     top = len(counts) * width
     frame = svg.Frame(680, 190, 0, top, 0, max(counts))
     bars = [_bar(frame, i * width, width, n) for i, n in enumerate(counts) if n]
@@ -95,19 +107,18 @@ def _int(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def _rows(rows: list[dict[str, Any]], prefix: str, findings: list[dict[str, Any]]) -> Html:
-    by_row: dict[int, list[dict[str, Any]]] = {}
+def _rows(rows: tuple[RowView | PairView, ...], prefix: str, findings: list[Finding]) -> Html:
+    by_row: dict[int, list[Finding]] = {}
     for finding in findings:
-        row = (finding.get("location") or {}).get("row")
-        if row is not None:
-            by_row.setdefault(row, []).append(finding)
+        if finding.location.row is not None:
+            by_row.setdefault(finding.location.row, []).append(finding)
     tokens_left, chars_left = MAX_TOKENS, MAX_PROMPT_CHARS_TOTAL
     articles = []
     for row in rows[:MAX_ROWS]:
         tokens, chars = min(MAX_TOKENS_PER_ROW, tokens_left), min(MAX_PROMPT_CHARS, chars_left)
-        articles.append(_row(row, prefix, by_row.get(row["row"], []), tokens, chars))
-        tokens_left -= min(tokens, len(row.get("input_ids") or []))
-        chars_left -= min(chars, len(row.get("prompt") or ""))
+        articles.append(_row(row, prefix, by_row.get(row.row, []), tokens, chars))
+        tokens_left -= min(tokens, _own_tokens(row))
+        chars_left -= min(chars, len(row.prompt))
     intro = ("Flagged rows first, then clean ones (--show N sets how many, --rows picks them). "
              "Tokens are coloured trained or masked; hover a token for its id and label.")
     return el("section", el("h2", f"Rows ({len(rows)} shown)"), el("p", intro, class_="meta"), articles,
@@ -115,37 +126,43 @@ def _rows(rows: list[dict[str, Any]], prefix: str, findings: list[dict[str, Any]
               class_="rows", id=f"{prefix}-rows")
 
 
-def _row(row: dict[str, Any], prefix: str, findings: list[dict[str, Any]], tokens: int, chars: int) -> Html:
+def _own_tokens(row: RowView | PairView) -> int:
+    """The tokens a row's own chips count against the page's allowance (a pair's sides are not counted; a KTO
+    completion, the row's own keys in JSON, is)."""
+    if isinstance(row, RowView):
+        return len(row.input_ids)
+    completion = row.side("completion")
+    return len(completion.input_ids) if completion is not None else 0
+
+
+def _row(row: RowView | PairView, prefix: str, findings: list[Finding], tokens: int, chars: int) -> Html:
     """One row; ``tokens`` and ``chars`` are how many chips and prompt characters it may still show."""
-    flagged = any(SEVERITY_ORDER.get(f["severity"], 3) <= 1 for f in findings)
-    if row.get("error"):
-        body = [el("p", "Not rendered: ", row["error"], class_="error-text")]
-    elif "task" in row:
+    flagged = any(SEVERITY_ORDER[f.severity] <= 1 for f in findings)
+    if row.error:
+        body = [el("p", "Not rendered: ", row.error, class_="error-text")]
+    elif isinstance(row, PairView):
         body = _preference_body(row, tokens, chars)
     else:
-        body = [el("h4", "Rendered prompt"), _prompt(row, chars), el("h4", "Tokens"), _legend(), _chips(row, tokens)]
-    meta = _preference_meta(row) if "task" in row else _row_meta(row)
-    return el("article", el("h3", f"row {row['row']} ", meta, badges(findings, prefix)), body,
-              class_="row flagged" if flagged else "row", id=row_anchor(prefix, row["row"]), data_row=row["row"])
+        body = [el("h4", "Rendered prompt"), _prompt(row.prompt, special_spans(row), chars), el("h4", "Tokens"),
+                _legend(), _chips(row, tokens)]
+    meta = _preference_meta(row) if isinstance(row, PairView) else _row_meta(row)
+    return el("article", el("h3", f"row {row.row} ", meta, badges(findings, prefix)), body,
+              class_="row flagged" if flagged else "row", id=row_anchor(prefix, row.row), data_row=row.row)
 
 
-def _preference_body(row: dict[str, Any], tokens: int, chars: int) -> list[Html]:
+def _preference_body(row: PairView, tokens: int, chars: int) -> list[Html]:
     """The prompt once, then each side's tokens (the prompt tokens too: truncation may cut them), the first token
     where chosen and rejected differ outlined."""
-    from mldebug_cli.formats.text_preference import sides
-
-    body = [] if row["task"] == "grpo" else [el("h4", "Prompt (shared)" if "chosen" in row else "Prompt"),
-                                             _prompt(row, chars)]
+    body = [] if row.task == "grpo" else [el("h4", "Prompt (shared)" if row.paired else "Prompt"),
+                                          _prompt(row.prompt, [], chars)]
     body.append(_legend())
-    marked = row.get("first_difference") if "chosen" in row else None
+    marked = row.first_difference if row.paired else None
     for title, side in sides(row):
-        texts = side.get("texts") or []
-        ids = side.get("input_ids") or []
-        trained = sum(1 for label in side.get("labels") or [] if label != IGNORE_INDEX)
-        chips_row = {"input_ids": ids, "labels": side.get("labels"), "pieces": side.get("pieces") or texts,
-                     "prompt": "".join(texts), "offsets": _offsets(texts)}
-        note = f" · {len(ids)} tokens · {trained} trained" + (
-            f" · truncated from {side['truncated_from']}" if side.get("truncated_from") else "")
+        texts = list(side.texts or [])
+        chips_row = RowView(row.row, "".join(texts), side.input_ids, side.labels, side.pieces or texts,
+                            _offsets(texts))
+        note = f" · {len(side.input_ids)} tokens · {side.trained} trained" + (
+            f" · truncated from {side.truncated_from}" if side.truncated_from else "")
         body += [el("h4", title, el("span", note, class_="meta")), _chips(chips_row, tokens, marked)]
     return body
 
@@ -158,38 +175,37 @@ def _offsets(texts: list[str]) -> list[tuple[int, int]]:
     return out
 
 
-def _preference_meta(row: dict[str, Any]) -> Html:
-    parts = [f"line {row['line']}" if row.get("line") is not None else None, row["task"],
-             f"prompt {row['prompt_tokens']} tokens" if row.get("prompt_tokens") is not None else None,
-             f"chosen and rejected differ from token {row['first_difference']}" if "first_difference" in row else None,
-             "dropped by the trainer" if row.get("dropped") else None]
+def _preference_meta(row: PairView) -> Html:
+    parts = [f"line {row.line}" if row.line is not None else None, row.task,
+             f"prompt {row.prompt_tokens} tokens" if row.prompt_tokens is not None else None,
+             f"chosen and rejected differ from token {row.first_difference}" if row.first_difference is not None
+             else None,
+             "dropped by the trainer" if row.dropped else None]
     return el("span", " · ".join(p for p in parts if p), class_="meta")
 
 
-def _row_meta(row: dict[str, Any]) -> Html:
-    ids, labels = row.get("input_ids") or [], row.get("labels") or []
-    trained = sum(1 for label in labels if label != IGNORE_INDEX)
-    parts = [f"line {row['line']}" if row.get("line") is not None else None, f"{len(ids)} tokens", f"{trained} trained",
-             f"masking: {row['masking']}" if row.get("masking") else None,
-             f"truncated from {row['truncated_from']} tokens" if row.get("truncated_from") else None]
+def _row_meta(row: RowView) -> Html:
+    parts = [f"line {row.line}" if row.line is not None else None, f"{len(row.input_ids)} tokens",
+             f"{row.trained} trained", f"masking: {row.masking}" if row.masking else None,
+             f"truncated from {row.truncated_from} tokens" if row.truncated_from else None]
     return el("span", " · ".join(p for p in parts if p), class_="meta")
 
 
-def _prompt(row: dict[str, Any], limit: int) -> Html:
-    text, cut = clip(row.get("prompt") or "", limit)
-    spans = [(s, e) for s, e in special_spans(row) if e <= len(text)]
-    return join([el("pre", highlighted(text, spans, "special"), class_="prompt"),
+def _prompt(prompt: str, spans: list[tuple[int, int]], limit: int) -> Html:
+    text, cut = clip(prompt, limit)
+    shown = [(s, e) for s, e in spans if e <= len(text)]
+    return join([el("pre", highlighted(text, shown, "special"), class_="prompt"),
                  cut_note("characters of the prompt", cut)])
 
 
-def special_spans(row: dict[str, Any]) -> list[tuple[int, int]]:
+def special_spans(row: RowView) -> list[tuple[int, int]]:
     """Where the prompt holds a control token, found from the tokens (text typed inside content splits into many)."""
-    prompt, pieces, offsets = row.get("prompt") or "", row.get("pieces") or [], row.get("offsets") or []
-    if len(offsets) != len(pieces):
+    pieces = row.pieces or []
+    if len(row.offsets) != len(pieces):
         return []
     spans = []
-    for piece, (start, _end) in zip(pieces, offsets):
-        if _SPECIAL_PIECE.fullmatch(piece) and prompt.startswith(piece, start):
+    for piece, (start, _end) in zip(pieces, row.offsets):
+        if _SPECIAL_PIECE.fullmatch(piece) and row.prompt.startswith(piece, start):
             spans.append((start, start + len(piece)))
     return spans
 
@@ -200,8 +216,8 @@ def _legend() -> Html:
               class_="legend")
 
 
-def _chips(row: dict[str, Any], allowance: int, marked: int | None = None) -> Html:
-    ids, labels = row.get("input_ids") or [], row.get("labels") or []
+def _chips(row: RowView, allowance: int, marked: int | None = None) -> Html:
+    ids, labels = row.input_ids, row.labels
     texts, pieces = covered_texts(row), _pieces(row)
     shown = min(len(ids), allowance)
     chips = [_chip(pos, ids[pos], labels[pos] if pos < len(labels) else IGNORE_INDEX, texts[pos], pieces[pos],
@@ -222,15 +238,15 @@ def _chip(pos: int, token_id: int, label: int, text: str, piece: str, marked: bo
     return join([chip, void("br")]) if text.endswith("\n") else chip
 
 
-def _pieces(row: dict[str, Any]) -> list[str]:
+def _pieces(row: RowView) -> list[str]:
     """The token pieces, or the ids as text when the row has no pieces for them (pre-tokenized rows)."""
-    pieces, ids = row.get("pieces") or [], row.get("input_ids") or []
+    pieces, ids = row.pieces or [], row.input_ids
     return list(pieces) if len(pieces) == len(ids) else [str(i) for i in ids]
 
 
-def covered_texts(row: dict[str, Any]) -> list[str]:
+def covered_texts(row: RowView) -> list[str]:
     """The prompt text each token covers (by offsets), or its piece when offsets are missing or empty."""
-    pieces, offsets, prompt = _pieces(row), row.get("offsets") or [], row.get("prompt") or ""
-    if len(offsets) != len(pieces):
+    pieces = _pieces(row)
+    if len(row.offsets) != len(pieces):
         return list(pieces)
-    return [prompt[s:e] if e > s else piece for piece, (s, e) in zip(pieces, offsets)]
+    return [row.prompt[s:e] if e > s else piece for piece, (s, e) in zip(pieces, row.offsets)]

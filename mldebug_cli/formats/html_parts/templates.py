@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
 
+from mldebug_cli.core.findings import Finding
 from mldebug_cli.core.numbers import plural
-from mldebug_cli.core.sections import HunkView, ProbesSection, ProbeView, TokenDifferenceView
+from mldebug_cli.core.sections.preflight import PartView
+from mldebug_cli.core.sections.probes import HunkView, ProbesSection, ProbeView, TokenDifferenceView
 from mldebug_cli.formats.html_parts.findings import Anchors, badges
 from mldebug_cli.formats.html_parts.markup import Html, clip, el, join, shorten
 from mldebug_cli.formats.html_parts.text_view import cut_note, visible
@@ -30,13 +31,13 @@ def probe_anchor(prefix: str, index: int) -> str:
     return f"{prefix}-probe-{index}"
 
 
-def anchors(doc: dict[str, Any], prefix: str) -> Anchors:
-    probes = ProbesSection.from_details(doc).probes[:MAX_PROBES]
+def anchors(part: PartView, prefix: str) -> Anchors:
+    probes = ProbesSection.from_details(part.details).probes[:MAX_PROBES]
     return Anchors(probes={p.name: probe_anchor(prefix, i) for i, p in enumerate(probes)})
 
 
-def render(doc: dict[str, Any], prefix: str, findings: list[dict[str, Any]]) -> Html:
-    probes = ProbesSection.from_details(doc).probes
+def render(part: PartView, prefix: str, findings: list[Finding]) -> Html:
+    probes = ProbesSection.from_details(part.details).probes
     articles, chars_left = [], MAX_PROBE_CHARS_TOTAL
     for i, probe in enumerate(probes[:MAX_PROBES]):
         limit = min(MAX_PROBE_CHARS, chars_left // 2)
@@ -50,9 +51,9 @@ def render(doc: dict[str, Any], prefix: str, findings: list[dict[str, Any]]) -> 
               class_="probes", id=f"{prefix}-probes")
 
 
-def _probe(probe: ProbeView, index: int, prefix: str, findings: list[dict[str, Any]], limit: int) -> Html:
+def _probe(probe: ProbeView, index: int, prefix: str, findings: list[Finding], limit: int) -> Html:
     name = probe.name
-    mine = [f for f in findings if (f.get("location") or {}).get("probe") == name]
+    mine = [f for f in findings if f.location.probe == name]
     return el("article",
               el("h3", "probe ", el("code", name), " ", _status(probe), badges(mine, prefix)),
               _body(probe, limit),

@@ -1,13 +1,4 @@
-"""Typed report sections: what a command shows beyond its findings, as frozen records with one renderer per format.
-
-A report stays plain JSON-ready data (``Report.details``): a section is built by its pipeline, written into the
-details with ``as_dict`` (the JSON format's renderer, key for key what the JSON report has always held), and read
-back with ``from_dict`` by the text and HTML renderers, which then use fields instead of string keys. ``from_dict``
-accepts what ``as_dict`` writes and tolerates missing keys (a report read from an older JSON file).
-
-check-template's probes are the first section written this way; others follow the same pattern: one frozen record
-per section here, its pipeline calls ``as_dict``, each format's renderer calls ``from_dict``.
-"""
+"""check-template's section: each probe conversation rendered on both sides, its text and token differences."""
 
 from __future__ import annotations
 
@@ -117,3 +108,21 @@ class ProbesSection:
 
     def as_details(self) -> dict[str, Any]:
         return {self.KEY: [p.as_dict() for p in self.probes]}
+
+
+@dataclass(frozen=True)
+class ProbesSummary:
+    """check-template's summary: how many probes, how many compared, how many identical, findings by check."""
+
+    probes: int = 0
+    compared: int = 0
+    identical: int = 0
+    by_check: Mapping[str, int] | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProbesSummary:
+        return cls(data.get("probes", 0), data.get("compared", 0), data.get("identical", 0), data.get("by_check"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"probes": self.probes, "compared": self.compared, "identical": self.identical,
+                "by_check": dict(self.by_check or {})}
