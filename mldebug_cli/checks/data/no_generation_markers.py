@@ -37,7 +37,8 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
-    if setup.facts.assistant_mask_needs_chat and setup.train_on == "assistant" and setup.row_format == "text":
+    plain = setup.row_format == "text" or setup.text_rows  # text rows, or prompt/completion rows of plain strings
+    if setup.facts.assistant_mask_needs_chat and setup.train_on == "assistant" and plain:
         yield Hit(
             "assistant_only_loss is set but the rows are plain text, not conversations: SFTTrainer raises ValueError"
             " (\"You set `assistant_only_loss=True`, but the dataset is not conversational\") before training",
