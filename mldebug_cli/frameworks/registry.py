@@ -69,7 +69,16 @@ REGISTRY = (
     Entry("trl", "trl", "trl", version_flag=True, label="TRL", serves=EVERYTHING),
     Entry("axolotl", "axolotl", "axolotl", version_flag=True, serves=EVERYTHING),
     Entry("llama-factory", "llama_factory", "llamafactory", version_flag=True, label="LLaMA-Factory", serves=EVERYTHING),
-    Entry("torchtune", "torchtune", "torchtune", serves=("schedule",)),
+    Entry("torchtune", "torchtune", "torchtune", serves=("rows", "schedule"), flags=(
+        Flag("--torchtune-tokenizer", "torchtune's tokenizer builder (its tokenizer._component_); mldebug emulates "
+                                      "torchtune.models.qwen2_5.qwen2_5_tokenizer (qwen2_5) only, the default."),
+        Flag("--torchtune-dataset", "torchtune's SFT builder: chat (chat_dataset: messages rows as openai, sharegpt "
+                                    "as sharegpt), instruct (instruct_dataset: input/output columns) or alpaca "
+                                    "(alpaca_dataset) (default: from the row format)."),
+        Flag("--torchtune-system-prompt", "torchtune chat_dataset/instruct_dataset new_system_prompt."),
+        Flag("--torchtune-column", "torchtune chat_dataset's conversation_column (default: messages for messages rows, "
+                                   "conversations for sharegpt rows)."),
+    )),
     Entry("unsloth", "unsloth", label="Unsloth", serves=("rows", "plan"), flags=(
         Flag("--instruction-part", "Unsloth train_on_responses_only's instruction_part, e.g. '<|im_start|>user\\n' "
                                    "(\\n and \\t are read as escapes)."),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
+from mldebug_cli.frameworks.torchtune_data import Rows, read_flags, row_profile
 from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, TORCHTUNE_FAMILY, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
@@ -79,4 +80,7 @@ FRAMEWORK = Framework(
     name="torchtune",
     detection=Detection(rank=0, component_key="_component_"),
     read_spec=read_spec,
+    rows=Rows,  # its SFT builders on its Qwen2.5 tokenizer (torchtune_data)
+    row_profile=row_profile,
+    read_flags=read_flags,
 )

@@ -17,7 +17,7 @@ def test_each_line_names_a_module_whose_framework_carries_its_name():
 def test_the_generated_tables_are_the_ones_the_tree_held():
     assert registry.VERSION_PACKAGES == ("transformers", "trl", "axolotl", "llamafactory")
     assert registry.names_with("read_spec") == ("transformers", "trl", "axolotl", "llama-factory", "torchtune")
-    assert registry.names_with("row_profile") == ("transformers", "trl", "axolotl", "llama-factory", "unsloth")
+    assert registry.names_with("row_profile") == ("transformers", "trl", "axolotl", "llama-factory", "torchtune", "unsloth")
     assert registry.names_with("read_plan") == ("transformers", "trl", "axolotl", "llama-factory", "unsloth")
     assert registry.names_with("encodes_pairs") == ("llama-factory",)
     assert {n: selector.versioned_packages(n) for n in registry.NAMES} == {
@@ -41,7 +41,7 @@ def test_each_line_serves_exactly_what_its_framework_has():
 
 
 def test_each_command_takes_the_frameworks_that_serve_what_it_needs():
-    assert registry.names_for("rows") == ("transformers", "trl", "axolotl", "llama-factory", "unsloth")
+    assert registry.names_for("rows") == ("transformers", "trl", "axolotl", "llama-factory", "torchtune", "unsloth")
     assert registry.names_for(*registry.PREFLIGHT_NEEDS) == ("transformers", "trl", "axolotl", "llama-factory")
     assert registry.names_for("schedule") == ("transformers", "trl", "axolotl", "llama-factory", "torchtune")
     assert registry.names_for("trainer") == ("transformers", "trl", "axolotl", "llama-factory")
