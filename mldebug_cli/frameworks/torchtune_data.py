@@ -398,6 +398,8 @@ class Rows(RowProfile):
         text = tokens.text + IM_END
         offsets = [*tokens.offsets, (eos_at, eos_at + len(IM_END))]
         kept = len(ids)
+        if spans:  # the appended EOS ends the last message (it takes that message's mask)
+            spans[-1] = (spans[-1][0], spans[-1][1] + 1)
         if kept < len(full_ids):  # the last kept id was made the EOS: it shows where it stands
             offsets = offsets[:kept]
         turns = tuple(EncodedTurn(i, start, min(end, kept), not message.masked, "torchtune qwen2_5 tokenizer",
@@ -409,6 +411,13 @@ class Rows(RowProfile):
 
     def walk_pieces(self, sample: Any, setup: Any) -> None:
         self.qwen.messages(list(sample.turns), self.max_seq_len)
+
+    def end_of_turn_hint(self) -> str | None:
+        if not self.max_seq_len:
+            return None
+        return ("torchtune's tokenizer masks the EOS {token} it appends whenever max_seq_len is set (truncate(mask, "
+                "max_seq_len, True)): leave tokenizer.max_seq_len unset and keep rows short, or unmask it in your own "
+                "transform")
 
     def chat_template_line(self, source: str | None) -> str | None:
         return "torchtune's Qwen2.5 tokenizer's own ChatML turns (the tokenizer's chat template is not used)"
