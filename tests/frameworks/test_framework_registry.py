@@ -62,6 +62,8 @@ def test_a_line_with_flags_names_a_framework_that_reads_them():
         assert bool(entry.flags) == bool(registry.framework(entry.name).read_flags), entry.name
         assert not entry.flags or "rows" in entry.serves, entry.name  # inspect-data's, so the framework reads rows
     assert {option: e.name for option, e in registry.FLAGS.items()} == {
+        "--torchtune-tokenizer": "torchtune", "--torchtune-dataset": "torchtune", "--torchtune-system-prompt": "torchtune",
+        "--torchtune-column": "torchtune",
         "--instruction-part": "unsloth", "--response-part": "unsloth", "--unsloth-template": "unsloth"}
 
 
