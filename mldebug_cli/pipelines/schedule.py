@@ -134,10 +134,10 @@ def _unsimulated(config: str, framework: str, targets, findings: tuple[Finding, 
 
 
 def _context(sim: Simulation, size, engine: str = "auto") -> dict[str, Any]:
-    from mldebug_cli.schedule.engine import BUILTIN_ENGINE, real_engine_version
+    from mldebug_cli.schedule.engine import BUILTIN_ENGINE, torch_importable
 
     spec = sim.spec
-    fallback = engine == "auto" and sim.engine == BUILTIN_ENGINE and real_engine_version() is None
+    fallback = engine == "auto" and sim.engine == BUILTIN_ENGINE and not torch_importable()
     return {
         "config": sim.config_path,
         "framework": spec.framework + (f" {sim.framework_version}" if sim.framework_version else " (not installed)"),
