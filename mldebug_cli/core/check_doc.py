@@ -49,8 +49,9 @@ class CheckDoc:
     @property
     def first_sentence(self) -> str:
         """The summary up to its first full stop followed by a space (the whole summary when it has none)."""
-        end = self.summary.find(". ")
-        return self.summary if end < 0 else self.summary[: end + 1]
+        text = self.summary
+        end = text.find(". ")
+        return text if end < 0 else text[: end + 1]
 
 
 def first_paragraph(text: str) -> str:

@@ -104,8 +104,8 @@ def _hints(group: list[Finding]) -> list[str]:
 
 
 def _more(doc: CheckDoc) -> Html | None:
-    rest = [(heading, first_paragraph(body)) for heading, body in ((WHY, doc.why), (EXAMPLE, doc.example), (FIX, doc.fix))
-            if body]
+    bodies = ((WHY, doc.why), (EXAMPLE, doc.example), (FIX, doc.fix))
+    rest = [(heading, first_paragraph(body)) for heading, body in bodies if body]
     if not rest:
         return None
     return el("details", el("summary", "Why it matters, example, fix"),
