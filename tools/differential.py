@@ -688,7 +688,7 @@ def inspect_options(suite: str, group: dict, path: Path):
 
         return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="axolotl",
                               framework_options=AxolotlOptions(**extra), **base)
-    from mldebug_cli.frameworks.unsloth import ResponseParts
+    from mldebug_cli.frameworks.unsloth import Flags, ResponseParts
 
     sys.path.insert(0, str(ROOT / "tools"))
     import unsloth_goldens
@@ -697,7 +697,7 @@ def inspect_options(suite: str, group: dict, path: Path):
     if group["setting"] == "wrong_response_part":
         response = WRONG_RESPONSE_PART
     parts = ResponseParts(instruction, response)  # last_response_only is --train-on last, as the CLI asks for it
-    return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="unsloth", unsloth=parts,
+    return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="unsloth", framework_flags=Flags(parts),
                           train_on="last" if extra.get("last_response_only") else None,
                           max_length=extra.get("max_length"), **base)
 

@@ -16,11 +16,10 @@ from mldebug_cli.cli.common import (
     OutputOpt,
     OutputOptions,
     SelectOpt,
+    engine_choices,
     fail_on_option,
-    or_list,
     split_list,
 )
-from mldebug_cli.engines.registry import DEPLOY_ENGINES
 
 
 def check_template(
@@ -28,8 +27,7 @@ def check_template(
     deploy: str = typer.Option(..., "--deploy", help="A .gguf, an Ollama Modelfile, a .jinja (--chat-template) or a "
                                "tokenizer folder."),
     train_tokenizer: str | None = typer.Option(None, "--train-tokenizer", help="Tokenizer folder for a .jinja TRAIN."),
-    deploy_engine: str | None = typer.Option(None, "--deploy-engine", help=f"{or_list(DEPLOY_ENGINES)} "
-                                             "(default: llamacpp for a GGUF, ollama for a Modelfile, else vllm)."),
+    deploy_engine: str | None = typer.Option(None, "--deploy-engine", help=engine_choices("serves")),
     messages: Path | None = typer.Option(None, "--messages", "-m", help="Also compare this conversation (JSON)."),
     date: str | None = typer.Option(None, "--date", help="The date templates see, YYYY-MM-DD (default 2025-01-15)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from tokenizer folders."),

@@ -20,8 +20,9 @@ from mldebug_cli.core.errors import MldebugError
 from mldebug_cli.core.escape import visible
 from mldebug_cli.core.exit import ExitCode, exit_code_for
 from mldebug_cli.core.findings import Report, Severity
+from mldebug_cli.engines import registry as engine_registry
 from mldebug_cli.formats import FORMATS
-from mldebug_cli.frameworks.registry import VERSION_LABELS, VERSION_PACKAGES, names_for, serving
+from mldebug_cli.frameworks.registry import FLAGS, VERSION_LABELS, VERSION_PACKAGES, names_for, serving
 
 if TYPE_CHECKING:
     from mldebug_cli.core.config import Settings
@@ -151,6 +152,29 @@ def version_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     return with_flags
 
 
+FRAMEWORK_FLAGS = "framework_flags"  # the parameter with_framework_flags fills
+
+
+def with_framework_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with every framework's own flags (the registry's ``Flag`` lines) in the place of its
+    ``framework_flags`` parameter, which receives the flags given as a dict by option."""
+    signature = inspect.signature(command)
+    own = [flag for entry in dict.fromkeys(FLAGS.values()) for flag in entry.flags]
+    flags = [inspect.Parameter(flag.parameter, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Optional[str],  # noqa: UP045 - typer reads it
+                               default=typer.Option(None, flag.option, help=flag.help)) for flag in own]
+    parameters = []
+    for parameter in signature.parameters.values():
+        parameters += flags if parameter.name == FRAMEWORK_FLAGS else [parameter]
+
+    @functools.wraps(command)
+    def with_flags(**kwargs: Any) -> Any:
+        given = {flag.option: kwargs.pop(flag.parameter) for flag in own}
+        return command(**kwargs, **{FRAMEWORK_FLAGS: {option: value for option, value in given.items() if value is not None}})
+
+    with_flags.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    return with_flags
+
+
 def configured_versions() -> dict[str, str]:
     """``[versions]`` of mldebug.toml / ``[tool.mldebug.versions]``."""
     from mldebug_cli.core import config
@@ -172,6 +196,14 @@ def frameworks_for(*capabilities: str) -> str:
 def configs_for(*capabilities: str) -> str:
     """The training configs such a command reads, as help text: ``"transformers, TRL, axolotl or LLaMA-Factory"``."""
     return or_list(tuple(entry.shown for entry in serving(*capabilities)))
+
+
+def engine_choices(purpose: str) -> str:
+    """An engine flag's help text from the engine registry: ``"transformers, ... or tgi (default: vllm for a
+    tokenizer folder or a .jinja, llamacpp for a GGUF, ollama for a Modelfile)"`` (``purpose``: serves or renders)."""
+    names = tuple(entry.name for entry in engine_registry.REGISTRY if getattr(entry, purpose))
+    chosen = ", ".join(f"{name} for {or_list(kinds)}" for name, kinds in engine_registry.defaults(purpose))
+    return f"{or_list(names)} (default: {chosen})."
 
 
 def split_list(values: list[str] | None) -> list[str]:

@@ -19,11 +19,13 @@ from mldebug_cli.cli.common import (
     SelectOpt,
     configs_for,
     split_list,
+    with_framework_flags,
 )
 from mldebug_cli.core.errors import UsageError
-from mldebug_cli.frameworks.registry import DEFAULT_ROWS, names_for
+from mldebug_cli.frameworks.registry import DEFAULT_ROWS, FLAGS, names_for
 
 
+@with_framework_flags
 def inspect_data(
     dataset: str | None = typer.Argument(None, help="A .json/.jsonl/.parquet/.csv file, a save_to_disk folder, or a cached "
                                          "hub id; with --config, one of its datasets by path or name (default: its first)."),
@@ -46,12 +48,7 @@ def inspect_data(
     task: str | None = typer.Option(None, "--task", help="sft, dpo (also IPO pairs), orpo, kto (also on chosen/rejected pairs) or grpo (default: from the columns)."),
     truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="TRL SFT and DPO: keep_start (default) or keep_end."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, e.g. answer."),
-    instruction_part: str | None = typer.Option(None, "--instruction-part", help="Unsloth train_on_responses_only's "
-                                                "instruction_part, e.g. '<|im_start|>user\\n' (\\n and \\t are read as escapes)."),
-    response_part: str | None = typer.Option(None, "--response-part", help="Unsloth train_on_responses_only's "
-                                             "response_part, e.g. '<|im_start|>assistant\\n'."),
-    unsloth_template: str | None = typer.Option(None, "--unsloth-template", help="Unsloth's get_chat_template name, "
-                                                "e.g. llama-3.1: the tokenizer as the installed unsloth leaves it."),
+    framework_flags=None,  # each framework's own flags (frameworks.registry.Flag), filled in by with_framework_flags
     rows: str | None = typer.Option(None, "--rows", help="Check and show these rows, e.g. 3,10-12 (0-based)."),
     sample: int | None = typer.Option(None, "--sample", help="Check N rows evenly spaced over the dataset (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row."),
@@ -95,7 +92,7 @@ def inspect_data(
             tokenizer=tokenizer or "",
             chat_template=str(chat_template) if chat_template else None,
             data_format=data_format,
-            framework=framework or ("unsloth" if instruction_part or response_part or unsloth_template else DEFAULT_ROWS),
+            framework=framework or (FLAGS[next(iter(framework_flags))].name if framework_flags else DEFAULT_ROWS),
             template=template,
             train_on=train_on,
             max_length=max_length,
@@ -115,48 +112,53 @@ def inspect_data(
             task=task,
             truncation_mode=truncation_mode,
             reward_columns=tuple(split_list(reward_columns)),
-            unsloth=response_parts(instruction_part, response_part),
+            framework_flags=read_framework_flags(framework_flags),
         )
         if config is not None:
             build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {
                 "tokenizer": tokenizer, "chat_template": chat_template, "data_format": data_format,
                 "framework": framework, "train_on": train_on, "max_length": max_length, "split": split})
-        if options.unsloth is not None and options.framework != "unsloth":
-            raise UsageError(f"--instruction-part/--response-part are Unsloth's, not {options.framework}'s",
-                             hint="pass --framework unsloth")
-        if unsloth_template is not None:
-            build_report = _with_unsloth_template(build_report, unsloth_template)
+        if framework_flags:
+            build_report = _with_flagged_tokenizer(build_report, framework_flags, options.framework)
     opts = OutputOptions(output_format, output, fail_on, color, exit_zero)
     run_report(lambda: _with_progress(build_report, options), opts)
 
 
-def _with_unsloth_template(build, name: str):
-    """``build`` on the tokenizer Unsloth's get_chat_template(tokenizer, name) makes (the report says so)."""
+def read_framework_flags(given: dict[str, str]):
+    """The settings of a framework's own flags (its ``read_flags``); None when none was given."""
+    if not given:
+        return None
+    owners = {FLAGS[option].name for option in given}
+    if len(owners) > 1:
+        raise UsageError(f"{'/'.join(given)}: these flags belong to different frameworks ({', '.join(sorted(owners))})")
+    from mldebug_cli.frameworks.registry import framework
+
+    return framework(owners.pop()).read_flags(given)
+
+
+def _with_flagged_tokenizer(build, given: dict[str, str], chosen: str):
+    """``build`` for the framework whose flags were given, on the tokenizer its flags make (the report says so)."""
     from dataclasses import replace
 
-    from mldebug_cli.frameworks.unsloth import NAME, with_named_template
+    from mldebug_cli.frameworks.registry import framework
+
+    owner = FLAGS[next(iter(given))]
+    if chosen != owner.name:
+        verb = "is" if len(given) == 1 else "are"
+        raise UsageError(f"{'/'.join(given)} {verb} {owner.shown}'s, not {chosen}'s", hint=f"pass --framework {owner.name}")
+    make = framework(owner.name).flagged_tokenizer
+    if make is None:
+        return build
 
     def built(options, progress=None):
-        if options.framework != NAME:
-            raise UsageError(f"--unsloth-template is Unsloth's, not {options.framework}'s", hint="pass --framework unsloth")
-        source = options.tokenizer
-        report = build(replace(options, tokenizer=with_named_template(source, name)), progress)
-        made = f"{source} after Unsloth's get_chat_template(tokenizer, {name!r}) (its template and EOS)"
-        return replace(report, context={**report.context, "tokenizer": made, "chat_template": f"Unsloth's {name}"})
+        made = make(options.tokenizer, options.framework_flags)
+        if made is None:
+            return build(options, progress)
+        tokenizer, context = made
+        report = build(replace(options, tokenizer=tokenizer), progress)
+        return replace(report, context={**report.context, **context})
 
     return built
-
-
-def response_parts(instruction_part: str | None, response_part: str | None):
-    """--instruction-part/--response-part as Unsloth's train_on_responses_only takes them (both, or neither)."""
-    if instruction_part is None and response_part is None:
-        return None
-    if instruction_part is None or response_part is None:
-        raise UsageError("give both --instruction-part and --response-part", hint="Unsloth needs both markers")
-    from mldebug_cli.frameworks.unsloth import ResponseParts
-
-    unescape = lambda text: text.replace("\\n", "\n").replace("\\t", "\t")  # noqa: E731
-    return ResponseParts(unescape(instruction_part), unescape(response_part))
 
 
 def _require_without_config(dataset: str | None, tokenizer: str | None) -> None:

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import typer
 
-from mldebug_cli.cli.common import OnlineOpt, errors_exit, or_list, remember_context, write_report
+from mldebug_cli.cli.common import OnlineOpt, engine_choices, errors_exit, remember_context, write_report
 from mldebug_cli.core.escape import visible
-from mldebug_cli.engines.registry import RENDER_ENGINES
 
 _FORMATS = ("text", "json")
 
@@ -21,8 +20,7 @@ def render(
     template: Path | None = typer.Option(None, "--template", help="A .jinja chat template (or an Ollama .gotmpl Go template)."),
     gguf: Path | None = typer.Option(None, "--gguf", help="A GGUF: its chat template and vocab flags, as llama.cpp reads them."),
     modelfile: Path | None = typer.Option(None, "--modelfile", help="An Ollama Modelfile (FROM, TEMPLATE, SYSTEM, MESSAGE)."),
-    engine: str | None = typer.Option(None, "--engine", "-e", help=f"{or_list(RENDER_ENGINES)} "
-                                      "(default: transformers for a tokenizer/template, llamacpp for a GGUF, ollama for a Modelfile)."),
+    engine: str | None = typer.Option(None, "--engine", "-e", help=engine_choices("renders")),
     bos_token: str | None = typer.Option(None, "--bos-token", help="The bos_token the template sees."),
     eos_token: str | None = typer.Option(None, "--eos-token", help="The eos_token the template sees."),
     add_generation_prompt: bool = typer.Option(False, "--add-generation-prompt", help="End with the assistant header "

@@ -31,8 +31,6 @@ class Engine:
     """One deploy engine, as plain callables and facts."""
 
     name: str
-    serves: Mapping[str, int]  # kind of DEPLOY artefact -> preference (the lowest is that kind's default engine)
-    renders: Mapping[str, int]  # kind of `mldebug render` source -> preference
     deploy_side: Callable[[str, str, Side, bool], Side]  # (spec, kind, train side, trust_remote_code) -> its side
     render_side: Callable[[RenderSource], Side] | None  # None: `mldebug render` does not emulate it
     render: Renderer

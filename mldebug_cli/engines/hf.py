@@ -44,8 +44,6 @@ def _transformers_clock(now: datetime) -> Iterator[None]:
 
 ENGINE = Engine(
     name="transformers",
-    serves={"tokenizer": 1, "jinja": 1},
-    renders={"tokenizer": 0, "jinja": 0, "gguf": 2},
     deploy_side=lambda spec, kind, train, trust: sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust),
     render_side=lambda source: sides.render_side(ENGINE, source),
     render=render,

@@ -79,8 +79,6 @@ def render(side, messages, tools, add_generation_prompt, now, variables) -> str:
 
 ENGINE = Engine(
     name="llamacpp",
-    serves={"gguf": 0, "tokenizer": 3, "jinja": 3},
-    renders={"gguf": 0, "tokenizer": 1, "jinja": 1},
     deploy_side=deploy_side,
     render_side=render_side,
     render=render,

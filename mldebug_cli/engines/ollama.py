@@ -222,8 +222,6 @@ def render(side, messages, tools, add_generation_prompt, now, variables) -> str:
 
 ENGINE = Engine(
     name="ollama",
-    serves={"gguf": 1, "modelfile": 0},
-    renders={"gotemplate": 0, "gguf": 1, "modelfile": 0},
     deploy_side=deploy_side,
     render_side=render_side,
     render=render,

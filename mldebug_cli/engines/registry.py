@@ -1,8 +1,10 @@
 """The deploy engines, one line each: the only place that lists them.
 
-Each line names a module of this package that exports one ``ENGINE`` (an :class:`engine.Engine`). Which engines
-serve or render a kind of artefact, and which is the default, is generated from the engines' own ``serves`` and
-``renders``; the spec -> kind detection stays in ``sources.deploy``.
+Each line names a module of this package that exports one ``ENGINE`` (an :class:`engine.Engine`), and says which
+kinds of artefact the engine serves as a DEPLOY (check-template) and renders (``mldebug render``), each with a
+preference: the lowest is that kind's default engine. The command line reads these before any engine module is
+imported: which engines serve or render a kind, which is the default, and the help texts saying so, are generated
+from here; the spec -> kind detection stays in ``sources.deploy``.
 """
 
 from __future__ import annotations
@@ -23,26 +25,29 @@ if TYPE_CHECKING:
     from mldebug_cli.sources.deploy import Side
 
 class Entry(NamedTuple):
-    """One registry line: the engine's name (--deploy-engine, --engine), its module, and whether it serves a DEPLOY
-    (check-template) and renders for ``mldebug render`` (the command line's help needs these before any engine
-    module is imported)."""
+    """One registry line: the engine's name (--deploy-engine, --engine), its module, and the kinds it serves and
+    renders."""
 
     name: str
     module: str  # mldebug_cli.engines.<module> exports ENGINE
-    deploys: bool = True
-    renders: bool = True
+    serves: Mapping[str, int]  # kind of DEPLOY artefact -> preference (the lowest is that kind's default engine)
+    renders: Mapping[str, int]  # kind of `mldebug render` source -> preference (its ENGINE has a render_side)
 
 
 REGISTRY = (
-    Entry("transformers", "hf"),
-    Entry("vllm", "vllm", renders=False),
-    Entry("llamacpp", "llamacpp"),
-    Entry("ollama", "ollama"),
-    Entry("tgi", "tgi"),
-    Entry("vllm-completions", "vllm_completions"),
+    Entry("transformers", "hf", serves={"tokenizer": 1, "jinja": 1}, renders={"tokenizer": 0, "jinja": 0, "gguf": 2}),
+    Entry("vllm", "vllm", serves={"tokenizer": 0, "jinja": 0}, renders={}),
+    Entry("llamacpp", "llamacpp", serves={"gguf": 0, "tokenizer": 3, "jinja": 3},
+          renders={"gguf": 0, "tokenizer": 1, "jinja": 1}),
+    Entry("ollama", "ollama", serves={"gguf": 1, "modelfile": 0}, renders={"gotemplate": 0, "gguf": 1, "modelfile": 0}),
+    Entry("tgi", "tgi", serves={"tokenizer": 2, "jinja": 2}, renders={"tokenizer": 2, "jinja": 2, "gguf": 3}),
+    Entry("vllm-completions", "vllm_completions", serves={"tokenizer": 4, "jinja": 4}, renders={"tokenizer": 3, "jinja": 3}),
 )
+# the kinds of artefact (sources.deploy tells them apart), as help text names them
+KINDS = {"tokenizer": "a tokenizer folder", "jinja": "a .jinja", "gguf": "a GGUF", "modelfile": "a Modelfile",
+         "gotemplate": "a Go template"}
 ENGINES = tuple(entry.name for entry in REGISTRY)
-DEPLOY_ENGINES = tuple(entry.name for entry in REGISTRY if entry.deploys)
+DEPLOY_ENGINES = tuple(entry.name for entry in REGISTRY if entry.serves)
 RENDER_ENGINES = tuple(entry.name for entry in REGISTRY if entry.renders)
 TRAIN_ENGINE = "transformers"  # the training side renders as transformers' apply_chat_template does
 FIXED_NOW = datetime(2025, 1, 15, 12, 0)  # differs from the dates templates hard-code (e.g. Llama 3.1's 26 Jul 2024)
@@ -58,9 +63,20 @@ def engine(name: str) -> Engine:
 
 def engines_for(kind: str, purpose: str = "serves") -> tuple[str, ...]:
     """The engines that serve (``purpose`` "serves") or render ("renders") ``kind``, the default first."""
-    ranked = [(getattr(engine(name), purpose)[kind], i, name) for i, name in enumerate(ENGINES)
-              if kind in getattr(engine(name), purpose)]
+    ranked = [(getattr(entry, purpose)[kind], i, entry.name) for i, entry in enumerate(REGISTRY)
+              if kind in getattr(entry, purpose)]
     return tuple(name for _, _, name in sorted(ranked))
+
+
+def defaults(purpose: str = "serves") -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each default engine with the kinds (KINDS' words) it is the default for, in registry order:
+    ``(("vllm", ("a tokenizer folder", "a .jinja")), ("llamacpp", ("a GGUF",)), ...)``."""
+    chosen: dict[str, list[str]] = {}
+    for kind, words in KINDS.items():
+        ranked = engines_for(kind, purpose)
+        if ranked:
+            chosen.setdefault(ranked[0], []).append(words)
+    return tuple((name, tuple(chosen[name])) for name in ENGINES if name in chosen)
 
 
 def choose_engine(kind: str, name: str | None, flag: str, purpose: str = "serves") -> str:
@@ -68,7 +84,7 @@ def choose_engine(kind: str, name: str | None, flag: str, purpose: str = "serves
     allowed = engines_for(kind, purpose)
     if name is None:
         return allowed[0]
-    known = [e for e in ENGINES if getattr(engine(e), purpose)]
+    known = [entry.name for entry in REGISTRY if getattr(entry, purpose)]
     if name not in known:
         raise UsageError(f"{flag}: unknown engine {name!r}", hint=f"one of {', '.join(known)}")
     if name not in allowed:
@@ -84,8 +100,7 @@ def train_side(spec: str, train_tokenizer: str | None = None, trust_remote_code:
 
 
 def deploy_side(spec: str, name: str | None, train: Side, trust_remote_code: bool = False) -> Side:
-    """DEPLOY resolved for engine ``name`` (default: the kind's default engine: llamacpp for a GGUF, ollama for a
-    Modelfile, else vllm)."""
+    """DEPLOY resolved for engine ``name`` (default: the kind's default engine, ``defaults()``)."""
     from mldebug_cli.sources.deploy import deploy_kind
 
     kind = deploy_kind(spec)

@@ -25,8 +25,6 @@ def render(side, messages, tools, add_generation_prompt, now, variables) -> str:
 
 ENGINE = Engine(
     name="tgi",
-    serves={"tokenizer": 2, "jinja": 2},
-    renders={"tokenizer": 2, "jinja": 2, "gguf": 3},
     deploy_side=lambda spec, kind, train, trust: sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust),
     render_side=lambda source: sides.render_side(ENGINE, source),
     render=render,

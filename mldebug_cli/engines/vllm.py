@@ -9,8 +9,6 @@ from mldebug_cli.engines.engine import Engine
 
 ENGINE = Engine(
     name="vllm",
-    serves={"tokenizer": 0, "jinja": 0},
-    renders={},
     deploy_side=lambda spec, kind, train, trust: sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust),
     render_side=None,
     render=hf.render,

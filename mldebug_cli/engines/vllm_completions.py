@@ -24,8 +24,6 @@ def completion_side(side: Side) -> Side:
 
 ENGINE = Engine(
     name="vllm-completions",
-    serves={"tokenizer": 4, "jinja": 4},
-    renders={"tokenizer": 3, "jinja": 3},
     deploy_side=lambda spec, kind, train, trust: completion_side(
         sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust)),
     render_side=lambda source: completion_side(sides.render_template_side(ENGINE, source)),

@@ -52,3 +52,8 @@ class Framework:
     # (config, framework name, world size) -> trainer_facts.TrainerFacts: what its config makes the trainer do
     trainer_facts: Callable[[ConfigFile, str, int], Any] | None = None
     pair_refusal: Callable[[Any, str], Any] | None = None  # (first row, task) -> why its preference trainers refuse the rows
+    # (the values of its own flags given (registry.Flag), by option) -> their settings (InspectOptions.framework_flags)
+    read_flags: Callable[[Mapping[str, str]], Any] | None = None
+    # (tokenizer folder, its flag settings) -> (the tokenizer folder those settings make, the report context lines
+    # saying so), or None when they change nothing
+    flagged_tokenizer: Callable[[str, Any], tuple[str, Mapping[str, str]] | None] | None = None

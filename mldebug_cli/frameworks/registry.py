@@ -4,8 +4,9 @@ Each line names a module of this package that exports one ``FRAMEWORK`` (a :clas
 knows about the framework (how its configs are recognised and read, its key schema, how it turns rows into ids and
 labels, how it counts steps). A line also carries the few facts the command line needs before any framework module
 is imported (``mldebug --help`` imports none of them): its package, whether a ``--<package>-version`` flag and
-an ``mldebug.toml [versions]`` key name it, and what it serves (which commands' ``--framework`` take it; a test holds
-each line to its FRAMEWORK's parts). Every table of frameworks, and every ``--framework`` help text and choice, is
+an ``mldebug.toml [versions]`` key name it, what it serves (which commands' ``--framework`` take it; a test holds
+each line to its FRAMEWORK's parts), and the command-line flags of its own (``Flag``; its FRAMEWORK reads their
+values). Every table of frameworks, every ``--framework`` help text and choice, and every framework's own flag, is
 generated from here.
 """
 
@@ -36,6 +37,17 @@ EVERYTHING = tuple(CAPABILITIES)
 PREFLIGHT_NEEDS = ("plan", "schedule")  # preflight reads a config's data settings and its schedule
 
 
+class Flag(NamedTuple):
+    """An inspect-data option of one framework's own (its row settings); ``Framework.read_flags`` reads its value."""
+
+    option: str  # e.g. --response-part
+    help: str
+
+    @property
+    def parameter(self) -> str:  # the command function's parameter
+        return self.option.lstrip("-").replace("-", "_")
+
+
 class Entry(NamedTuple):
     """One registry line."""
 
@@ -45,6 +57,7 @@ class Entry(NamedTuple):
     version_flag: bool = False  # the package's version can be given (--<package>-version, mldebug.toml [versions])
     label: str = ""  # how help text names it (default: its name)
     serves: tuple[str, ...] = ()  # the CAPABILITIES its FRAMEWORK has
+    flags: tuple[Flag, ...] = ()  # inspect-data options of its own
 
     @property
     def shown(self) -> str:
@@ -57,7 +70,13 @@ REGISTRY = (
     Entry("axolotl", "axolotl", "axolotl", version_flag=True, serves=EVERYTHING),
     Entry("llama-factory", "llama_factory", "llamafactory", version_flag=True, label="LLaMA-Factory", serves=EVERYTHING),
     Entry("torchtune", "torchtune", "torchtune", serves=("schedule",)),
-    Entry("unsloth", "unsloth", label="Unsloth", serves=("rows", "plan")),
+    Entry("unsloth", "unsloth", label="Unsloth", serves=("rows", "plan"), flags=(
+        Flag("--instruction-part", "Unsloth train_on_responses_only's instruction_part, e.g. '<|im_start|>user\\n' "
+                                   "(\\n and \\t are read as escapes)."),
+        Flag("--response-part", "Unsloth train_on_responses_only's response_part, e.g. '<|im_start|>assistant\\n'."),
+        Flag("--unsloth-template", "Unsloth's get_chat_template name, e.g. llama-3.1: the tokenizer as the installed "
+                                   "unsloth leaves it."),
+    )),
 )
 DEFAULT_ROWS = "trl"  # whose tokenization inspect-data emulates when no framework is named
 
@@ -65,6 +84,9 @@ NAMES = tuple(entry.name for entry in REGISTRY)
 VERSION_PACKAGES = tuple(entry.package for entry in REGISTRY if entry.version_flag)  # the --<package>-version flags
 VERSION_LABELS = {entry.package: entry.shown for entry in REGISTRY if entry.version_flag}
 DISTRIBUTIONS = {entry.name: entry.package for entry in REGISTRY if entry.package}  # framework name -> distribution
+
+
+FLAGS = {flag.option: entry for entry in REGISTRY for flag in entry.flags}  # a framework's own flag -> its line
 
 
 def entry(name: str) -> Entry | None:

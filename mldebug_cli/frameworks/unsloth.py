@@ -25,7 +25,7 @@ saves; mldebug does not carry Unsloth's templates.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,10 +207,37 @@ class Rows(trl.Rows):
         return self.masker.truncated(ids, trl.max_length(max_length))
 
 
+@dataclass(frozen=True)
+class Flags:
+    """What Unsloth's own flags (its registry line) set: train_on_responses_only's parts and a named template."""
+
+    parts: ResponseParts | None = None  # --instruction-part and --response-part
+    template: str | None = None  # --unsloth-template: get_chat_template's name
+
+
+def read_flags(given: Mapping[str, str]) -> Flags:
+    """The flags given, by option; the two parts come together (\\n and \\t in them are read as escapes)."""
+    instruction, response = given.get("--instruction-part"), given.get("--response-part")
+    if (instruction is None) != (response is None):
+        raise UsageError("give both --instruction-part and --response-part", hint="Unsloth needs both markers")
+    unescape = lambda text: text.replace("\\n", "\n").replace("\\t", "\t")  # noqa: E731
+    parts = ResponseParts(unescape(instruction), unescape(response)) if instruction is not None and response is not None else None
+    return Flags(parts, given.get("--unsloth-template"))
+
+
+def flagged_tokenizer(tokenizer: str, flags: Flags | None) -> tuple[str, dict[str, str]] | None:
+    """The tokenizer ``get_chat_template(tokenizer, --unsloth-template)`` makes, and the context lines saying so."""
+    if flags is None or flags.template is None:
+        return None
+    made = f"{tokenizer} after Unsloth's get_chat_template(tokenizer, {flags.template!r}) (its template and EOS)"
+    return with_named_template(tokenizer, flags.template), {"tokenizer": made, "chat_template": f"Unsloth's {flags.template}"}
+
+
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     rows = Rows()
     rows.row_format = row_format  # SFTTrainer reads the rows: TRL's columns
-    rows.masker = masking(options.unsloth, loaded.tokenizer, rows.train_on(options.train_on, row_format))
+    flags = options.framework_flags or Flags()
+    rows.masker = masking(flags.parts, loaded.tokenizer, rows.train_on(options.train_on, row_format))
     return rows
 
 
@@ -316,4 +343,6 @@ FRAMEWORK = Framework(
     read_plan=trl.read_plan,  # Unsloth runs TRL's SFTConfig
     rows=Rows,
     row_profile=row_profile,
+    read_flags=read_flags,
+    flagged_tokenizer=flagged_tokenizer,
 )

@@ -75,7 +75,7 @@ class InspectOptions:
     task: str | None = None  # sft, dpo, kto, grpo; None: from the rows' columns
     truncation_mode: str | None = None  # TRL SFT and DPO: keep_start (the default) or keep_end
     reward_columns: tuple[str, ...] = ()  # GRPO: columns the reward functions read
-    unsloth: Any = None  # --framework unsloth: train_on_responses_only's parts (frameworks.unsloth.ResponseParts)
+    framework_flags: Any = None  # the settings of the framework's own flags (Framework.read_flags); None: none given
     not_emulated: tuple[str, ...] = ()  # preflight: what the config's trainer does to the rows that mldebug does not
     engine: str = "local"  # local: this process (and forked workers); ray: Ray Data (pipelines.ray_engine)
     ray_address: str | None = None  # --engine ray: the cluster (auto, host:port, ray://...); None: RAY_ADDRESS or a new local one

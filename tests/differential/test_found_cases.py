@@ -61,11 +61,11 @@ NEMO_LAST_LABELS = [-100] * 27 + [1010, 13059, 1010, 2]
 
 def test_unsloths_last_response_only_trains_the_last_response_however_it_is_asked_for(tmp_path):
     """train_on_responses_only(last_response_only=True): the parts' own flag was dropped unless --train-on last."""
-    from mldebug_cli.frameworks.unsloth import ResponseParts
+    from mldebug_cli.frameworks.unsloth import Flags, ResponseParts
 
     for parts, train_on in ((ResponseParts("[INST]", "[/INST]", last_response_only=True), None),
                             (ResponseParts("[INST]", "[/INST]"), "last")):
-        _, views = _rows(tmp_path, [NEMO_SYSTEM_ROW], tokenizer=str(NEMO), framework="unsloth", unsloth=parts,
+        _, views = _rows(tmp_path, [NEMO_SYSTEM_ROW], tokenizer=str(NEMO), framework="unsloth", framework_flags=Flags(parts),
                          train_on=train_on)
         assert (views[0]["input_ids"], views[0]["labels"]) == (NEMO_IDS, NEMO_LAST_LABELS)
 
@@ -73,10 +73,10 @@ def test_unsloths_last_response_only_trains_the_last_response_however_it_is_aske
 def test_a_trained_eos_is_not_reported_masked_where_the_history_renders_differently_on_its_own(tmp_path):
     """Mistral-Nemo renders the system message with the last user turn, so the prefix before each reply is not a
     prefix of the row's render: the reply's span was cut before its </s>, and DS004 said a trained </s> was masked."""
-    from mldebug_cli.frameworks.unsloth import ResponseParts
+    from mldebug_cli.frameworks.unsloth import Flags, ResponseParts
 
     report, views = _rows(tmp_path, [NEMO_SYSTEM_ROW], tokenizer=str(NEMO), framework="unsloth",
-                          unsloth=ResponseParts("[INST]", "[/INST]"))
+                          framework_flags=Flags(ResponseParts("[INST]", "[/INST]")))
     assert views[0]["input_ids"] == NEMO_IDS
     assert [i for i, label in enumerate(views[0]["labels"]) if label == 2] == [15, 30]  # both </s> are trained
     assert "DS004" not in {f.code for f in report.findings}

@@ -54,3 +54,25 @@ def test_a_framework_without_the_part_a_command_needs_is_refused_by_name():
     with pytest.raises(UsageError, match="--framework unsloth: mldebug does not read its schedule"):
         registry.chosen(*("unsloth", *registry.PREFLIGHT_NEEDS))
     assert registry.chosen("axolotl", "rows") == "axolotl"
+
+
+def test_a_line_with_flags_names_a_framework_that_reads_them():
+    """A framework's own flags are declared on its line (for --help) and read by its FRAMEWORK.read_flags."""
+    for entry in registry.REGISTRY:
+        assert bool(entry.flags) == bool(registry.framework(entry.name).read_flags), entry.name
+        assert not entry.flags or "rows" in entry.serves, entry.name  # inspect-data's, so the framework reads rows
+    assert {option: e.name for option, e in registry.FLAGS.items()} == {
+        "--instruction-part": "unsloth", "--response-part": "unsloth", "--unsloth-template": "unsloth"}
+
+
+def test_inspect_data_offers_each_framework_flag(tmp_path):
+    """The flags are generated from the registry lines, in inspect-data's help and its parameters."""
+    import inspect
+
+    from mldebug_cli.cli.inspect_data import inspect_data
+
+    parameters = inspect.signature(inspect_data).parameters
+    for option, entry in registry.FLAGS.items():
+        flag = next(f for f in entry.flags if f.option == option)
+        assert parameters[flag.parameter].default.param_decls == (option,)
+        assert parameters[flag.parameter].default.help == flag.help
