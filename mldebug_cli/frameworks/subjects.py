@@ -5,6 +5,7 @@ its answers here."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,10 +87,11 @@ class Setup:
     has_generation_markers: bool
     special_texts: tuple[str, ...]  # texts the tokenizer turns into special ids
     special_pattern: re.Pattern | None
-    id_to_piece: Any  # callable id -> token text
-    encode: Any  # callable text -> ids without special tokens
+    id_to_piece: Callable[[int], str]  # id -> token text
+    encode: Callable[[str], list[int]]  # text -> ids without special tokens
     facts: RowFacts  # the trainer's row handling as plain values
-    render: Any = None  # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
+    # (messages, tools, add_generation_prompt=False) -> rendered text, for checks that compare renders
+    render: Callable[..., str] | None = None
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
     refusal: tuple[str, str] | None = None  # (what the framework raises on these rows, how to convert): RowProfile.refusal
     text_rows: bool = False  # prompt/completion rows of plain strings (the first row's): no chat template renders them

@@ -25,12 +25,13 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.memory import g
 from mldebug_cli.core.findings import Hit, Location
+from mldebug_cli.memory.review import MemoryReview
 
 SEVERITY = "warning"
 SUBJECT = "memory"
 
 
-def run(review, ctx) -> Iterator[Hit]:
+def run(review: MemoryReview, ctx: None) -> Iterator[Hit]:
     if not review.host_bytes or not review.host_total or review.host_bytes <= review.host_total:
         return
     yield Hit(

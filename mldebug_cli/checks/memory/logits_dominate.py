@@ -27,12 +27,13 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.memory import at_batch, g
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.memory.review import MemoryReview
 
 SEVERITY = "info"
 SUBJECT = "memory"
 
 
-def run(review, ctx) -> Iterator[Hit]:
+def run(review: MemoryReview, ctx: None) -> Iterator[Hit]:
     term = review.peak.term("logits and loss")
     if term is None or review.peak.largest.name != term.name:
         return

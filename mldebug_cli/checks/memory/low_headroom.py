@@ -23,13 +23,14 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.memory import at_batch, g, gpu_label
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.memory.review import MemoryReview
 
 SEVERITY = "warning"
 SUBJECT = "memory"
 THRESHOLDS = {"headroom": 0.10}
 
 
-def run(review, ctx) -> Iterator[Hit]:
+def run(review: MemoryReview, ctx: None) -> Iterator[Hit]:
     if review.gpu_bytes is None:
         return
     peak = review.peak.per_gpu

@@ -25,13 +25,14 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.memory import at_batch, g
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.memory.review import MemoryReview
 
 SEVERITY = "warning"
 SUBJECT = "memory"
 THRESHOLDS = {"saving": 0.10}  # the typical batch needs at least this share less than the peak
 
 
-def run(review, ctx) -> Iterator[Hit]:
+def run(review: MemoryReview, ctx: None) -> Iterator[Hit]:
     if not review.long_rows or review.typical is None:
         return
     saving = review.peak.per_gpu - review.typical.per_gpu

@@ -24,12 +24,13 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.memory import g
 from mldebug_cli.core.findings import Hit, Location
+from mldebug_cli.memory.review import MemoryReview
 
 SEVERITY = "info"
 SUBJECT = "memory"
 
 
-def run(review, ctx) -> Iterator[Hit]:
+def run(review: MemoryReview, ctx: None) -> Iterator[Hit]:
     term = review.peak.term("reference model")
     if term is None:
         return

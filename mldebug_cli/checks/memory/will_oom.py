@@ -31,12 +31,13 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.memory import at_batch, first_fitting_fix, g, gpu_label, peak_place
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.memory.review import MemoryReview
 
 SEVERITY = "error"
 SUBJECT = "memory"
 
 
-def run(review, ctx) -> Iterator[Hit]:
+def run(review: MemoryReview, ctx: None) -> Iterator[Hit]:
     if review.gpu_bytes is None or review.peak.per_gpu <= review.gpu_bytes:
         return
     largest = review.peak.largest

@@ -21,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mldebug_cli.core.findings import Hit, Location
+from mldebug_cli.frameworks.preference_subjects import PreferenceSetup
 
 SEVERITY = "error"
 SUBJECT = "preference-setup"
 
 
-def run(setup, ctx) -> Iterator[Hit]:
+def run(setup: PreferenceSetup, ctx: PreferenceSetup) -> Iterator[Hit]:
     if setup.refusal is None:
         return
     error, how = setup.refusal

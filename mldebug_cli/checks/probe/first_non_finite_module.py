@@ -22,14 +22,17 @@ Fix
 
 from __future__ import annotations
 
-from mldebug_cli.checks.probe.common import fmt
+from collections.abc import Iterator
+
+from mldebug_cli.checks.probe.common import ProbeContext, fmt
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.probe.subject import ProbeSubject
 
 SEVERITY = "error"
 SUBJECT = "probe"
 
 
-def run(subject, ctx):
+def run(subject: ProbeSubject, ctx: ProbeContext) -> Iterator[Hit]:
     found = subject.non_finite
     if found is None:
         return

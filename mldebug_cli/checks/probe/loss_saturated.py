@@ -29,16 +29,18 @@ Fix
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator
 
-from mldebug_cli.checks.probe.common import fmt, rows_text
+from mldebug_cli.checks.probe.common import ProbeContext, fmt, rows_text
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.probe.subject import ProbeSubject
 
 SEVERITY = "warning"
 SUBJECT = "probe"
 THRESHOLDS = {"push_below": 0.05, "row_share": 0.5}
 
 
-def run(subject, ctx):
+def run(subject: ProbeSubject, ctx: ProbeContext) -> Iterator[Hit]:
     for term in subject.terms:
         if not term.push or term.weight == 0:
             continue

@@ -23,16 +23,18 @@ Fix
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
-from mldebug_cli.checks.probe.common import fmt
+from mldebug_cli.checks.probe.common import ProbeContext, fmt
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.probe.subject import ProbeSubject
 
 SEVERITY = "warning"
 SUBJECT = "probe"
 THRESHOLDS = {"cosine_below": -0.2, "min_norm_share": 0.05}
 
 
-def run(subject, ctx):
+def run(subject: ProbeSubject, ctx: ProbeContext) -> Iterator[Hit]:
     for pair in subject.cosines:
         small, large = sorted((pair.first_norm, pair.second_norm))
         if not math.isfinite(pair.cosine) or large == 0 or small < ctx.limit("min_norm_share") * large:

@@ -23,15 +23,18 @@ Fix
 
 from __future__ import annotations
 
-from mldebug_cli.checks.probe.common import fmt, rows_text
+from collections.abc import Iterator
+
+from mldebug_cli.checks.probe.common import ProbeContext, fmt, rows_text
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.probe.subject import ProbeSubject
 
 SEVERITY = "error"
 SUBJECT = "probe"
 THRESHOLDS = {"untrained_norm_ratio": 0.2}
 
 
-def run(subject, ctx):
+def run(subject: ProbeSubject, ctx: ProbeContext) -> Iterator[Hit]:
     for token in subject.tokens:
         if token.learnable or token.norm_ratio >= ctx.limit("untrained_norm_ratio"):
             continue

@@ -24,13 +24,17 @@ Fix
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from mldebug_cli.checks.probe.common import ProbeContext
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.probe.subject import ProbeSubject
 
 SEVERITY = "error"
 SUBJECT = "probe"
 
 
-def run(subject, ctx):
+def run(subject: ProbeSubject, ctx: ProbeContext) -> Iterator[Hit]:
     missing = [t for t in subject.tensors if t.exempt is None and (t.grad_norm is None or t.grad_norm == 0.0)]
     if not missing:
         return

@@ -21,14 +21,18 @@ Fix
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from mldebug_cli.checks.probe.common import ProbeContext
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.probe.subject import ProbeSubject
 
 SEVERITY = "info"
 SUBJECT = "probe"
 THRESHOLDS = {"same_within": 0.1}
 
 
-def run(subject, ctx):
+def run(subject: ProbeSubject, ctx: ProbeContext) -> Iterator[Hit]:
     ablation = subject.ablation
     if ablation is None:
         return

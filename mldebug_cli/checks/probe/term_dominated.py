@@ -18,15 +18,18 @@ Fix
 
 from __future__ import annotations
 
-from mldebug_cli.checks.probe.common import fmt
+from collections.abc import Iterator
+
+from mldebug_cli.checks.probe.common import ProbeContext, fmt
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.probe.subject import ProbeSubject
 
 SEVERITY = "info"
 SUBJECT = "probe"
 THRESHOLDS = {"ratio_above": 100.0}
 
 
-def run(subject, ctx):
+def run(subject: ProbeSubject, ctx: ProbeContext) -> Iterator[Hit]:
     terms = [t for t in subject.terms if t.weight != 0 and t.idle is None]
     if len(terms) < 2:
         return

@@ -22,16 +22,18 @@ Fix
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
-from mldebug_cli.checks.probe.common import fmt
+from mldebug_cli.checks.probe.common import ProbeContext, fmt
 from mldebug_cli.core.findings import Hit
+from mldebug_cli.probe.subject import ProbeSubject
 
 SEVERITY = "warning"
 SUBJECT = "probe"
 THRESHOLDS = {"ratio_below": 1e-5, "ratio_above": 0.1}
 
 
-def run(subject, ctx):
+def run(subject: ProbeSubject, ctx: ProbeContext) -> Iterator[Hit]:
     update = subject.update
     if update is None or not math.isfinite(update.median):
         return

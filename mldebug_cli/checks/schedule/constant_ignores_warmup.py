@@ -28,7 +28,7 @@ SEVERITY = "warning"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     spec = subject.spec
     warmup_key = spec.key("warmup")
     configured = (spec.warmup_steps or 0) > 0 or (spec.warmup_ratio or 0) > 0

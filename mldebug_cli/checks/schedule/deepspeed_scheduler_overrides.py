@@ -30,7 +30,7 @@ SEVERITY = "warning"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     block = subject.deepspeed_scheduler
     if block is None:
         return

@@ -33,7 +33,7 @@ SEVERITY = "info"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     spec = subject.spec
     if spec.deepspeed is None or spec.world_size != 1:
         return

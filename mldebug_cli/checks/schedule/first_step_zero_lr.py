@@ -30,7 +30,7 @@ SEVERITY = "info"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     if not subject.schedule or subject.schedule[0].lr != 0:
         return
     warmup = subject.plan.warmup_steps

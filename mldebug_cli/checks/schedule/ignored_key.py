@@ -33,6 +33,6 @@ SEVERITY = "error"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     for ignored in subject.spec.ignored:
         yield Hit(message=ignored.reason, hint=ignored.hint, location=at_key(subject, ignored.key))

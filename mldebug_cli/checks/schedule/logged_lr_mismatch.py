@@ -33,7 +33,7 @@ SEVERITY = "error"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     overlay = subject.overlay
     if overlay is None or not overlay.mismatched:
         return

@@ -45,7 +45,7 @@ def logging_interval(subject: Simulation) -> int | None:
     return math.ceil(plan.total_steps * steps) if steps < 1 else int(steps)
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     spec, plan = subject.spec, subject.plan
     interval = logging_interval(subject)
     if interval is None or not plan.steps_run or interval < plan.total_steps:

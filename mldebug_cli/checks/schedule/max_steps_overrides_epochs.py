@@ -34,7 +34,7 @@ SEVERITY = "warning"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     spec, plan = subject.spec, subject.plan
     per_epoch, run_epochs = plan.optimizer_steps_per_epoch, plan.epochs_run
     if not per_epoch or run_epochs is None or not plan.steps_run:

@@ -31,7 +31,7 @@ SEVERITY = "info"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     spec = subject.spec
     if not spec.scheduler.metric_driven:
         return

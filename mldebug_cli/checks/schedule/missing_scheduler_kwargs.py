@@ -39,7 +39,7 @@ def missing_kwargs(subject: Simulation) -> tuple[str, ...] | None:
     return needed
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     needed = missing_kwargs(subject)
     if needed is None:
         return

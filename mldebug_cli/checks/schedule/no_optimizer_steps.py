@@ -30,7 +30,7 @@ SEVERITY = "error"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     if subject.plan.steps_run > 0:
         return
     yield Hit(message=f"the run takes no optimizer step: {_why(subject)}", location=_where(subject))

@@ -34,7 +34,7 @@ SEVERITY = "warning"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     spec, plan = subject.spec, subject.plan
     if not spec.packing.enabled or plan.total_steps_range is None:
         return

@@ -32,7 +32,7 @@ SEVERITY = "info"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     spec, plan = subject.spec, subject.plan
     leftover, length = plan.leftover_micro_batches, plan.micro_batches_per_epoch
     if not leftover or not length or spec.grad_accum < 2 or not plan.steps_run:

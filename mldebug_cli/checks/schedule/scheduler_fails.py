@@ -35,7 +35,7 @@ SEVERITY = "error"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     if subject.scheduler_error is None or missing_kwargs(subject) is not None:
         return
     spec, after = subject.spec, subject.scheduler_fails_after

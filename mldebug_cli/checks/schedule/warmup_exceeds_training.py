@@ -31,7 +31,7 @@ SEVERITY = "error"
 SUBJECT = "schedule"
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     plan, spec = subject.plan, subject.spec
     if not subject.schedule or spec.scheduler.ignores_warmup or plan.warmup_steps < plan.total_steps:
         return

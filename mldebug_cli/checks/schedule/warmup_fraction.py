@@ -33,7 +33,7 @@ SUBJECT = "schedule"
 WARN_ABOVE, USUAL_RANGE = 0.20, (0.01, 0.10)
 
 
-def run(subject: Simulation, ctx) -> Iterator[Hit]:
+def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     plan, spec = subject.plan, subject.spec
     if not subject.schedule or spec.scheduler.ignores_warmup or plan.warmup_steps >= plan.total_steps:
         return
