@@ -27,7 +27,7 @@ def explain(
                 typer.echo(_markdown(checks), nl=False)
                 return
             width = max(len(c.name) for c in checks)
-            typer.echo("\n".join(f"{c.code}  {c.name:<{width}}  {c.severity.value:<7}  {_first_sentence(c.doc)}"
+            typer.echo("\n".join(f"{c.code}  {c.name:<{width}}  {c.severity.value:<7}  {c.documentation.first_sentence}"
                                   for c in checks))
             typer.echo("\nmldebug explain CODE|NAME for one check's documentation; --all for every one.")
             return
@@ -46,17 +46,10 @@ def _text(check) -> str:
 def _markdown(checks) -> str:
     lines = ["| code | name | severity | what it finds |", "|---|---|---|---|"]
     for c in checks:
-        lines.append(f"| {c.code} | `{c.name}` | {c.severity.value} | {_first_paragraph(c.doc)} |")
+        lines.append(f"| {c.code} | `{c.name}` | {c.severity.value} | {_cell(c.documentation.summary)} |")
     return "\n".join(lines) + "\n"
 
 
-def _first_paragraph(doc: str) -> str:
-    """The text under 'What it finds', on one line."""
-    body = doc.split("What it finds", 1)[-1].strip().split("\n\n", 1)[0]
-    return " ".join(body.split()).replace("|", "\\|")
-
-
-def _first_sentence(doc: str) -> str:
-    paragraph = _first_paragraph(doc).replace("\\|", "|")
-    end = paragraph.find(". ")
-    return paragraph if end < 0 else paragraph[: end + 1]
+def _cell(text: str) -> str:
+    """Text for a markdown table cell: its pipes escaped."""
+    return text.replace("|", "\\|")

@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+ContextValue = str | int | None  # a context line: words, a number (max_length, world_size, workers) or not set
+CONTEXT_VERSIONS = "versions"  # the context line naming the target versions of the framework's packages
+
 
 class Severity(str, enum.Enum):
     INFO = "info"
@@ -89,17 +92,18 @@ class Finding:
 class Report:
     """The result of one command run.
 
-    ``context`` says what was checked and which behaviour was assumed; ``summary`` holds the
-    command's statistics; ``details`` holds command-specific JSON-ready sections (for
-    inspect-data: ``rows``), each written and read back by its typed record in ``core.sections``. ``checks_run`` lists the codes of the checks that ran (so formats can
-    show passing checks) and ``targets`` the inputs they ran on. Every value is plain JSON-ready data.
+    ``context`` says what was checked and which behaviour was assumed, one line per key (the text formats leave
+    out a None line); ``summary`` holds the command's statistics; ``details`` holds command-specific JSON-ready sections
+    (for inspect-data: ``rows``), each written and read back by its typed record in ``core.sections``.
+    ``checks_run`` lists the codes of the checks that ran (so formats can show passing checks) and ``targets``
+    the inputs they ran on. Every value is plain JSON-ready data.
     """
 
     command: str
     findings: tuple[Finding, ...]
     checks_run: tuple[str, ...] = ()
     targets: tuple[str, ...] = ()
-    context: Mapping[str, Any] = field(default_factory=dict)
+    context: Mapping[str, ContextValue] = field(default_factory=dict)
     summary: Mapping[str, Any] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
 

@@ -7,11 +7,13 @@ or ``"setup"``) and ``run(subject, ctx)`` which yields :class:`Hit` objects.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mldebug_cli.core.check_doc import CheckDoc
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, Hit, Severity
 
@@ -156,6 +158,11 @@ class Check:
     doc: str
     run: Callable[..., Iterable[Hit]]
     thresholds: Mapping[str, float] = field(default_factory=dict)  # documented defaults, overridable per check
+
+    @functools.cached_property
+    def documentation(self) -> CheckDoc:
+        """The docstring's sections (what it finds, why it matters, example, fix), parsed once."""
+        return CheckDoc.parse(self.doc)
 
     def finding(self, hit: Hit) -> Finding:
         return Finding(

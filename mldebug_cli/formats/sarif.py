@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import IO, Any
@@ -23,7 +22,6 @@ from mldebug_cli.formats.locations import describe, finding_path, repo_path, sou
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 FINGERPRINT_KEY = "mldebugFinding/v1"
-HEADINGS = ("What it finds", "Why it matters for training", "Example", "Fix")
 _LOGICAL_FIELDS = ("row", "message_index", "key", "probe", "side")
 
 
@@ -55,34 +53,18 @@ def _rule_refs(report: Report) -> list[registry.CheckRef]:
     return [ref for ref in registry.REGISTRY if ref.code in codes]
 
 
-def doc_sections(doc: str) -> dict[str, str]:
-    """A check docstring's sections by heading, each body dedented (docstrings indent bodies or not)."""
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in doc.splitlines():
-        if line.strip() in HEADINGS:
-            current = sections.setdefault(line.strip(), [])
-        elif current is not None:
-            current.append(line)
-    return {heading: textwrap.dedent("\n".join(body)).strip() for heading, body in sections.items()}
-
-
-def _paragraph(text: str) -> str:
-    return " ".join(text.split("\n\n", 1)[0].split())
-
-
 def _rule(ref: registry.CheckRef) -> dict[str, Any]:
     check = registry.load(ref)
-    sections = doc_sections(check.doc)
-    finds = sections.get("What it finds", "")
+    doc = check.documentation
+    sections = doc.sections()
     return {
         "id": check.code,
         "name": check.name,
-        "shortDescription": {"text": _paragraph(finds) or check.name},
-        "fullDescription": {"text": " ".join(finds.split()) or check.name},
+        "shortDescription": {"text": doc.summary or check.name},
+        "fullDescription": {"text": " ".join(doc.finds.split()) or check.name},
         "help": {
-            "text": "\n\n".join(f"{h}\n{body}" for h, body in sections.items()) or check.doc,
-            "markdown": "\n\n".join(f"**{h}**\n\n{body}" for h, body in sections.items()) or check.doc,
+            "text": "\n\n".join(f"{h}\n{body}" for h, body in sections) or check.doc,
+            "markdown": "\n\n".join(f"**{h}**\n\n{body}" for h, body in sections) or check.doc,
         },
         "defaultConfiguration": {"level": LEVELS[check.severity]},
         "properties": {"tags": ["mldebug", ref.module.split(".")[0]]},

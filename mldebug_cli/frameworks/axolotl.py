@@ -3,7 +3,8 @@
 axolotl computes the total steps itself (``calculate_total_num_steps``) and passes them to the HF
 Trainer as ``max_steps``; warmup defaults to ``min(int(0.03 * T), 100)``; the default scheduler is
 cosine; ``cosine_min_lr_ratio``, ``cosine_constant_lr_ratio`` and ``lr_quadratic_warmup`` select
-axolotl's own cosine variants, and ``lr_scheduler: one_cycle|rex`` its alternate schedulers.
+axolotl's own cosine variants, and ``lr_scheduler: one_cycle|rex`` its alternate schedulers. Those
+schedulers and that step counting are ``axolotl_schedulers``.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ from typing import Any
 from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record, schema, versions
+from mldebug_cli.frameworks.axolotl_schedulers import COUNTING, SCHEDULERS
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.hf import hf_scheduler_choice
+from mldebug_cli.frameworks.hf_schedulers import HF_SCHEDULER_TYPES
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
 from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.versions import TargetVersions
-from mldebug_cli.schedule.formulas import HF_SCHEDULER_TYPES
-from mldebug_cli.schedule.model import AXOLOTL_FAMILY, PRECOMPUTED_STEPS, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.schedule.model import Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, local, set_key, template_setting
 
@@ -72,7 +74,7 @@ def read_spec(config: ConfigFile, framework: str, world_size: int, targets: Targ
         keys=r.keys,
         ignored=tuple(r.ignored),
         notes=tuple(r.notes),
-        counting=PRECOMPUTED_STEPS,
+        counting=COUNTING,
         warmup_share_key="warmup_ratio",
     )
 
@@ -106,23 +108,23 @@ def _scheduler(r: SpecReader, learning_rate: float) -> SchedulerChoice:
     quadratic = bool(r.flag(None, "lr_quadratic_warmup", False))
     if name == "one_cycle":
         _unused(r, "cosine_min_lr_ratio", min_ratio, "one_cycle")
-        return SchedulerChoice("one_cycle", AXOLOTL_FAMILY, kwargs)
+        return SchedulerChoice("one_cycle", SCHEDULERS, kwargs)
     if name == "rex":
         _unused_kwargs(r, kwargs, "rex")
         min_lr = learning_rate * min_ratio if min_ratio is not None else 0.0
-        return SchedulerChoice("rex", AXOLOTL_FAMILY, {"min_lr": min_lr})
+        return SchedulerChoice("rex", SCHEDULERS, {"min_lr": min_lr})
     if name == "cosine" and quadratic:
         _unused(r, "cosine_min_lr_ratio", min_ratio, "cosine with lr_quadratic_warmup")
         _unused_kwargs(r, kwargs, "cosine with lr_quadratic_warmup")
-        return SchedulerChoice("cosine_quadratic_warmup", AXOLOTL_FAMILY)
+        return SchedulerChoice("cosine_quadratic_warmup", SCHEDULERS)
     if name == "cosine" and min_ratio and constant_ratio:
         _unused_kwargs(r, kwargs, "cosine with cosine_min_lr_ratio")
         return SchedulerChoice(
-            "cosine_decay_constant", AXOLOTL_FAMILY, {"min_lr_ratio": min_ratio, "constant_lr_ratio": constant_ratio}
+            "cosine_decay_constant", SCHEDULERS, {"min_lr_ratio": min_ratio, "constant_lr_ratio": constant_ratio}
         )
     if name == "cosine" and min_ratio:
         _unused_kwargs(r, kwargs, "cosine with cosine_min_lr_ratio")
-        return SchedulerChoice("cosine_min_lr", AXOLOTL_FAMILY, {"min_lr_ratio": min_ratio})
+        return SchedulerChoice("cosine_min_lr", SCHEDULERS, {"min_lr_ratio": min_ratio})
     if name != "cosine":
         _unused(r, "cosine_min_lr_ratio", min_ratio, name)
         _unused(r, "lr_quadratic_warmup", quadratic or None, name)

@@ -19,15 +19,16 @@ from typing import Any
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Framework
-from mldebug_cli.frameworks.registry import borrowed, lazily
-from mldebug_cli.frameworks.rows import RowProfile
-from mldebug_cli.schedule.formulas import (
+from mldebug_cli.frameworks.hf_schedulers import (
     HF_IGNORES_WARMUP,
     HF_KWARGS_DROPPED,
     HF_METRIC_DRIVEN,
     HF_SCHEDULER_TYPES,
+    SCHEDULERS,
 )
-from mldebug_cli.schedule.model import HF_FAMILY, GenerationBatching, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.frameworks.registry import borrowed, lazily
+from mldebug_cli.frameworks.rows import RowProfile
+from mldebug_cli.schedule.model import GenerationBatching, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 
 GRPO_NUM_GENERATIONS = 8
@@ -145,7 +146,7 @@ def hf_scheduler_choice(r: SpecReader, key: str, default: str, kwargs: dict) -> 
         kwargs = {}
     return SchedulerChoice(
         name=name,
-        family=HF_FAMILY,
+        family=SCHEDULERS,
         kwargs=kwargs,
         ignores_warmup=name in HF_IGNORES_WARMUP,
         metric_driven=name in HF_METRIC_DRIVEN,

@@ -11,7 +11,7 @@ from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.findings import ContextValue, Finding, Report
 from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.registry import DEFAULT_ROWS, chosen, names_for
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
@@ -80,7 +80,7 @@ class InspectOptions:
     engine: str = "local"  # local: this process (and forked workers); ray: Ray Data (pipelines.ray_engine)
     ray_address: str | None = None  # --engine ray: the cluster (auto, host:port, ray://...); None: RAY_ADDRESS or a new local one
     ray_concurrency: int | None = None  # --engine ray: actors in the pool; None: one per CPU of the cluster
-    sequence_lengths: bool = False  # details["sequence_lengths"]: every kept row's sequence lengths (memory)
+    sequence_lengths: bool = False  # RowsSection.sequence_lengths: every kept row's sequence lengths (memory)
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -637,7 +637,7 @@ def _histogram(lengths: Counter[int], max_length: int | None) -> LengthHistogram
     return LengthHistogram(width, counts)
 
 
-def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, options, checked: int, total: int, workers: int) -> dict[str, Any]:
+def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, options, checked: int, total: int, workers: int) -> dict[str, ContextValue]:
     method = None
     if rows.masking_method is not None:
         method = rows.masking_method

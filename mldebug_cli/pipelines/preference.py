@@ -16,7 +16,7 @@ from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.findings import ContextValue, Finding, Report
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView, SideView
 from mldebug_cli.frameworks import trl_preference as trl
 from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
@@ -505,12 +505,12 @@ def _summary(rows: int, total: int, dataset: PreferenceDataset, findings: list[F
 
 
 def _context(setup: PreferenceSetup, options, checked: int, total: int, loaded,
-             prepared: PairPreparation | None = None) -> dict[str, Any]:
+             prepared: PairPreparation | None = None) -> dict[str, ContextValue]:
     prompt = "implicit (extracted from chosen/rejected)" if setup.implicit else "explicit"
     appended = "EOS id appended to replies" if setup.task == "orpo" else "EOS text appended to replies"
     kind = "conversational" if setup.conversational else f"plain text ({appended})"
     pairs = ", unpaired by the trainer (chosen desirable, rejected undesirable)" if setup.unpaired else ""
-    context = {
+    context: dict[str, ContextValue] = {
         "dataset": setup.dataset_path,
         "format": f"{setup.task} rows, {kind}{pairs}" + (f", prompt {prompt}" if setup.row_task == "dpo" else ""),
         "tokenizer": loaded.source,

@@ -18,7 +18,7 @@ from mldebug_cli.core.errors import (
     MldebugError,
     UsageError,
 )
-from mldebug_cli.core.findings import Finding, Location, Report
+from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Location, Report
 from mldebug_cli.core.sections.pairs import data_summary
 from mldebug_cli.core.sections.preflight import PartView, PreflightSection
 from mldebug_cli.frameworks.registry import PREFLIGHT_NEEDS, chosen
@@ -30,6 +30,15 @@ if TYPE_CHECKING:
     from mldebug_cli.pipelines.memory import Lengths
 
 COMMAND = "preflight"
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One report preflight composes (an inspect-data per dataset, lr-plot, memory, a check-template per deploy
+    target) and what it checked."""
+
+    target: str
+    report: Report
 
 
 @dataclass(frozen=True)
@@ -79,21 +88,21 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
                          hint="pass --tokenizer DIR")
     _require_datasets(config, plan)  # a missing file fails at once, before the tokenizer loads
     _load_tokenizer(config, plan, tokenizer, from_config=options.tokenizer is None)
-    sections = [_data_section(options, config, plan, tokenizer, d, progress, preference) for d in plan.datasets]
-    sections.append(_schedule_section(options, framework, _dataset_size(config, sections), progress,
-                                      preference.task if preference else None))
-    sections += _memory_section(options, framework, sections, progress)
-    sections += [_template_section(options, tokenizer, plan, d, progress) for d in options.deploy]
-    findings = tuple(f for s in sections for f in s["findings"])
-    parts = PreflightSection(tuple(PartView.of_report(s["report"], s["target"], s["findings"], ("sequence_lengths",))
+    data = [_data_section(options, config, plan, tokenizer, d, progress, preference) for d in plan.datasets]
+    schedule_part = _schedule_section(options, framework, _dataset_size(config, data), progress,
+                                      preference.task if preference else None)
+    sections = [*data, schedule_part, *_memory_section(options, framework, data, progress),
+                *(_template_section(options, tokenizer, plan, d, progress) for d in options.deploy)]
+    findings = tuple(f for s in sections for f in s.report.findings)
+    parts = PreflightSection(tuple(PartView.of_report(s.report, s.target, leave_out=("sequence_lengths",))
                                    for s in sections))
     return Report(
         command=COMMAND,
         findings=findings,
-        checks_run=tuple(dict.fromkeys(code for s in sections for code in s["report"].checks_run)),
+        checks_run=tuple(dict.fromkeys(code for s in sections for code in s.report.checks_run)),
         targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
         context={**_context(config, plan, tokenizer, options, preference),
-                 "versions": sections[len(plan.datasets)]["report"].context.get("versions")},
+                 CONTEXT_VERSIONS: schedule_part.report.context.get(CONTEXT_VERSIONS)},
         summary=parts.summary(_by_check(findings)),
         details=parts.as_details(),
     )
@@ -114,7 +123,7 @@ def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, opt
 
 
 def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: str, dataset, progress,
-                  preference=None) -> dict[str, Any]:
+                  preference=None) -> _Part:
     from mldebug_cli.pipelines import inspect
 
     if progress:
@@ -134,7 +143,7 @@ def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: st
             sequence_lengths=True,
         ), plan, dataset)
     report = _inspected(inspect_options, config, plan, dataset, preference=preference)
-    return {"command": "inspect-data", "target": dataset.spec, "report": report, "findings": report.findings}
+    return _Part(dataset.spec, report)
 
 
 def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: frozenset[str] = frozenset()):
@@ -212,7 +221,7 @@ class ConfiguredInspect:
     config: ConfigFile
     plan: TrainingPlan  # settings a flag replaced have no key, so findings do not point at the config for them
     dataset: DatasetPlan
-    context: dict[str, Any]
+    context: dict[str, ContextValue]
     preference: Any = None  # frameworks.preference_config.PreferenceConfig of a DPO/KTO/ORPO/GRPO config
 
 
@@ -404,7 +413,7 @@ def _scaled(counts, scale: float, total: int | None = None) -> dict[int, int]:
     return {length: n for length, n in out.items() if n}
 
 
-def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
+def _dataset_size(config: ConfigFile, sections: list[_Part]):
     """What the data sections measured, for the step count: rows per dataset less the rows the framework
     drops for length, and the token length of every row (for packing); scaled up from a sample."""
     from collections import Counter
@@ -415,7 +424,7 @@ def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
     lengths: Counter[int] = Counter()
     untrained: Counter[int] = Counter()
     for section in sections:
-        summary = data_summary(section["report"].summary)
+        summary = data_summary(section.report.summary)
         rows, checked = summary.rows, summary.rows_checked
         scale = rows / checked if checked else 0.0
         exact = exact and checked == rows
@@ -434,7 +443,7 @@ def _dataset_size(config: ConfigFile, sections: list[dict[str, Any]]):
                        untrained_lengths=tuple(sorted((+untrained).items())))
 
 
-def _schedule_section(options, framework: str, size, progress, task: str | None = None) -> dict[str, Any]:
+def _schedule_section(options, framework: str, size, progress, task: str | None = None) -> _Part:
     from mldebug_cli.pipelines import schedule
 
     if progress:
@@ -444,10 +453,10 @@ def _schedule_section(options, framework: str, size, progress, task: str | None 
         select=options.select, ignore=options.ignore, size=size,
         target_versions=options.target_versions, configured_versions=options.configured_versions, task=task,
     )
-    return {"command": "lr-plot", "target": options.config, "report": report, "findings": report.findings}
+    return _Part(options.config, report)
 
 
-def _memory_section(options, framework: str, sections: list[dict[str, Any]], progress) -> list[dict[str, Any]]:
+def _memory_section(options, framework: str, data: list[_Part], progress) -> list[_Part]:
     """The memory estimate on the rows the data sections read, when the model's config.json is readable locally."""
     from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
     from mldebug_cli.pipelines import memory
@@ -463,12 +472,12 @@ def _memory_section(options, framework: str, sections: list[dict[str, Any]], pro
         memory.MemoryOptions(config=options.config, model=options.model, gpu=options.gpu, gpu_memory=options.gpu_memory,
                              world_size=options.world_size, framework=framework, select=options.select,
                              ignore=options.ignore),
-        lengths=memory.preflight_lengths([s["report"] for s in sections if s["command"] == "inspect-data"]),
+        lengths=memory.preflight_lengths([s.report for s in data]),
     )
-    return [{"command": "memory", "target": options.config, "report": report, "findings": report.findings}]
+    return [_Part(options.config, report)]
 
 
-def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, progress) -> dict[str, Any]:
+def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, progress) -> _Part:
     from mldebug_cli.pipelines import template_check
 
     if progress:
@@ -480,7 +489,7 @@ def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, 
         select=options.select,
         ignore=options.ignore,
     ))
-    return {"command": "check-template", "target": deploy, "report": report, "findings": report.findings}
+    return _Part(deploy, report)
 
 
 # Which config key a data finding is about: the length limit for truncation, the model for its
@@ -532,7 +541,7 @@ def _where(config: ConfigFile, key: str | None) -> str:
 
 
 def _context(config: ConfigFile, plan: TrainingPlan, tokenizer: str, options: PreflightOptions,
-             preference=None) -> dict[str, Any]:
+             preference=None) -> dict[str, ContextValue]:
     notes = preference.notes if preference else plan.notes  # the plan's notes are about supervised rows
     trainer = {"trainer": f"{preference.trainer} (from {preference.decided_by})"} if preference else {}
     return {

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Report
 from mldebug_cli.core.labels import IGNORE_INDEX
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView
 from mldebug_cli.core.sections.probe import (
@@ -431,7 +431,7 @@ def _probed(sequences: list[Any], rows: list[Any], task: str) -> str:
     return f"{len(sequences)} rows" if task == "kto" else str(len(rows))
 
 
-def _report_context(options, facts, versions, subject, rows: str, estimate, notes) -> dict[str, Any]:
+def _report_context(options, facts, versions, subject, rows: str, estimate, notes) -> dict[str, ContextValue]:
     path = subject.path
     terms = ", ".join(f"{t.name}×{t.weight:g}" for t in subject.terms) or None
     checkpointing = ("on, " + ("reentrant" if path.reentrant else "non-reentrant") + f"; input grads: {path.input_grads_by}"
@@ -441,7 +441,7 @@ def _report_context(options, facts, versions, subject, rows: str, estimate, note
         "rewards": options.rewards,
         "model": options.model + (f" + adapter {options.adapter}" if options.adapter else ""),
         "checkpoint": options.checkpoint,
-        "versions": versions.describe(tuple(dict.fromkeys(("transformers", *framework_object(facts.framework).versioned)))),
+        CONTEXT_VERSIONS: versions.describe(tuple(dict.fromkeys(("transformers", *framework_object(facts.framework).versioned)))),
         "trainable": path.peft or "full fine-tuning",
         "gradient checkpointing": checkpointing,
         "dtype": facts.dtype,

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import Finding, Report, Severity
+from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Report, Severity
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.core.sections.schedule import (
     Explanation,
@@ -87,7 +87,7 @@ def build_report(
         findings=findings,
         checks_run=_config_codes(select, ignore) + tuple(check.code for check in checks),
         targets=(config,),
-        context={**_context(sim, size, engine), "versions": targets.describe(_packages(framework)) or None},
+        context={**_context(sim, size, engine), CONTEXT_VERSIONS: targets.describe(_packages(framework)) or None},
         summary=_summary(sim, findings),
         details=details(sim, plot_path),
     )
@@ -126,18 +126,18 @@ def _unsimulated(config: str, framework: str, targets, findings: tuple[Finding, 
         findings=findings,
         checks_run=tuple(dict.fromkeys(f.code for f in findings)),
         targets=(config,),
-        context={"config": config, "framework": framework, "versions": targets.describe(_packages(framework)) or None,
+        context={"config": config, "framework": framework, CONTEXT_VERSIONS: targets.describe(_packages(framework)) or None,
                  "schedule": f"not simulated: {error.message}"},
         summary=ScheduleSummary(findings=len(findings), simulated=False).as_dict(),
         details=ScheduleSection(simulated=False).as_details(),
     )
 
 
-def _context(sim: Simulation, size, engine: str = "auto") -> dict[str, Any]:
-    from mldebug_cli.schedule.engine import BUILTIN_ENGINE, real_engine_version
+def _context(sim: Simulation, size, engine: str = "auto") -> dict[str, ContextValue]:
+    from mldebug_cli.schedule.engine import BUILTIN_ENGINE, torch_importable
 
     spec = sim.spec
-    fallback = engine == "auto" and sim.engine == BUILTIN_ENGINE and real_engine_version() is None
+    fallback = engine == "auto" and sim.engine == BUILTIN_ENGINE and not torch_importable()
     return {
         "config": sim.config_path,
         "framework": spec.framework + (f" {sim.framework_version}" if sim.framework_version else " (not installed)"),

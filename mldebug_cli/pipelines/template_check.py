@@ -14,7 +14,7 @@ from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.findings import ContextValue, Finding, Report
 from mldebug_cli.core.sections.probes import ProbesSection, ProbesSummary
 from mldebug_cli.engines.registry import deploy_side, train_side
 from mldebug_cli.pipelines.render import FIXED_NOW, EngineRenderError, render_with_engine, tokenize
@@ -241,7 +241,7 @@ def _special_tokens(tok: Any) -> dict[str, int]:
     return {text: i for text, i in ids.items() if isinstance(i, int)}
 
 
-def _context(c: TemplateComparison, now: datetime) -> dict[str, Any]:
+def _context(c: TemplateComparison, now: datetime) -> dict[str, ContextValue]:
     deploy = c.deploy
     stops = ", ".join(deploy.stop_token_texts) or "none known"
     if deploy.stop_strings:

@@ -1,7 +1,9 @@
-"""LR schedule simulation for `mldebug lr-plot`.
+"""LR schedule simulation for `mldebug lr-plot`, knowing no framework.
 
-``config`` reads a run's config file (keys and their lines), ``frameworks`` maps each framework's
-keys and defaults to one :class:`~mldebug_cli.schedule.model.RunSpec`, ``arithmetic`` counts steps
-the way each framework does, ``formulas`` and ``engine`` turn that into the LR at every optimizer
-step, and ``overlay`` compares a real run's logged LR with the simulation.
+Each framework's module (``frameworks/``) maps its config to one :class:`~mldebug_cli.schedule.model.RunSpec`
+that carries the framework's parts as data: its scheduler family (a ``SchedulerFamily`` on the SchedulerChoice:
+the built-in formulas, the real scheduler when torch imports, its kwargs rules) and its step counting (a
+``StepCounting``). ``arithmetic`` counts steps (the Trainer loop's, or the spec's own plan), ``formulas`` holds
+the curve helpers the families share, ``engine`` turns the plan into the LR at every optimizer step, and
+``overlay`` compares a real run's logged LR with the simulation.
 """

@@ -1,12 +1,12 @@
-"""Step arithmetic, counted the way each framework counts it.
+"""Step arithmetic: the Trainer loop's, and what every framework's counting shares.
 
-HF Trainer (transformers, TRL, LLaMA-Factory, and axolotl's loop): the dataloader yields
+The Trainer loop (the default counting, :func:`trainer_plan`): the dataloader yields
 ``ceil(rows / batch)`` micro-batches (``floor`` with ``dataloader_drop_last``), accelerate shards
 them over processes (``ceil``, or ``floor`` with drop_last), an epoch has
 ``ceil(L / accumulation)`` optimizer steps (at least 1; the last window is shorter), and
-``T = ceil(epochs * n)`` unless ``max_steps`` is set. axolotl passes its own
-``ceil(rows * epochs / (micro_batch * accumulation * world_size))`` as ``max_steps``. torchtune
-drops the last partial batch and counts ``floor(L / accumulation)`` steps per epoch.
+``T = ceil(epochs * n)`` unless ``max_steps`` is set. A framework that counts otherwise supplies
+its own plan on ``RunSpec.counting`` (a :class:`model.StepCounting`, made in its module under
+``frameworks/``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from dataclasses import replace
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.schedule.dataset_size import DatasetSize, PackedRows, packed_rows
-from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, PRECOMPUTED_STEPS, RunSpec, StepPlan
-
-AXOLOTL_WARMUP_SHARE, AXOLOTL_WARMUP_CAP = 0.03, 100
+from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, RunSpec, StepPlan
 
 
 def plan_steps(spec: RunSpec, size: DatasetSize | None) -> StepPlan:
@@ -39,11 +37,7 @@ def plan_steps(spec: RunSpec, size: DatasetSize | None) -> StepPlan:
 
 
 def _plan_for_rows(spec: RunSpec, rows: int | None) -> StepPlan:
-    if spec.counting == EPOCH_LOOP_STEPS:
-        return _torchtune_plan(spec, rows)
-    if spec.counting == PRECOMPUTED_STEPS:
-        return _axolotl_plan(spec, rows)
-    return _hf_plan(spec, rows)
+    return (spec.counting.plan or trainer_plan)(spec, rows)
 
 
 def hf_dataloader_length(rows: int, batch_size: int, world_size: int, drop_last: bool) -> int:
@@ -119,18 +113,19 @@ def _require_positive(spec: RunSpec) -> None:
             raise InputError(f"{spec.key(key) or label} must be at least 1, got {value}")
 
 
-def _missing_rows(spec: RunSpec) -> InputError:
+def missing_rows(spec: RunSpec) -> InputError:
     return InputError(
         "the step count needs the dataset size",
-        hint="pass --num-rows N or --dataset PATH" + ("" if spec.counting == EPOCH_LOOP_STEPS else ", or set max_steps"),
+        hint="pass --num-rows N or --dataset PATH" + ("" if spec.counting.kind == EPOCH_LOOP_STEPS else ", or set max_steps"),
     )
 
 
-def _hf_plan(spec: RunSpec, rows: int | None, max_steps: int | None = None) -> StepPlan:
+def trainer_plan(spec: RunSpec, rows: int | None, max_steps: int | None = None) -> StepPlan:
+    """The Trainer loop's plan for ``rows`` training rows (None: unknown), ``max_steps`` standing in for the spec's."""
     max_steps = spec.max_steps if max_steps is None else max_steps
     if rows is None:
         if max_steps <= 0:
-            raise _missing_rows(spec)
+            raise missing_rows(spec)
         return StepPlan(
             train_rows=None, micro_batches_per_epoch=None, optimizer_steps_per_epoch=None, total_steps=max_steps,
             steps_run=max_steps, warmup_steps=hf_warmup_steps(spec, max_steps), epochs_requested=spec.num_epochs,
@@ -162,67 +157,6 @@ def hf_epoch_after(step: int, length: int, per_epoch: int, grad_accum: int) -> f
     """The Trainer's ``state.epoch`` after optimizer step ``step``: epoch + micro-batches seen / L."""
     epoch, in_epoch = divmod(step - 1, per_epoch)
     return epoch + min((in_epoch + 1) * grad_accum, length) / length
-
-
-def axolotl_total_steps(spec: RunSpec, rows: int) -> int:
-    """calculate_total_num_steps: rows * epochs over the global batch, rounded up (down when packed)."""
-    global_batch = spec.batch_size * spec.grad_accum * spec.world_size
-    if spec.packing.enabled:
-        return math.floor(rows * spec.num_epochs / global_batch)
-    return math.ceil(rows * spec.num_epochs / global_batch)
-
-
-def axolotl_warmup_steps(spec: RunSpec, total_num_steps: int) -> float:
-    """The warmup_steps value axolotl hands to TrainingArguments."""
-    if spec.warmup_steps is not None:
-        warmup = spec.warmup_steps
-    elif spec.warmup_ratio is not None:
-        warmup = max(int(spec.warmup_ratio * total_num_steps), 0)
-    else:
-        warmup = min(int(AXOLOTL_WARMUP_SHARE * total_num_steps), AXOLOTL_WARMUP_CAP)
-    return 2 if warmup == 1 else warmup  # axolotl never warms up for a single step
-
-
-def axolotl_logging_steps(total_num_steps: int) -> int:
-    return max(min(int(0.005 * total_num_steps), 10), 1)
-
-
-def _axolotl_plan(spec: RunSpec, rows: int | None) -> StepPlan:
-    if rows is None:
-        if spec.max_steps <= 0:
-            raise _missing_rows(spec)
-        estimated = spec.max_steps
-    else:
-        estimated = axolotl_total_steps(spec, rows)
-    total_num_steps = min(estimated, spec.max_steps) if spec.max_steps > 0 else estimated
-    hf_spec = replace(spec, warmup_steps=axolotl_warmup_steps(spec, total_num_steps), warmup_ratio=None)
-    max_steps = spec.max_steps if spec.max_steps > 0 else total_num_steps
-    plan = _hf_plan(hf_spec, rows, max_steps=max_steps if max_steps > 0 else -1)
-    return replace(plan, epochs_requested=spec.num_epochs)
-
-
-def _torchtune_plan(spec: RunSpec, rows: int | None) -> StepPlan:
-    if rows is None:
-        raise _missing_rows(spec)
-    per_rank = rows if spec.world_size == 1 else math.ceil(rows / spec.world_size)  # DistributedSampler pads
-    length = per_rank // spec.batch_size  # drop_last=True
-    per_epoch = length // spec.grad_accum
-    if spec.max_steps_per_epoch is not None and spec.max_steps_per_epoch < per_epoch:
-        per_epoch = spec.max_steps_per_epoch
-    epochs = int(spec.num_epochs)
-    total = epochs * per_epoch
-    return StepPlan(
-        train_rows=rows,
-        micro_batches_per_epoch=length,
-        optimizer_steps_per_epoch=per_epoch,
-        total_steps=total,
-        steps_run=total,
-        warmup_steps=int(spec.warmup_steps),
-        epochs_requested=spec.num_epochs,
-        epochs_run=(epochs - 1) + per_epoch * spec.grad_accum / length if per_epoch else 0.0,
-        epoch_loops=epochs,
-        leftover_micro_batches=length - per_epoch * spec.grad_accum if per_epoch else length,
-    )
 
 
 def step_positions(spec: RunSpec, plan: StepPlan, steps=None) -> list[tuple[float | None, int | None]]:

@@ -1,17 +1,16 @@
 """The LR at every optimizer step: from the real scheduler when torch is there, else the built-in formulas.
 
-The real engine builds the framework's own scheduler on a one-parameter optimizer and steps it
-once per optimizer step, reading the LR the way the framework logs it.
+The real engine builds the framework's own scheduler (what its SchedulerFamily's ``real`` gives) on a
+one-parameter optimizer and steps it once per optimizer step, reading the LR the way the framework logs it.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 from mldebug_cli.schedule.formulas import ScheduleBuildError, builtin_lr_at
-from mldebug_cli.schedule.model import AXOLOTL_FAMILY, HF_FAMILY, SchedulerChoice
+from mldebug_cli.schedule.model import RealScheduler, SchedulerChoice
 
 BUILTIN_ENGINE = "built-in formulas"
 MAX_SCHEDULE_STEPS = 100_000  # steps simulated one by one; past this the curve is computed at chosen steps
@@ -32,11 +31,10 @@ def simulate_lrs(
     choice: SchedulerChoice, base_lr: float, warmup: int, total: int, count: int, engine: str = "auto"
 ) -> EngineResult:
     """LRs of optimizer steps 1..count for a scheduler built with ``warmup`` and ``total`` steps."""
-    real = None if engine == "builtin" else _real_builder(choice)
+    real = None if engine == "builtin" or choice.family.real is None else choice.family.real(choice)
     if real is None:
         return _run_builtin(choice, base_lr, warmup, total, count)
-    label, build, read_lr = real
-    return _run_real(label, build, read_lr, choice, base_lr, warmup, total, count)
+    return _run_real(real, choice, base_lr, warmup, total, count)
 
 
 def sampled_steps(warmup: int, count: int) -> list[int]:
@@ -66,14 +64,13 @@ def simulate_sampled(choice: SchedulerChoice, base_lr: float, warmup: int, total
     return EngineResult(tuple(lrs), BUILTIN_ENGINE)
 
 
-def real_engine_version() -> str | None:
-    """``transformers x.y`` when transformers and torch import, else None."""
+def torch_importable() -> bool:
+    """Whether torch imports: the frameworks' own schedulers run on it (pip install 'mldebug[schedule]')."""
     try:
         import torch  # noqa: F401
-        import transformers
     except ImportError:
-        return None
-    return f"transformers {transformers.__version__}"
+        return False
+    return True
 
 
 def _run_builtin(choice: SchedulerChoice, base_lr: float, warmup: int, total: int, count: int) -> EngineResult:
@@ -96,58 +93,7 @@ def _failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _real_builder(choice: SchedulerChoice):
-    """(engine label, build(optimizer, ...), read_lr) for schedulers whose real code is importable."""
-    if choice.family == HF_FAMILY:
-        version = real_engine_version()
-        return None if version is None else (version, _build_hf, _read_hf_lr)
-    if choice.family == AXOLOTL_FAMILY and choice.name == "one_cycle":
-        try:
-            import torch
-        except ImportError:
-            return None
-        return f"torch {torch.__version__} OneCycleLR", _build_one_cycle, _read_last_lr
-    return None
-
-
-def _build_hf(optimizer, choice: SchedulerChoice, warmup: int, total: int):
-    from transformers import get_scheduler
-
-    return get_scheduler(
-        choice.name,
-        optimizer=optimizer,
-        num_warmup_steps=warmup,
-        num_training_steps=total,
-        scheduler_specific_kwargs=dict(choice.kwargs),
-    )
-
-
-def _build_one_cycle(optimizer, choice: SchedulerChoice, warmup: int, total: int):
-    from torch.optim.lr_scheduler import OneCycleLR
-
-    kwargs: dict[str, Any] = {"pct_start": warmup / total if total else 0.0, "anneal_strategy": "cos"}
-    kwargs.update(choice.kwargs)
-    return OneCycleLR(optimizer, max_lr=optimizer.defaults["lr"], total_steps=total, **kwargs)
-
-
-def _read_hf_lr(scheduler, optimizer) -> float:
-    """As the Trainer reads it: metric-driven schedulers have no get_last_lr of their own."""
-    if hasattr(scheduler, "get_last_lr") and not _is_metric_driven(scheduler):
-        return scheduler.get_last_lr()[0]
-    return optimizer.param_groups[0]["lr"]
-
-
-def _read_last_lr(scheduler, optimizer) -> float:
-    return scheduler.get_last_lr()[0]
-
-
-def _is_metric_driven(scheduler) -> bool:
-    from torch.optim.lr_scheduler import ReduceLROnPlateau
-
-    return isinstance(scheduler, ReduceLROnPlateau) or type(scheduler).__name__ == "GreedyLR"
-
-
-def _run_real(label: str, build, read_lr, choice, base_lr: float, warmup: int, total: int, count: int) -> EngineResult:
+def _run_real(real: RealScheduler, choice, base_lr: float, warmup: int, total: int, count: int) -> EngineResult:
     import torch
 
     param = torch.nn.Parameter(torch.zeros(1))
@@ -156,16 +102,16 @@ def _run_real(label: str, build, read_lr, choice, base_lr: float, warmup: int, t
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "scheduler.step() before optimizer.step()": no training here
         try:
-            scheduler = build(optimizer, choice, warmup, total)
+            scheduler = real.build(optimizer, choice, warmup, total)
         except (ValueError, TypeError, ZeroDivisionError) as exc:  # what the framework raises for a bad config
-            return EngineResult((), label, error=_failure(exc), fails_after=0)
-        steps_scheduler = not _is_metric_driven(scheduler)  # the Trainer steps those only on eval metrics
+            return EngineResult((), real.engine, error=_failure(exc), fails_after=0)
+        steps_scheduler = real.steps(scheduler)
         try:
             for _ in range(count):
-                lr = read_lr(scheduler, optimizer)
+                lr = real.read_lr(scheduler, optimizer)
                 lrs.append(float(lr.item() if torch.is_tensor(lr) else lr))
                 if steps_scheduler:
                     scheduler.step()
         except (ZeroDivisionError, OverflowError, ValueError) as exc:
-            return EngineResult(tuple(lrs), label, error=_failure(exc), fails_after=len(lrs))
-    return EngineResult(tuple(lrs), label)
+            return EngineResult(tuple(lrs), real.engine, error=_failure(exc), fails_after=len(lrs))
+    return EngineResult(tuple(lrs), real.engine)

@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# scheduler families, by the code that builds them
-HF_FAMILY = "transformers.optimization"  # schedulers built by transformers' get_scheduler
-AXOLOTL_FAMILY = "axolotl.utils.schedulers"  # axolotl's own schedulers (cosine with min LR, REX, OneCycle, ...)
-TORCHTUNE_FAMILY = "torchtune.training.lr_schedulers"  # torchtune's cosine, or no scheduler at all
-
-# how a framework turns rows into optimizer steps (RunSpec.counting)
-TRAINER_STEPS = "trainer"  # the transformers Trainer's loop: steps per epoch from the dataloader, max_steps wins
-PRECOMPUTED_STEPS = "precomputed"  # the framework computes the total steps itself and hands the Trainer max_steps
-# (axolotl's calculate_total_num_steps), and derives its warmup and logging defaults from that total
+# how a framework turns rows into optimizer steps (StepCounting.kind)
+TRAINER_STEPS = "trainer"  # the Trainer's loop: steps per epoch from the dataloader, max_steps wins
+PRECOMPUTED_STEPS = "precomputed"  # the framework computes the total steps itself and hands the Trainer max_steps,
+# and derives its warmup and logging defaults from that total
 EPOCH_LOOP_STEPS = "epoch-loop"  # its own epoch loop: max_steps_per_epoch caps each epoch, a last partial
-# accumulation window carries its gradients into the next epoch (torchtune's recipes)
+# accumulation window carries its gradients into the next epoch
+
+LrAt = Callable[[int], float]  # the LR after ``index`` scheduler steps, i.e. the LR of optimizer step ``index + 1``
+# (base LR, warmup steps, total steps, kwargs) -> lr_at: a scheduler's built-in formula (schedule.formulas)
+Builder = Callable[[float, int, int, dict[str, Any]], LrAt]
+
+
+@dataclass(frozen=True)
+class RealScheduler:
+    """A framework's own scheduler, importable here: how to build it on an optimizer and read the LR it logs."""
+
+    engine: str  # how reports name it (the package and version that built it)
+    build: Callable[[Any, SchedulerChoice, int, int], Any]  # (optimizer, choice, warmup, total) -> the scheduler
+    read_lr: Callable[[Any, Any], float]  # (scheduler, optimizer) -> the LR the training loop logs
+    steps: Callable[[Any], bool] = lambda scheduler: True  # False: the loop steps it only when eval metrics come
+
+
+@dataclass(frozen=True, eq=False)
+class SchedulerFamily:
+    """The schedulers one framework builds, supplied by its module (``frameworks/``): the schedule package
+    knows no framework's schedulers, it asks the family a SchedulerChoice carries."""
+
+    name: str  # the code that builds them
+    builders: Mapping[str, Builder]  # scheduler name -> its built-in formula, raising ScheduleBuildError as it would
+    real: Callable[[SchedulerChoice], RealScheduler | None] | None = None  # its own scheduler when it imports here
+    required_kwargs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> kwargs, one of them needed
+    with_warmup: Mapping[str, str] = field(default_factory=dict)  # a scheduler built without warmup -> its twin with
 
 
 @dataclass(frozen=True)
@@ -24,10 +45,25 @@ class SchedulerChoice:
     """Which scheduler the run builds, with the kwargs it receives."""
 
     name: str
-    family: str
+    family: SchedulerFamily
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     ignores_warmup: bool = False  # constant, reduce_lr_on_plateau, greedy
     metric_driven: bool = False  # the LR changes only when eval metrics are reported
+
+
+@dataclass(frozen=True, eq=False)
+class StepCounting:
+    """How a framework turns rows into optimizer steps (RunSpec.counting): its kind of loop, and the arithmetic its
+    module supplies where that is not the Trainer loop's (schedule.arithmetic.trainer_plan)."""
+
+    kind: str = TRAINER_STEPS  # TRAINER_STEPS, PRECOMPUTED_STEPS or EPOCH_LOOP_STEPS
+    plan: Callable[[RunSpec, int | None], StepPlan] | None = None  # (spec, training rows or None) -> the plan
+    total_steps: Callable[[RunSpec, int], int] | None = None  # (spec, rows) -> the total it computes itself
+    warmup_steps: Callable[[RunSpec, int], float] | None = None  # (spec, that total) -> the warmup it derives
+    logging_steps: Callable[[int], int] | None = None  # that total -> its default logging interval
+
+
+TRAINER_LOOP = StepCounting()
 
 
 @dataclass(frozen=True)
@@ -100,7 +136,7 @@ class RunSpec:
     keys: Mapping[str, str] = field(default_factory=dict)
     ignored: tuple[IgnoredKey, ...] = ()
     notes: tuple[str, ...] = ()
-    counting: str = TRAINER_STEPS  # TRAINER_STEPS, PRECOMPUTED_STEPS or EPOCH_LOOP_STEPS
+    counting: StepCounting = TRAINER_LOOP  # the framework's step counting
     warmup_share_key: str | None = "warmup_steps"  # the key that takes warmup as a share (None: only a count)
     warmup_steps_key: str = "warmup_steps"  # the key that takes warmup as a step count
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
-from mldebug_cli.schedule.arithmetic import axolotl_warmup_steps, hf_warmup_steps
+from mldebug_cli.schedule.arithmetic import hf_warmup_steps
 from mldebug_cli.schedule.formulas import ScheduleBuildError, builtin_lr_at
-from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, PRECOMPUTED_STEPS, RunSpec, Simulation
+from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, RunSpec, Simulation
 
 REL_TOL, ABS_TOL = 1e-6, 1e-12  # logged values may have gone through float32 (custom loops, torchtune)
 MAX_STEPPING_FACTOR = 64  # the largest scheduler steps-per-optimizer-step searched for an unknown process count
@@ -249,9 +249,10 @@ def _refit_total(sim: Simulation, suffix, run_max_steps: int | None) -> tuple[in
 
 
 def _warmup_candidates(spec: RunSpec, simulated: int, total: int) -> list[int]:
-    rule = axolotl_warmup_steps(spec, total) if spec.counting == PRECOMPUTED_STEPS else None
+    counting = spec.counting  # a framework that derives warmup from its own total step count says how
+    rule = counting.warmup_steps(spec, total) if counting.warmup_steps is not None else None
     recomputed = hf_warmup_steps(replace(spec, warmup_steps=rule), total) if rule is not None else (
-        hf_warmup_steps(spec, total) if spec.counting != EPOCH_LOOP_STEPS else simulated)
+        hf_warmup_steps(spec, total) if counting.kind != EPOCH_LOOP_STEPS else simulated)
     return list(dict.fromkeys((recomputed, simulated)))
 
 

@@ -26,6 +26,9 @@ def test_every_check_loads_with_its_documentation(ref):
         "preference-setup")
     positions = [check.doc.find(h) for h in HEADINGS]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), ref.code
+    doc = check.documentation  # what explain, SARIF, HTML and the README table read
+    assert all((doc.finds, doc.why, doc.example, doc.fix)) and doc.summary, ref.code
+    assert [heading for heading, _ in doc.sections()] == list(HEADINGS), ref.code
 
 
 def test_selectors_take_codes_prefixes_and_names():

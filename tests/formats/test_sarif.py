@@ -10,8 +10,8 @@ import pytest
 from format_cases import assert_matches_expected, clean_report, demo_report, finding, rendered, synthetic
 
 from mldebug_cli.core import registry
+from mldebug_cli.core.check_doc import CheckDoc
 from mldebug_cli.core.findings import Severity
-from mldebug_cli.formats.sarif import doc_sections
 from support import FIXTURES, ROOT
 
 SCHEMA = json.loads((FIXTURES / "sarif" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
@@ -57,7 +57,8 @@ def test_rules_come_from_the_registry_with_help(monkeypatch):
 
 def test_docstring_sections_with_indented_bodies():
     doc = "Title line.\n\nWhat it finds\n    One.\n\n    Two.\n\nExample\n    ``x``\n\nFix\n    Do y.\n"
-    assert doc_sections(doc) == {"What it finds": "One.\n\nTwo.", "Example": "``x``", "Fix": "Do y."}
+    assert dict(CheckDoc.parse(doc).sections()) == {"What it finds": "One.\n\nTwo.", "Example": "``x``", "Fix": "Do y."}
+    assert CheckDoc.parse(doc) == CheckDoc(finds="One.\n\nTwo.", example="``x``", fix="Do y.")  # no "Why" heading
 
 
 def test_results_point_at_repo_relative_files_and_lines(monkeypatch):

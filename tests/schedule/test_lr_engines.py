@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mldebug_cli.frameworks.axolotl_schedulers import SCHEDULERS as AXOLOTL_FAMILY
+from mldebug_cli.frameworks.hf_schedulers import HF_SCHEDULER_TYPES
+from mldebug_cli.frameworks.hf_schedulers import SCHEDULERS as HF_FAMILY
 from mldebug_cli.schedule.arithmetic import hf_dataloader_length
 from mldebug_cli.schedule.engine import BUILTIN_ENGINE, simulate_lrs
-from mldebug_cli.schedule.formulas import HF_SCHEDULER_TYPES
-from mldebug_cli.schedule.model import AXOLOTL_FAMILY, HF_FAMILY, SchedulerChoice
+from mldebug_cli.schedule.model import SchedulerChoice
 
 pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

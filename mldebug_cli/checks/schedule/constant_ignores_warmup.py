@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
-from mldebug_cli.schedule.model import HF_FAMILY, Simulation
+from mldebug_cli.schedule.model import Simulation
 
 SEVERITY = "warning"
 SUBJECT = "schedule"
@@ -32,13 +32,15 @@ def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     spec = subject.spec
     warmup_key = spec.key("warmup")
     configured = (spec.warmup_steps or 0) > 0 or (spec.warmup_ratio or 0) > 0
-    if spec.scheduler.family != HF_FAMILY or spec.scheduler.name != "constant" or not warmup_key or not configured:
+    name = spec.scheduler.name
+    twin = spec.scheduler.family.with_warmup.get(name)  # its family's scheduler that takes the warmup
+    if twin is None or not warmup_key or not configured:
         return
     yield Hit(
         message=(
-            f"lr_scheduler_type constant ignores {warmup_key}: the scheduler is built without warmup, "
+            f"lr_scheduler_type {name} ignores {warmup_key}: the scheduler is built without warmup, "
             "so step 1 runs at the full learning rate"
         ),
-        hint="use lr_scheduler_type: constant_with_warmup",
+        hint=f"use lr_scheduler_type: {twin}",
         location=at_key(subject, warmup_key),
     )

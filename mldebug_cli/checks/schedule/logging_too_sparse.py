@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.core.numbers import plural
-from mldebug_cli.schedule.arithmetic import axolotl_logging_steps, axolotl_total_steps
 from mldebug_cli.schedule.model import PRECOMPUTED_STEPS, Simulation
 
 SEVERITY = "warning"
@@ -37,9 +36,10 @@ def logging_interval(subject: Simulation) -> int | None:
     if spec.logging_strategy != "steps":
         return None
     steps = spec.logging_steps
-    if steps is None and spec.counting == PRECOMPUTED_STEPS:
+    counting = spec.counting
+    if steps is None and counting.kind == PRECOMPUTED_STEPS:  # its default interval follows its own step count
         rows = plan.train_rows
-        steps = axolotl_logging_steps(axolotl_total_steps(spec, rows) if rows is not None else plan.total_steps)
+        steps = counting.logging_steps(counting.total_steps(spec, rows) if rows is not None else plan.total_steps)
     if steps is None:
         return None
     return math.ceil(plan.total_steps * steps) if steps < 1 else int(steps)

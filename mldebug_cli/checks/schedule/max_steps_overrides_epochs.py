@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
 from mldebug_cli.core.numbers import epochs, noun, plural
-from mldebug_cli.schedule.arithmetic import axolotl_total_steps
 from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, PRECOMPUTED_STEPS, Simulation
 
 SEVERITY = "warning"
@@ -40,7 +39,7 @@ def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     per_epoch, run_epochs = plan.optimizer_steps_per_epoch, plan.epochs_run
     if not per_epoch or run_epochs is None or not plan.steps_run:
         return
-    if spec.counting == EPOCH_LOOP_STEPS:
+    if spec.counting.kind == EPOCH_LOOP_STEPS:
         yield from _torchtune(subject)
         return
     by_epochs = math.ceil(spec.num_epochs * per_epoch)
@@ -48,12 +47,12 @@ def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
         return
     ends = "before" if plan.total_steps < by_epochs else "after"
     ends = f"the run stops {ends} the requested {_epochs(spec.num_epochs)}, after {_epochs(run_epochs)}"
-    if spec.counting == PRECOMPUTED_STEPS and spec.max_steps <= 0:
+    if spec.counting.kind == PRECOMPUTED_STEPS and spec.max_steps <= 0:
         rounding = "floor" if spec.packing.enabled else "ceil"  # packed: rounded down, as axolotl does
         message = (
             f"axolotl passes its own step count as max_steps: {rounding}({plural(plan.train_rows, 'row')} x "
             f"{_epochs(spec.num_epochs)} / global batch {spec.batch_size * spec.grad_accum * spec.world_size}) = "
-            f"{axolotl_total_steps(spec, plan.train_rows)}, while {_epochs(spec.num_epochs)} of "
+            f"{spec.counting.total_steps(spec, plan.train_rows)}, while {_epochs(spec.num_epochs)} of "
             f"{plural(per_epoch, 'step')} are {by_epochs}: {ends}"
         )
         where = at_key(subject, spec.key("epochs"), "num_epochs")

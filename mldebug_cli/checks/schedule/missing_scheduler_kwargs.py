@@ -24,21 +24,16 @@ from collections.abc import Iterator
 
 from mldebug_cli.checks.schedule import at_key
 from mldebug_cli.core.findings import Hit
-from mldebug_cli.schedule.model import HF_FAMILY, Simulation
+from mldebug_cli.schedule.model import Simulation
 
 SEVERITY = "error"
 SUBJECT = "schedule"
-REQUIRED_ONE_OF = {
-    "cosine_with_min_lr": ("min_lr", "min_lr_rate"),
-    "cosine_warmup_with_min_lr": ("min_lr", "min_lr_rate"),
-    "warmup_stable_decay": ("num_decay_steps",),
-}
 
 
 def missing_kwargs(subject: Simulation) -> tuple[str, ...] | None:
     """The kwargs (one of which is) needed and absent, or None."""
     choice = subject.spec.scheduler
-    needed = REQUIRED_ONE_OF.get(choice.name) if choice.family == HF_FAMILY else None
+    needed = choice.family.required_kwargs.get(choice.name)  # what its family's constructor refuses to go without
     if needed is None or any(k in choice.kwargs for k in needed):
         return None
     return needed

@@ -38,7 +38,7 @@ def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     if not leftover or not length or spec.grad_accum < 2 or not plan.steps_run:
         return
     head = f"{plural(length, 'micro-batch', 'micro-batches')} per epoch is not a multiple of gradient_accumulation_steps {spec.grad_accum}: "
-    if spec.counting == EPOCH_LOOP_STEPS:
+    if spec.counting.kind == EPOCH_LOOP_STEPS:
         tail = (
             f"the last {plural(leftover, 'micro-batch', 'micro-batches')} of each epoch trigger no optimizer step; their gradients are added "
             "to the next epoch's first step and lost after the last epoch"

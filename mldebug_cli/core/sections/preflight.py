@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.findings import ContextValue, Finding, Report
 
 _PART_KEYS = ("command", "target", "context", "summary", "findings")
 
@@ -19,7 +19,7 @@ class PartView:
 
     command: str
     target: str | None = None
-    context: Mapping[str, Any] = field(default_factory=dict)
+    context: Mapping[str, ContextValue] = field(default_factory=dict)
     summary: Mapping[str, Any] = field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)

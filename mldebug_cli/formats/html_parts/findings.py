@@ -7,6 +7,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mldebug_cli.core import registry
+from mldebug_cli.core.check_doc import EXAMPLE, FIX, WHY, CheckDoc, first_paragraph
+from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, Location, Severity
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.html_parts.markup import Html, el, join, shorten
@@ -17,7 +20,6 @@ PLACES_OPEN = 5  # the rest of a check's places are folded away
 MAX_MESSAGE_CHARS = 400
 SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 _CODE_SPAN = re.compile(r"``?([^`]+)``?")
-_DOC_HEADINGS = ("What it finds", "Why it matters for training", "Example", "Fix")
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ def _check(code: str, group: list[Finding], prefix: str, anchors: Anchors) -> Ht
     return el(
         "section",
         heading,
-        el("p", prose(doc["What it finds"]), class_="explain") if doc.get("What it finds") else None,
+        el("p", prose(doc.summary), class_="explain") if doc.summary else None,
         _places(group, anchors),
         [el("p", "Fix: ", hint, class_="hint") for hint in _hints(group)],
         _more(doc),
@@ -101,8 +103,9 @@ def _hints(group: list[Finding]) -> list[str]:
     return seen[:3]
 
 
-def _more(doc: dict[str, str]) -> Html | None:
-    rest = [(h, doc[h]) for h in _DOC_HEADINGS[1:] if doc.get(h)]
+def _more(doc: CheckDoc) -> Html | None:
+    bodies = ((WHY, doc.why), (EXAMPLE, doc.example), (FIX, doc.fix))
+    rest = [(heading, first_paragraph(body)) for heading, body in bodies if body]
     if not rest:
         return None
     return el("details", el("summary", "Why it matters, example, fix"),
@@ -150,24 +153,9 @@ def prose(text: str) -> Html:
 
 
 @functools.cache
-def explanation(code: str) -> dict[str, str]:
-    """A check's documentation by heading, each heading's first paragraph on one line ({} for an unknown code)."""
-    from mldebug_cli.core import registry
-    from mldebug_cli.core.errors import UsageError
-
+def explanation(code: str) -> CheckDoc:
+    """A check's documentation (an empty record for an unknown code)."""
     try:
-        doc = registry.load(registry.lookup(code)).doc
+        return registry.load(registry.lookup(code)).documentation
     except (UsageError, ImportError):
-        return {}
-    return _doc_sections(doc)
-
-
-def _doc_sections(doc: str) -> dict[str, str]:
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in doc.splitlines():
-        if line.strip() in _DOC_HEADINGS:
-            current = sections.setdefault(line.strip(), [])
-        elif current is not None:
-            current.append(line)
-    return {h: " ".join("\n".join(lines).strip().split("\n\n", 1)[0].split()) for h, lines in sections.items()}
+        return CheckDoc()

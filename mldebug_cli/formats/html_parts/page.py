@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from mldebug_cli import __version__
-from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.findings import ContextValue, Finding, Report
 from mldebug_cli.core.sections.preflight import PartView, PreflightSection
 from mldebug_cli.formats.html_parts.findings import Anchors, grouped, render_findings
 from mldebug_cli.formats.html_parts.markup import Html, el, facts_list, join, void
@@ -102,7 +102,7 @@ def _checked(report: Report, versions: Mapping[str, str]) -> list[tuple[str, Any
     return facts
 
 
-def context_facts(context: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def context_facts(context: Mapping[str, ContextValue]) -> list[tuple[str, str]]:
     out = []
     for key, value in context.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
