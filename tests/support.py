@@ -80,6 +80,16 @@ def alpaca_as_messages(row: dict) -> list[dict]:
     return [{"role": "user", "content": user}, {"role": "assistant", "content": row["output"]}]
 
 
+def first_difference(view: dict, want: dict) -> str:
+    """Where a row view's input_ids or labels first differ from a golden row's, for a failure message."""
+    for key in ("input_ids", "labels"):
+        got, exp = view[key], want.get(key, [])
+        if got != exp:
+            at = next((k for k, (a, b) in enumerate(zip(got, exp)) if a != b), min(len(got), len(exp)))
+            return f"{key} differ at {at} (lengths {len(got)} vs {len(exp)}): {got[at:at + 6]} vs {exp[at:at + 6]}"
+    return "?"
+
+
 def corpus_cases(cases, arity: int = 1) -> list:
     """Parametrize cases read from the corpus (a callable, evaluated only when it is there), or one case
     skipped with the reason when it is absent."""

@@ -11,7 +11,7 @@ import pytest
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
-from support import CORPUS, ROOT, TOKENIZERS, needs_corpus
+from support import CORPUS, ROOT, TOKENIZERS, first_difference, needs_corpus
 
 GOLDENS = ROOT / "fixtures" / "llamafactory-0.9.5"
 ROWS = ROOT / "fixtures" / "llamafactory-rows"
@@ -54,17 +54,8 @@ def compare(name: str, setting: str, dataset: str) -> tuple[int, int, list[str]]
             same = view["input_ids"] == want["input_ids"] and view["labels"] == want["labels"]
         matched += same
         if not same:
-            problems.append(f"row {i}: {view.get('error') or _first_difference(view, want)}")
+            problems.append(f"row {i}: {view.get('error') or first_difference(view, want)}")
     return matched, len(expected), problems
-
-
-def _first_difference(view: dict, want: dict) -> str:
-    for key in ("input_ids", "labels"):
-        got, exp = view[key], want.get(key, [])
-        if got != exp:
-            at = next((k for k, (a, b) in enumerate(zip(got, exp)) if a != b), min(len(got), len(exp)))
-            return f"{key} differ at {at} (lengths {len(got)} vs {len(exp)}): {got[at:at + 6]} vs {exp[at:at + 6]}"
-    return "?"
 
 
 @pytest.mark.parametrize(("name", "setting", "dataset"), list(_cases()))

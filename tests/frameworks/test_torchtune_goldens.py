@@ -12,7 +12,7 @@ import pytest
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.frameworks.torchtune_data import Flags, read_flags
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
-from support import QWEN3, ROOT, TOKENIZERS
+from support import QWEN3, ROOT, TOKENIZERS, first_difference
 
 GOLDENS = ROOT / "fixtures" / "torchtune-0.6.1"
 DATASETS = {"openai": ("messages", "chat"), "sharegpt": ("sharegpt", "chat"), "instruct": ("alpaca", "instruct"),
@@ -58,21 +58,12 @@ def compare(style: str, setting: str, tmp_path) -> tuple[int, int, list[str]]:
             same = view.get("error") is None and view["input_ids"] == want["input_ids"] and view["labels"] == want["labels"]
         matched += same
         if not same:
-            problems.append(f"row {i}: {view.get('error') or _first_difference(view, want)} (want {want.get('error')})")
+            problems.append(f"row {i}: {view.get('error') or first_difference(view, want)} (want {want.get('error')})")
     return matched, len(expected["rows"]), problems
 
 
 def _has_image(row: dict) -> bool:
     return "image" in row or "image_url" in json.dumps(row)
-
-
-def _first_difference(view: dict, want: dict) -> str:
-    for key in ("input_ids", "labels"):
-        got, exp = view[key], want.get(key, [])
-        if got != exp:
-            at = next((k for k, (a, b) in enumerate(zip(got, exp)) if a != b), min(len(got), len(exp)))
-            return f"{key} differ at {at} (lengths {len(got)} vs {len(exp)}): {got[at:at + 6]} vs {exp[at:at + 6]}"
-    return "?"
 
 
 @pytest.mark.parametrize(("style", "setting"), list(_cases()))
