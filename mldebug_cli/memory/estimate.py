@@ -261,6 +261,11 @@ def logits_bytes(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, lm_he
     if setup.loss_kernel == "cce":
         return (2 * n * h * cb + (V * h * setup.weight_bytes if lm_head_trains else 0),
                 f"{n:,} × {h} × {cb} B × 2 (no logits)", "cut cross-entropy: logits never materialised")
+    if setup.loss_kernel == "compute-dtype":
+        # model code that runs cross-entropy on the logits in the compute dtype (Qwen(1)'s remote modeling_qwen.py):
+        # the logits kept as the output, log_softmax saved, its 2 gradients, the shifted slice's gradient
+        return (5 * cb * n * V, f"{n:,} tokens × {V:,} vocab × {5 * cb} B (5 copies in the compute dtype)",
+                "a model's own code computing cross-entropy on compute-dtype logits (no fp32 upcast)")
     if setup.task == "grpo":
         # TRL without the fused head: model(..., logits_to_keep=completion + 1), only the completions' logits
         n = batch.label_tokens + batch.sequences
@@ -313,14 +318,23 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
                           f"{ZERO3_LIVE_LAYERS} layers × {_m(shape.layer_parameters)} × {cb} B",
                           "ZeRO-3/FSDP gather the running and the prefetched layer", "saved"))
 
-    adapters = adapter_parameters(shape, setup) + saved_modules_parameters(shape, setup)
+    adapters = adapter_parameters(shape, setup)
+    saved = saved_modules_parameters(shape, setup)
+    # peft's ModulesToSaveWrapper copies the module as loaded: its copy, gradient and states are in the weights' dtype
+    sb = setup.weight_bytes if setup.quantization is None else cb
     if adapters:
         terms.append(Term("adapters", adapters * tb, f"{_m(adapters)} params × {tb} B ({setup.adapter_dtype})",
                           "peft get_peft_model(autocast_adapter_dtype=True) keeps adapters in float32"
                           if tb == 4 else "TRL 1.16 casts the adapters of a quantized model to bf16"))
+    if saved:
+        terms.append(Term("modules to save", saved * sb, f"{_m(saved)} params × {sb} B (a trainable copy)",
+                          "peft ModulesToSaveWrapper: a deep copy of each named module, in its dtype"))
 
-    grads = trainable * tb // shard_g
-    terms.append(Term("gradients", grads, f"{_m(trainable)} trainable × {tb} B" + (shard_note if shard_g > 1 else ""),
+    grad_bytes = (trainable - saved) * tb + saved * sb
+    grads = grad_bytes // shard_g
+    terms.append(Term("gradients", grads, f"{_m(trainable - saved)} trainable × {tb} B"
+                      + (f" + {_m(saved)} saved-module params × {sb} B" if saved else "")
+                      + (shard_note if shard_g > 1 else ""),
                       "one gradient per trainable parameter, in its dtype", "gradients"))
 
     master = 0
@@ -330,14 +344,18 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
                           f"{_m(trainable)} × 4 B fp32" + (" → CPU" if setup.offload_optimizer else shard_note),
                           "DeepSpeed keeps fp32 master weights beside bf16/fp16 ones"))
     state_bytes = tb if setup.peft is not None else 4 if setup.zero_stage else setup.weight_bytes
-    optim, oformula, osource = optimizer_bytes(setup, trainable, state_bytes)
+    optim, oformula, osource = optimizer_bytes(setup, trainable - saved, state_bytes)
+    if saved:
+        saved_optim, sformula, _ = optimizer_bytes(setup, saved, sb)
+        optim, oformula = optim + saved_optim, f"{oformula} + saved modules: {sformula}"
     if setup.offload_optimizer or setup.fsdp_offload:
         host += optim + master
         terms.append(Term("optimizer states", 0, oformula + " → offloaded to CPU", osource))
     else:
         terms.append(Term("optimizer states", optim // shard_o, oformula + (shard_note if shard_o > 1 else ""), osource))
-    if "fused" not in setup.optimizer and "8bit" not in setup.optimizer and optim:
-        terms.append(Term("optimizer step", trainable * state_bytes // shard_o,
+    # DeepSpeed steps its fp32 partition with its own FusedAdam (CPUAdam when offloaded): no foreach temporaries
+    if "fused" not in setup.optimizer and "8bit" not in setup.optimizer and optim and not setup.zero_stage:
+        terms.append(Term("optimizer step", ((trainable - saved) * state_bytes + saved * sb) // shard_o,
                           f"{_m(trainable)} × {state_bytes} B (foreach temporaries)",
                           "torch.optim.AdamW(foreach=True): one full-size temporary per step", "optimizer-step"))
 
