@@ -114,3 +114,26 @@ def test_lora_adapter_bytes_equal_torch(config, r, dora, targets):
     grads, states = _one_step(wrapped, config["vocab_size"])
     assert trainable_parameters(shape, setup) * 4 == grads
     assert optimizer_bytes(setup, trainable_parameters(shape, setup), 4)[0] == states
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(config=tiny_configs(), r=st.sampled_from((2, 4)))
+def test_modules_to_save_are_copies_in_the_weights_dtype(config, r):
+    from peft import LoraConfig, get_peft_model
+
+    config = {**config, "tie_word_embeddings": False}
+    model = _model(config, "bf16")
+    wrapped = get_peft_model(model, LoraConfig(r=r, target_modules="all-linear", modules_to_save=["lm_head"],
+                                               lora_dropout=0.0))
+    shape = shape_from_config(dict(config))
+    setup = MemorySetup("transformers", "sft", 2, weights_dtype="bf16", compute_dtype="bf16", optimizer="adamw_torch",
+                        peft=PeftSetup("lora", r, "all-linear", ("lm_head",)))
+    from mldebug_cli.memory.batches import uniform_batch
+    from mldebug_cli.memory.estimate import estimate
+
+    e = estimate(shape, setup, uniform_batch(2, 6))
+    grads, states = _one_step(wrapped, config["vocab_size"])
+    assert e.term("gradients").bytes == grads
+    assert e.term("optimizer states").bytes == states
+    assert e.term("adapters").bytes + e.term("modules to save").bytes == sum(
+        p.nbytes for p in wrapped.parameters() if p.requires_grad)
