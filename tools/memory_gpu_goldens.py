@@ -219,6 +219,7 @@ def _make_trainer(setting, model, tokenizer, device, out_dir, callback, shapes):
     if setting.get("liger"):
         extra["use_liger_kernel"] = True
     if setting.get("deepspeed"):
+        _single_process_group()
         path = Path(out_dir) / "ds.json"
         path.write_text(json.dumps(setting["deepspeed"]))
         extra["deepspeed"] = str(path)
@@ -283,9 +284,18 @@ def install() -> None:
     base.make_trainer = _make_trainer
     base.build_model = _build_model
     base.__file__ = __file__  # run_in_process starts this script for each setting
-    for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
+
+
+def _single_process_group() -> None:
+    """DeepSpeed on one GPU: a process group of one, on a free port (settings run side by side)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
+                       ("MASTER_PORT", str(port))):
         os.environ.setdefault(key, value)
-    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
 
 
 def main() -> None:
