@@ -63,17 +63,30 @@ def run_once(shared_dir):
 
 @pytest.fixture(scope="session", autouse=True)
 def phi3_deploy_files(run_once) -> None:
-    """The Phi-3 deploy GGUFs and Modelfile, derived from corpus files the repository must not copy."""
+    """The Phi-3 deploy GGUFs and Modelfile, derived from corpus files the repository must not copy: built by the first
+    worker of a run, and again only when the maker, its corpus inputs or the gguf version changed since the last."""
     if HAVE_CORPUS:
-        import importlib.util
+        run_once("phi3-deploy", _build_phi3_deploy)
 
-        def build() -> None:
-            spec = importlib.util.spec_from_file_location("make_ggufs", ROOT / "fixtures" / "deploy" / "make_ggufs.py")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            module.phi3_files(CORPUS, PHI3_DEPLOY)
 
-        run_once("phi3-deploy", build)
+def _build_phi3_deploy() -> None:
+    import hashlib
+    import importlib.util
+    from importlib.metadata import version
+
+    maker = ROOT / "fixtures" / "deploy" / "make_ggufs.py"
+    inputs = (maker, CORPUS / "gguf" / "ggml-vocab-phi-3.gguf", CORPUS / "tokenizers" / "phi-3-mini-instruct" / "tokenizer_config.json")
+    digest = hashlib.sha256(version("gguf").encode())
+    for path in inputs:
+        digest.update(path.read_bytes())
+    stamp = PHI3_DEPLOY / "inputs.sha256"
+    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+        return
+    spec = importlib.util.spec_from_file_location("make_ggufs", maker)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.phi3_files(CORPUS, PHI3_DEPLOY)
+    stamp.write_text(digest.hexdigest())
 
 
 def _corpus_json(path):
