@@ -42,6 +42,8 @@ COMMANDS = {
 FLOORS = {
     "inspect-data": f"""
 import json
+import sys
+sys.modules["torch"] = None  # the floor imports nothing it does not use (mldebug keeps torch out of inspect-data too)
 from transformers import AutoTokenizer
 tok = AutoTokenizer.from_pretrained({str(LLAMA3)!r})
 rows = [json.loads(line) for line in open({str(DEMO)!r}, encoding="utf-8") if line.strip()]
