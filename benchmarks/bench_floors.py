@@ -5,7 +5,8 @@
 Every run is a fresh process, as a user runs the command (interpreter start and imports included on both sides), and
 the runs are interleaved ``--repeat`` times (command, floor, next command, ...) so that a busy machine slows both
 sides alike. Prints a Markdown table: the median wall seconds of each with its range, the median CPU seconds, and
-command/floor. The floors:
+command/floor of both (on a busy machine read the CPU columns: its wall times are mostly waiting for a core).
+The floors:
   inspect-data  the README demo (21 conversations, llama3-instruct, --all): load the tokenizer, read the JSON Lines,
                 render every conversation with apply_chat_template(tokenize=False), one batched tokenize
   lr-plot       fixtures/configs/hf_training_args.yaml on 20,000 rows: parse the YAML, transformers' get_scheduler on
@@ -99,17 +100,19 @@ def main() -> None:
                 wall, cpu = timed(argv)
                 runs.setdefault((name, side), []).append((wall, cpu))
                 print(f"round {round_ + 1} {name:12} {side:7} {wall:6.2f} s wall {cpu:6.2f} s CPU", file=sys.stderr, flush=True)
-    print("| command | input | command s (median, range) | floor s (median, range) | CPU s command / floor | command / floor |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("| command | input | wall s (median, range) | floor wall s | command / floor, wall | CPU s | floor CPU s "
+          "| command / floor, CPU |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for name in args.commands:
         cmd, flo = runs[(name, "command")], runs[(name, "floor")]
         walls = {side: [w for w, _ in r] for side, r in (("command", cmd), ("floor", flo))}
         median = {side: statistics.median(w) for side, w in walls.items()}
         cpu = {side: statistics.median(c for _, c in r) for side, r in (("command", cmd), ("floor", flo))}
-        shown = " ".join(COMMANDS[name][1:3]) if name != "lr-plot" else f"{TRAINING_ARGS.name}, {LR_ROWS:,} rows"
+        shown = f"{TRAINING_ARGS.name}, {LR_ROWS:,} rows" if name == "lr-plot" else COMMANDS[name][1]
         print(f"| {name} | {shown.replace(str(ROOT) + '/', '')} | {median['command']:.2f} ({min(walls['command']):.2f}-"
               f"{max(walls['command']):.2f}) | {median['floor']:.2f} ({min(walls['floor']):.2f}-{max(walls['floor']):.2f}) "
-              f"| {cpu['command']:.2f} / {cpu['floor']:.2f} | {median['command'] / median['floor']:.2f}x |")
+              f"| {median['command'] / median['floor']:.2f}x | {cpu['command']:.2f} | {cpu['floor']:.2f} "
+              f"| {cpu['command'] / cpu['floor']:.2f}x |")
     print(json.dumps({f"{n} {s}": r for (n, s), r in runs.items()}), file=sys.stderr)
 
 
