@@ -422,7 +422,7 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
                           "vLLM reserves gpu_memory_utilization of the GPU in the training process"))
 
     moments = _moments(terms)
-    peak = max(moments, key=moments.get)
+    peak = max(moments, key=lambda moment: moments[moment])
     return Estimate(tuple(terms), moments, peak, batch, setup, host)
 
 
