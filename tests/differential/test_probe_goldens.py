@@ -7,6 +7,7 @@ marked slow."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import pytest
 
@@ -18,6 +19,7 @@ pytest.importorskip("trl")
 
 spec = importlib.util.spec_from_file_location("probe_goldens", ROOT / "tools" / "probe_goldens.py")
 goldens = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = goldens  # its dataclasses look their module up
 spec.loader.exec_module(goldens)
 
 RECORDS = goldens.load()["cases"] if goldens.GOLDEN.is_file() else []
