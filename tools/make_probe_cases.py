@@ -13,11 +13,14 @@ completions, through its ``rollout_func``):
     sft-healthy          LoRA SFT, gradient checkpointing (non-reentrant)                quiet
     sft-reentrant        the same under transformers 4.46 (requirements.txt): reentrant   GP002
                          checkpointing, get_peft_model, nobody enables input grads
+    sft-trl-cli-reentrant a `trl sft --config` file, LoRA, reentrant checkpointing       quiet
+    lf-lora-dpo          LLaMA-Factory's qwen3_lora_dpo.yaml on a tiny Llama 3.1 model     quiet
     sft-new-tokens       <tool_call> rows zeroed (untrained), LoRA without modules_to_save GP003
     sft-new-tokens-saved the same with lora_modules_to_save [embed_tokens, lm_head]        quiet
     sft-lr-tiny          learning_rate 1e-10                                              GP007
     sft-fp16-overflow    layer 1's MLP scaled by 3e3, fp16: true                          GP008
     dpo-healthy          DPO sigmoid + sft, --steps 2 --ablate sigmoid                    quiet
+    orpo-healthy         ORPO on the plain pairs (orpo-conflict's twin)                   quiet
     orpo-conflict        ORPO, the rejected answer is the chosen one's opening alone:    GP004
                          the odds ratio pushes the shared tokens down, the NLL up
     dpo-sft-tiny         loss_weights [1, 1e-4], --steps 2 --ablate sft                   GP005, GP009
@@ -54,17 +57,32 @@ QUESTIONS = [
 TOOL_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 
 
-def tiny_model(out: Path, zero_tokens: tuple[str, ...] = (), scale_layer: float | None = None, seed: int = SEED) -> Path:
-    """A Qwen2 model with the fixture tokenizer's vocabulary, random weights (seeded), saved with its tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+TOKENIZERS = {"qwen2.5-instruct": TOKENIZER, "llama3-instruct": ROOT / "fixtures" / "tokenizers" / "llama3-instruct"}
+ARCHITECTURES = {  # model_type -> the config class's extra keys beside the shared tiny shape
+    "qwen2": {},
+    "llama": {"rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 128}},
+    "qwen3": {"head_dim": 8},
+    "mistral": {"head_dim": 8, "sliding_window": None},
+    "gemma2": {"head_dim": 8, "query_pre_attn_scalar": 8, "sliding_window": 16},
+    "gemma3_text": {"head_dim": 8, "query_pre_attn_scalar": 8, "sliding_window": 16},
+    "phi3": {"pad_token_id": 0},
+}
 
-    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER)
-    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         tie_word_embeddings=False)
+
+def tiny_model(out: Path, zero_tokens: tuple[str, ...] = (), scale_layer: float | None = None, seed: int = SEED,
+               arch: str = "qwen2", tokenizer_name: str = "qwen2.5-instruct") -> Path:
+    """A tiny model of ``arch`` (2 layers, hidden size 32) with the fixture tokenizer's vocabulary, random weights
+    (seeded), saved with its tokenizer."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZERS[tokenizer_name])
+    config = AutoConfig.for_model(arch, vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                  max_position_embeddings=256, tie_word_embeddings=False, **ARCHITECTURES[arch])
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config)
+    model = AutoModelForCausalLM.from_config(config)
     with torch.no_grad():
         for text in zero_tokens:  # rows a base model never trained (Llama-3 base's reserved tokens are zeros)
             token = tokenizer.convert_tokens_to_ids(text)
@@ -154,6 +172,43 @@ def sft_reentrant(folder: Path, base: Path) -> None:
     (folder / "requirements.txt").write_text("transformers==4.46.3\n")  # a bare Trainer loop on transformers 4.x
 
 
+def sft_trl_cli_reentrant(folder: Path, base: Path) -> None:
+    """A `trl sft --config` file (ScriptArguments + SFTConfig + ModelConfig keys) with reentrant checkpointing: TRL
+    1.16 and transformers 5 enable input grads, every lora_B gets a gradient (issue 33's first false alarm)."""
+    write_case(folder, {"learning_rate": 2.0e-4, **LORA, "gradient_checkpointing": True,
+                        "gradient_checkpointing_kwargs": {"use_reentrant": True}}, sft_rows(), [], model="../base-model")
+
+
+LLAMA_FACTORY_DPO = {  # the keys of LLaMA-Factory's examples/train_lora/qwen3_lora_dpo.yaml, but model, data, template
+    "trust_remote_code": True, "stage": "dpo", "do_train": True, "finetuning_type": "lora", "lora_rank": 8,
+    "lora_target": "all", "pref_beta": 0.1, "pref_loss": "sigmoid", "dataset": "pairs", "dataset_dir": "data",
+    "template": "llama3", "cutoff_len": 2048, "max_samples": 1000, "preprocessing_num_workers": 16,
+    "dataloader_num_workers": 4, "output_dir": "saves/tiny/lora/dpo", "logging_steps": 10, "save_steps": 500,
+    "plot_loss": True, "overwrite_output_dir": True, "save_only_model": False, "report_to": "none",
+    "per_device_train_batch_size": 1, "gradient_accumulation_steps": 8, "learning_rate": 5.0e-6,
+    "num_train_epochs": 3.0, "lr_scheduler_type": "cosine", "warmup_ratio": 0.1, "bf16": True,
+    "ddp_timeout": 180000000, "resume_from_checkpoint": None,
+}
+
+
+def lf_lora_dpo(folder: Path, base: Path) -> None:
+    """LLaMA-Factory's LoRA DPO example (all linear layers, reentrant checkpointing by default) on a tiny Llama 3.1
+    model and 4 sharegpt ranking rows (issue 33's second false alarm)."""
+    import yaml
+
+    tiny_model(folder / "model", arch="llama", tokenizer_name="llama3-instruct")
+    rows = [{"conversations": [{"from": "human", "value": q}], "chosen": {"from": "gpt", "value": good},
+             "rejected": {"from": "gpt", "value": bad}} for q, good, bad in QUESTIONS]
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    (folder / "data" / "pairs.json").write_text(json.dumps(rows, indent=1))
+    (folder / "data" / "dataset_info.json").write_text(json.dumps({"pairs": {
+        "file_name": "pairs.json", "ranking": True, "formatting": "sharegpt",
+        "columns": {"messages": "conversations", "chosen": "chosen", "rejected": "rejected"}}}, indent=1))
+    (folder / "config.yaml").write_text(yaml.safe_dump({"model_name_or_path": "model", **LLAMA_FACTORY_DPO},
+                                                       sort_keys=False))
+    (folder / "case.json").write_text(json.dumps({"expected": [], "args": {}, "model": "model"}, indent=1))
+
+
 def sft_new_tokens(folder: Path, base: Path) -> None:
     tiny_model(folder / "model", zero_tokens=("<tool_call>", "</tool_call>"))
     write_case(folder, SFT, sft_rows(tool_calls=True), ["GP003"])
@@ -171,6 +226,11 @@ def sft_lr_tiny(folder: Path, base: Path) -> None:
 def sft_fp16_overflow(folder: Path, base: Path) -> None:
     tiny_model(folder / "model", scale_layer=3e3)
     write_case(folder, {**SFT, "fp16": True}, sft_rows(), ["GP008"])
+
+
+def orpo_healthy(folder: Path, base: Path) -> None:
+    config = {"beta": 1.0, "max_length": 96, "max_completion_length": 48, "learning_rate": 1.0e-4}
+    write_case(folder, config, pair_rows(), [], model="../base-model")
 
 
 def dpo_healthy(folder: Path, base: Path) -> None:
@@ -354,11 +414,14 @@ def _train_dpo(folder: Path, base: Path, rows: list[dict], config: dict, steps: 
 CASES = {
     "sft-healthy": sft_healthy,
     "sft-reentrant": sft_reentrant,
+    "sft-trl-cli-reentrant": sft_trl_cli_reentrant,
+    "lf-lora-dpo": lf_lora_dpo,
     "sft-new-tokens": sft_new_tokens,
     "sft-new-tokens-saved": sft_new_tokens_saved,
     "sft-lr-tiny": sft_lr_tiny,
     "sft-fp16-overflow": sft_fp16_overflow,
     "dpo-healthy": dpo_healthy,
+    "orpo-healthy": orpo_healthy,
     "orpo-conflict": orpo_conflict,
     "dpo-sft-tiny": dpo_sft_tiny,
     "dpo-saturated": dpo_saturated,

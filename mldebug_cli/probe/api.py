@@ -67,21 +67,31 @@ def term_gradients(losses: Mapping[str, Any], params: Iterable[Any]) -> TermGrad
     """d(term)/d(param) for each term separately (one backward pass each, the graph kept between them).
 
     ``params`` are ``(name, parameter)`` pairs (``model.named_parameters()``) or bare parameters; frozen ones are
-    skipped. A term that does not require grad (nothing trainable reaches it) gets None everywhere.
+    skipped. A term that does not require grad (nothing trainable reaches it) gets None everywhere. The gradients
+    come from ``backward()`` into ``.grad``, as a trainer takes them: ``torch.autograd.grad`` returns None through
+    reentrant gradient checkpointing, whose recomputed segment only feeds ``.grad``. The parameters' own ``.grad``
+    are left as they were.
     """
     import torch
 
     named = [(p if isinstance(p, tuple) else (str(i), p)) for i, p in enumerate(params)]
     named = [(n, p) for n, p in named if p.requires_grad]
     tensors = [p for _, p in named]
+    kept = [p.grad for p in tensors]
     result: dict[str, list[Any]] = {}
     terms = list(losses.items())
-    for index, (term, loss) in enumerate(terms):
-        if not (isinstance(loss, torch.Tensor) and loss.requires_grad):
-            result[term] = [None] * len(tensors)
-            continue
-        grads = torch.autograd.grad(loss, tensors, retain_graph=index < len(terms) - 1, allow_unused=True)
-        result[term] = [None if g is None else g.detach() for g in grads]
+    try:
+        for index, (term, loss) in enumerate(terms):
+            if not (isinstance(loss, torch.Tensor) and loss.requires_grad):
+                result[term] = [None] * len(tensors)
+                continue
+            for p in tensors:
+                p.grad = None
+            loss.backward(retain_graph=index < len(terms) - 1)
+            result[term] = [None if p.grad is None else p.grad.detach().clone() for p in tensors]
+    finally:
+        for p, grad in zip(tensors, kept):
+            p.grad = grad
     return TermGradients([n for n, _ in named], result)
 
 

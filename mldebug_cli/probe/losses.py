@@ -3,7 +3,8 @@
 SFT: token-mean NLL over the trained labels. DPO (``DPOTrainer._compute_loss``): per pair the summed completion
 log-ratio margin m; ``sigmoid`` -logσ(βm), ``hinge`` relu(1-βm), ``ipo`` (m̄ - 1/2β)² on the token-averaged margin,
 ``sft`` the chosen NLL; ``loss_weights`` scale them (TRL 1.16's replacement for ``rpo_alpha``). ORPO
-(``trl.experimental.orpo``): chosen NLL - λ·mean logσ(log odds) on the token-averaged log-probs.
+(``trl.experimental.orpo``): chosen NLL over every attended token (prompt and response) - λ·mean logσ(log odds) on
+the token-averaged completion log-probs.
 KTO (``KTOTrainer._compute_loss``): per row the summed completion log-ratio r; the KL estimate z₀ = mean over the
 batch of the mismatched completions' log-ratios (each prompt with the previous row's completion), detached and
 clamped at 0; desirable rows w_d·(1 - σ(β(r - z₀))), undesirable w_u·(1 - σ(β(z₀ - r))), the mean of both
@@ -85,6 +86,7 @@ class Sequences:
     rows: list[int]
     desirable: Any = None  # KTO: [B/2] bool per row (the batch's second half is its KL rows)
     advantages: Any = None  # GRPO: [B] per completion
+    whole: Sequences | None = None  # every attended token as a label (ORPO's NLL: prompt and response)
 
     def summed(self) -> Any:
         return (self.logps * self.mask).sum(-1)
@@ -126,14 +128,22 @@ def term_specs(facts: Any) -> list[TermSpec]:
     return specs
 
 
-def sequences(logits: Any, labels: Any, rows: list[int], temperature: float = 1.0) -> Sequences:
+def sequences(logits: Any, labels: Any, rows: list[int], temperature: float = 1.0, whole: Any = None) -> Sequences:
+    """The per-token log-probs of ``labels`` (-100: not trained); ``whole``, the same for another label tensor
+    (every attended token) from the same log-softmax."""
     import torch
 
-    shifted = labels[:, 1:]
-    mask = shifted != -100
     logps = torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)
-    picked = logps.gather(-1, shifted.clamp_min(0).unsqueeze(-1)).squeeze(-1)
-    return Sequences(picked * mask, mask, rows)
+
+    def picked(targets: Any) -> Sequences:
+        shifted = targets[:, 1:]
+        mask = shifted != -100
+        chosen = logps.gather(-1, shifted.clamp_min(0).unsqueeze(-1)).squeeze(-1)
+        return Sequences(chosen * mask, mask, rows)
+
+    out = picked(labels)
+    out.whole = None if whole is None else picked(whole)
+    return out
 
 
 def term_values(task: str, specs: list[TermSpec], policy: Sequences, reference: Any,
@@ -151,7 +161,9 @@ def term_values(task: str, specs: list[TermSpec], policy: Sequences, reference: 
     chosen = slice(0, half)
     out: dict[str, TermValue] = {}
     for spec in specs:
-        if spec.name in ("nll", "sft"):
+        if spec.name == "nll" and task == "orpo":  # ORPOTrainer: "computed over the full prompt and response"
+            out[spec.name] = _nll(policy.whole or policy, chosen)
+        elif spec.name in ("nll", "sft"):
             out[spec.name] = _nll(policy, chosen)
         elif spec.name == ORPO_TERM:
             out[spec.name] = _odds_ratio(policy, half)

@@ -64,7 +64,8 @@ def autocast(device: str, dtype: str):
 
 def forward(model: Any, batch: Batch) -> Sequences:
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False).logits
-    seq = sequences(logits, batch.labels, batch.rows, batch.temperature)
+    whole = batch.input_ids.masked_fill(batch.attention_mask == 0, -100)
+    seq = sequences(logits, batch.labels, batch.rows, batch.temperature, whole)
     seq.desirable, seq.advantages = batch.desirable, batch.advantages
     return seq
 

@@ -78,14 +78,16 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
         config = LoraConfig(
             task_type="CAUSAL_LM", r=peft_facts.r, lora_alpha=peft_facts.alpha, lora_dropout=peft_facts.dropout,
             target_modules=list(targets) if isinstance(targets, (tuple, list)) else targets, bias="none",
-            use_rslora=peft_facts.use_rslora, modules_to_save=list(peft_facts.modules_to_save) or None,
+            use_rslora=peft_facts.use_rslora, use_dora=peft_facts.method == "dora",
+            modules_to_save=list(peft_facts.modules_to_save) or None,
             trainable_token_indices=list(peft_facts.trainable_token_indices) or None,
         )
         wrapped = get_peft_model(model, config)
     targets = sorted(config.target_modules) if isinstance(config.target_modules, (set, list)) else config.target_modules
     saved = f", modules_to_save {', '.join(config.modules_to_save)}" if config.modules_to_save else ""
     tokens = ", trainable tokens" if getattr(config, "trainable_token_indices", None) else ""
-    return wrapped, f"LoRA r={config.r} on {', '.join(targets) if isinstance(targets, list) else targets}{saved}{tokens}"
+    method = "DoRA" if getattr(config, "use_dora", False) else "LoRA"
+    return wrapped, f"{method} r={config.r} on {', '.join(targets) if isinstance(targets, list) else targets}{saved}{tokens}"
 
 
 def _checkpointing(model: Any, facts: Any, versions: Any, peft: str | None) -> GradientPath:

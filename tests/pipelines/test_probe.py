@@ -16,8 +16,8 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 pytest.importorskip("trl")
 
-CASES = ("sft-healthy", "sft-reentrant", "sft-new-tokens", "sft-new-tokens-saved", "sft-lr-tiny", "sft-fp16-overflow",
-         "dpo-healthy", "orpo-conflict", "dpo-sft-tiny", "dpo-saturated", "dpo-opposite-optim", "kto-healthy",
+CASES = ("sft-healthy", "sft-reentrant", "sft-trl-cli-reentrant", "lf-lora-dpo", "sft-new-tokens", "sft-new-tokens-saved", "sft-lr-tiny", "sft-fp16-overflow",
+         "dpo-healthy", "orpo-healthy", "orpo-conflict", "dpo-sft-tiny", "dpo-saturated", "dpo-opposite-optim", "kto-healthy",
          "kto-saturated", "grpo-healthy", "grpo-equal-rewards", "grpo-kl-conflict")
 
 
@@ -67,6 +67,24 @@ def test_lora_a_matrices_are_exempt_on_the_first_step_never_flagged(probe_cases)
     a_matrices = [t for t in tensors if "lora_A" in t["name"]]
     assert a_matrices and all(t["grad_norm"] == 0.0 and "by design" in t["exempt"] for t in a_matrices)
     assert all(t["grad_norm"] > 0 for t in tensors if "lora_B" in t["name"])
+
+
+@pytest.mark.parametrize("name, read_as, adapters", [
+    ("sft-trl-cli-reentrant", "(trl, sft)", 4), ("lf-lora-dpo", "(llama-factory, dpo)", 14)])
+def test_issue_33_false_alarms_every_lora_b_gets_the_gradient_the_trainer_gives_it(probe_case, name, read_as,
+                                                                                    adapters):
+    """Reentrant checkpointing with input grads on: the gradient reaches every lora_B through the recomputed
+    segment (backward(), as the trainers take it; autograd.grad returns None there)."""
+    from mldebug_cli.pipelines.probe import build_report
+
+    report = build_report(_options(probe_case(name)))
+    assert report.context["config"].endswith(read_as)
+    assert report.context["gradient checkpointing"].startswith("on, reentrant")
+    tensors = report.details["probe"]["tensors"]
+    b_matrices = [t for t in tensors if "lora_B" in t["name"]]
+    assert len(b_matrices) == adapters and all(t["grad_norm"] > 0 for t in b_matrices)
+    assert all(t["grad_norm"] > 0 for t in report.details["probe"]["terms"])
+    assert report.findings == ()
 
 
 def test_reentrant_case_names_the_reason_and_the_key(probe_cases):
@@ -211,3 +229,34 @@ def test_a_bad_rewards_line_is_exit_2_naming_the_line(probe_cases, tmp_path):
                                       "--rewards", str(bad), "--allow-outside-paths"])
     assert result.exit_code == 2, result.output
     assert "rewards.jsonl: line 5: 1 completions; the config's num_generations is 4" in result.output
+
+
+TWINS = [  # (planted, loud case, its quiet twin, the code the loud one gives)
+    ("no gradient path", "sft-reentrant", "sft-trl-cli-reentrant", "GP002"),
+    ("frozen new tokens", "sft-new-tokens", "sft-new-tokens-saved", "GP003"),
+    ("a term saturated", "dpo-saturated", "dpo-healthy", "GP001"),
+    ("conflicting terms", "orpo-conflict", "orpo-healthy", "GP004"),
+]
+
+
+@pytest.mark.parametrize("planted, loud, quiet, code", TWINS, ids=[t[0] for t in TWINS])
+def test_each_planted_case_is_loud_through_the_cli_and_its_twin_quiet(probe_case, tmp_path, planted, loud, quiet,
+                                                                      code):
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    def run(name):
+        folder = probe_case(name)
+        case = json.loads((folder / "case.json").read_text())
+        extra = [f"--{k}={folder / v if k in ('checkpoint', 'rewards') else v}" for k, v in case["args"].items()]
+        out = tmp_path / f"{name}.json"
+        result = CliRunner().invoke(app, ["probe", str(folder / "config.yaml"), "--model", str(folder / case["model"]),
+                                          "-f", "json", "-o", str(out), "--allow-outside-paths", *extra])
+        assert result.exit_code in (0, 1) and out.is_file(), result.output
+        return result.exit_code, {f["code"] for f in json.loads(out.read_text())["findings"]}
+
+    loud_exit, loud_codes = run(loud)
+    quiet_exit, quiet_codes = run(quiet)
+    assert code in loud_codes and loud_exit == (1 if code in ("GP002", "GP003", "GP008") else 0)
+    assert quiet_codes == set() and quiet_exit == 0

@@ -54,3 +54,18 @@ def test_trace_non_finite_is_quiet_on_finite_values():
     model = torch.nn.Sequential(torch.nn.Linear(2, 2))
     trace = api.trace_non_finite(model, lambda: model(torch.ones(1, 2)).sum())
     assert trace.first is None and trace.before() == [] and [n for n, _ in trace.backward] == ["0"]
+
+
+def test_term_gradients_pass_through_reentrant_checkpointing_and_leave_grad_alone():
+    """autograd.grad returns None through a reentrant checkpoint; the trainers' backward() does not (issue 33)."""
+    from torch.utils.checkpoint import checkpoint
+
+    w = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    w.grad = torch.tensor([5.0, 5.0])
+    x = torch.tensor([3.0, 4.0], requires_grad=True)  # enable_input_require_grads' doing
+    first = checkpoint(lambda t: (w * t).sum(), x, use_reentrant=True)
+    second = checkpoint(lambda t: (w * w * t).sum(), x, use_reentrant=True)
+    grads = api.term_gradients({"first": first, "second": second}, [("w", w)])
+    assert grads.grads["first"][0].tolist() == [3.0, 4.0]
+    assert grads.grads["second"][0].tolist() == [6.0, 16.0]
+    assert w.grad.tolist() == [5.0, 5.0]

@@ -1,0 +1,338 @@
+"""Differential goldens for `mldebug probe`: the real TRL trainer's loss and per-tensor gradient norms on generated
+configs, and the replay of mldebug's probe on the same configs.
+
+    python tools/probe_goldens.py make [--count 300] [--out fixtures/probe-goldens/trl-1.16.0.json.gz]
+    python tools/probe_goldens.py replay [--golden ...] [--limit N]
+
+``make`` draws configs with hypothesis (seeded, derandomised): an architecture (tools/make_probe_cases.py's tiny
+random models: Llama, Qwen2, Qwen3, Mistral, Gemma 2, Gemma 3, Phi-3), a trainer path (SFT; DPO sigmoid, hinge,
+ipo, sigmoid+sft with loss_weights; ORPO; KTO kto and apo_zero_unpaired), full fine-tuning or LoRA/DoRA,
+gradient checkpointing off, reentrant or non-reentrant, fp32 or bf16, and 2-4 rows of messy text. Each config is
+written as a TRL CLI file (ScriptArguments + the trainer's config + ModelConfig keys) and parsed with TRL's own
+parser; the trainer is built as ``trl <command> --config`` builds it (``get_peft_config``; the reference model is
+a copy for full fine-tuning and the policy with its adapter disabled for LoRA), and one batch (all rows, TRL's own
+data collator) goes through ``compute_loss`` on the model as the accelerator prepares it (bf16: autocast on the
+forward, its outputs back in fp32), then ``backward()``. Stored per
+config: the loss, every trainable tensor's gradient norm, the tensors that get no gradient (GP002's truth: LoRA A
+while B is 0 is zero by design) and whether the values were finite (GP008's truth). ``replay`` runs mldebug's probe
+on each stored config and counts the disagreements (relative 1e-4). GRPO is not in the suite (its rollouts need a
+rewards file: tests/pipelines/test_probe_trl_losses.py compares its loss).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "fixtures" / "probe-goldens" / "trl-1.16.0.json.gz"
+RELATIVE = 1e-4
+ABSOLUTE = 1e-7  # gradient norms below this (a LoRA A at step 0 is exactly 0) compare absolutely
+TOKENIZER_OF = {"llama": "llama3-instruct"}  # every other architecture: qwen2.5-instruct
+TARGETS = {"phi3": ("all-linear", ["o_proj", "down_proj"], ["qkv_proj"])}
+DEFAULT_TARGETS = ("all-linear", ["q_proj", "v_proj"], ["o_proj", "down_proj"])
+DRAWS = 1200  # hypothesis examples per draw, fixed: the first N configs are the same whatever N (at most ~1000)
+DPO_LOSSES = (["sigmoid"], ["hinge"], ["ipo"], ["sigmoid", "sft"])
+
+
+def _maker():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_probe_cases", ROOT / "tools" / "make_probe_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def strategy():
+    """One generated config: architecture, trainer path, adapter, checkpointing, dtype and rows."""
+    from hypothesis import strategies as st
+
+    maker = _maker()
+    words = st.text(alphabet=st.sampled_from(list("abcdefgh xyz.,!?'\"[]{}<>\n\t é中😀-_/\\")), min_size=1, max_size=30)
+    text = words.filter(lambda s: s.strip() != "")
+
+    @st.composite
+    def case(draw):
+        arch = draw(st.sampled_from(sorted(maker.ARCHITECTURES)))
+        task = draw(st.sampled_from(["sft", "dpo", "orpo", "kto"]))
+        n = draw(st.integers(2, 4))
+        adapter = draw(st.sampled_from(["full", "lora", "dora"]))
+        config: dict[str, Any] = {"learning_rate": draw(st.sampled_from([1e-5, 1e-4, 1e-3])),
+                                  "per_device_train_batch_size": n, "max_length": 128,
+                                  "bf16": draw(st.booleans())}
+        checkpointing = draw(st.sampled_from(["off", "reentrant", "non-reentrant"]))
+        if checkpointing != "off":
+            config["gradient_checkpointing"] = True
+            config["gradient_checkpointing_kwargs"] = {"use_reentrant": checkpointing == "reentrant"}
+        if adapter != "full":
+            config.update(use_peft=True, lora_r=draw(st.sampled_from([2, 4, 8])), lora_alpha=draw(st.sampled_from([8, 16])),
+                          lora_dropout=0.0, lora_target_modules=draw(st.sampled_from(TARGETS.get(arch, DEFAULT_TARGETS))),
+                          use_dora=adapter == "dora")
+        beta = draw(st.sampled_from([0.05, 0.1, 0.5]))
+        if task == "dpo":
+            loss = draw(st.sampled_from(DPO_LOSSES))
+            config.update(beta=beta, loss_type=loss)
+            if len(loss) > 1:
+                config["loss_weights"] = [1.0, draw(st.sampled_from([0.5, 1.0]))]
+        elif task == "orpo":
+            config.update(beta=beta, max_completion_length=64)
+        elif task == "kto":
+            config.update(beta=beta, loss_type=draw(st.sampled_from(["kto", "apo_zero_unpaired"])),
+                          desirable_weight=draw(st.sampled_from([1.0, 1.5])), undesirable_weight=1.0)
+        rows = []
+        for index in range(n):
+            prompt = [{"role": "user", "content": draw(text)}]
+            if draw(st.booleans()):
+                prompt = [{"role": "system", "content": draw(text)}] + prompt
+            if task == "sft":
+                rows.append({"messages": prompt + [{"role": "assistant", "content": draw(text)}]})
+            elif task == "kto":  # both labels present: KTOTrainer needs desirable and undesirable rows
+                rows.append({"prompt": prompt, "completion": [{"role": "assistant", "content": draw(text)}],
+                             "label": index % 2 == 0})
+            else:
+                rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": draw(text)}],
+                             "rejected": [{"role": "assistant", "content": draw(text)}]})
+        return {"arch": arch, "task": task, "adapter": adapter, "checkpointing": checkpointing, "config": config,
+                "rows": rows}
+
+    return case()
+
+
+def draw_cases(count: int) -> list[dict]:
+    """The first ``count`` distinct configs of the derandomised draw."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    cases: list[dict] = []
+    seen: set[str] = set()
+
+    @settings(max_examples=DRAWS, derandomize=True, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy())
+    def collect(case):
+        key = json.dumps(case, sort_keys=True)
+        if key not in seen and len(cases) < count:
+            seen.add(key)
+            cases.append(case)
+
+    collect()
+    return cases
+
+
+def models(folder: Path) -> dict[str, Path]:
+    """One tiny random model per architecture (seeded: the same weights every time), built once under ``folder``."""
+    maker = _maker()
+    out = {}
+    for arch in sorted(maker.ARCHITECTURES):
+        path = folder / arch
+        if not (path / "config.json").is_file():
+            maker.tiny_model(path, arch=arch, tokenizer_name=TOKENIZER_OF.get(arch, "qwen2.5-instruct"))
+        out[arch] = path
+    return out
+
+
+def write_case(folder: Path, case: dict, model: Path) -> Path:
+    """The config as a TRL CLI file beside its rows."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rows.json").write_text(json.dumps(case["rows"], ensure_ascii=False, indent=1))
+    config = {"model_name_or_path": str(model), "dataset_name": "rows.json", "output_dir": str(folder / "out"),
+              "report_to": "none", "use_cpu": True, **case["config"]}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    return folder / "config.yaml"
+
+
+TRAINERS = {  # task -> (config class, trainer class) as the `trl` commands import them
+    "sft": ("trl:SFTConfig", "trl:SFTTrainer"),
+    "dpo": ("trl:DPOConfig", "trl:DPOTrainer"),
+    "orpo": ("trl.experimental.orpo:ORPOConfig", "trl.experimental.orpo:ORPOTrainer"),
+    "kto": ("trl:KTOConfig", "trl:KTOTrainer"),
+}
+
+
+def _load(ref: str):
+    import importlib
+
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass
+class Truth:
+    loss: float | None
+    grads: dict[str, float | None]
+    no_gradient: list[str]
+    finite: bool
+
+
+def run_trainer(case: dict, config_path: Path) -> Truth:
+    """The real trainer on one config: TRL's parser, get_peft_config, one batch of all rows in file order,
+    compute_loss on the accelerator-prepared model, backward."""
+    import torch
+    from datasets import Dataset
+    from torch.utils.data import SequentialSampler
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
+
+    config_class, trainer_class = (_load(ref) for ref in TRAINERS[case["task"]])
+    script, args, model_args = TrlParser((ScriptArguments, config_class, ModelConfig)).parse_yaml_file(
+        str(config_path))
+    args.disable_tqdm, args.dataloader_num_workers, args.seed = True, 0, 0
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    trainer = trainer_class(model=model, args=args, train_dataset=Dataset.from_list(case["rows"]),
+                            processing_class=tokenizer, peft_config=get_peft_config(model_args))
+    # the rows in file order, as mldebug batches them: in bf16 the order of the sum over rows shows in the last bits
+    trainer._get_train_sampler = lambda *args, **kwargs: SequentialSampler(trainer.train_dataset)
+    batch = next(iter(trainer.get_train_dataloader()))
+    model = trainer.accelerator.prepare_model(trainer.model)  # as training does: autocast on forward, fp32 logits out
+    model.train()
+    loss = trainer.compute_loss(model, batch)
+    finite = bool(torch.isfinite(loss.detach()).all())
+    if finite and loss.requires_grad:
+        loss.backward()
+    params = dict(trainer.model.named_parameters())
+    grads: dict[str, float | None] = {}
+    for name, p in params.items():
+        if p.requires_grad:
+            grads[name] = None if p.grad is None else float(p.grad.double().norm())
+    finite = finite and all(g is None or math.isfinite(g) for g in grads.values())
+    no_gradient = [n for n, g in grads.items() if not g and not _zero_by_design(n, params)]
+    return Truth(float(loss.detach()), grads, no_gradient, finite)
+
+
+def _zero_by_design(name: str, params: dict[str, Any]) -> bool:
+    """LoRA's A while B is still 0: the first step's gradient is 0 by construction."""
+    if "lora_A" not in name:
+        return False
+    partner = params.get(name.replace("lora_A", "lora_B"))
+    return partner is not None and not bool(partner.detach().any())
+
+
+def make(count: int, out: Path, work: Path) -> int:
+    built = models(work / "models")
+    cases = draw_cases(count)
+    records = []
+    for index, case in enumerate(cases):
+        config_path = write_case(work / f"case-{index:03d}", case, built[case["arch"]])
+        try:
+            truth = run_trainer(case, config_path)
+        except Exception as exc:  # the trainer refused the config: mldebug must refuse it too
+            truth = None
+            refused = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        record = {"id": index, **case}
+        if truth is None:
+            record["refused"] = refused
+        else:
+            record.update(loss=truth.loss, grads=truth.grads, no_gradient=truth.no_gradient, finite=truth.finite)
+        records.append(record)
+        print(f"{index:3d} {case['arch']:12s} {case['task']:4s} {case['adapter']:4s} {case['checkpointing']:13s} "
+              f"bf16={case['config']['bf16']!s:5s} " + (f"loss {truth.loss:.6g}" if truth else record["refused"]),
+              flush=True)
+        if len(records) % 10 == 0 or len(records) == len(cases):  # a long run leaves usable goldens when cut short
+            _save(out, records)
+    print(f"{len(records)} configs, {sum('refused' in r for r in records)} refused by the trainer -> {out}")
+    return 0
+
+
+def _save(out: Path, records: list[dict]) -> None:
+    import importlib.metadata as md
+
+    versions = {p: md.version(p) for p in ("torch", "transformers", "trl", "peft", "datasets", "accelerate",
+                                          "hypothesis")}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out, "wt", encoding="utf-8") as handle:
+        json.dump({"versions": versions, "made_by": "tools/probe_goldens.py make", "cases": records}, handle,
+                  ensure_ascii=False, separators=(",", ":"))
+
+
+def load(path: Path = GOLDEN) -> dict:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return (a or 0.0) == (b or 0.0)
+    return math.isclose(a, b, rel_tol=RELATIVE, abs_tol=ABSOLUTE)
+
+
+def replay_one(record: dict, folder: Path, model: Path) -> list[str]:
+    """mldebug's probe on one stored config: the disagreements with the trainer, one line each (none: agreed)."""
+    from mldebug_cli.core.errors import InputError, UsageError
+    from mldebug_cli.pipelines.probe import ProbeOptions, build_report
+
+    config_path = write_case(folder, record, model)
+    try:
+        report = build_report(ProbeOptions(config=str(config_path), model=str(model), allow_outside_paths=True))
+    except (InputError, UsageError) as exc:
+        return [] if "refused" in record else [f"mldebug refused a config the trainer ran: {exc.message}"]
+    if "refused" in record:
+        return [f"the trainer refused it ({record['refused']}), mldebug probed it"]
+    codes = {f.code for f in report.findings}
+    problems = []
+    if ("GP008" in codes) != (not record["finite"]):
+        problems.append(f"GP008 {'fired' if 'GP008' in codes else 'silent'}; trainer finite={record['finite']}")
+    if not record["finite"]:
+        return problems
+    if ("GP002" in codes) != bool(record["no_gradient"]):
+        problems.append(f"GP002 {'fired' if 'GP002' in codes else 'silent'}; trainer: no gradient on "
+                        f"{record['no_gradient'][:3]}")
+    probe = report.details["probe"]
+    loss = sum(t["weight"] * t["losses"][0] for t in probe["terms"])
+    if not close(loss, record["loss"]):
+        problems.append(f"loss {loss:.8g} vs trainer {record['loss']:.8g}")
+    mine = {t["name"]: t["grad_norm"] for t in probe["tensors"]}
+    if set(mine) != set(record["grads"]):
+        problems.append(f"trainable tensors differ: {sorted(set(mine) ^ set(record['grads']))[:3]}")
+    off = [n for n in record["grads"] if n in mine and not close(mine[n], record["grads"][n])]
+    if off:
+        worst = max(off, key=lambda n: abs((mine[n] or 0) - (record["grads"][n] or 0)) / max(abs(record["grads"][n] or 0), 1e-30))
+        problems.append(f"{len(off)} of {len(record['grads'])} gradient norms differ (worst {worst}: "
+                        f"{mine[worst]} vs {record['grads'][worst]})")
+    return problems
+
+
+def replay(golden: Path, work: Path, limit: int | None, ids: list[int] | None = None) -> int:
+    sys.path.insert(0, str(ROOT))
+    built = models(work / "models")
+    records = [r for r in load(golden)["cases"] if ids is None or r["id"] in ids][:limit]
+    disagreeing = 0
+    for record in records:
+        problems = replay_one(record, work / f"replay-{record['id']:03d}", built[record["arch"]])
+        disagreeing += bool(problems)
+        status = "ok" if not problems else "; ".join(problems)
+        print(f"{record['id']:3d} {record['arch']:12s} {record['task']:4s} {record['adapter']:4s} "
+              f"{record['checkpointing']:13s} bf16={record['config']['bf16']!s:5s} {status}", flush=True)
+    print(f"{disagreeing} of {len(records)} configs disagree")
+    return 1 if disagreeing else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    made = sub.add_parser("make")
+    made.add_argument("--count", type=int, default=300)
+    made.add_argument("--out", type=Path, default=GOLDEN)
+    made.add_argument("--work", type=Path, default=Path("/tmp/probe-goldens"))
+    replayed = sub.add_parser("replay")
+    replayed.add_argument("--golden", type=Path, default=GOLDEN)
+    replayed.add_argument("--work", type=Path, default=Path("/tmp/probe-goldens"))
+    replayed.add_argument("--limit", type=int)
+    replayed.add_argument("--id", type=int, action="append", dest="ids", help="replay only this stored config")
+    args = parser.parse_args(argv)
+    if args.command == "make":
+        return make(args.count, args.out, args.work)
+    return replay(args.golden, args.work, args.limit, args.ids)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
