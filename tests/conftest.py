@@ -22,6 +22,16 @@ settings.load_profile("mldebug")
 from support import ALPACA, CORPUS, GLAIVE, HAVE_CORPUS, PHI3_DEPLOY, ROOT, needs_corpus  # noqa: E402  (after the environment is set)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.slow`` tests run only when asked (``-m slow`` or ``MLDEBUG_SLOW=1``)."""
+    if "slow" in (config.getoption("markexpr") or "") or os.environ.get("MLDEBUG_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow or MLDEBUG_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def phi3_deploy_files() -> None:
     """The Phi-3 deploy GGUFs and Modelfile, derived from corpus files the repository must not copy."""

@@ -52,6 +52,7 @@ class MemorySetup:
     dataset_num_proc: int = 0
     seed: int = 42
     shuffle: bool = True
+    drop_last: bool = False  # dataloader_drop_last
 
     @property
     def weight_bytes(self) -> int:
@@ -95,6 +96,7 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
         kernel = "full"
     ds = facts.deepspeed
     fsdp = facts.fsdp
+    sampler = getattr(facts, "sampler", None)
     return MemorySetup(
         framework=facts.framework, task=facts.task, micro_batch_size=facts.micro_batch_size,
         world_size=facts.world_size, gradient_checkpointing=facts.gradient_checkpointing, compute_dtype=compute,
@@ -109,5 +111,7 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
         zero_stage=ds.zero_stage if ds else 0, offload_optimizer=bool(ds and ds.offload_optimizer),
         offload_param=bool(ds and ds.offload_param), fsdp=fsdp.sharding if fsdp else None,
         fsdp_offload=bool(fsdp and fsdp.offload), dataloader_num_workers=facts.dataloader_num_workers or 0,
-        dataset_num_proc=facts.dataset_num_proc or 0, seed=seed,
+        dataset_num_proc=facts.dataset_num_proc or 0,
+        seed=seed if sampler is None else sampler.data_seed if sampler.data_seed is not None else sampler.seed,
+        shuffle=sampler is None or sampler.order != "sequential", drop_last=bool(sampler and sampler.drop_last),
     )
