@@ -49,6 +49,8 @@ def inspect_data(
     truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="TRL SFT and DPO: keep_start (default) or keep_end."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, e.g. answer."),
     framework_flags=None,  # each framework's own flags (frameworks.registry.Flag), filled in by with_framework_flags
+    model: Path | None = typer.Option(None, "--model", help="A model folder (or its config.json): ids at or beyond "
+                                      "its embedding rows are flagged (default: the tokenizer folder's config.json)."),
     step: int | None = typer.Option(None, "--step", help="With --config: check and show the rows of optimizer step "
                                     "N (1-based), as the config's trainer batches them (seed, accumulation, ranks)."),
     world_size: int = typer.Option(1, "--world-size", help="With --step: data-parallel processes (each its own "
@@ -121,6 +123,7 @@ def inspect_data(
             truncation_mode=truncation_mode,
             reward_columns=tuple(split_list(reward_columns)),
             framework_flags=read_framework_flags(framework_flags),
+            model=str(model) if model else None,
         )
         if config is not None:
             build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {

@@ -41,10 +41,10 @@ def step_context(plan: BatchPlan, step: OptimizerStep) -> dict[str, str]:
     """The report's lines for one step: the plan's settings, and each rank's micro-batches."""
     lines = {"batch plan": f"{plan.settings.describe()}; {plan.total_steps:,} optimizer steps"}
     for rank, batches in enumerate(step.micro_batches):
-        listed = "; ".join(", ".join(str(r) for r in batch) for batch in batches)
+        listed = "; ".join(f"micro-batch {i + 1}: " + ", ".join(str(r) for r in batch) for i, batch in enumerate(batches))
         count = sum(len(b) for b in batches)
         if count > MAX_LISTED:
-            listed = ", ".join([str(r) for batch in batches for r in batch][:MAX_LISTED]) + f", ... ({count:,} rows)"
+            listed = "rows " + ", ".join([str(r) for b in batches for r in b][:MAX_LISTED]) + f", ... ({count:,} rows)"
         name = f"step {step.step} (epoch {step.epoch + 1})" + (f", rank {rank}" if len(step.micro_batches) > 1 else "")
-        lines[name] = f"rows {listed}" if listed else "no rows"
+        lines[name] = listed or "no rows"
     return lines

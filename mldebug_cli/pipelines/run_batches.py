@@ -22,7 +22,7 @@ def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: 
     from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.sources.shards import open_dataset
 
-    wanted = [(f.code, s) for f in findings if f.code in BATCH_CODES for s in _steps(f, run)]
+    wanted = list(dict.fromkeys((f.code, s) for f in findings if f.code in BATCH_CODES for s in _steps(f, run)))
     if not wanted:
         return (), "no finding names a step to replay"
     try:
@@ -50,15 +50,17 @@ def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: 
 
 
 def _steps(finding: Finding, run) -> list[int]:
-    """The optimizer steps behind a finding: a loss value logged at step s averages every step since the
-    previous log of it (``logging_steps``); other series are logged for their step alone."""
+    """The optimizer steps behind a finding's range: a loss value logged at step s averages every step since the
+    previous log of it (``logging_steps``); other series are logged for their step alone. For RN002 the step
+    before the first non-finite value is added (the batches before a NaN)."""
     first = finding.location.step
     if first is None:
         return []
+    last = finding.location.step_end if finding.location.step_end is not None else first
     series = run.get(finding.location.key) if finding.location.key == "loss" else None
-    start = first
+    start = first - 1 if finding.code == "RN002" else first
     if series is not None:
         at = bisect_left(series.steps, first)
         if 0 < at < len(series.steps) and series.steps[at] == first:
-            start = series.steps[at - 1] + 1
-    return list(range(max(start, 1), first + 1))[-MAX_STEPS_PER_FINDING:]
+            start = min(start, series.steps[at - 1] + 1)
+    return list(range(max(start, 1), last + 1))[:MAX_STEPS_PER_FINDING]

@@ -168,3 +168,41 @@ def test_a_deepspeed_config_on_one_process_is_lr016_and_not_on_two():
         return [f.code for f in report.findings]
 
     assert codes(1) == ["LR016"] and codes(2) == []
+
+
+# axolotl's strategy loaders log this and return None (prompt_strategies/dpo/__init__.py:
+# LOG.warning(f"unable to load strategy {strategy}")); the caller then calls the None.
+AXOLOTL_STRATEGY = ("[2025-06-01 10:00:01,123] [WARNING] [axolotl.prompt_strategies.dpo.load:31] [PID:77] "
+                    "unable to load strategy my_rewards.format_reward")
+NONE_CALLED = "TypeError: 'NoneType' object is not callable"
+# hf_xet's error, as users report it (huggingface/xet-core issues 394 and 444)
+CAS_ERROR = "RuntimeError: Data processing error: CAS service error : IO Error: Timer expired"
+
+
+def test_an_unloadable_strategy_is_named_at_its_warning_with_the_error_after_it(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(f"{AXOLOTL_STRATEGY}\nTraceback (most recent call last):\n"
+                   '  File "/workspace/axolotl/src/axolotl/utils/data/rl.py", line 97, in _map_dataset\n'
+                   f"{NONE_CALLED}\n", encoding="utf-8")
+    finding = crash(log)
+    assert finding.location.line == 1 and "my_rewards.format_reward" in finding.message
+    assert "line 4" in finding.message and "python -c" in finding.hint
+
+
+def test_the_strategy_warning_alone_is_not_a_crash(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(f"{AXOLOTL_STRATEGY}\n{{'loss': 1.9, 'learning_rate': 2e-05, 'epoch': 0.5}}\n", encoding="utf-8")
+    assert not [f for f in build_report(str(log)).findings if f.code == "RN040"]
+
+
+def test_a_none_called_without_the_strategy_warning_is_not_named_as_one(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(f"{{'loss': 1.9, 'learning_rate': 2e-05, 'epoch': 0.5}}\n{NONE_CALLED}\n", encoding="utf-8")
+    assert "does not recognise" in crash(log).message
+
+
+def test_the_xet_cas_error_names_hf_hub_disable_xet(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text("Fetching 4 files:  25%|##5       | 1/4\n" + CAS_ERROR + "\n", encoding="utf-8")
+    finding = crash(log)
+    assert finding.location.line == 2 and "Xet" in finding.message and "HF_HUB_DISABLE_XET=1" in finding.hint
