@@ -1,17 +1,17 @@
 """What it finds
 Pre-tokenized rows holding an input id (or a trained label) that the tokenizer does not have: negative, or at
-or beyond ``len(tokenizer)`` (its vocabulary and added tokens), e.g. an id of 999999 with a 151,665-id
+or beyond `len(tokenizer)` (its vocabulary and added tokens), e.g. an id of 999999 with a 151,665-id
 tokenizer. The message gives how many, the first such id and its position.
 
 Why it matters for training
-The model's embedding lookup has no row for the id: PyTorch raises ``IndexError: index out of range in
-self`` on the CPU and a device-side assert on CUDA, often many steps in, when the shuffled sampler reaches the
+The model's embedding lookup has no row for the id: PyTorch raises `IndexError: index out of range in
+self` on the CPU and a device-side assert on CUDA, often many steps in, when the shuffled sampler reaches the
 row. An id that is in range only because the model's embedding matrix is padded larger (a 151,936-row Qwen2.5
 with a 151,665-id tokenizer) trains a token the tokenizer can never produce or decode. Either way the ids were
 made by another tokenizer, or corrupted in preprocessing.
 
 Example
-``input_ids: [151644, 872, 999999, 151645]`` checked against the Qwen2.5 tokenizer.
+`input_ids: [151644, 872, 999999, 151645]` checked against the Qwen2.5 tokenizer.
 
 Fix
 Re-tokenize the rows with the tokenizer the model trains with (the one the ids came from is another), or drop
