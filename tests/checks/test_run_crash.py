@@ -34,6 +34,8 @@ def crash(path, **kwargs):
     ("host-oom-killed", "exitcode: -9", "failed (exitcode: -9)", "OOM killer"),
     ("host-oom-rlimit", "DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator", "host memory ran out"),
     ("crash-cuda-oom", "torch.OutOfMemoryError: CUDA out of memory", "CUDA out of memory", "GPU memory ran out"),
+    ("crash-bus-error", "exitcode: -7", "failed (exitcode: -7)", "SIGBUS"),
+    ("crash-dataloader-bus-error", "is killed by signal: Bus error", "DataLoader worker", "shared memory"),
 ])
 def test_real_crash_logs_name_the_cause_at_the_line(name, line, quoted, cause):
     path = RUNS / name / "console.log"
@@ -47,6 +49,28 @@ def test_real_crash_logs_name_the_cause_at_the_line(name, line, quoted, cause):
 def test_the_oom_kill_is_named_at_the_launchers_first_line_not_its_child_failed_error():
     finding = crash(RUNS / "host-oom-killed" / "console.log")
     assert finding.location.line == 3 and "ChildFailedError" not in finding.message
+
+
+def test_the_bus_error_is_named_at_the_launchers_exit_code_line_not_its_child_failed_error():
+    finding = crash(RUNS / "crash-bus-error" / "console.log")
+    assert finding.location.line == 3 and "ChildFailedError" not in finding.message
+    assert "--shm-size" in finding.hint and "dataloader_num_workers" in finding.hint
+
+
+def test_the_stray_nul_torch_writes_after_a_worker_bus_error_does_not_make_the_log_binary():
+    path = RUNS / "crash-dataloader-bus-error" / "console.log"
+    assert b"\x00" in path.read_bytes()  # torch's worker signal handler wrote it (the real capture)
+    report = build_report(str(path))
+    assert report.context["format"] == "console" and report.summary["final_loss"] is not None
+
+
+def test_a_binary_file_is_still_refused_with_one_line(tmp_path):
+    from mldebug_cli.core.errors import InputError
+
+    blob = tmp_path / "dump.bin"
+    blob.write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(InputError, match="binary data in no known run-log format"):
+        build_report(str(blob))
 
 
 def test_a_crash_log_with_metrics_keeps_its_series_and_names_the_crash_after_the_last_step():
