@@ -36,7 +36,7 @@ Issue 24's classes, each planted with its healthy twin (tests/checks/test_run_re
     grpo-length-ends     the same with an EOS bias: completions end              (no RN024)
     sft-lr-100x, sft-lr-base  LR 0.3 and 3e-3 on 24 steps (the tiny model takes 0.3 without a spike:
                          sft-lr-too-high, LR 3.0, is the spike's planted run)     RN003 on sft-lr-too-high only
-    sft-poisoned-row     TRL SFT, one row of noise among 128, at the step the batch plan gives it
+    sft-poisoned-row     TRL SFT, one row of noise among 48 (two repeated pairs), at the step the batch plan gives it
                          (its config.yaml and train.jsonl beside the log)     RN003 + the row, check-run --config
 Crashes (console captures of a child process; tests/checks/test_run_crash.py):
     crash-no-pad-token, crash-grpo-generation-batch, crash-dummy-optim, crash-weight-2d,
@@ -368,12 +368,12 @@ def sft_trl(name: str, work: Path, *, train_rows, eval_rows, lr: float, epochs: 
             else f"{len(eval_rows)} held-out rows", "vocab_size": len(tok)}
 
 
-POISON_STEP = 100  # the optimizer step the poisoned row is placed in (by the batch plan, which the run then checks)
+POISON_STEP = 40  # the optimizer step the poisoned row is placed in (by the batch plan, which the run then checks)
 
 
 def sft_poisoned_row(name: str, work: Path) -> dict:
-    """TRL SFT on 128 question/answer rows and one row of noise, placed where the batch plan says the Trainer's
-    seeded sampler reaches it at step 100: the real run must spike there, and ``check-run --config`` must name the
+    """TRL SFT on 48 rows of two question/answer pairs and one row of noise, placed where the batch plan says the Trainer's
+    seeded sampler reaches it at step 40: the real run must spike there, and ``check-run --config`` must name the
     row. The config, rows and trainer_state.json are kept side by side (the config is the one trained with)."""
     import random
 
@@ -385,12 +385,12 @@ def sft_poisoned_row(name: str, work: Path) -> dict:
 
     folder = OUT / name
     config = yaml.safe_load((folder / "config.yaml").read_text())
-    rows = 128
+    rows = 48
     plan = BatchPlan(SamplerSettings(samples=rows, micro_batch_size=config["per_device_train_batch_size"],
                                      seed=config["seed"], epochs=config["num_train_epochs"]))
     poisoned = plan.step(POISON_STEP).rows[0]
     noise = random.Random(SEED)
-    lines = [{"text": text} for text in (texts(FACTS) * 4)[:rows]]
+    lines = [{"text": text} for text in (texts(FACTS[:2]) * rows)[:rows]]
     lines[poisoned] = {"text": " ".join("".join(noise.choice("qxzjvkwy0123456789#%&") for _ in range(7))
                                         for _ in range(40))}
     write(f"{name}/train.jsonl", "".join(json.dumps(line) + "\n" for line in lines))

@@ -89,3 +89,16 @@ def test_check_run_says_why_a_config_it_cannot_plan_names_no_rows(tmp_path):
     doc = json.loads(run("check-run", POISONED / "trainer_state.json", "--config", config, "-f", "json",
                          "--exit-zero").stdout)
     assert "batches" not in doc and "packs rows into sequences" in doc["context"]["batch_plan"]
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3])
+def test_memorys_peak_batch_is_named_at_its_step_on_every_rank_count(world_size):
+    torch = pytest.importorskip("torch")
+    generator = torch.Generator()
+    generator.manual_seed(42)
+    order = torch.randperm(40, generator=generator).tolist()  # 40 rows, row 27 the long one, batch 8
+    index = order.index(27) // 8  # its micro-batch in the epoch; accelerate deals them round-robin to the ranks
+    result = run("memory", FIXTURES / "memory" / "sft_long_row.yaml", "--model",
+                 FIXTURES / "memory-models" / "qwen2.5-0.5b", "--world-size", world_size, "-f", "json", "--exit-zero")
+    doc = json.loads(result.stdout)
+    assert 27 in doc["batch"]["rows"] and doc["batch"]["step"] == index // world_size + 1
