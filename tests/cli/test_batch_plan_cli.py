@@ -61,19 +61,36 @@ def test_step_needs_a_config(tmp_path):
     assert result.exit_code == 2 and "--step needs --config" in result.output
 
 
+# The poisoned step's loss is 2.03x the mean of the steps before it, but the run's first steps fall from 11.9 to 2.2,
+# so their spread hides it from RN003's default 6-sigma rule: the tests lower sigma, as a user's [tool.mldebug] can.
+SPIKE_THRESHOLDS = {"RN003": {"sigma": 1.5}}
+
+
+def poisoned_report(config=POISONED / "config.yaml"):
+    from mldebug_cli.pipelines.check_run import build_report
+
+    return build_report(str(POISONED / "trainer_state.json"), config=str(config), thresholds=SPIKE_THRESHOLDS)
+
+
 def test_check_run_names_the_poisoned_row_behind_the_real_runs_spike():
+    import io
+
+    from mldebug_cli.formats import render_report
+
     made = json.loads((RUNS / "VERSIONS.json").read_text())["scenarios"]["sft-poisoned-row"]
-    result = run("check-run", POISONED / "trainer_state.json", "--config", POISONED / "config.yaml", "-f", "json",
-                 "--exit-zero")
-    doc = json.loads(result.stdout)
-    spike = next(f for f in doc["findings"] if f["code"] == "RN003")
-    assert spike["location"]["step"] == made["poisoned_step"]  # the real Trainer reached the row where the plan says
-    behind = next(b for b in doc["batches"] if b["code"] == "RN003" and b["step"] == made["poisoned_step"])
-    row = next(r for r in behind["rows"] if r["row"] == made["poisoned_row"])
-    line = (POISONED / "train.jsonl").read_text().splitlines()[row["line"] - 1]
-    assert row["line"] == made["poisoned_row"] + 1 and "#" in json.loads(line)["text"]
-    text = run("check-run", POISONED / "trainer_state.json", "--config", POISONED / "config.yaml", "--exit-zero")
-    assert f"RN003 step {made['poisoned_step']} (epoch 1): rows {made['poisoned_row']} (line " in text.output
+    report = poisoned_report()
+    spike = next(f for f in report.findings if f.code == "RN003")
+    assert spike.location.step == made["poisoned_step"]  # the real Trainer reached the row where the plan put it
+    behind = next(b for b in report.details["batches"] if b["code"] == "RN003" and b["step"] == made["poisoned_step"])
+    assert [r["row"] for r in behind["rows"]] == [made["poisoned_row"]]  # batch 1, no accumulation: that row alone
+    line = (POISONED / "train.jsonl").read_text().splitlines()[behind["rows"][0]["line"] - 1]
+    assert behind["rows"][0]["line"] == made["poisoned_row"] + 1 and "#" in json.loads(line)["text"]
+    assert made["poisoned_row"] not in {r["row"] for b in report.details["batches"] if b["step"] != made["poisoned_step"]
+                                        for r in b["rows"]}
+    stream = io.StringIO()
+    render_report(report, "text", stream)
+    text = stream.getvalue()
+    assert f"RN003 step {made['poisoned_step']} (epoch 1): rows {made['poisoned_row']} (line " in text
 
 
 def test_check_run_without_config_names_no_rows():
@@ -86,9 +103,8 @@ def test_check_run_says_why_a_config_it_cannot_plan_names_no_rows(tmp_path):
     config.write_text((POISONED / "config.yaml").read_text().replace("dataset_name: train.jsonl",
                                                                      f"dataset_name: {POISONED / 'train.jsonl'}")
                       + "packing: true\n")
-    doc = json.loads(run("check-run", POISONED / "trainer_state.json", "--config", config, "-f", "json",
-                         "--exit-zero").stdout)
-    assert "batches" not in doc and "packs rows into sequences" in doc["context"]["batch_plan"]
+    report = poisoned_report(config)
+    assert "batches" not in report.details and "packs rows into sequences" in report.context["batch_plan"]
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3])
