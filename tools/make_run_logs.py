@@ -39,10 +39,13 @@ Issue 24's classes, each planted with its healthy twin (tests/checks/test_run_re
     grpo-length-ends     the same with an EOS bias: completions end              (no RN024)
     sft-lr-100x, sft-lr-base  LR 0.3 and 3e-3 on 24 steps (the tiny model takes 0.3 without a spike:
                          sft-lr-too-high, LR 3.0, is the spike's planted run)     RN003 on sft-lr-too-high only
+    sft-poisoned-row     TRL SFT, one row of noise among 48 (two repeated pairs), at the step the batch plan gives it
+                         (its config.yaml and train.jsonl beside the log)     RN003 + the row, check-run --config
 Crashes (console captures of a child process; tests/checks/test_run_crash.py):
     crash-no-pad-token, crash-grpo-generation-batch, crash-dummy-optim, crash-weight-2d,
-    crash-checkpoint-error, crash-bf16-weight-sync (CRASH_SCRIPTS), host-oom-killed and host-oom-rlimit
-    (torch.distributed.run with a worker over a memory limit we set)               RN040
+    crash-checkpoint-error, crash-bf16-weight-sync, crash-dataloader-bus-error (CRASH_SCRIPTS), host-oom-killed
+    and host-oom-rlimit (torch.distributed.run with a worker over a memory limit we set), crash-bus-error
+    (torch.distributed.run with a worker that gets SIGBUS: exitcode -7)            RN040
 
 The MLflow scenario needs ``pip install mlflow-skinny==3.17.2 sqlalchemy alembic torch==2.13.0``; the
 torchtune ones ``pip install torchtune==0.6.1 torchao==0.14.1 torch==2.13.0``.
@@ -391,6 +394,46 @@ def sft_trl(name: str, work: Path, *, train_rows, eval_rows, lr: float, epochs: 
             else f"{len(eval_rows)} held-out rows", "vocab_size": len(tok)}
 
 
+POISON_STEP = 40  # the optimizer step the poisoned row is placed in (by the batch plan, which the run then checks)
+
+
+def sft_poisoned_row(name: str, work: Path) -> dict:
+    """TRL SFT on 48 rows of two question/answer pairs and one row of noise, placed where the batch plan says the Trainer's
+    seeded sampler reaches it at step 40: the real run must spike there, and ``check-run --config`` must name the
+    row. The config, rows and trainer_state.json are kept side by side (the config is the one trained with)."""
+    import random
+
+    import yaml
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from mldebug_cli.schedule.batch_plan import BatchPlan, SamplerSettings
+
+    folder = OUT / name
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    rows = 48
+    plan = BatchPlan(SamplerSettings(samples=rows, micro_batch_size=config["per_device_train_batch_size"],
+                                     seed=config["seed"], epochs=config["num_train_epochs"]))
+    poisoned = plan.step(POISON_STEP).rows[0]
+    noise = random.Random(SEED)
+    lines = [{"text": text} for text in (texts(FACTS[:2]) * rows)[:rows]]
+    lines[poisoned] = {"text": " ".join("".join(noise.choice("qxzjvkwy0123456789#%&") for _ in range(7))
+                                        for _ in range(40))}
+    write(f"{name}/train.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    tok = tokenizer()
+    keys = {k: v for k, v in config.items() if k not in ("model_name_or_path", "dataset_name", "dataset_train_split")}
+    args = SFTConfig(**keys, output_dir=str(work / name), report_to="none", use_cpu=True, disable_tqdm=True,
+                     save_strategy="no", dataset_num_proc=None)
+    trainer = SFTTrainer(model=tiny_model(len(tok)), args=args, processing_class=tok,
+                         train_dataset=Dataset.from_list(lines))
+    with contextlib.redirect_stdout(io.StringIO()):
+        trainer.train()
+    trainer.save_state()
+    keep(work / name / "trainer_state.json", f"{name}/trainer_state.json")
+    return {"trainer": "trl.SFTTrainer", "rows": rows, "poisoned_row": poisoned, "poisoned_step": POISON_STEP,
+            "config": f"{name}/config.yaml", "vocab_size": len(tok)}
+
+
 def dpo(name: str, work: Path, *, lr: float, warmup_steps: int, max_steps: int, stop_at: int | None = None,
         collator_max_length: int | None = None, pairs: int = len(FACTS)) -> dict:
     """TRL DPO from a reference equal to the start; ``stop_at`` stops it early, ``collator_max_length`` gives the
@@ -503,6 +546,20 @@ def block(x):  # gathers a different shard on recomputation, as ZeRO-3 parameter
 x = torch.randn(3, 4, requires_grad=True)
 checkpoint(block, x, use_reentrant=False).sum().backward()
 """),
+    "crash-dataloader-bus-error": ("a DataLoader worker killed by SIGBUS (what a full /dev/shm does to it)", """
+import os, signal
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Rows(Dataset):
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        if i == 5:  # a worker writing its batch into a full /dev/shm gets SIGBUS; sent here, as the kernel would
+            os.kill(os.getpid(), signal.SIGBUS)
+        return torch.ones(4) * i
+for step, batch in enumerate(DataLoader(Rows(), batch_size=2, num_workers=1)):
+    print({{'loss': round(2.0 - step / 10, 2), 'learning_rate': 1e-4, 'epoch': step / 4}}, flush=True)
+"""),
     "crash-bf16-weight-sync": ("bfloat16 weights turned into numpy for a weight sync", """
 import torch
 weights = {{"lm_head.weight": torch.randn(4, 4, dtype=torch.bfloat16)}}
@@ -579,6 +636,28 @@ def host_oom(name: str, work: Path) -> dict:
             "exit_status": job.returncode}
 
 
+BUS_WORKER = """
+import os, signal
+print({'loss': 2.41, 'grad_norm': 1.3, 'learning_rate': 1e-05, 'epoch': 0.01}, flush=True)
+print({'loss': 2.37, 'grad_norm': 1.2, 'learning_rate': 2e-05, 'epoch': 0.02}, flush=True)
+os.kill(os.getpid(), signal.SIGBUS)  # what a write into a full /dev/shm does to the process (sent as the kernel would)
+"""
+
+
+def bus_error(name: str, work: Path) -> dict:
+    """A torchrun job whose worker dies of SIGBUS: torch.distributed.elastic reports ``exitcode: -7``."""
+    import subprocess
+
+    folder = work / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "train.py").write_text(BUS_WORKER, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=1", "--nnodes=1",
+                           "train.py"], cwd=folder, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    write(f"{name}/console.log", _portable(done.stdout + done.stderr, folder))
+    return {"planted": "the worker gets SIGBUS", "launcher": "torch.distributed.run", "exit_status": done.returncode}
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -644,6 +723,7 @@ SCENARIOS = {
                                               collator_max_length=8),
     "grpo-length-limit": lambda work: grpo_lengths("grpo-length-limit", work, max_completion_length=8, eos_bias=None),
     "grpo-length-ends": lambda work: grpo_lengths("grpo-length-ends", work, max_completion_length=16, eos_bias=11.0),
+    "sft-poisoned-row": lambda work: sft_poisoned_row("sft-poisoned-row", work),
     "host-oom-killed": lambda work: host_oom("host-oom-killed", work),
     "host-oom-rlimit": lambda work: host_oom("host-oom-rlimit", work),
     "crash-no-pad-token": lambda work: crash("crash-no-pad-token", work),
@@ -652,6 +732,8 @@ SCENARIOS = {
     "crash-weight-2d": lambda work: crash("crash-weight-2d", work),
     "crash-checkpoint-error": lambda work: crash("crash-checkpoint-error", work),
     "crash-bf16-weight-sync": lambda work: crash("crash-bf16-weight-sync", work),
+    "crash-dataloader-bus-error": lambda work: crash("crash-dataloader-bus-error", work),
+    "crash-bus-error": lambda work: bus_error("crash-bus-error", work),
 }
 
 

@@ -31,6 +31,8 @@ def check_run(
                                "an MLflow store (mlruns/, an experiment or run folder, mlflow.db), a torchtune log."),
     config: Path | None = typer.Option(None, "--config", "-c", help="The run's training config (gradient "
                                        "accumulation, max_completion_length, beta... and their lines)."),
+    world_size: int = typer.Option(1, "--world-size", help="With --config: the run's data-parallel processes (the "
+                                   "rows behind a flagged step are replayed on each)."),
     tokenizer: Path | None = typer.Option(None, "--tokenizer", help="Tokenizer folder: its vocabulary size bounds "
                                           "the loss (RN007)."),
     vocab_size: int | None = typer.Option(None, "--vocab-size", help="Vocabulary size for RN007."),
@@ -64,6 +66,7 @@ def check_run(
             ignore=split_list(ignore),
             thresholds=load_settings().thresholds,
             run=run_log,
+            world_size=world_size,
         )
 
     if watch:

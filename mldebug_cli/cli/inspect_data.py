@@ -49,6 +49,12 @@ def inspect_data(
     truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="TRL SFT and DPO: keep_start (default) or keep_end."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, e.g. answer."),
     framework_flags=None,  # each framework's own flags (frameworks.registry.Flag), filled in by with_framework_flags
+    model: Path | None = typer.Option(None, "--model", help="A model folder (or its config.json): ids at or beyond "
+                                      "its embedding rows are flagged (default: the tokenizer folder's config.json)."),
+    step: int | None = typer.Option(None, "--step", help="With --config: check and show the rows of optimizer step "
+                                    "N (1-based), as the config's trainer batches them (seed, accumulation, ranks)."),
+    world_size: int = typer.Option(1, "--world-size", help="With --step: data-parallel processes (each its own "
+                                   "micro-batches)."),
     rows: str | None = typer.Option(None, "--rows", help="Check and show these rows, e.g. 3,10-12 (0-based)."),
     sample: int | None = typer.Option(None, "--sample", help="Check N rows evenly spaced over the dataset (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row."),
@@ -82,6 +88,10 @@ def inspect_data(
         check_format(resolve_output_format(output_format))
         if config is None:
             _require_without_config(dataset, tokenizer)
+            if step is not None:
+                raise UsageError("--step needs --config CONFIG (its batch size, accumulation and seed)")
+        if step is not None and rows is not None:
+            raise UsageError("give either --step or --rows, not both")
         if tokenizer is not None:
             require_local_or_cached(tokenizer, "tokenizer")
     from mldebug_cli.pipelines.inspect import InspectOptions, build_report
@@ -113,6 +123,7 @@ def inspect_data(
             truncation_mode=truncation_mode,
             reward_columns=tuple(split_list(reward_columns)),
             framework_flags=read_framework_flags(framework_flags),
+            model=str(model) if model else None,
         )
         if config is not None:
             build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {
@@ -120,6 +131,10 @@ def inspect_data(
                 "framework": framework, "train_on": train_on, "max_length": max_length, "split": split})
         if framework_flags:
             build_report = _with_flagged_tokenizer(build_report, framework_flags, options.framework)
+        if step is not None:
+            from mldebug_cli.pipelines.batch_step import at_step
+
+            build_report = at_step(build_report, str(config), step, world_size)
     opts = OutputOptions(output_format, output, fail_on, color, exit_zero)
     run_report(lambda: _with_progress(build_report, options), opts)
 

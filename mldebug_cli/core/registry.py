@@ -58,6 +58,8 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS026", "framework-setting-not-emulated", "data.setting_not_emulated"),
     CheckRef("DS027", "framework-refuses-rows", "data.framework_refuses_rows"),
     CheckRef("DS028", "pad-token-missing", "data.pad_token_missing"),
+    CheckRef("DS029", "token-id-out-of-vocabulary", "data.token_id_out_of_vocabulary"),
+    CheckRef("DS030", "token-beyond-embeddings", "data.token_beyond_embeddings"),
     CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),
     CheckRef("LR002", "warmup-fraction", "schedule.warmup_fraction"),
     CheckRef("LR003", "first-step-zero-lr", "schedule.first_step_zero_lr"),

@@ -29,6 +29,23 @@ def render_details(report: Report, console) -> None:
         console.print(Text(key, style="bold"))
         console.print(Text.from_ansi(chart) if color else Text(chart))
         console.print()
+    _render_batches(section, console)
+
+
+MAX_ROWS_SHOWN = 24  # rows per step in the text view (JSON has every row)
+
+
+def _render_batches(section: RunSection, console) -> None:
+    """With --config: the rows the batch plan puts in each flagged step, with their file lines."""
+    if not section.batches:
+        return
+    console.print(Text("Rows behind the flagged steps (batch plan)", style="bold"))
+    for batch in section.batches:
+        rows = [f"{r.row}" + (f" (line {r.line})" if r.line is not None else "") for r in batch.rows]
+        more = f", ... {len(rows) - MAX_ROWS_SHOWN} more" if len(rows) > MAX_ROWS_SHOWN else ""
+        console.print(Text(f"  {batch.code} step {batch.step} (epoch {batch.epoch + 1}): rows "
+                           f"{', '.join(rows[:MAX_ROWS_SHOWN])}{more}"))
+    console.print()
 
 
 def _marks(section: RunSection, key: str, points: list[tuple[int, float]]) -> list[tuple[int, float]]:

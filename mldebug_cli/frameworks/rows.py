@@ -104,6 +104,7 @@ class RowProfile:
     own_templates = False  # chat rows are encoded by the framework's own templates (no chat template needed)
     eos_is_turn_end = False  # the framework makes the template's end-of-turn the tokenizer's EOS (it saves it so)
     keeps_sharegpt_tags = False  # ShareGPT rows keep their from tags as roles
+    resizes_embeddings = False  # the trainer grows the model's embeddings to len(tokenizer) (TRL's SFTTrainer does not)
 
     def max_length(self, given: int | None) -> int | None:
         return given
@@ -116,7 +117,8 @@ class RowProfile:
                         pad_masked_by_id=self.pad_masked_by_id, unmarked_masking=self.unmarked_masking(),
                         not_emulated=tuple(self.not_emulated()), end_of_turn_hint=self.end_of_turn_hint(),
                         assistant_mask_needs_chat=self.assistant_mask_needs_chat,
-                        keeps_sharegpt_tags=self.keeps_sharegpt_tags, eos_is_turn_end=self.eos_is_turn_end)
+                        keeps_sharegpt_tags=self.keeps_sharegpt_tags, eos_is_turn_end=self.eos_is_turn_end,
+                        resizes_embeddings=self.resizes_embeddings)
 
     def end_of_turn_hint(self) -> str | None:
         """How the framework's config trains an end-of-turn token the rows leave masked (None: the generic hint)."""

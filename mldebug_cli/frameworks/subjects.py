@@ -58,6 +58,7 @@ class RowFacts:
     assistant_mask_needs_chat: bool = False  # assistant-only masking on text rows is refused (TRL's ValueError)
     keeps_sharegpt_tags: bool = False  # ShareGPT rows keep their from tags (human, gpt) as roles
     eos_is_turn_end: bool = False  # the trained tokenizer's EOS is the template's end-of-turn (LLaMA-Factory's replace_eos)
+    resizes_embeddings: bool = False  # the framework grows the model's embeddings to the tokenizer's length itself
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,9 @@ class Setup:
     training_template: TrainingTemplate | None = None  # TRL's assistant_only_loss template choice
     refusal: tuple[str, str] | None = None  # (what the framework raises on these rows, how to convert): RowProfile.refusal
     text_rows: bool = False  # prompt/completion rows of plain strings (the first row's): no chat template renders them
+    vocab_size: int | None = None  # ids the tokenizer knows (len(tokenizer): its vocabulary and added tokens)
+    embedding_rows: int | None = None  # the model's input embedding rows (its config.json vocab_size), when known
+    model_config: str | None = None  # the config.json that gave embedding_rows
 
     @property
     def chat(self) -> bool:

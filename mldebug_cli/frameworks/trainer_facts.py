@@ -68,6 +68,19 @@ class PolicyFacts:
 
 
 @dataclass(frozen=True)
+class SamplerFacts:
+    """How the trainer orders and groups its rows into optimizer steps (the batch plan's settings)."""
+
+    order: str = "random"  # random, sequential, group_by_length, batch_rebalance, repeat (GRPO), packed
+    seed: int = 42
+    data_seed: int | None = None
+    drop_last: bool = False
+    epochs: float = 3.0
+    max_steps: int = -1
+    not_replayed: str | None = None  # why the batch plan does not replay this trainer's order (None: it does)
+
+
+@dataclass(frozen=True)
 class DeepSpeedFacts:
     zero_stage: int
     offload_optimizer: bool = False
@@ -122,6 +135,7 @@ class TrainerFacts:
     dataset_num_proc: int | None
     dataloader_num_workers: int | None
     keys: Mapping[str, str] = field(default_factory=dict)
+    sampler: SamplerFacts | None = None  # None: the framework's sampling is not read
 
 
 def read_trainer_facts(config_path: str | Path, framework: str | None = None, world_size: int = 1) -> TrainerFacts:
@@ -202,8 +216,26 @@ def _trl(config: ConfigFile, framework: str, world_size: int) -> TrainerFacts:
         deepspeed=_deepspeed(config, r.raw("deepspeed", "deepspeed")), fsdp=_hf_fsdp(r),
         dataset_num_proc=r.integer("dataset_num_proc", "dataset_num_proc", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", 0),
+        sampler=_trl_sampler(r, task, r.flag("packing", "packing", False)),
         keys=dict(r.keys),
     )
+
+
+def _trl_sampler(r: SpecReader, task: str, packing: bool) -> SamplerFacts:
+    """TrainingArguments' sampling keys (transformers 5.24 defaults: seed 42, 3 epochs, ``random``)."""
+    order = str(r.text("sampler", "train_sampling_strategy", "random"))
+    why = None
+    if task == "grpo":
+        order, why = "repeat", "GRPO's RepeatSampler repeats each prompt num_generations times across ranks"
+    elif packing:
+        order, why = "packed", "TRL packs rows into sequences before the sampler (its bfd packing is not replayed)"
+    elif order in ("group_by_length", "batch_rebalance"):
+        why = f"train_sampling_strategy {order} draws from the global torch RNG or rebalances by length"
+    return SamplerFacts(
+        order=order, seed=r.integer("seed", "seed", 42), data_seed=r.integer("data_seed", "data_seed", None),
+        drop_last=r.flag("drop_last", "dataloader_drop_last", False),
+        epochs=float(r.number("epochs", "num_train_epochs", 3.0)), max_steps=r.integer("max_steps", "max_steps", -1),
+        not_replayed=why)
 
 
 def _trl_loss(r: SpecReader, task: str, beta: float | None) -> LossFacts:

@@ -11,15 +11,18 @@ Rules (each the framework's own collator and sampler):
 - padding-free without packing: the batch is its rows laid end to end: the batch with the most tokens.
 - preference pairs (DPO/KTO-style): chosen and rejected are two sequences each, padded to the longer of all
   ``prompt + completion`` sides of the batch.
-- order: shuffled by the Trainer's seedable sampler (accelerate ``SeedableRandomSampler``: ``torch.randperm``
-  with a generator seeded ``seed + epoch``), replayed here without torch, so the peak batch is named by its
-  rows and the optimizer step it falls on.
+- order: the batch plan (``mldebug_cli.schedule.batch_plan``: the Trainer's seedable sampler, replayed without
+  torch), so the peak batch is named by its rows and the optimizer step it falls on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from mldebug_cli.schedule.batch_plan import shuffled_order
+
+__all__ = ["MicroBatch", "micro_batches", "pair_batches", "sequence_batches", "shuffled_order", "uniform_batch"]
 
 
 @dataclass(frozen=True)
@@ -44,46 +47,30 @@ def uniform_batch(sequences: int, length: int, label_tokens: int | None = None) 
                       sequences * length if label_tokens is None else label_tokens)
 
 
-def shuffled_order(n: int, seed: int, epoch: int = 0) -> list[int]:
-    """The order the Trainer's seedable sampler visits ``n`` rows in: ``torch.randperm(n)`` on a CPU generator
-    seeded ``seed + epoch``, replayed without torch (aten randperm_cpu: a Fisher-Yates shuffle drawing
-    ``mt19937() % (n - i)``; equal to torch's in tests/memory/test_batches.py)."""
-    order = list(range(n))
-    draw = _mt19937(seed + epoch)
-    for i in range(n - 1):
-        z = next(draw) % (n - i)
-        order[i], order[z + i] = order[z + i], order[i]
-    return order
+Planned = Sequence[tuple[int | None, Sequence[int]]]  # (optimizer step, rows) of each micro-batch
 
 
-def _mt19937(seed: int) -> Iterator[int]:
-    """The 32-bit Mersenne Twister as at::mt19937 seeds it (init_genrand with the low 32 bits of the seed)."""
-    state = [seed & 0xFFFFFFFF] + [0] * 623
-    for j in range(1, 624):
-        state[j] = (1812433253 * (state[j - 1] ^ (state[j - 1] >> 30)) + j) & 0xFFFFFFFF
-    while True:
-        for k in range(624):
-            y = (state[k] & 0x80000000) | (state[(k + 1) % 624] & 0x7FFFFFFF)
-            state[k] = state[(k + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
-        for y in state:
-            y ^= y >> 11
-            y ^= (y << 7) & 0x9D2C5680
-            y ^= (y << 15) & 0xEFC60000
-            yield y ^ (y >> 18)
+def in_order(count: int, batch_size: int, order: Sequence[int] | None, gradient_accumulation_steps: int) -> Planned:
+    """Micro-batches of ``batch_size`` taken in ``order`` on one rank (steps unknown without an order)."""
+    index = list(order) if order is not None else list(range(count))
+    return [((start // batch_size) // gradient_accumulation_steps + 1 if order is not None else None,
+             index[start:start + batch_size]) for start in range(0, len(index), batch_size)]
 
 
 def micro_batches(lengths: Sequence[int], batch_size: int, *, max_length: int | None, packing: bool = False,
                   padding_free: bool = False, pad_to_max_length: bool = False,
-                  order: Sequence[int] | None = None, gradient_accumulation_steps: int = 1) -> list[MicroBatch]:
-    """Every micro-batch of one epoch of single-sequence rows (``lengths`` already cut to ``max_length``)."""
+                  order: Sequence[int] | None = None, gradient_accumulation_steps: int = 1,
+                  planned: Planned | None = None) -> list[MicroBatch]:
+    """Every micro-batch of one epoch of single-sequence rows (``lengths`` already cut to ``max_length``):
+    ``planned`` (the batch plan's micro-batches), else ``batch_size`` rows at a time in ``order``."""
     if packing:
         return _packed(lengths, batch_size, max_length or max(lengths, default=1))
-    index = list(order) if order is not None else list(range(len(lengths)))
+    if planned is None:
+        planned = in_order(len(lengths), batch_size, order, gradient_accumulation_steps)
     batches = []
-    for start in range(0, len(index), batch_size):
-        rows = tuple(index[start:start + batch_size])
+    for step, members in planned:
+        rows = tuple(members)
         sizes = [lengths[r] for r in rows]
-        step = (start // batch_size) // gradient_accumulation_steps + 1 if order is not None else None
         if padding_free:
             batches.append(MicroBatch(1, sum(sizes), sum(sizes), sum(sizes), rows, step))
             continue
@@ -95,17 +82,17 @@ def micro_batches(lengths: Sequence[int], batch_size: int, *, max_length: int | 
 
 def sequence_batches(rows: Sequence[tuple[int, tuple[int, ...], int]], batch_size: int, *,
                      order: Sequence[int] | None = None, gradient_accumulation_steps: int = 1,
-                     pad_to: int | None = None) -> list[MicroBatch]:
+                     pad_to: int | None = None, planned: Planned | None = None) -> list[MicroBatch]:
     """Rows of one or more sequences each ``(row, lengths, trained tokens)``, e.g. a preference pair's
     prompt+chosen and prompt+rejected: every sequence of a batch padded to the longest of them (TRL
-    ``DataCollatorForPreference``). ``order`` indexes ``rows``."""
-    index = list(order) if order is not None else list(range(len(rows)))
+    ``DataCollatorForPreference``). ``order`` and ``planned`` index ``rows``."""
+    if planned is None:
+        planned = in_order(len(rows), batch_size, order, gradient_accumulation_steps)
     batches = []
-    for start in range(0, len(index), batch_size):
-        members = [rows[i] for i in index[start:start + batch_size]]
+    for step, index in planned:
+        members = [rows[i] for i in index]
         sides = [n for _, lengths, _ in members for n in lengths]
         longest = pad_to or max(sides)
-        step = (start // batch_size) // gradient_accumulation_steps + 1 if order is not None else None
         batches.append(MicroBatch(len(sides), longest, len(sides) * longest, sum(t for _, _, t in members),
                                   tuple(r for r, _, _ in members), step, padded=len(set(sides)) > 1))
     return batches

@@ -55,6 +55,7 @@ class MemorySetup:
     adapter_dtype: str = "fp32"  # peft's autocast_adapter_dtype; TRL casts them to bf16 on a quantized model
     unquantized_dtype: str | None = None  # embeddings, norms, LM head beside bitsandbytes layers (None: compute)
     transformers_version: tuple[int, ...] = (5, 24)  # the model's own loss: <= 4.45 keeps an fp32 copy, >= 4.46 not
+    drop_last: bool = False  # dataloader_drop_last
 
     @property
     def weight_bytes(self) -> int:
@@ -103,6 +104,7 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
         # trl/trainer/sft_trainer.py (1.16): on a quantized model the trainable adapter weights go to bf16, and the
         # layers bitsandbytes leaves alone keep the load dtype (float32 unless model_init_kwargs.dtype says)
         adapter_dtype, unquantized = "bf16", weights
+    sampler = getattr(facts, "sampler", None)
     return MemorySetup(
         framework=facts.framework, task=facts.task, micro_batch_size=facts.micro_batch_size,
         world_size=facts.world_size, gradient_checkpointing=facts.gradient_checkpointing, compute_dtype=compute,
@@ -117,6 +119,7 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
         zero_stage=ds.zero_stage if ds else 0, offload_optimizer=bool(ds and ds.offload_optimizer),
         offload_param=bool(ds and ds.offload_param), fsdp=fsdp.sharding if fsdp else None,
         fsdp_offload=bool(fsdp and fsdp.offload), dataloader_num_workers=facts.dataloader_num_workers or 0,
-        dataset_num_proc=facts.dataset_num_proc or 0, seed=seed, adapter_dtype=adapter_dtype,
-        unquantized_dtype=unquantized,
+        dataset_num_proc=facts.dataset_num_proc or 0, adapter_dtype=adapter_dtype, unquantized_dtype=unquantized,
+        seed=seed if sampler is None else sampler.data_seed if sampler.data_seed is not None else sampler.seed,
+        shuffle=sampler is None or sampler.order != "sequential", drop_last=bool(sampler and sampler.drop_last),
     )

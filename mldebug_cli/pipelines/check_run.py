@@ -11,7 +11,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.core.safe_io import read_text
-from mldebug_cli.core.sections.runlog import FindingRange, RunSection, RunSummary, RunView, SeriesStats
+from mldebug_cli.core.sections.runlog import FindingRange, RunSection, RunSummary, RunView, SeriesStats, StepRows
 
 COMMAND = "check-run"
 CONFIG_KEYS = ("gradient_accumulation_steps", "max_completion_length", "num_generations", "beta", "learning_rate",
@@ -30,6 +30,7 @@ def build_report(
     ignore: Iterable[str] = (),
     thresholds: Mapping[str, Mapping[str, float]] | None = None,
     run=None,
+    world_size: int = 1,
 ) -> Report:
     """The RN report of the run log at ``run_path`` (or of ``run``, already read: ``--watch`` follows the log)."""
     from mldebug_cli.core import registry
@@ -51,15 +52,21 @@ def build_report(
         lr_findings, lr_note = logged_lr_findings(run, config)
         findings += lr_findings
         lr_codes = ("LR009",) if lr_note is None else ()
+    batches, batch_note = (), None
+    if config:
+        from mldebug_cli.pipelines.run_batches import rows_behind
+
+        batches, batch_note = rows_behind(findings, run, config, world_size)
     return Report(
         command=COMMAND,
         findings=findings,
         checks_run=tuple(check.code for check in checks) + lr_codes,
         targets=(run.path,),
         context={"run": run.path, "format": run.format, "kind": run.kind,
-                 "steps": _step_span(run), "vocab_size": vocab, "config": config, "logged_lr": lr_note},
+                 "steps": _step_span(run), "vocab_size": vocab, "config": config, "logged_lr": lr_note,
+                 "batch_plan": batch_note},
         summary=_summary(run, findings),
-        details=details(run, findings),
+        details=details(run, findings, batches),
     )
 
 
@@ -161,7 +168,7 @@ def _summary(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
     ).as_dict()
 
 
-def details(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
+def details(run, findings: tuple[Finding, ...], batches: tuple[StepRows, ...] = ()) -> dict[str, Any]:
     """The command's JSON contract: each series' statistics and thinned points of the series with findings."""
     flagged = {f.location.key for f in findings if f.location.key}
     names = {run.original_keys.get(k, k): k for k in run.series}
@@ -176,6 +183,7 @@ def details(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
         ranges=tuple(FindingRange(f.code, f.location.key, f.location.step,
                                   f.location.step_end if f.location.step_end is not None else f.location.step)
                      for f in findings if f.location.step is not None),
+        batches=batches,
     ).as_details()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -82,6 +83,7 @@ class InspectOptions:
     ray_address: str | None = None  # --engine ray: the cluster (auto, host:port, ray://...); None: RAY_ADDRESS or a new local one
     ray_concurrency: int | None = None  # --engine ray: actors in the pool; None: one per CPU of the cluster
     sequence_lengths: bool = False  # RowsSection.sequence_lengths: every kept row's sequence lengths (memory)
+    model: str | None = None  # a model folder or its config.json: its embedding rows (DS030); None: the tokenizer folder's
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -351,7 +353,24 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         id_to_piece=tok.convert_ids_to_tokens,
         encode=lambda text: tok.encode(text, add_special_tokens=False),
         facts=rows.facts(row_format),
+        vocab_size=len(tok),
+        **_embedding_rows(options.model or loaded.source),
     )
+
+
+def _embedding_rows(source: str) -> dict[str, Any]:
+    """The model's embedding rows (its config.json's vocab_size): ``source`` is a model folder (the tokenizer
+    folder often is one) or the config.json itself."""
+    path = Path(source) if source.endswith(".json") else Path(source) / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(config, dict):
+        return {}
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    rows = text.get("vocab_size")
+    return {"embedding_rows": rows, "model_config": str(path)} if isinstance(rows, int) and rows > 0 else {}
 
 
 def _adds_bos(tok) -> bool:

@@ -21,13 +21,14 @@ from mldebug_cli.core.sections.memory import (
     TermView,
 )
 from mldebug_cli.core.sections.pairs import PairsSummary, data_section, data_summary
-from mldebug_cli.memory.batches import MicroBatch, micro_batches, sequence_batches, shuffled_order, uniform_batch
+from mldebug_cli.memory.batches import MicroBatch, micro_batches, sequence_batches, uniform_batch
 from mldebug_cli.memory.estimate import GIB, Estimate, estimate
 from mldebug_cli.memory.fixes import fixes
 from mldebug_cli.memory.gpus import GPUS, gpu_memory
 from mldebug_cli.memory.review import LongRow, MemoryReview
 from mldebug_cli.memory.setup import MemorySetup, setup_from_facts
 from mldebug_cli.memory.shapes import ModelShape, read_model_shape
+from mldebug_cli.schedule.batch_plan import BatchPlan, SamplerSettings
 
 COMMAND = "memory"
 WORKER_BYTES = 1 * GIB  # host RAM per tokenisation/loader worker (a process holding the tokenizer and a shard)
@@ -195,18 +196,26 @@ def _batches(setup: MemorySetup, rows: list) -> list[MicroBatch]:
         n = setup.max_length or 1024
         sides = 2 if setup.task in PREFERENCE_TASKS else 1
         return [uniform_batch(b * sides, n)]
-    order = shuffled_order(len(rows), setup.seed) if setup.shuffle else list(range(len(rows)))
-    ga = setup.gradient_accumulation_steps
+    planned = first_epoch(setup, len(rows))
     if max(len(sizes) for _, sizes, _ in rows) > 1 or setup.task in PREFERENCE_TASKS:
-        return sequence_batches(rows, b, order=order, gradient_accumulation_steps=ga,
-                                pad_to=setup.max_length if setup.pad_to_max_length else None)
+        return sequence_batches(rows, b, planned=planned, pad_to=setup.max_length if setup.pad_to_max_length else None)
     batches = micro_batches([sizes[0] for _, sizes, _ in rows], b, max_length=setup.max_length, packing=setup.packing,
                             padding_free=setup.padding_free, pad_to_max_length=setup.pad_to_max_length,
-                            order=order, gradient_accumulation_steps=ga)
+                            planned=planned)
     index = [row for row, _, _ in rows]  # positions → dataset row numbers
     trained = [t for _, _, t in rows]
     return [MicroBatch(x.sequences, x.length, x.tokens, sum(trained[i] for i in x.rows) if x.rows else x.label_tokens,
                        tuple(index[i] for i in x.rows), x.step, x.padded) for x in batches]
+
+
+def first_epoch(setup: MemorySetup, count: int) -> list[tuple[int, tuple[int, ...]]] | None:
+    """The first epoch's micro-batches (step, positions) on every rank, as the batch plan replays the sampler;
+    None when ``dataloader_drop_last`` leaves none (every row is then batched in order, steps unknown)."""
+    plan = BatchPlan(SamplerSettings(
+        samples=count, micro_batch_size=setup.micro_batch_size,
+        gradient_accumulation_steps=setup.gradient_accumulation_steps, world_size=setup.world_size, seed=setup.seed,
+        shuffle=setup.shuffle, drop_last=setup.drop_last))
+    return plan.epoch_micro_batches(0) or None
 
 
 def lengths_of(report: Report) -> Lengths:

@@ -34,6 +34,8 @@ def crash(path, **kwargs):
     ("host-oom-killed", "exitcode: -9", "failed (exitcode: -9)", "OOM killer"),
     ("host-oom-rlimit", "DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator", "host memory ran out"),
     ("crash-cuda-oom", "torch.OutOfMemoryError: CUDA out of memory", "CUDA out of memory", "GPU memory ran out"),
+    ("crash-bus-error", "exitcode: -7", "failed (exitcode: -7)", "SIGBUS"),
+    ("crash-dataloader-bus-error", "is killed by signal: Bus error", "DataLoader worker", "shared memory"),
 ])
 def test_real_crash_logs_name_the_cause_at_the_line(name, line, quoted, cause):
     path = RUNS / name / "console.log"
@@ -47,6 +49,28 @@ def test_real_crash_logs_name_the_cause_at_the_line(name, line, quoted, cause):
 def test_the_oom_kill_is_named_at_the_launchers_first_line_not_its_child_failed_error():
     finding = crash(RUNS / "host-oom-killed" / "console.log")
     assert finding.location.line == 3 and "ChildFailedError" not in finding.message
+
+
+def test_the_bus_error_is_named_at_the_launchers_exit_code_line_not_its_child_failed_error():
+    finding = crash(RUNS / "crash-bus-error" / "console.log")
+    assert finding.location.line == 3 and "ChildFailedError" not in finding.message
+    assert "--shm-size" in finding.hint and "dataloader_num_workers" in finding.hint
+
+
+def test_the_stray_nul_torch_writes_after_a_worker_bus_error_does_not_make_the_log_binary():
+    path = RUNS / "crash-dataloader-bus-error" / "console.log"
+    assert b"\x00" in path.read_bytes()  # torch's worker signal handler wrote it (the real capture)
+    report = build_report(str(path))
+    assert report.context["format"] == "console" and report.summary["final_loss"] is not None
+
+
+def test_a_binary_file_is_still_refused_with_one_line(tmp_path):
+    from mldebug_cli.core.errors import InputError
+
+    blob = tmp_path / "dump.bin"
+    blob.write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(InputError, match="binary data in no known run-log format"):
+        build_report(str(blob))
 
 
 def test_a_crash_log_with_metrics_keeps_its_series_and_names_the_crash_after_the_last_step():
@@ -168,3 +192,41 @@ def test_a_deepspeed_config_on_one_process_is_lr016_and_not_on_two():
         return [f.code for f in report.findings]
 
     assert codes(1) == ["LR016"] and codes(2) == []
+
+
+# axolotl's strategy loaders log this and return None (prompt_strategies/dpo/__init__.py:
+# LOG.warning(f"unable to load strategy {strategy}")); the caller then calls the None.
+AXOLOTL_STRATEGY = ("[2025-06-01 10:00:01,123] [WARNING] [axolotl.prompt_strategies.dpo.load:31] [PID:77] "
+                    "unable to load strategy my_rewards.format_reward")
+NONE_CALLED = "TypeError: 'NoneType' object is not callable"
+# hf_xet's error, as users report it (huggingface/xet-core issues 394 and 444)
+CAS_ERROR = "RuntimeError: Data processing error: CAS service error : IO Error: Timer expired"
+
+
+def test_an_unloadable_strategy_is_named_at_its_warning_with_the_error_after_it(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(f"{AXOLOTL_STRATEGY}\nTraceback (most recent call last):\n"
+                   '  File "/workspace/axolotl/src/axolotl/utils/data/rl.py", line 97, in _map_dataset\n'
+                   f"{NONE_CALLED}\n", encoding="utf-8")
+    finding = crash(log)
+    assert finding.location.line == 1 and "my_rewards.format_reward" in finding.message
+    assert "line 4" in finding.message and "python -c" in finding.hint
+
+
+def test_the_strategy_warning_alone_is_not_a_crash(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(f"{AXOLOTL_STRATEGY}\n{{'loss': 1.9, 'learning_rate': 2e-05, 'epoch': 0.5}}\n", encoding="utf-8")
+    assert not [f for f in build_report(str(log)).findings if f.code == "RN040"]
+
+
+def test_a_none_called_without_the_strategy_warning_is_not_named_as_one(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(f"{{'loss': 1.9, 'learning_rate': 2e-05, 'epoch': 0.5}}\n{NONE_CALLED}\n", encoding="utf-8")
+    assert "does not recognise" in crash(log).message
+
+
+def test_the_xet_cas_error_names_hf_hub_disable_xet(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text("Fetching 4 files:  25%|##5       | 1/4\n" + CAS_ERROR + "\n", encoding="utf-8")
+    finding = crash(log)
+    assert finding.location.line == 2 and "Xet" in finding.message and "HF_HUB_DISABLE_XET=1" in finding.hint

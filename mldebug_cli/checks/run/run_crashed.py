@@ -27,7 +27,15 @@ What it finds
       other tensors, as ZeRO-3's partitioned parameters;
     - ``Got unsupported ScalarType BFloat16``: a bf16 tensor turned into numpy (weight sync to vLLM);
     - ``Content end boundary is before start boundary`` and ``Could not find content start/end boundary``
-      (axolotl's chat_template strategy): the EOS token does not match the template's end of turn.
+      (axolotl's chat_template strategy): the EOS token does not match the template's end of turn;
+    - ``exitcode: -7``, ``Signal 7 (SIGBUS)``, ``Bus error``, a DataLoader worker "out of shared memory": a
+      process died of SIGBUS, most often because shared memory (``/dev/shm``, 64 MB in a default Docker
+      container) ran out under the data-loader workers; with DeepSpeed also an outdated DeepSpeed (axolotl's
+      table: ``pip install -U deepspeed``). The exit-code line is named, not the ``ChildFailedError`` wrapper;
+    - ``unable to load strategy X`` followed by an error (``'NoneType' object is not callable``): axolotl's
+      loader could not import the strategy or reward module X and returned None, which its caller called;
+    - ``CAS service error`` (``Data processing error``): the Hub's Xet storage client (hf_xet) failed
+      while downloading; ``HF_HUB_DISABLE_XET=1`` falls back to plain HTTP.
 
 Why it matters for training
     The traceback of a crashed run is long and the line that names the cause is rarely the last one: the
@@ -113,6 +121,19 @@ CAUSES: tuple[tuple[str, re.Pattern, str, str], ...] = tuple((name, re.compile(p
      "a bfloat16 tensor was turned into numpy, which has no bfloat16 (a weight sync to vLLM, a logging or "
      "saving path)",
      "cast to float32 before .numpy() (tensor.float()), or upgrade the framework whose weight sync does it"),
+    ("bus-error", r"exitcode\s*:\s*-7\b|Signal 7 \(SIGBUS\)|\bBus error\b|out of shared memory|insufficient shared memory",
+     "a process died of SIGBUS (exit code -7): most often shared memory (/dev/shm) ran out under the data-loader "
+     "workers (a default Docker container has 64 MB); with DeepSpeed also an outdated DeepSpeed",
+     "give the job more shared memory (docker run --shm-size=16g or --ipc=host; Kubernetes: an emptyDir with "
+     "medium Memory at /dev/shm) or lower dataloader_num_workers; with DeepSpeed, pip install -U deepspeed"),
+    ("strategy-load", r"unable to load strategy",
+     "axolotl could not import that strategy (or reward) module and used the None its loader returned, so the "
+     "call failed ('NoneType' object is not callable)",
+     "import the module on its own from the directory axolotl runs in (python -c \"import my_rewards\"): fix "
+     "the import error, the missing dependency or the module path in the config"),
+    ("cas-error", r"CAS service error",
+     "the Hugging Face Hub's Xet storage client (hf_xet) failed while fetching the data or model",
+     "export HF_HUB_DISABLE_XET=1 (plain HTTP downloads) and run again, or upgrade hf_xet"),
     ("template-boundary", r"Content end boundary is before start boundary|content start/end boundary",
      "axolotl could not find a turn's content in the rendered template: the tokenizer's EOS does not match the "
      "token the chat template ends turns with, so the turn's labels are wrong or dropped",
@@ -131,13 +152,19 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     tail = [e for e in errors if e.line > last_metric and e.kind != "template-boundary"]
     if not tail:
         return
-    for error in tail:
+    for index, error in enumerate(tail):
         cause = _cause(error.text)
-        if cause is not None and cause[0] != "template-boundary":
-            _name, text, fix = cause
-            yield run_hit(subject, f"line {error.line}: the run ended in {_quote(error.text)}: {text}", fix,
-                          line=error.line)
-            return
+        if cause is None or cause[0] == "template-boundary":
+            continue
+        name, text, fix = cause
+        if name == "strategy-load":  # a warning: the cause only when an error follows it
+            after = [e for e in tail[index + 1:] if e.kind != "strategy-load"]
+            if not after:
+                continue
+            text += f"; the error follows at line {after[0].line}: {_quote(after[0].text, 80)}"
+        yield run_hit(subject, f"line {error.line}: the run ended in {_quote(error.text)}: {text}", fix,
+                      line=error.line)
+        return
     named = [e for e in tail if e.kind in ("exception", "fatal", "watchdog") and e.name not in WRAPPERS] or tail
     last = named[-1]
     yield run_hit(subject, f"line {last.line}: the run ended in {_quote(last.text)}, an error mldebug does not "

@@ -65,6 +65,41 @@ class FindingRange:
 
 
 @dataclass(frozen=True)
+class RowAt:
+    """A dataset row in a replayed micro-batch: its 0-based index, file line (JSONL), rank and micro-batch."""
+
+    row: int
+    line: int | None
+    rank: int
+    micro_batch: int
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RowAt:
+        return cls(data.get("row", 0), data.get("line"), data.get("rank", 0), data.get("micro_batch", 0))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"row": self.row, "line": self.line, "rank": self.rank, "micro_batch": self.micro_batch}
+
+
+@dataclass(frozen=True)
+class StepRows:
+    """The rows the batch plan puts in one optimizer step that a finding names."""
+
+    code: str
+    step: int
+    epoch: int
+    rows: tuple[RowAt, ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StepRows:
+        return cls(data.get("code", ""), data.get("step", 0), data.get("epoch", 0),
+                   tuple(RowAt.from_dict(r) for r in data.get("rows") or ()))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "step": self.step, "epoch": self.epoch, "rows": [r.as_dict() for r in self.rows]}
+
+
+@dataclass(frozen=True)
 class RunSection:
     """check-run's details: the run, every series' statistics, the charted series as (step, value or None) points."""
 
@@ -72,6 +107,7 @@ class RunSection:
     series: Mapping[str, SeriesStats] = field(default_factory=dict)
     charts: Mapping[str, Sequence[Sequence[Any]]] = field(default_factory=dict)  # key -> [[step, value], ...]
     ranges: tuple[FindingRange, ...] = ()
+    batches: tuple[StepRows, ...] = ()  # with --config: the rows behind the flagged steps
 
     def ranges_of(self, key: str) -> list[FindingRange]:
         return [r for r in self.ranges if r.key == key and r.first is not None]
@@ -80,11 +116,15 @@ class RunSection:
     def from_details(cls, details: Mapping[str, Any]) -> RunSection:
         return cls(RunView.from_dict(details.get("run") or {}),
                    {k: SeriesStats.from_dict(v) for k, v in (details.get("series") or {}).items()},
-                   details.get("charts") or {}, tuple(FindingRange.from_dict(r) for r in details.get("ranges") or ()))
+                   details.get("charts") or {}, tuple(FindingRange.from_dict(r) for r in details.get("ranges") or ()),
+                   tuple(StepRows.from_dict(b) for b in details.get("batches") or ()))
 
     def as_details(self) -> dict[str, Any]:
-        return {"run": self.run.as_dict(), "series": {k: s.as_dict() for k, s in self.series.items()},
-                "charts": dict(self.charts), "ranges": [r.as_dict() for r in self.ranges]}
+        details = {"run": self.run.as_dict(), "series": {k: s.as_dict() for k, s in self.series.items()},
+                   "charts": dict(self.charts), "ranges": [r.as_dict() for r in self.ranges]}
+        if self.batches:
+            details["batches"] = [b.as_dict() for b in self.batches]
+        return details
 
 
 @dataclass(frozen=True)

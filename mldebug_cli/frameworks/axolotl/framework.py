@@ -461,6 +461,7 @@ class Rows(RowProfile):
     than sequence_len dropped (excess_length_strategy: drop)."""
 
     framework = "axolotl"
+    resizes_embeddings = True  # its model loader grows the embeddings when the tokenizer is longer (docs/faq.qmd)
     default_train_on = "assistant"
     truncation = "drop"
     appends_eos = True

@@ -86,10 +86,17 @@ def _detect_file(path: Path) -> str:
         return "csv"
     if _TORCHTUNE_LINE.match(stripped):
         return "torchtune"
-    if b"\x00" in head:
+    if _looks_binary(head, text):
         raise InputError(f"{path}: binary data in no known run-log format",
                          hint="pass --format to say what it is (" + ", ".join(FORMATS) + ")")
     return "console"
+
+
+def _looks_binary(head: bytes, text: str) -> bool:
+    """More than a few NUL bytes, or a tenth of the text undecodable or control bytes (a console capture may hold
+    a stray NUL: torch's DataLoader worker writes one after its bus-error message)."""
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r\x1b"))
+    return head.count(b"\x00") > max(8, len(head) // 100) or odd > max(8, len(text) // 10)
 
 
 def _looks_like_tfrecord(head: bytes) -> bool:

@@ -3,8 +3,9 @@
 The reader keeps, with their 1-based line numbers, the lines that report a failure: a Python exception
 line (``ValueError: ...``, ``torch.OutOfMemoryError: ...``, also behind a ``[rank0]:`` prefix), the
 elastic launcher's ``exitcode: -9`` and ``Signal 9 (SIGKILL)`` lines, the shell's ``Killed``, NCCL's
-watchdog timeout, ``terminate called after throwing``, a segmentation fault, and axolotl's warnings that
-it could not find a turn's content in the rendered template. Which failure they mean, with its cause
+watchdog timeout, ``terminate called after throwing``, a segmentation fault, axolotl's warnings that
+it could not find a turn's content in the rendered template, and its warning ``unable to load strategy X``
+(its loader returns None, which the caller then calls). Which failure they mean, with its cause
 and fix, is the run-crashed check's business (RN040); this module only finds them, cheaply: a line is
 matched only when it holds one of a few substrings.
 """
@@ -32,7 +33,7 @@ _TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d):(\d\d):(\d\d)")
 @dataclass(frozen=True)
 class ErrorLine:
     line: int
-    kind: str  # exception | exitcode | signal | killed | watchdog | fatal | template-boundary
+    kind: str  # exception | exitcode | signal | killed | watchdog | fatal | template-boundary | strategy-load
     text: str
     name: str = ""  # the exception's class (``ValueError``), when it is one
 
@@ -103,7 +104,7 @@ def _may_report(text: str) -> bool:
     """Whether a line holds a word an error line has (plain substring tests: the fastest filter in CPython)."""
     return ("rror" in text or "xception" in text or "exitcode" in text or "Killed" in text or "SIGKILL" in text
             or "Watchdog" in text or "terminate called" in text or "Segmentation fault" in text
-            or "boundary" in text or "Failure" in text)
+            or "boundary" in text or "Failure" in text or "unable to load strategy" in text or "SIGBUS" in text)
 
 
 def _classify(text: str, number_: int) -> ErrorLine | None:
@@ -114,10 +115,12 @@ def _classify(text: str, number_: int) -> ErrorLine | None:
         return ErrorLine(number_, "template-boundary", text)
     if "Watchdog caught collective operation timeout" in text:
         return ErrorLine(number_, "watchdog", text)
+    if "unable to load strategy" in text:  # axolotl's warning before its caller calls the None it returned
+        return ErrorLine(number_, "strategy-load", text)
     match = _EXITCODE.search(text)
     if match:
         return ErrorLine(number_, "exitcode", text, match.group(1))
-    if "Signal 9 (SIGKILL)" in text or "SIGKILL" in text and "received" in text:
+    if "Signal 9 (SIGKILL)" in text or ("SIGKILL" in text or "SIGBUS" in text) and "received" in text:
         return ErrorLine(number_, "signal", text)
     if text == "Killed" or text.endswith(" Killed") and len(text) < 120:
         return ErrorLine(number_, "killed", text)

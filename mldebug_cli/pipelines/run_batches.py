@@ -1,0 +1,66 @@
+"""``check-run --config``: the dataset rows behind each step a spike, non-finite value or outlier finding names,
+replayed by the batch plan from the config's sampler settings and its (first) dataset."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.findings import Finding
+from mldebug_cli.core.sections.runlog import RowAt, StepRows
+
+BATCH_CODES = ("RN002", "RN003", "RN004")  # the findings whose steps get their rows
+MAX_STEPS_PER_FINDING = 8  # a loss logged every k steps averages k steps: at most this many are named
+
+
+def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: int = 1) -> tuple[tuple[StepRows, ...], str]:
+    """The rows of each flagged step and a context line saying where they come from (or why they could not be)."""
+    from mldebug_cli.frameworks.sampling import batch_plan
+    from mldebug_cli.frameworks.selector import detect_framework, read_plan
+    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+    from mldebug_cli.sources.config_file import load_config
+    from mldebug_cli.sources.shards import open_dataset
+
+    wanted = list(dict.fromkeys((f.code, s) for f in findings if f.code in BATCH_CODES for s in _steps(f, run)))
+    if not wanted:
+        return (), "no finding names a step to replay"
+    try:
+        config = load_config(config_path)
+        training = read_plan(config, detect_framework(config))
+        if not training.datasets:
+            raise InputError(f"{config_path}: the config names no dataset")
+        dataset = training.datasets[0]
+        source = open_dataset(dataset.spec, dataset.split)
+        plan = batch_plan(read_trainer_facts(config_path, None, world_size), len(source), config_path)
+    except InputError as exc:
+        return (), f"rows not named: {exc.message}"
+    steps = {s: plan.step(s) for _, s in wanted}
+    rows = sorted({r for step in steps.values() if step for r in step.rows})
+    lines = {record.index: record.line for record in source.records(rows, parse=False)} if rows else {}
+    found = []
+    for code, number in wanted:
+        step = steps[number]
+        if step is None:
+            continue
+        found.append(StepRows(code, number, step.epoch, tuple(
+            RowAt(row, lines.get(row), rank, index) for rank, batches in enumerate(step.micro_batches)
+            for index, batch in enumerate(batches) for row in batch)))
+    return tuple(found), f"{dataset.spec}: {plan.settings.describe()}; {plan.total_steps:,} optimizer steps"
+
+
+def _steps(finding: Finding, run) -> list[int]:
+    """The optimizer steps behind a finding's range: a loss value logged at step s averages every step since the
+    previous log of it (``logging_steps``); other series are logged for their step alone. For RN002 the step
+    before the first non-finite value is added (the batches before a NaN)."""
+    first = finding.location.step
+    if first is None:
+        return []
+    last = finding.location.step_end if finding.location.step_end is not None else first
+    series = run.get(finding.location.key) if finding.location.key == "loss" else None
+    start = first - 1 if finding.code == "RN002" else first
+    if series is not None:
+        at = bisect_left(series.steps, first)
+        if 0 < at < len(series.steps) and series.steps[at] == first:
+            start = min(start, series.steps[at - 1] + 1)
+    return list(range(max(start, 1), last + 1))[:MAX_STEPS_PER_FINDING]

@@ -1,0 +1,120 @@
+"""The batch plan through the commands: inspect-data --step, check-run --config (rows behind a flagged step),
+memory's peak batch on several ranks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from mldebug_cli.cli import app
+from support import FIXTURES, ROOT, RUNS
+
+runner = CliRunner()
+TRL = FIXTURES / "preflight" / "trl" / "config_fixed.yaml"  # 24 rows, batch 4, accumulation 2, seed 42
+POISONED = RUNS / "sft-poisoned-row"
+
+
+@pytest.fixture(autouse=True)
+def at_repo_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+def run(*args):
+    return runner.invoke(app, [*map(str, args)], catch_exceptions=False)
+
+
+def test_step_shows_the_rows_the_trainers_sampler_puts_in_that_step():
+    torch = pytest.importorskip("torch")
+    generator = torch.Generator()
+    generator.manual_seed(42)  # accelerate's SeedableRandomSampler: seed + epoch 0
+    order = torch.randperm(24, generator=generator).tolist()
+    result = run("inspect-data", "--config", TRL, "--step", 2, "-f", "json", "--exit-zero")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert sorted(r["row"] for r in doc["rows"]) == sorted(order[8:16])  # micro-batches 3 and 4 of 4 rows
+    assert doc["context"]["step 2 (epoch 1)"] == ("micro-batch 1: " + ", ".join(map(str, order[8:12])) +
+                                                  "; micro-batch 2: " + ", ".join(map(str, order[12:16])))
+    assert doc["summary"]["rows_checked"] == 8
+
+
+def test_step_on_two_ranks_lists_each_ranks_micro_batches():
+    result = run("inspect-data", "--config", TRL, "--step", 1, "--world-size", 2, "-f", "json", "--exit-zero")
+    doc = json.loads(result.stdout)
+    assert "step 1 (epoch 1), rank 0" in doc["context"] and "step 1 (epoch 1), rank 1" in doc["context"]
+    assert len(doc["rows"]) == 16 and "2 ranks" in doc["context"]["batch plan"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--step", 4), "step 4 is past the end of the run (3 optimizer steps)"),
+    (("--step", 0), "--step must be 1 or more"),
+])
+def test_a_step_outside_the_run_is_a_one_line_error(args, words):
+    result = run("inspect-data", "--config", TRL, *args)
+    assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
+
+
+def test_step_needs_a_config(tmp_path):
+    result = run("inspect-data", FIXTURES / "preflight" / "trl" / "train.jsonl", "-t",
+                 FIXTURES / "tokenizers" / "qwen2.5-instruct", "--step", 1)
+    assert result.exit_code == 2 and "--step needs --config" in result.output
+
+
+# The poisoned step's loss is 2.03x the mean of the steps before it, but the run's first steps fall from 11.9 to 2.2,
+# so their spread hides it from RN003's default 6-sigma rule: the tests lower sigma, as a user's [tool.mldebug] can.
+SPIKE_THRESHOLDS = {"RN003": {"sigma": 1.5}}
+
+
+def poisoned_report(config=POISONED / "config.yaml"):
+    from mldebug_cli.pipelines.check_run import build_report
+
+    return build_report(str(POISONED / "trainer_state.json"), config=str(config), thresholds=SPIKE_THRESHOLDS)
+
+
+def test_check_run_names_the_poisoned_row_behind_the_real_runs_spike():
+    import io
+
+    from mldebug_cli.formats import render_report
+
+    made = json.loads((RUNS / "VERSIONS.json").read_text())["scenarios"]["sft-poisoned-row"]
+    report = poisoned_report()
+    spike = next(f for f in report.findings if f.code == "RN003")
+    assert spike.location.step == made["poisoned_step"]  # the real Trainer reached the row where the plan put it
+    behind = next(b for b in report.details["batches"] if b["code"] == "RN003" and b["step"] == made["poisoned_step"])
+    assert [r["row"] for r in behind["rows"]] == [made["poisoned_row"]]  # batch 1, no accumulation: that row alone
+    line = (POISONED / "train.jsonl").read_text().splitlines()[behind["rows"][0]["line"] - 1]
+    assert behind["rows"][0]["line"] == made["poisoned_row"] + 1 and "#" in json.loads(line)["text"]
+    assert made["poisoned_row"] not in {r["row"] for b in report.details["batches"] if b["step"] != made["poisoned_step"]
+                                        for r in b["rows"]}
+    stream = io.StringIO()
+    render_report(report, "text", stream)
+    text = stream.getvalue()
+    assert f"RN003 step {made['poisoned_step']} (epoch 1): rows {made['poisoned_row']} (line " in text
+
+
+def test_check_run_without_config_names_no_rows():
+    doc = json.loads(run("check-run", POISONED / "trainer_state.json", "-f", "json", "--exit-zero").stdout)
+    assert "batches" not in doc and doc["context"]["batch_plan"] is None
+
+
+def test_check_run_says_why_a_config_it_cannot_plan_names_no_rows(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text((POISONED / "config.yaml").read_text().replace("dataset_name: train.jsonl",
+                                                                     f"dataset_name: {POISONED / 'train.jsonl'}")
+                      + "packing: true\n")
+    report = poisoned_report(config)
+    assert "batches" not in report.details and "packs rows into sequences" in report.context["batch_plan"]
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3])
+def test_memorys_peak_batch_is_named_at_its_step_on_every_rank_count(world_size):
+    torch = pytest.importorskip("torch")
+    generator = torch.Generator()
+    generator.manual_seed(42)
+    order = torch.randperm(40, generator=generator).tolist()  # 40 rows, row 27 the long one, batch 8
+    index = order.index(27) // 8  # its micro-batch in the epoch; accelerate deals them round-robin to the ranks
+    result = run("memory", FIXTURES / "memory" / "sft_long_row.yaml", "--model",
+                 FIXTURES / "memory-models" / "qwen2.5-0.5b", "--world-size", world_size, "-f", "json", "--exit-zero")
+    doc = json.loads(result.stdout)
+    assert 27 in doc["batch"]["rows"] and doc["batch"]["step"] == index // world_size + 1
