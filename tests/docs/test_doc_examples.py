@@ -122,6 +122,14 @@ def test_the_docs_have_examples_and_the_readme_demo_is_one_of_them():
     assert len(ALL) >= 10
 
 
+def test_the_readme_is_a_front_page_whose_links_all_lead_somewhere():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.count("\n") <= 300, "README.md is the front page (at most ~300 lines): move the detail into docs/"
+    targets = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text)  # relative links; URLs (with a scheme) left out
+    assert {"docs/checks.md", "CONTRIBUTING.md", "docs/frameworks/index.md"} <= set(targets)
+    assert [target for target in targets if not (ROOT / target).exists()] == []
+
+
 def _output_lines(text: str) -> list[str]:
     return [line.rstrip() for line in text.split("\n")]
 
