@@ -18,11 +18,11 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import ContextValue, Finding, Report
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView, SideView
-from mldebug_cli.frameworks import trl_preference as trl
 from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
 from mldebug_cli.frameworks.selector import pair_profile
+from mldebug_cli.frameworks.trl import preference as trl
 from mldebug_cli.pipelines.row_batches import (
     batch_results,
     engine_line,
