@@ -28,6 +28,7 @@ from mldebug_cli.pipelines.row_batches import (
     engine_line,
     first_records,
     open_rows,
+    rows_past_the_end,
     sample_indices,
     unreadable_shards,
     workers_for,
@@ -518,7 +519,7 @@ def _context(setup: PreferenceSetup, options, checked: int, total: int, loaded,
         "framework": FRAMEWORK_NOTES.get(setup.task, FRAMEWORK_NOTES["dpo"]),
         "max_length": setup.max_length,
         "truncation_mode": setup.truncation_mode if setup.task == "dpo" else None,
-        "rows_checked": f"{checked} of {total}",
+        "rows_checked": f"{checked} of {total}" + (f" (--rows{past})" if (past := rows_past_the_end(options, total)) else ""),
     }
     if prepared is not None:  # the framework's own processor: its lines, and no TRL truncation mode
         context.update(prepared.context, truncation_mode=None)

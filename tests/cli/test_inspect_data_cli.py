@@ -262,3 +262,18 @@ def test_the_trained_text_view_shows_a_character_split_across_tokens_once(tmp_pa
     out = run("inspect-data", data, "-t", LLAMA3, "--rows", "0", "--color", "never", "--exit-zero").stdout
     assert "谁是薛定谔?" in out and "薛定谔是物理学家。<|eot_id|>" in out
     assert "薛薛" not in out and "谔谔" not in out
+
+
+@pytest.mark.parametrize("row", [
+    {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+    {"prompt": "Say hi.", "chosen": "hi", "rejected": "no"},
+])
+def test_rows_that_run_past_the_end_are_left_out_and_said(tmp_path, row):
+    data = tmp_path / "one.jsonl"
+    write_jsonl(data, [row])
+    result = run("inspect-data", data, "-t", QWEN3, "--rows", "0-2", "-f", "json", "--exit-zero")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["context"]["rows_checked"] == "1 of 1 (--rows; rows 1-2 past the end of the 1-row dataset left out)"
+    nothing = run("inspect-data", data, "-t", QWEN3, "--rows", "3,7")
+    assert nothing.exit_code == 2 and "row 3 is past the end of the dataset (1 rows" in nothing.stderr
