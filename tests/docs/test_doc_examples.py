@@ -52,7 +52,11 @@ class Example:
 
     @property
     def id(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+        return f"{_shown(self.path)}:{self.line}"
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _annotation(path: Path, line: int, text: str) -> dict[str, str]:
@@ -63,7 +67,7 @@ def _annotation(path: Path, line: int, text: str) -> dict[str, str]:
     for part in [found.group(1)] if found.group(1).startswith("skip=") else found.group(1).split():
         key, _, value = part.partition("=")
         if key not in {"exit", "synopsis", "skip"}:
-            raise ValueError(f"{path.relative_to(ROOT)}:{line}: unknown docs-test annotation {part!r}")
+            raise ValueError(f"{_shown(path)}:{line}: unknown docs-test annotation {part!r}")
         parsed[key] = value
     return parsed
 
@@ -93,18 +97,24 @@ def examples(path: Path) -> list[Example]:
         if language in SHELL_FENCES or (language == "text" and prompts):
             note = _annotation(path, i, lines[i - 1]) if i else {}
             block: list[Example] = []
-            for offset, text in enumerate(body):
+            offset = 0
+            while offset < len(body):
+                text, at = body[offset], offset
+                while text.endswith("\\") and offset + 1 < len(body):  # a command continued on the next line
+                    offset += 1
+                    text = text[:-1] + " " + body[offset].strip()
+                offset += 1
                 if prompts and not text.startswith("$ "):
                     if block:
                         block[-1].quoted.append(text)
                     continue
                 command = _command(text)
                 if command is not None:
-                    block.append(Example(path, i + 2 + offset, command))
+                    block.append(Example(path, i + 2 + at, command))
             if block and "synopsis" not in note:
                 codes = [int(code) for code in note.get("exit", "0").split(",")]
                 if len(codes) not in (1, len(block)):
-                    raise ValueError(f"{path.relative_to(ROOT)}:{i}: exit={note['exit']} for {len(block)} commands")
+                    raise ValueError(f"{_shown(path)}:{i}: exit={note['exit']} for {len(block)} commands")
                 for n, example in enumerate(block):
                     example.exit_code = codes[n if len(codes) > 1 else 0]
                     example.skip = note.get("skip", "").removeprefix("skip=") or None
@@ -128,6 +138,30 @@ def test_the_readme_is_a_front_page_whose_links_all_lead_somewhere():
     targets = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text)  # relative links; URLs (with a scheme) left out
     assert {"docs/checks.md", "CONTRIBUTING.md", "docs/frameworks/index.md"} <= set(targets)
     assert [target for target in targets if not (ROOT / target).exists()] == []
+
+
+def test_annotations_decide_what_runs_and_what_it_must_exit_with(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- docs-test: synopsis -->\n```bash\nmldebug inspect-data DATASET --tokenizer DIR\n```\n\n"
+        "<!-- docs-test: exit=1,0 -->\n```bash\nmldebug a x  # fails\npip install . && mldebug b \\\n  --flag\n```\n\n"
+        "<!-- docs-test: skip=needs a model folder -->\n```console\n$ mldebug c\nline one\n...\nline two\n```\n\n"
+        "```python\nmldebug d\n```\n",
+        encoding="utf-8")
+    found = [(e.command, e.line, e.exit_code, e.skip, e.quoted) for e in examples(page)]
+    assert found == [("mldebug a x  # fails", 8, 1, None, []), ("mldebug b  --flag", 9, 0, None, []),
+                     ("mldebug c", 15, 0, "needs a model folder", ["line one", "...", "line two"])]
+    page.write_text("<!-- docs-test: exits=1 -->\n```bash\nmldebug a\n```\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="unknown docs-test annotation"):
+        examples(page)
+
+
+def test_quoted_output_must_be_there_line_for_line_and_in_order():
+    output = "head\n  row 1: bad  \nsummary\n"
+    assert _missing_quote(["head", "...", "  row 1: bad", "summary"], output) is None
+    assert _missing_quote(["summary", "head"], output) == "head"  # out of order
+    assert _missing_quote(["row 1: bad"], output) == "row 1: bad"  # indentation counts
+    assert _missing_quote(["head", "tail"], output) == "tail"
 
 
 def _output_lines(text: str) -> list[str]:
