@@ -18,6 +18,7 @@ from mldebug_cli.cli.common import (
     OutputOptions,
     SelectOpt,
     errors_exit,
+    load_settings,
     print_error,
     run_report,
     split_list,
@@ -49,7 +50,6 @@ def check_run(
     exit_zero: bool = ExitZeroOpt,
 ) -> None:
     """Check a training run's logged metrics: NaN, zero or spiking loss, overfitting, RL and DPO failure signs."""
-    from mldebug_cli.core import config as settings_file
     from mldebug_cli.pipelines.check_run import build_report
 
     def build(run_log=None):
@@ -62,7 +62,7 @@ def check_run(
             vocab_size=vocab_size,
             select=split_list(select),
             ignore=split_list(ignore),
-            thresholds=settings_file.load().thresholds,
+            thresholds=load_settings().thresholds,
             run=run_log,
         )
 

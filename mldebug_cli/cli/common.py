@@ -53,13 +53,19 @@ def _given(ctx: typer.Context, param: typer.CallbackParam) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
+def load_settings() -> Settings:
+    """The configuration (file < environment); its ``[versions]`` may name the framework registry's packages."""
+    from mldebug_cli.core import config
+    from mldebug_cli.frameworks.registry import VERSION_PACKAGES
+
+    return config.load(version_packages=VERSION_PACKAGES)
+
+
 def _settings(ctx: typer.Context) -> Settings:
     """The configuration (file < environment), read once per command run."""
-    from mldebug_cli.core import config
-
     if "mldebug.settings" not in ctx.meta:
         with errors_exit():
-            ctx.meta["mldebug.settings"] = config.load()
+            ctx.meta["mldebug.settings"] = load_settings()
     return ctx.meta["mldebug.settings"]
 
 
@@ -177,9 +183,7 @@ def with_framework_flags(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def configured_versions() -> dict[str, str]:
     """``[versions]`` of mldebug.toml / ``[tool.mldebug.versions]``."""
-    from mldebug_cli.core import config
-
-    return dict(config.load().versions)
+    return dict(load_settings().versions)
 
 
 def or_list(names: tuple[str, ...]) -> str:
@@ -305,7 +309,6 @@ def resolve_output_format(name: str) -> str:
 
 def run_report(build: Callable[[], Report], opts: OutputOptions) -> None:
     """Build the report, apply the configured severities, write it, exit with the code it implies."""
-    from mldebug_cli.core import config
     from mldebug_cli.core.console import use_color
     from mldebug_cli.formats import check_format, render_report
 
@@ -314,7 +317,7 @@ def run_report(build: Callable[[], Report], opts: OutputOptions) -> None:
         check_format(output_format)  # a flag that cannot work fails before anything heavy loads
         if opts.output is not None:
             refuse_argument_inputs({"--output": opts.output})
-        report = config.load().apply(build())
+        report = load_settings().apply(build())
         if opts.output is not None:
             write_report(opts.output, lambda stream: render_report(report, output_format, stream, color=False))
             sys.stderr.write(f"{output_format} report written to {visible(str(opts.output))}\n")

@@ -18,6 +18,7 @@ from mldebug_cli.cli.common import (
     SelectOpt,
     configs_for,
     frameworks_for,
+    load_settings,
     run_report,
     split_list,
 )
@@ -53,7 +54,6 @@ def probe(
     """Measure the gradient chain of a training config on its model and rows: saturated losses, parameters with no
     gradient, frozen new tokens, conflicting terms, optimizer inertia, update ratio, the first non-finite module."""
     from mldebug_cli.cli.inspect_data import parse_rows
-    from mldebug_cli.core import config as settings_file
     from mldebug_cli.pipelines.probe import ProbeOptions, build_report
 
     def build():
@@ -63,7 +63,7 @@ def probe(
             sample=sample, device=device, steps=steps, ablate=ablate, framework=framework,
             rewards=str(rewards) if rewards else None,
             select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
-            thresholds=settings_file.load().thresholds, allow_outside_paths=allow_outside_paths,
+            thresholds=load_settings().thresholds, allow_outside_paths=allow_outside_paths,
         )
         return build_report(options, _progress)
 

@@ -36,7 +36,6 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import MldebugError, UsageError
 from mldebug_cli.core.findings import Report, Severity
 from mldebug_cli.core.safe_io import long_number_message, open_regular
-from mldebug_cli.frameworks.registry import VERSION_PACKAGES  # the --<package>-version flags
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,11 +78,13 @@ class Settings:
         ))
 
 
-def load(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
-    """Defaults, then the configuration file, then the environment."""
+def load(cwd: Path | None = None, env: Mapping[str, str] | None = None, *,
+         version_packages: tuple[str, ...]) -> Settings:
+    """Defaults, then the configuration file, then the environment. ``version_packages``: the packages ``[versions]``
+    may name (the command line passes the framework registry's, so this floor imports no framework)."""
     env = os.environ if env is None else env
     path = _explicit_file(env) if env.get(ENV_CONFIG) else find_file(cwd or Path.cwd())
-    settings = read_file(path) if path is not None else Settings()
+    settings = read_file(path, version_packages=version_packages) if path is not None else Settings()
     return _with_env(settings, env)
 
 
@@ -98,13 +99,13 @@ def find_file(start: Path) -> Path | None:
     return None
 
 
-def read_file(path: Path) -> Settings:
+def read_file(path: Path, *, version_packages: tuple[str, ...]) -> Settings:
     document = _parse(path)
     if path.name == PYPROJECT:
         table, where = document.get("tool", {}).get("mldebug", {}), "[tool.mldebug]"
     else:
         table, where = document, "the top level"
-    return _settings(table, source=str(path), where=where)
+    return _settings(table, source=str(path), where=where, version_packages=version_packages)
 
 
 def _explicit_file(env: Mapping[str, str]) -> Path:
@@ -127,7 +128,7 @@ def _parse(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {long_number_message(raw.decode('utf-8', errors='replace'), exc)}") from None
 
 
-def _settings(table: Mapping[str, Any], source: str, where: str) -> Settings:
+def _settings(table: Mapping[str, Any], source: str, where: str, version_packages: tuple[str, ...]) -> Settings:
     _known_keys(table, TOP_KEYS, f"{source}: {where}")
     fail_on = table.get("fail-on")
     severities, thresholds = _check_options(table.get("checks", {}), source)
@@ -137,7 +138,7 @@ def _settings(table: Mapping[str, Any], source: str, where: str) -> Settings:
         fail_on=None if fail_on is None else _severity(fail_on, f"{source}: fail-on"),
         severities=severities,
         thresholds=thresholds,
-        versions=_versions(table.get("versions", {}), f"{source}: versions"),
+        versions=_versions(table.get("versions", {}), f"{source}: versions", version_packages),
     )
 
 
@@ -151,10 +152,10 @@ def _known_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str) 
             )
 
 
-def _versions(table: Any, where: str) -> dict[str, str]:
+def _versions(table: Any, where: str, packages: tuple[str, ...]) -> dict[str, str]:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table of package = \"version\", got {table!r}")
-    _known_keys(table, VERSION_PACKAGES, where)
+    _known_keys(table, packages, where)
     for package, version in table.items():
         if not isinstance(version, str) or not version.strip():
             raise ConfigError(f"{where}.{package}: expected a version string such as \"4.57.1\", got {version!r}")

@@ -39,7 +39,7 @@ def junit_document(report: Report, root: Path) -> ET.Element:
         ran = list(report.checks_run) if path in targets else []
         suites.append(_suite(path, ran + [code for code in found if code not in ran], found))
     children = suites.findall("testsuite")
-    _set_counts(suites, sum(int(s.get("tests")) for s in children), sum(int(s.get("failures")) for s in children))
+    _set_counts(suites, sum(int(s.get("tests", "0")) for s in children), sum(int(s.get("failures", "0")) for s in children))
     return suites
 
 

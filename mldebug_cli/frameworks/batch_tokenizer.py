@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-_NOTHING = {"input_ids": [], "offset_mapping": []}
+_NOTHING: dict[str, list[Any]] = {"input_ids": [], "offset_mapping": []}
 
 
 class BatchTokenizer:

@@ -90,7 +90,7 @@ REGISTRY = (
 DEFAULT_ROWS = "trl"  # whose tokenization inspect-data emulates when no framework is named
 
 NAMES = tuple(entry.name for entry in REGISTRY)
-VERSION_PACKAGES = tuple(entry.package for entry in REGISTRY if entry.version_flag)  # the --<package>-version flags
+VERSION_PACKAGES = tuple(entry.package for entry in REGISTRY if entry.version_flag and entry.package)  # the --<package>-version flags
 VERSION_LABELS = {entry.package: entry.shown for entry in REGISTRY if entry.version_flag}
 DISTRIBUTIONS = {entry.name: entry.package for entry in REGISTRY if entry.package}  # framework name -> distribution
 

@@ -213,7 +213,7 @@ def recorded_keys(package: str, classes: Iterable[str], version: str | None) -> 
 
 def stored(name: str) -> dict[str, Any]:
     """A table stored in ``frameworks/keys/`` (axolotl's chat templates: tools/axolotl_chat_templates.py)."""
-    text = resources.files("mldebug_cli.frameworks").joinpath("keys", name).read_text(encoding="utf-8")
+    text = resources.files("mldebug_cli.frameworks").joinpath("keys").joinpath(name).read_text(encoding="utf-8")
     return json.loads(text)
 
 

@@ -17,8 +17,8 @@ from mldebug_cli.sources.training_plan import DatasetPlan, TrainingPlan, finishe
 
 def detect_framework(config: ConfigFile) -> str:
     """The framework whose keys the config uses; the fallback (plain TrainingArguments) when nothing else fits."""
-    detecting = sorted((f for f in frameworks() if f.detection), key=lambda f: f.detection.rank)
-    found = next((f for f in detecting if f.detection.matches(config.data)), None)
+    detecting = sorted(((f.detection, f) for f in frameworks() if f.detection), key=lambda pair: pair[0].rank)
+    found = next((f for detection, f in detecting if detection.matches(config.data)), None)
     return found.name if found else next(f.name for f in frameworks() if f.fallback)
 
 
@@ -35,7 +35,9 @@ def read_spec(config: ConfigFile, name: str | None, world_size: int, targets: Ta
     if world_size < 1:
         raise UsageError(f"--world-size must be at least 1, got {world_size}")
     targets = targets or versions.resolve(config.path)
-    return framework(name).read_spec(config, name, world_size, targets, task)
+    reader = framework(name).read_spec
+    assert reader is not None  # checked_framework: it serves "schedule", whose part this is
+    return reader(config, name, world_size, targets, task)
 
 
 def key_schema(config: ConfigFile, name: str, targets: TargetVersions, task: str | None = None) -> KeySchema | None:
@@ -52,13 +54,17 @@ def versioned_packages(name: str) -> tuple[str, ...]:
 
 def profile_class(name: str) -> type:
     """The RowProfile class of ``name`` (its class attributes say what it does without a tokenizer)."""
-    return framework(name).rows
+    rows = framework(name).rows
+    assert rows is not None  # the caller's --framework serves "rows"
+    return rows
 
 
 def row_profile(name: str, options: Any, loaded: Any, row_format: str):
     """How ``name`` turns rows into ids and labels (a frameworks.rows.RowProfile), for these inspect options (their
     ``framework_options``), tokenizer and row format."""
-    return framework(name).row_profile(options, loaded, row_format)
+    profile = framework(name).row_profile
+    assert profile is not None  # the caller's --framework serves "rows", whose part this is
+    return profile(options, loaded, row_format)
 
 
 def pair_profile(name: str, options: Any, loaded: Any, task: str):

@@ -111,8 +111,8 @@ def pinned_beside(folder: Path) -> dict[str, tuple[str, str]]:
         if path.is_file():
             for number, line in enumerate(_read(path).splitlines(), 1):
                 match = _PIN.match(line)
-                package = match and _normalise(match.group(1))
-                if package in PACKAGES:
+                package = _normalise(match.group(1)) if match else None
+                if match and package in PACKAGES:
                     found.setdefault(package, (match.group(2), f"{path} line {number}"))
     for name in LOCK_FILES:
         path = folder / name

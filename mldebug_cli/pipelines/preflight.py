@@ -584,8 +584,10 @@ def memory_lengths(options) -> Lengths:
                             show=0, select=("DS001",), sequence_lengths=True)
     try:
         configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
-                                                                                 "show", "sequence_lengths"}))
+                                                                                 "show", "sequence_lengths"}),
+                                        getattr(options, "allow_outside_paths", False))
         report = inspect_with_config(configured)
     except InputError as error:
-        return Lengths([], f"every sequence at max_length (the rows were not read: {error.message})")
+        reason = error.message + (f" ({error.hint})" if error.hint else "")
+        return Lengths([], f"every sequence at max_length (the rows were not read: {reason})", not_read=reason)
     return lengths_of(report)

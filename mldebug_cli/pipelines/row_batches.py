@@ -103,6 +103,7 @@ _ENGINE: BatchEngine | None = None  # set before forking workers, which inherit 
 
 
 def _work(batch: list[Record]) -> Any:
+    assert _ENGINE is not None  # run_batches sets it before forking the workers that call this
     return _ENGINE.process(batch)
 
 

@@ -59,7 +59,7 @@ def _group(path: str, line: int, raw: str, group_size: int | None) -> RewardGrou
     where = f"{Path(path).name}: line {line}"
     try:
         row = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise InputError(f"{where}: not JSON ({exc.msg} at column {exc.colno})", hint=_shape()) from None
     if not isinstance(row, dict) or any(k not in row for k in KEYS):
         missing = [k for k in KEYS if not isinstance(row, dict) or k not in row]

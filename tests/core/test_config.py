@@ -9,6 +9,7 @@ import pytest
 from mldebug_cli.core import config
 from mldebug_cli.core.config import ConfigError, Settings
 from mldebug_cli.core.findings import Finding, Location, Report, Severity
+from mldebug_cli.frameworks.registry import VERSION_PACKAGES
 
 
 def write(path: Path, text: str) -> Path:
@@ -18,13 +19,13 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_defaults_without_a_file(tmp_path):
-    assert config.load(tmp_path, env={}) == Settings()
+    assert config.load(tmp_path, env={}, version_packages=VERSION_PACKAGES) == Settings()
 
 
 def test_mldebug_toml_is_found_from_a_subfolder(tmp_path):
     write(tmp_path / "mldebug.toml", 'select = ["DS0"]\nignore = ["no-generation-markers"]\nfail-on = "warning"\n')
     (tmp_path / "data" / "sub").mkdir(parents=True)
-    settings = config.load(tmp_path / "data" / "sub", env={})
+    settings = config.load(tmp_path / "data" / "sub", env={}, version_packages=VERSION_PACKAGES)
     assert settings.select == ("DS0",) and settings.ignore == ("no-generation-markers",)
     assert settings.fail_on is Severity.WARNING
 
@@ -34,13 +35,13 @@ def test_pyproject_needs_a_tool_mldebug_table_and_the_nearest_file_wins(tmp_path
     write(tmp_path / "project" / "pyproject.toml", '[project]\nname = "x"\n')
     assert config.find_file(tmp_path / "project") == tmp_path / "mldebug.toml"  # no [tool.mldebug]: keep looking
     write(tmp_path / "project" / "pyproject.toml", '[project]\nname = "x"\n\n[tool.mldebug]\nfail-on = "warning"\n')
-    assert config.load(tmp_path / "project", env={}).fail_on is Severity.WARNING
+    assert config.load(tmp_path / "project", env={}, version_packages=VERSION_PACKAGES).fail_on is Severity.WARNING
 
 
 def test_mldebug_toml_wins_over_pyproject_in_the_same_folder(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.mldebug]\nfail-on = "warning"\n')
     write(tmp_path / "mldebug.toml", 'fail-on = "info"\n')
-    assert config.load(tmp_path, env={}).fail_on is Severity.INFO
+    assert config.load(tmp_path, env={}, version_packages=VERSION_PACKAGES).fail_on is Severity.INFO
 
 
 @pytest.mark.parametrize("text, message", [
@@ -61,41 +62,41 @@ def test_mldebug_toml_wins_over_pyproject_in_the_same_folder(tmp_path):
 def test_invalid_configuration_names_the_file_and_the_key(tmp_path, text, message):
     path = write(tmp_path / "mldebug.toml", text)
     with pytest.raises(ConfigError) as raised:
-        config.load(tmp_path, env={})
+        config.load(tmp_path, env={}, version_packages=VERSION_PACKAGES)
     assert str(raised.value).startswith(f"{path}: ") and message in str(raised.value)
 
 
 def test_unknown_key_in_pyproject_names_the_table(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.mldebug]\nexclude = ["x"]\n')
     with pytest.raises(ConfigError, match=r"pyproject.toml: \[tool.mldebug\]: unknown key 'exclude'"):
-        config.load(tmp_path, env={})
+        config.load(tmp_path, env={}, version_packages=VERSION_PACKAGES)
 
 
 def test_the_environment_replaces_the_file(tmp_path):
     write(tmp_path / "mldebug.toml", 'select = ["DS0"]\nignore = ["DS015"]\nfail-on = "info"\n')
     env = {"MLDEBUG_SELECT": "DS001, double-bos", "MLDEBUG_IGNORE": "", "MLDEBUG_FAIL_ON": "warning"}
-    settings = config.load(tmp_path, env=env)
+    settings = config.load(tmp_path, env=env, version_packages=VERSION_PACKAGES)
     assert settings.select == ("DS001", "double-bos") and settings.ignore == () and settings.fail_on is Severity.WARNING
 
 
 def test_environment_values_are_validated_by_name(tmp_path):
     with pytest.raises(ConfigError, match="MLDEBUG_FAIL_ON: expected one of"):
-        config.load(tmp_path, env={"MLDEBUG_FAIL_ON": "loud"})
+        config.load(tmp_path, env={"MLDEBUG_FAIL_ON": "loud"}, version_packages=VERSION_PACKAGES)
     with pytest.raises(ConfigError, match="MLDEBUG_SELECT: 'nope' matches no check"):
-        config.load(tmp_path, env={"MLDEBUG_SELECT": "nope"})
+        config.load(tmp_path, env={"MLDEBUG_SELECT": "nope"}, version_packages=VERSION_PACKAGES)
 
 
 def test_mldebug_config_names_the_file(tmp_path):
     explicit = write(tmp_path / "ci" / "strict.toml", 'fail-on = "info"\n')
     write(tmp_path / "mldebug.toml", 'fail-on = "warning"\n')
-    assert config.load(tmp_path, env={"MLDEBUG_CONFIG": str(explicit)}).fail_on is Severity.INFO
+    assert config.load(tmp_path, env={"MLDEBUG_CONFIG": str(explicit)}, version_packages=VERSION_PACKAGES).fail_on is Severity.INFO
     with pytest.raises(ConfigError, match="MLDEBUG_CONFIG=.*: no such file"):
-        config.load(tmp_path, env={"MLDEBUG_CONFIG": str(tmp_path / "missing.toml")})
+        config.load(tmp_path, env={"MLDEBUG_CONFIG": str(tmp_path / "missing.toml")}, version_packages=VERSION_PACKAGES)
 
 
 def test_per_check_severity_by_code_or_name_is_applied_to_reports(tmp_path):
     write(tmp_path / "mldebug.toml", '[checks.unmapped-role]\nseverity = "warning"\n\n[checks.DS023]\nseverity = "error"\n')
-    settings = config.load(tmp_path, env={})
+    settings = config.load(tmp_path, env={}, version_packages=VERSION_PACKAGES)
     assert settings.severities == {"DS011": Severity.WARNING, "DS023": Severity.ERROR}
     findings = (
         Finding("DS011", "unmapped-role", Severity.ERROR, "m", None, Location(row=0)),

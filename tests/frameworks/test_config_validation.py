@@ -96,13 +96,14 @@ def test_a_lockfile_beside_the_config_gives_the_version(tmp_path):
 
 def test_mldebug_toml_versions_are_validated(tmp_path):
     from mldebug_cli.core.config import ConfigError, read_file
+    from mldebug_cli.frameworks.registry import VERSION_PACKAGES
 
     path = tmp_path / "mldebug.toml"
     path.write_text('[versions]\ntransformers = "4.57.1"\n')
-    assert read_file(path).versions == {"transformers": "4.57.1"}
+    assert read_file(path, version_packages=VERSION_PACKAGES).versions == {"transformers": "4.57.1"}
     path.write_text('[versions]\ntransformer = "4.57.1"\n')
     with pytest.raises(ConfigError, match="did you mean 'transformers'"):
-        read_file(path)
+        read_file(path, version_packages=VERSION_PACKAGES)
 
 
 def test_a_transformers_4_target_checks_keys_against_the_4x_list(tmp_path):

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 SEVERITY = "info"
 SUBJECT = "run"
-THRESHOLDS = {}
+THRESHOLDS: dict[str, float] = {}
 
 
 def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:

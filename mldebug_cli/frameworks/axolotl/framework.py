@@ -210,7 +210,8 @@ def deprecation(key: str, release: str) -> str:
 def read_plan(config: ConfigFile) -> TrainingPlan:
     """The datasets, template, masking and length an axolotl config sets (defaults: sequence_len 2048, assistant turns)."""
     tokenizer_key = "tokenizer_config" if config.has("tokenizer_config") else "base_model"
-    datasets, notes = [], []
+    datasets: list[DatasetPlan] = []
+    notes: list[str] = []
     for i, entry in enumerate(config.get("datasets") or []):
         if not isinstance(entry, dict) or not entry.get("path"):
             raise InputError(f"{at(config, f'datasets.{i}')}: datasets[{i}] has no path")

@@ -118,7 +118,8 @@ class ResponseMasker:
 
     def spans(self, ids: Sequence[int]) -> list[tuple[int, int]]:
         """[start, end) of every trained response, found as Unsloth's scan finds them."""
-        n, j, spans = len(ids), 0, []
+        n, j = len(ids), 0
+        spans: list[tuple[int, int]] = []
         while j < n:
             if self.response.at(ids, j):
                 start = _past_optional(ids, j + len(self.response.core), self.response.right)
