@@ -16,7 +16,7 @@ holds that check, case, tokenizer and row count, with the reason the user should
 framework's output that shows it (benchmarks/false_flags_verify.py reruns LLaMA-Factory 0.9.5, TRL 1.16 and
 axolotl 0.19.0 on the same rows); "false" for every other flag. The false-flag rate is the false row flags over the
 rows checked. `conversation.missingturns.json` is left out: axolotl ships it broken on purpose (turns missing), it
-is not clean data (see README, "False flags on clean data").
+is not clean data (see docs/checks.md, "False flags on clean data").
 """
 
 from __future__ import annotations

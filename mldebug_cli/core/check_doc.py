@@ -1,6 +1,6 @@
 """A check's documentation as a record: its docstring's four headed sections, parsed once.
 
-``mldebug explain``, the README check table, SARIF rule help and the HTML report all read these fields
+``mldebug explain``, the check table in docs/checks.md, SARIF rule help and the HTML report all read these fields
 instead of looking sections up by their heading text.
 """
 

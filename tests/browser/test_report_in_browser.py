@@ -145,7 +145,7 @@ def test_preflight_report_has_a_section_per_part(browser, tmp_path):
 
 
 def test_readme_screenshot(browser, tmp_path, monkeypatch):
-    """The README's picture, cut from a full-page screenshot of a real report: the header and the first two
+    """The manual's picture (docs/output-formats.md), cut from a full-page screenshot of a real report: the header and the first two
     findings, then the row they point at with its coloured tokens; 128 colours to stay small.
 
     Written to out/screenshots/report-screenshot.png on every run; copied to docs/ with MLDEBUG_UPDATE_SCREENSHOT=1,

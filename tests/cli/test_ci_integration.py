@@ -1,5 +1,5 @@
 """CI integration end to end: --output-format auto, the config file through the CLI, the pre-commit
-manifest, the composite action (its scripts run here), and the README's generated check table."""
+manifest, the composite action (its scripts run here), and the manual's generated check table (docs/checks.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from mldebug_cli.cli import app
 from support import DATASETS, LLAMA3, ROOT
 
-README = ROOT / "README.md"
+CHECKS_PAGE = ROOT / "docs" / "checks.md"  # the generated check table
+CI_PAGE = ROOT / "docs" / "output-formats.md"  # the workflow and pre-commit examples
 ACTION = ROOT / "action.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
 REGENERATE = "MLDEBUG_REGENERATE"
@@ -119,11 +120,11 @@ def test_the_pre_commit_manifest_is_valid_and_its_hooks_are_commands():
         assert hook["id"] == f"mldebug-{command}" and re.compile(hook["files"])
 
 
-def test_the_readme_pre_commit_example_is_a_valid_config_using_shipped_hooks(tmp_path):
+def test_the_docs_pre_commit_example_is_a_valid_config_using_shipped_hooks(tmp_path):
     from pre_commit.clientlib import load_config
 
     config = tmp_path / ".pre-commit-config.yaml"
-    config.write_text(_readme_block("# .pre-commit-config.yaml"), encoding="utf-8")
+    config.write_text(_docs_block("# .pre-commit-config.yaml"), encoding="utf-8")
     hook_ids = {h["id"] for repo in load_config(str(config))["repos"] for h in repo["hooks"]}
     assert hook_ids <= {h["id"] for h in yaml.safe_load(HOOKS.read_text(encoding="utf-8"))}
 
@@ -157,8 +158,8 @@ def test_the_action_is_a_well_formed_composite_action():
     assert any(s.get("uses", "").startswith("github/codeql-action/upload-sarif@") for s in steps)
 
 
-def test_the_readme_workflow_uses_only_declared_inputs():
-    workflow = yaml.safe_load(_readme_block("# .github/workflows/mldebug.yml"))
+def test_the_docs_workflow_uses_only_declared_inputs():
+    workflow = yaml.safe_load(_docs_block("# .github/workflows/mldebug.yml"))
     step = next(s for s in workflow["jobs"]["preflight"]["steps"] if "/mldebug@" in s.get("uses", ""))
     assert set(step["with"]) <= set(_action()["inputs"]) and workflow["permissions"]["security-events"] == "write"
 
@@ -186,25 +187,25 @@ def test_the_action_scripts_annotate_write_sarif_and_fail_the_step(tmp_path):
     assert fail.returncode == 1 and "mldebug exited with 1" in fail.stdout
 
 
-# the README's check table
+# the manual's check table (docs/checks.md)
 
 
-def test_the_readme_check_table_is_the_explain_output():
+def test_the_docs_check_table_is_the_explain_output():
     generated = run("explain", "--all", "--output-format", "markdown").stdout
-    text = README.read_text(encoding="utf-8")
+    text = CHECKS_PAGE.read_text(encoding="utf-8")
     start, end = re.search(r"<!-- checks:start[^\n]*-->\n", text), text.index("<!-- checks:end -->")
     if os.environ.get(REGENERATE):
-        README.write_text(text[: start.end()] + generated + text[end:], encoding="utf-8")
-        text = README.read_text(encoding="utf-8")
+        CHECKS_PAGE.write_text(text[: start.end()] + generated + text[end:], encoding="utf-8")
+        text = CHECKS_PAGE.read_text(encoding="utf-8")
         end = text.index("<!-- checks:end -->")
     assert text[start.end(): end] == generated, (
-        f"README's check table differs from `mldebug explain --all -f markdown`: rerun with {REGENERATE}=1"
+        f"docs/checks.md's check table differs from `mldebug explain --all -f markdown`: rerun with {REGENERATE}=1"
     )
 
 
-def _readme_block(first_line: str) -> str:
-    """The README's fenced YAML example whose first line is ``first_line``."""
-    for block in re.findall(r"```yaml\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S):
+def _docs_block(first_line: str) -> str:
+    """docs/output-formats.md's fenced YAML example whose first line is ``first_line``."""
+    for block in re.findall(r"```yaml\n(.*?)```", CI_PAGE.read_text(encoding="utf-8"), flags=re.S):
         if block.startswith(first_line):
             return block
-    raise AssertionError(f"README has no yaml example starting with {first_line!r}")
+    raise AssertionError(f"docs/output-formats.md has no yaml example starting with {first_line!r}")

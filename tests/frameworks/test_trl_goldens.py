@@ -16,7 +16,7 @@ from mldebug_cli.cli import app
 from support import CORPUS, FIXTURES, TOKENIZERS, needs_corpus, write_jsonl
 
 GOLDENS = FIXTURES / "trl-1.16.0"
-# Differences accepted on purpose: rows file -> (the rows that differ, why). Listed in README.md, "What
+# Differences accepted on purpose: rows file -> (the rows that differ, why). Listed in docs/frameworks/trl.md, "What
 # --framework trl emulates". The test fails when they stop differing, so the list stays true.
 ACCEPTED: dict = {}  # none: ShareGPT rows are read as TRL reads them (tags kept as roles), with DS011 on each
 
