@@ -53,7 +53,9 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
     hf_logging.disable_progress_bar()  # stderr is for mldebug's own progress lines
     dtype = getattr(torch, DTYPES.get(facts.model_dtype or "fp32", "float32"))
     try:
-        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True)
+        # trust_remote_code=False: transformers refuses a folder's own code instead of asking on stdin (None asks)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True,
+                                                     trust_remote_code=False)
     except (OSError, ValueError) as exc:
         raise InputError(f"{model_dir}: cannot load the model ({' '.join(str(exc).split())[:200]})") from None
     model.to(device)
@@ -69,7 +71,7 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
 
     if adapter is not None:
         try:
-            wrapped = PeftModel.from_pretrained(model, adapter, is_trainable=True)
+            wrapped = PeftModel.from_pretrained(model, adapter, is_trainable=True, trust_remote_code=False)
         except (OSError, ValueError) as exc:
             raise InputError(f"{adapter}: cannot load the adapter ({' '.join(str(exc).split())[:200]})") from None
         config = wrapped.peft_config["default"]
