@@ -24,7 +24,7 @@ from mldebug_cli.core.sections.pairs import PairsSummary, data_section, data_sum
 from mldebug_cli.memory.batches import MicroBatch, micro_batches, sequence_batches, shuffled_order, uniform_batch
 from mldebug_cli.memory.estimate import GIB, Estimate, estimate
 from mldebug_cli.memory.fixes import fixes
-from mldebug_cli.memory.gpus import GPUS, gpu_memory
+from mldebug_cli.memory.gpus import GPUS, gib_flag, gpu_memory
 from mldebug_cli.memory.review import LongRow, MemoryReview
 from mldebug_cli.memory.setup import MemorySetup, setup_from_facts
 from mldebug_cli.memory.shapes import ModelShape, read_model_shape
@@ -65,6 +65,9 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
     from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
 
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="MEM")]
+    if options.host_memory is not None:
+        gib_flag("--host-memory", options.host_memory)
+    gpu_memory(options.gpu, options.gpu_memory)  # a bad --gpu or --gpu-memory before any file is read
     facts = read_trainer_facts(options.config, options.framework, options.world_size)
     shape = read_model_shape(model_config(options.model, facts.model, options.config))
     setup = setup_from_facts(facts, seed=config_seed(options.config))

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.probe.subject import GradientPath
+from mldebug_cli.sources.model_config import checked_sizes
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 FIXED_IN_TRANSFORMERS = (5, 0)  # activation_checkpointing_enable calls it for every input_ids model
@@ -27,10 +29,15 @@ def parameter_count(model_dir: str) -> int | None:
     import json
 
     try:
-        config = json.loads((Path(model_dir) / "config.json").read_text())
-    except (OSError, ValueError):
+        config = json.loads(read_text(Path(model_dir) / "config.json"))
+    except (OSError, ValueError, RecursionError):
         return None
+    if not isinstance(config, dict):
+        return None
+    checked_sizes(config, str(Path(model_dir) / "config.json"))
     config = config.get("text_config", config)
+    if not isinstance(config, dict):
+        return None
     try:
         h, layers, vocab = config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]
         inter = config.get("intermediate_size", 4 * h)
@@ -38,11 +45,28 @@ def parameter_count(model_dir: str) -> int | None:
         kv = config.get("num_key_value_heads", heads)
     except KeyError:
         return None
-    head_dim = config.get("head_dim") or h // heads
-    attention = h * heads * head_dim * 2 + h * kv * head_dim * 2
-    per_layer = attention + 3 * h * inter + 2 * h
-    embeddings = vocab * h * (1 if config.get("tie_word_embeddings", False) else 2)
-    return embeddings + layers * per_layer + h
+    try:
+        head_dim = config.get("head_dim") or h // heads
+        attention = h * heads * head_dim * 2 + h * kv * head_dim * 2
+        per_layer = attention + 3 * h * inter + 2 * h
+        embeddings = vocab * h * (1 if config.get("tie_word_embeddings", False) else 2)
+        return int(embeddings + layers * per_layer + h)
+    except (TypeError, ValueError, ZeroDivisionError):  # a size of null or text: transformers says what is wrong
+        return None
+
+
+def _fits_in_memory(model_dir: str, itemsize: int) -> None:
+    import os
+
+    params = parameter_count(model_dir)
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return
+    if params is not None and params * itemsize > total:
+        raise InputError(f"{Path(model_dir) / 'config.json'}: a model of {params:,} parameters needs "
+                         f"{params * itemsize / 2**30:,.1f} GiB for its weights alone, more than this machine's "
+                         f"{total / 2**30:,.1f} GiB", hint="probe a smaller model of the same architecture")
 
 
 def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None, device: str = "cpu") -> Built:
@@ -52,6 +76,7 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
 
     hf_logging.disable_progress_bar()  # stderr is for mldebug's own progress lines
     dtype = getattr(torch, DTYPES.get(facts.model_dtype or "fp32", "float32"))
+    _fits_in_memory(model_dir, dtype.itemsize)  # sizes checked and the weights sized before transformers allocates
     try:
         # trust_remote_code=False: transformers refuses a folder's own code instead of asking on stdin (None asks)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True,

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 
 from outcomes import assert_one_line_error, run_cli, run_cli_process, unchanged
+from support import ROOT
 
 FINITE_HINT = "every scheduler setting and the learning rate must be finite numbers"
 
@@ -45,3 +49,71 @@ def test_non_finite_rates_epochs_and_batch_sizes_are_one_line_errors_at_their_li
     else:
         assert_one_line_error(result.exit_code, result.stderr, f"{config}: line {number}: {key} must be a finite number,"
                               f" got {shown}")
+
+
+QWEN_CONFIG = ROOT / "fixtures" / "memory-models" / "qwen2.5-0.5b" / "config.json"
+
+
+def _model_folder(tmp_path, extra: str, tokenizer: bool = False):
+    """A copy of a real model config.json with ``extra`` (raw JSON text, e.g. ``"num_experts": 1e9``) appended:
+    JSON's last duplicate key wins, as in transformers."""
+    folder = tmp_path / "model"
+    if tokenizer:
+        shutil.copytree(ROOT / "fixtures" / "tokenizers" / "qwen2.5-instruct", folder)
+    else:
+        folder.mkdir()
+    text = QWEN_CONFIG.read_text().rstrip().rstrip("}").rstrip()
+    (folder / "config.json").write_text(f"{text},\n  {extra}\n}}\n")
+    return folder
+
+
+def _trainer_config(tmp_path, model):
+    rows = [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]}] * 4
+    (tmp_path / "rows.json").write_text(json.dumps(rows))
+    config = tmp_path / "train.yaml"
+    config.write_text(f"model_name_or_path: {model}\ndataset_name: rows.json\noutput_dir: out\nreport_to: none\n"
+                      "max_length: 48\nper_device_train_batch_size: 4\nlearning_rate: 0.0002\n")
+    return config
+
+
+SANE = "a model config this large (or empty) is not a real model's; check the file"
+DIGITS_4000 = "9" * 4000
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ('"num_experts": 1e9', "num_experts is 1000000000.0, outside the sane range 0 to 16,384"),
+    ('"num_hidden_layers": 1000000', "num_hidden_layers is 1000000, outside the sane range 1 to 4,096"),
+    ('"hidden_size": 1e999', "hidden_size must be a whole number, got inf"),
+    ('"num_attention_heads": 0', "num_attention_heads is 0, outside the sane range 1 to 16,384"),
+    (f'"vocab_size": {DIGITS_4000}', "vocab_size is a 4,000-digit number, outside the sane range 1 to 16,777,216"),
+    ('"intermediate_size": "big"', "intermediate_size must be a whole number, got 'big'"),
+])
+def test_model_config_sizes_out_of_range_are_one_line_errors_in_memory(tmp_path, extra, message):
+    folder = _model_folder(tmp_path, extra)
+    config = _trainer_config(tmp_path, folder)
+    with unchanged(folder / "config.json"):
+        result = run_cli("memory", config, "--model", folder)
+    hint = None if "whole number" in message else SANE
+    assert_one_line_error(result.exit_code, result.stderr, f"{folder / 'config.json'}: {message}", hint)
+
+
+@pytest.mark.parametrize("flags", [["--gpu-memory", "nan"], ["--gpu-memory", "0"], ["--gpu-memory", "inf"],
+                                   ["--host-memory", "nan"], ["--gpu", "H100-80GB", "--gpu-memory", "0"]])
+def test_memory_size_flags_are_range_checked(tmp_path, flags):
+    folder = _model_folder(tmp_path, '"num_hidden_layers": 2')
+    config = _trainer_config(tmp_path, folder)
+    result = run_cli("memory", config, "--model", folder, *flags)
+    assert result.exit_code == 2 and result.stderr.startswith("Error: ") and "internal error" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 2
+
+
+def test_probe_refuses_a_million_layers_before_building_the_model(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("peft")
+    folder = _model_folder(tmp_path, '"num_hidden_layers": 1000000', tokenizer=True)
+    config = _trainer_config(tmp_path, folder)
+    code, _, stderr, peak = run_cli_process("probe", config, "--model", folder, cwd=tmp_path)
+    errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
+    assert code == 2 and errors == [f"Error: {folder / 'config.json'}: num_hidden_layers is 1000000, outside the sane "
+                                    "range 1 to 4,096"], stderr
+    assert peak is not None and peak < 2048
