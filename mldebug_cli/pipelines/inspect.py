@@ -538,7 +538,9 @@ def _row_view(row: Row) -> RowView:
 
 
 def _with_pieces(view: RowView, tokenizer) -> RowView:
-    return replace(view, pieces=tokenizer.convert_ids_to_tokens(view.input_ids) if view.input_ids else [])
+    from mldebug_cli.sources.tokenizer import token_pieces
+
+    return replace(view, pieces=token_pieces(tokenizer, view.input_ids))
 
 
 class _Stats:

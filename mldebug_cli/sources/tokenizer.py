@@ -202,3 +202,10 @@ def single_id(tok, text: str) -> int | None:
     """The id of ``text`` when the tokenizer encodes it as one token."""
     ids = tok.encode(text, add_special_tokens=False)
     return ids[0] if len(ids) == 1 else None
+
+
+def token_pieces(tokenizer: Any, ids: list[int]) -> list[str]:
+    """Each id's piece; an id the tokenizer does not have (a pre-tokenized row's id past the vocabulary) is shown as
+    ``<id N: not in the vocabulary>`` instead of transformers' None."""
+    pieces = tokenizer.convert_ids_to_tokens(list(ids)) if ids else []
+    return [p if isinstance(p, str) else f"<id {i}: not in the vocabulary>" for i, p in zip(ids, pieces)]

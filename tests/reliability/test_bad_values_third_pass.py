@@ -117,3 +117,69 @@ def test_probe_refuses_a_million_layers_before_building_the_model(tmp_path):
     assert code == 2 and errors == [f"Error: {folder / 'config.json'}: num_hidden_layers is 1000000, outside the sane "
                                     "range 1 to 4,096"], stderr
     assert peak is not None and peak < 2048
+
+
+QWEN25_TOKENIZER = ROOT / "fixtures" / "tokenizers" / "qwen2.5-instruct"
+ONE_MESSAGE = [{"role": "user", "content": "hi"}]
+PARSE_HINT = "fix the template; every engine refuses a template it cannot parse"
+
+
+@pytest.mark.parametrize("engine", ["transformers", "llamacpp", "tgi", "vllm-completions"])
+@pytest.mark.parametrize(("source", "message"), [
+    ("{% if true %}" * 5000 + "x" + "{% endif %}" * 5000,
+     "the template is nested too deeply to parse (Python's recursion limit)"),
+    ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "the template is nested too deeply to parse (Python's recursion limit)"),
+    ("x" * 1_000_001, "the template is 1,000,001 characters long, over the 1,000,000 mldebug parses"),
+])
+def test_deep_or_huge_jinja_sources_are_one_line_errors_in_every_engine(tmp_path, engine, source, message):
+    template = tmp_path / "t.jinja"
+    template.write_text(source)
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps(ONE_MESSAGE))
+    with unchanged(template):
+        result = run_cli("render", "-m", messages, "-t", QWEN25_TOKENIZER, "--template", template, "--engine", engine)
+    assert_one_line_error(result.exit_code, result.stderr, f"{template}:1: the chat template does not parse: {message}",
+                          PARSE_HINT)
+
+
+def test_a_json_array_followed_by_trailing_garbage_is_an_error_not_a_silent_pass(tmp_path):
+    rows = [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}]
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(rows) + "\ngarbage{{{\n")
+    with unchanged(path):
+        result = run_cli("inspect-data", path, "-t", QWEN25_TOKENIZER)
+    assert_one_line_error(result.exit_code, result.stderr,
+                          f"{path}:2: text after the JSON array's closing ']' (found 'g'); a JSON file holds one value")
+    path.write_text(json.dumps(rows) + "\n\n  \n")  # white space after the array is fine
+    assert run_cli("inspect-data", path, "-t", QWEN25_TOKENIZER).exit_code == 0
+
+
+def test_a_dataset_symlink_loop_is_a_one_line_error(tmp_path):
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    result = run_cli("inspect-data", tmp_path / "a.jsonl", "-t", QWEN25_TOKENIZER)
+    assert result.exit_code == 2 and "internal error" not in result.stderr
+    assert result.stderr.splitlines()[0].endswith("Too many levels of symbolic links")
+
+
+def test_a_lone_surrogate_in_a_messages_file_is_a_one_line_error(tmp_path):
+    messages = tmp_path / "m.json"
+    messages.write_text('[{"role": "user", "content": "a\\ud800b"}]')
+    message = f"{messages}: holds a lone surrogate \\ud800, which is not Unicode text (no tokenizer takes it)"
+    for args in (["check-template", "--train", QWEN25_TOKENIZER, "--deploy", QWEN25_TOKENIZER, "-m", messages],
+                 ["render", "-t", QWEN25_TOKENIZER, "-m", messages]):
+        with unchanged(messages):
+            result = run_cli(*args)
+        assert_one_line_error(result.exit_code, result.stderr, message)
+
+
+def test_tokens_past_the_vocabulary_are_shown_not_an_internal_error(tmp_path):
+    row = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}],
+           "input_ids": [1, 2, 999_999_999]}
+    path = tmp_path / "ids.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with unchanged(path):
+        result = run_cli("inspect-data", path, "-t", QWEN25_TOKENIZER, "--tokens", "--rows", "0", "-f", "json")
+    assert result.exit_code in (0, 1), result.stderr
+    (shown,) = json.loads(result.stdout)["rows"]
+    assert shown["pieces"][-1] == "<id 999999999: not in the vocabulary>"
