@@ -84,7 +84,7 @@ def _codes_of_row(findings: tuple[Finding, ...], index: int) -> list[str]:
 def _compact(row: RowView, color: bool) -> Text:
     text = Text()
     trained_open = False
-    pieces = row.covered_texts()
+    pieces = row.flowing_texts()
     for piece_text, label in zip(pieces[:COMPACT_LIMIT], row.labels):
         is_trained = label != IGNORE_INDEX
         if not color and is_trained != trained_open:

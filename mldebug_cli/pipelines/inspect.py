@@ -22,6 +22,7 @@ from mldebug_cli.pipelines.row_batches import (
     engine_line,
     first_records,
     open_rows,
+    rows_past_the_end,
     sample_indices,
     unreadable_shards,
     workers_for,
@@ -659,6 +660,7 @@ def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, o
 
 
 def _which_rows(options: InspectOptions, checked: int, total: int) -> str:
-    if checked == total:
+    if checked == total and not rows_past_the_end(options, total):
         return ""
-    return " (--rows)" if options.rows else " (evenly spaced sample; --all checks every row)"
+    return f" (--rows{rows_past_the_end(options, total)})" if options.rows else \
+        " (evenly spaced sample; --all checks every row)"
