@@ -183,3 +183,12 @@ def test_tokens_past_the_vocabulary_are_shown_not_an_internal_error(tmp_path):
     assert result.exit_code in (0, 1), result.stderr
     (shown,) = json.loads(result.stdout)["rows"]
     assert shown["pieces"][-1] == "<id 999999999: not in the vocabulary>"
+
+
+@pytest.mark.parametrize("value", ["0", "1000000000"])
+def test_ray_concurrency_is_range_checked_before_ray_starts(tmp_path, value):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"messages": ONE_MESSAGE}) + "\n")
+    result = run_cli("inspect-data", path, "-t", QWEN25_TOKENIZER, "--engine", "ray", "--ray-concurrency", value)
+    assert_one_line_error(result.exit_code, result.stderr, f"--ray-concurrency must be from 1 to 10,000, got {value}",
+                          "an actor per CPU of the cluster is the default")
