@@ -35,6 +35,8 @@ def memory(
     sample: int | None = typer.Option(None, "--sample", help="Read this many rows, evenly spaced (default: all)."),
     host_memory: float | None = typer.Option(None, "--host-memory", help="GiB of RAM of the training node "
                                              "(default: this machine's)."),
+    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
+                                             "the working directory and its own folder."),
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
     fail_on=FailOnOpt,
@@ -51,7 +53,7 @@ def memory(
         return build_report(MemoryOptions(
             config=str(config), model=model, gpu=gpu, gpu_memory=gpu_memory, world_size=world_size,
             framework=framework, sample=sample, select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
-            host_memory=host_memory,
+            host_memory=host_memory, allow_outside_paths=allow_outside_paths,
         ), read_lengths=memory_lengths)
 
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))

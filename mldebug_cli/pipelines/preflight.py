@@ -463,7 +463,7 @@ def _memory_section(options, framework: str, data: list[_Part], progress) -> lis
 
     try:
         facts = read_trainer_facts(options.config, framework, options.world_size)
-        memory.model_config(options.model, facts.model, options.config)
+        memory.model_config(options.model, facts.model, options.config, options.allow_outside_paths)
     except MldebugError:  # no trainer facts for this framework, or no config.json at hand: no estimate
         return []
     if progress:
@@ -471,7 +471,7 @@ def _memory_section(options, framework: str, data: list[_Part], progress) -> lis
     report = memory.build_report(
         memory.MemoryOptions(config=options.config, model=options.model, gpu=options.gpu, gpu_memory=options.gpu_memory,
                              world_size=options.world_size, framework=framework, select=options.select,
-                             ignore=options.ignore),
+                             ignore=options.ignore, allow_outside_paths=options.allow_outside_paths),
         lengths=memory.preflight_lengths([s.report for s in data]),
     )
     return [_Part(options.config, report)]
@@ -584,7 +584,8 @@ def memory_lengths(options) -> Lengths:
                             show=0, select=("DS001",), sequence_lengths=True)
     try:
         configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
-                                                                                 "show", "sequence_lengths"}))
+                                                                                 "show", "sequence_lengths"}),
+                                        getattr(options, "allow_outside_paths", False))
         report = inspect_with_config(configured)
     except InputError as error:
         return Lengths([], f"every sequence at max_length (the rows were not read: {error.message})")

@@ -85,9 +85,14 @@ def deepspeed_scheduler(config: ConfigFile, spec: RunSpec) -> tuple[Mapping[str,
         path = _resolve(config, str(value))
         if path is None:
             return None, f"DeepSpeed config {value} not found: its scheduler block was not checked"
+        resolved = path.resolve()
+        roots = (Path.cwd().resolve(), Path(config.path).resolve().parent)
+        if not any(resolved == root or root in resolved.parents for root in roots):  # the path policy: not read
+            return None, (f"DeepSpeed config {value} resolves outside the working directory and the config's folder: "
+                          "it was not read and its scheduler block was not checked")
         try:
             ds_config = json.loads(read_text(path))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # not UTF-8 or JSON, a number too long, too deep
             return None, f"DeepSpeed config {path} could not be read ({exc}): its scheduler block was not checked"
     block = ds_config.get("scheduler") if isinstance(ds_config, Mapping) else None
     return (block if isinstance(block, Mapping) else None), None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, InputError
-from mldebug_cli.core.safe_io import note_inputs, read_text, require_regular
+from mldebug_cli.core.safe_io import note_inputs, read_text, require_regular, stays_inside
 from mldebug_cli.sources.hub import online, require_local_or_cached, snapshot_folders, stay_offline
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tekken.json", "spiece.model")
@@ -66,6 +66,8 @@ READ_BY_TRANSFORMERS = (
 
 
 def _require_regular_files(folder: Path) -> None:
+    from mldebug_cli.sources.hub import hub_cache
+
     for name in READ_BY_TRANSFORMERS:
         path = folder / name
         if not (path.exists() or path.is_symlink()):
@@ -74,10 +76,13 @@ def _require_regular_files(folder: Path) -> None:
             require_regular(path)
         except FileNotFoundError:
             raise InputError(f"{path}: a symlink to a file that does not exist") from None
+        stays_inside(folder, path, also=[hub_cache()])  # a hub snapshot's files link into the cache's blobs
     templates = folder / "additional_chat_templates"
     if templates.is_dir():
+        stays_inside(folder, templates, also=[hub_cache()])
         for path in sorted(templates.iterdir())[:1000]:
             require_regular(path)
+            stays_inside(folder, path, also=[hub_cache()])
     note_inputs([folder])
 
 
