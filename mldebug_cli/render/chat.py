@@ -246,6 +246,10 @@ def bounded_sandbox_class() -> type:
         intercepted_binops = frozenset({"*", "**", "+"})
         code_generator_class = concat_checking_code_generator()
 
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            bound_width_filters(self.filters, MAX_BUILT_LENGTH, RenderLimitError)
+
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             if operator == "+" and type(left) is str and type(right) is str:  # the common case, kept cheap
                 return self.checked_length(operator, left + right)
@@ -262,6 +266,25 @@ def bounded_sandbox_class() -> type:
             return value
 
     return BoundedSandbox
+
+
+def bound_width_filters(filters: dict[str, Any], limit: int, error: type[Exception]) -> None:
+    """Jinja's ``indent`` and ``center`` build their padding in one C call no timer or memory check can interrupt
+    (``indent(10**9)`` asks for a GiB at once): refuse a width whose result would pass ``limit`` characters first."""
+    indent, center = filters["indent"], filters["center"]
+
+    def checked_indent(s: Any, width: Any = 4, first: bool = False, blank: bool = False) -> Any:
+        pad = len(width) if isinstance(width, str) else width
+        if _is_int(pad) and pad * (str(s).count("\n") + 1) > limit:
+            raise error(f"'indent' would build {pad * (str(s).count(chr(10)) + 1):,} characters (limit {limit:,})")
+        return indent(s, width, first, blank)
+
+    def checked_center(value: Any, width: Any = 80) -> Any:
+        if _is_int(width) and width > limit:
+            raise error(f"'center' would build {width:,} characters (limit {limit:,})")
+        return center(value, width)
+
+    filters["indent"], filters["center"] = checked_indent, checked_center
 
 
 def _oversized_binop(operator: str, left: Any, right: Any) -> str | None:

@@ -192,3 +192,34 @@ def test_ray_concurrency_is_range_checked_before_ray_starts(tmp_path, value):
     result = run_cli("inspect-data", path, "-t", QWEN25_TOKENIZER, "--engine", "ray", "--ray-concurrency", value)
     assert_one_line_error(result.exit_code, result.stderr, f"--ray-concurrency must be from 1 to 10,000, got {value}",
                           "an actor per CPU of the cluster is the default")
+
+
+def test_indent_of_a_billion_in_a_gguf_template_stops_at_the_cap_not_at_gigabytes(tmp_path):
+    gguf = pytest.importorskip("gguf")
+    path = tmp_path / "indent.gguf"
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(["a", "b", "<|im_end|>", "<|endoftext|>"])
+    writer.add_token_types([1, 1, 3, 3])
+    writer.add_eos_token_id(2)
+    writer.add_chat_template('{% for m in messages %}{{ m["content"] | indent(10**9) }}{% endfor %}')
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with unchanged(path):
+        code, _, stderr, peak = run_cli_process("check-template", "--train", QWEN25_TOKENIZER, "--deploy", path)
+    assert code in (0, 1) and "internal error" not in stderr and "Traceback" not in stderr, stderr
+    assert peak is not None and peak < 1024, peak  # 9.95 GiB before the width check
+
+
+@pytest.mark.parametrize("engine", ["transformers", "llamacpp"])
+def test_indent_and_center_widths_are_refused_before_they_are_built(tmp_path, engine):
+    template = tmp_path / "t.jinja"
+    template.write_text('{{ messages[0]["content"] | indent(10**9) }}{{ "x" | center(10**9) }}')
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "a\nb\nc"}]))
+    code, _, stderr, peak = run_cli_process("render", "-m", messages, "-t", QWEN25_TOKENIZER, "--template", template,
+                                            "--engine", engine)
+    assert code == 2 and "'indent' would build 3,000,000,000 characters" in stderr, stderr
+    assert peak is not None and peak < 1024, peak
