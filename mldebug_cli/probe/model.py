@@ -69,6 +69,22 @@ def _fits_in_memory(model_dir: str, itemsize: int) -> None:
                          f"{total / 2**30:,.1f} GiB", hint="probe a smaller model of the same architecture")
 
 
+def _check_weights(folder: str) -> None:
+    """Every ``.safetensors`` file of the folder: its header describes the file (sources/safetensors_header.py)."""
+    from mldebug_cli.core.safe_io import stays_inside
+    from mldebug_cli.sources.hub import hub_cache
+    from mldebug_cli.sources.safetensors_header import check_header
+
+    path = Path(folder)
+    if not path.is_dir():
+        return
+    for file in sorted(path.glob("*.safetensors"))[:10_000]:
+        stays_inside(path, file, also=[hub_cache()])
+        check_header(file)
+    if (path / "config.json").exists():
+        stays_inside(path, path / "config.json", also=[hub_cache()])
+
+
 def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None, device: str = "cpu") -> Built:
     import torch
     from transformers import AutoModelForCausalLM
@@ -77,12 +93,13 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
     hf_logging.disable_progress_bar()  # stderr is for mldebug's own progress lines
     dtype = getattr(torch, DTYPES.get(facts.model_dtype or "fp32", "float32"))
     _fits_in_memory(model_dir, dtype.itemsize)  # sizes checked and the weights sized before transformers allocates
+    _check_weights(model_dir)
     try:
         # trust_remote_code=False: transformers refuses a folder's own code instead of asking on stdin (None asks)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True,
                                                      trust_remote_code=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{model_dir}: cannot load the model ({' '.join(str(exc).split())[:200]})") from None
+    except Exception as exc:  # a refused pickle, a safetensors error, a shape mismatch: the folder's, said by name
+        raise InputError(f"{model_dir}: cannot load the model ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
     model.to(device)
     described = None
     if adapter is not None or facts.peft is not None:
@@ -95,10 +112,11 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
     from peft import LoraConfig, PeftModel, get_peft_model
 
     if adapter is not None:
+        _check_weights(adapter)
         try:
             wrapped = PeftModel.from_pretrained(model, adapter, is_trainable=True, trust_remote_code=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{adapter}: cannot load the adapter ({' '.join(str(exc).split())[:200]})") from None
+        except Exception as exc:  # a refused pickle, a shape mismatch with the model: the adapter's, said by name
+            raise InputError(f"{adapter}: cannot load the adapter ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
         config = wrapped.peft_config["default"]
     else:
         targets = peft_facts.target_modules
