@@ -223,3 +223,22 @@ def test_indent_and_center_widths_are_refused_before_they_are_built(tmp_path, en
                                             "--engine", engine)
     assert code == 2 and "'indent' would build 3,000,000,000 characters" in stderr, stderr
     assert peak is not None and peak < 1024, peak
+
+
+def test_a_300000_key_yaml_config_is_refused_before_parsing(tmp_path):
+    config = tmp_path / "train.yaml"
+    config.write_text("learning_rate: 0.001\n" + "".join(f"k{i}: 1\n" for i in range(300_000)))
+    with unchanged(config):
+        code, _, stderr, _ = run_cli_process("lr-plot", "-c", config, timeout=120)
+    assert_one_line_error(code, stderr, f"{config}: the config has over 100,000 keys, more than mldebug reads",
+                          "a training config has tens to hundreds of keys; check that this is the right file")
+
+
+def test_a_400_mb_config_is_refused_before_it_is_read(tmp_path):
+    config = tmp_path / "train.yaml"
+    with open(config, "wb") as fh:
+        fh.truncate(400 * 2**20)  # sparse: 400 MB of NUL bytes
+    code, _, stderr, peak = run_cli_process("lr-plot", "-c", config, timeout=120)
+    assert_one_line_error(code, stderr, f"{config}: the config is {400 * 2**20:,} bytes, over the {16 * 2**20:,} "
+                          "mldebug reads", "a training config is a few KiB; check that this is the right file")
+    assert peak is not None and peak < 1024
