@@ -272,8 +272,7 @@ def third_pass_cases(d: Path, with_probe: bool = True):
     yield "render (GitHub Actions)", "::add-mask:: in content", ["render", "-m", mask, "-t", tok], [mask], None
     yield "inspect-data --engine ray", "--ray-concurrency 10**9", ["inspect-data", rows, "-t", tok, "--engine", "ray",
                                                                     "--ray-concurrency", str(10**9)], [rows], None
-    outside = d.parent / f"{d.name}-outside"
-    outside.mkdir(exist_ok=True)
+    outside = Path(tempfile.mkdtemp(prefix="mldebug-outside-"))  # outside every working folder a runner uses
     (outside / "secret.jinja").write_text(SECRET)
     shutil.copy(QWEN_CONFIG, outside / "config.json")
     linked = d / "linked-tok"
