@@ -37,6 +37,9 @@ def memory(
                                              "(default: this machine's)."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
                                              "the working directory and its own folder."),
+    transformers_version: str | None = typer.Option(None, "--transformers-version", help="The transformers the run "
+                                                    "uses (default: pinned beside the config, else installed); up to "
+                                                    "4.45 the model's own loss keeps an fp32 copy of the logits."),
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
     fail_on=FailOnOpt,
@@ -45,7 +48,7 @@ def memory(
     color=ColorOpt,
     exit_zero: bool = ExitZeroOpt,
 ) -> None:
-    """Estimate the GPU memory of a training config on its data, term by term (MEM001-MEM006)."""
+    """Estimate the GPU memory of a training config on its data, term by term (MEM001-MEM007)."""
     from mldebug_cli.pipelines.memory import MemoryOptions, build_report
     from mldebug_cli.pipelines.preflight import memory_lengths
 
@@ -54,6 +57,7 @@ def memory(
             config=str(config), model=model, gpu=gpu, gpu_memory=gpu_memory, world_size=world_size,
             framework=framework, sample=sample, select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
             host_memory=host_memory, allow_outside_paths=allow_outside_paths,
+            transformers_version=transformers_version,
         ), read_lengths=memory_lengths)
 
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))

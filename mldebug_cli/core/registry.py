@@ -146,6 +146,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("MEM004", "logits-dominate", "memory.logits_dominate"),
     CheckRef("MEM005", "reference-model-counted-twice", "memory.reference_model_counted_twice"),
     CheckRef("MEM006", "host-memory", "memory.host_memory"),
+    CheckRef("MEM007", "rows-not-read", "memory.rows_not_read"),
 )
 
 

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from mldebug_cli.memory.batches import MicroBatch
-from mldebug_cli.memory.setup import MemorySetup
+from mldebug_cli.memory.setup import BYTES, MemorySetup
 from mldebug_cli.memory.shapes import ModelShape
 
 GIB = 1024**3
@@ -132,7 +132,8 @@ def weight_bytes(shape: ModelShape, setup: MemorySetup) -> tuple[int, str, str]:
         return p * wb, f"{_m(p)} params × {wb} B ({setup.weights_dtype})", "parameter count from config.json"
     linear = shape.layers * shape.layer_linear_parameters
     rest = p - linear
-    cb = setup.compute_bytes  # bitsandbytes leaves embeddings, norms and the LM head in the load dtype
+    # bitsandbytes leaves embeddings, norms and the LM head in the load dtype (TRL: float32 by default)
+    cb = BYTES[setup.unquantized_dtype] if setup.unquantized_dtype else setup.compute_bytes
     if setup.quantization == "4bit":
         per = 0.5 + (1 / BNB_BLOCK_4BIT + 4 / (BNB_BLOCK_4BIT * BNB_DOUBLE_QUANT_BLOCK) if setup.double_quant
                      else 4 / BNB_BLOCK_4BIT)
@@ -260,10 +261,24 @@ def logits_bytes(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, lm_he
     if setup.loss_kernel == "cce":
         return (2 * n * h * cb + (V * h * setup.weight_bytes if lm_head_trains else 0),
                 f"{n:,} × {h} × {cb} B × 2 (no logits)", "cut cross-entropy: logits never materialised")
-    # the model's own loss (transformers ForCausalLMLoss): logits upcast to fp32, log_softmax saved, and at the
-    # start of backward its gradient and the gradient of its input: 3 fp32 copies
+    if setup.loss_kernel == "compute-dtype":
+        # model code that runs cross-entropy on the logits in the compute dtype (Qwen(1)'s remote modeling_qwen.py):
+        # the logits kept as the output, log_softmax saved, its 2 gradients, the shifted slice's gradient
+        return (5 * cb * n * V, f"{n:,} tokens × {V:,} vocab × {5 * cb} B (5 copies in the compute dtype)",
+                "a model's own code computing cross-entropy on compute-dtype logits (no fp32 upcast)")
+    if setup.task == "grpo":
+        # TRL without the fused head: model(..., logits_to_keep=completion + 1), only the completions' logits
+        n = batch.label_tokens + batch.sequences
+    if setup.transformers_version < (4, 46):
+        # transformers <= 4.45 (LlamaForCausalLM.forward): logits.float() is returned as the output, and the loss
+        # runs on a shifted .contiguous() copy: the fp32 logits stay beside log_softmax and its 2 gradients
+        return (16 * n * V, f"{n:,} tokens × {V:,} vocab × 16 B (fp32 logits kept as the output + fp32 "
+                            "log-softmax saved + 2 fp32 gradients)",
+                "transformers <= 4.45: logits.float() in forward, shift_logits.contiguous(), CrossEntropyLoss")
+    # the model's own loss (transformers >= 4.46 ForCausalLMLoss): logits upcast to fp32 inside the loss,
+    # log_softmax saved, and at the start of backward its gradient and the gradient of its input: 3 fp32 copies
     return (12 * n * V, f"{n:,} tokens × {V:,} vocab × 12 B (fp32 log-softmax saved + 2 fp32 gradients)",
-            "transformers ForCausalLMLoss: logits.float(), cross_entropy")
+            "transformers >= 4.46 ForCausalLMLoss: logits.float() in the loss, labels shifted, cross_entropy")
 
 
 # -------------------------------------------------------------------------------------------------- estimate
@@ -273,7 +288,8 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
     terms: list[Term] = []
     n_gpu = max(1, setup.world_size)
     trainable = trainable_parameters(shape, setup)
-    tb = 4 if setup.peft is not None else setup.weight_bytes  # peft keeps adapters in fp32 (autocast_adapter_dtype)
+    # peft keeps adapters in fp32 (autocast_adapter_dtype); TRL 1.16 casts them to bf16 on a quantized model
+    tb = BYTES[setup.adapter_dtype] if setup.peft is not None else setup.weight_bytes
     cb = setup.compute_bytes
 
     # sharding: (param, grad, optimizer) divisors
@@ -302,13 +318,23 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
                           f"{ZERO3_LIVE_LAYERS} layers × {_m(shape.layer_parameters)} × {cb} B",
                           "ZeRO-3/FSDP gather the running and the prefetched layer", "saved"))
 
-    adapters = adapter_parameters(shape, setup) + saved_modules_parameters(shape, setup)
+    adapters = adapter_parameters(shape, setup)
+    saved = saved_modules_parameters(shape, setup)
+    # peft's ModulesToSaveWrapper copies the module as loaded: its copy, gradient and states are in the weights' dtype
+    sb = setup.weight_bytes if setup.quantization is None else cb
     if adapters:
-        terms.append(Term("adapters", adapters * 4, f"{_m(adapters)} params × 4 B (fp32)",
-                          "peft get_peft_model(autocast_adapter_dtype=True) keeps adapters in float32"))
+        terms.append(Term("adapters", adapters * tb, f"{_m(adapters)} params × {tb} B ({setup.adapter_dtype})",
+                          "peft get_peft_model(autocast_adapter_dtype=True) keeps adapters in float32"
+                          if tb == 4 else "TRL 1.16 casts the adapters of a quantized model to bf16"))
+    if saved:
+        terms.append(Term("modules to save", saved * sb, f"{_m(saved)} params × {sb} B (a trainable copy)",
+                          "peft ModulesToSaveWrapper: a deep copy of each named module, in its dtype"))
 
-    grads = trainable * tb // shard_g
-    terms.append(Term("gradients", grads, f"{_m(trainable)} trainable × {tb} B" + (shard_note if shard_g > 1 else ""),
+    grad_bytes = (trainable - saved) * tb + saved * sb
+    grads = grad_bytes // shard_g
+    terms.append(Term("gradients", grads, f"{_m(trainable - saved)} trainable × {tb} B"
+                      + (f" + {_m(saved)} saved-module params × {sb} B" if saved else "")
+                      + (shard_note if shard_g > 1 else ""),
                       "one gradient per trainable parameter, in its dtype", "gradients"))
 
     master = 0
@@ -317,15 +343,19 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
         terms.append(Term("master weights", 0 if setup.offload_optimizer else master // shard_o,
                           f"{_m(trainable)} × 4 B fp32" + (" → CPU" if setup.offload_optimizer else shard_note),
                           "DeepSpeed keeps fp32 master weights beside bf16/fp16 ones"))
-    state_bytes = 4 if (setup.zero_stage or setup.peft is not None) else setup.weight_bytes
-    optim, oformula, osource = optimizer_bytes(setup, trainable, state_bytes)
+    state_bytes = tb if setup.peft is not None else 4 if setup.zero_stage else setup.weight_bytes
+    optim, oformula, osource = optimizer_bytes(setup, trainable - saved, state_bytes)
+    if saved:
+        saved_optim, sformula, _ = optimizer_bytes(setup, saved, sb)
+        optim, oformula = optim + saved_optim, f"{oformula} + saved modules: {sformula}"
     if setup.offload_optimizer or setup.fsdp_offload:
         host += optim + master
         terms.append(Term("optimizer states", 0, oformula + " → offloaded to CPU", osource))
     else:
         terms.append(Term("optimizer states", optim // shard_o, oformula + (shard_note if shard_o > 1 else ""), osource))
-    if "fused" not in setup.optimizer and "8bit" not in setup.optimizer and optim:
-        terms.append(Term("optimizer step", trainable * state_bytes // shard_o,
+    # DeepSpeed steps its fp32 partition with its own FusedAdam (CPUAdam when offloaded): no foreach temporaries
+    if "fused" not in setup.optimizer and "8bit" not in setup.optimizer and optim and not setup.zero_stage:
+        terms.append(Term("optimizer step", ((trainable - saved) * state_bytes + saved * sb) // shard_o,
                           f"{_m(trainable)} × {state_bytes} B (foreach temporaries)",
                           "torch.optim.AdamW(foreach=True): one full-size temporary per step", "optimizer-step"))
 
@@ -341,6 +371,18 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
         moment = "forward-end" if setup.gradient_checkpointing else "saved"
         terms.append(Term("autocast weight copies", cast * cb // shard_p, f"{_m(cast)} linear params × {cb} B",
                           "torch.autocast casts each fp32 weight to bf16/fp16 and keeps the cast for backward", moment))
+
+    if setup.quantization == "4bit":
+        widest = max(x.fan_in * x.fan_out for x in shape.layer_linears)
+        terms.append(Term("dequantised weight", widest * cb,
+                          f"the widest linear {_m(widest)} × {cb} B, one at a time",
+                          "bitsandbytes MatMul4Bit dequantises the weight for each forward and backward matmul "
+                          "(it saves only the packed weight, not its input)", "layer-backward"))
+
+    if setup.quantization and setup.unquantized_dtype and BYTES[setup.unquantized_dtype] > cb:
+        terms.append(Term("LM head cast", shape.vocab * shape.hidden * cb, f"{shape.vocab:,} × {shape.hidden} × {cb} B",
+                          "autocast casts the fp32 LM head to the compute dtype; the cast is saved for the input's "
+                          "gradient", "saved"))
 
     layer_acts = layer_activation_bytes(shape, setup, batch)
     if setup.gradient_checkpointing:
@@ -423,8 +465,9 @@ def _moments(terms: list[Term]) -> dict:
     }
     forward = of("forward-end")
     if forward:
-        full_loss = "× 12 B" in next((t.formula for t in terms if t.name == "logits and loss"), "")
-        moments["forward end"] = resident + saved + forward + (loss * 10 // 12 if full_loss else loss)
+        formula = next((t.formula for t in terms if t.name == "logits and loss"), "")
+        per = 12 if "× 12 B" in formula else 16 if "× 16 B" in formula else 0
+        moments["forward end"] = resident + saved + forward + (loss * (per - 2) // per if per else loss)
     if by.get("optimizer step"):
         moments["optimizer step"] = resident + grads + by["optimizer step"]
     if "generation KV cache" in by:

@@ -1,5 +1,6 @@
-"""The changes that lower the peak, in the order axolotl's training-stability guide tries them for OOM, each
-with its new estimate: smaller micro-batch (more accumulation keeps the effective batch), gradient
+"""The changes that lower the peak, each with its new estimate over the same data: a fused loss first (where the
+model's own loss builds the full logits; it changes no number the run computes), then in the order axolotl's
+training-stability guide tries them for OOM: smaller micro-batch (more accumulation keeps the effective batch), gradient
 checkpointing, LoRA/4-bit, a shorter max_length (with the rows it would cut), flash attention, ZeRO-3."""
 
 from __future__ import annotations
@@ -10,6 +11,15 @@ from dataclasses import dataclass
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.memory.estimate import Estimate
 from mldebug_cli.memory.setup import PeftSetup
+
+# the fused loss each framework offers: (the change, the estimator's loss kernel)
+FUSED_LOSS = {
+    "axolotl": ("plugins: [axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin] + cut_cross_entropy: true",
+                "cce"),
+    "llamafactory": ("enable_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),
+    "transformers": ("use_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),
+    "trl": ("use_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),
+}
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,9 @@ def fixes(current: Estimate, rerun: Callable[..., Estimate | None], cut_rows: Ca
         if new is not None and new.per_gpu < before * 0.99:
             found.append(Fix(key, change, before, new.per_gpu, note))
 
+    if setup.loss_kernel == "full":  # first: it changes no number the run computes, only how the loss is tiled
+        change, kernel = FUSED_LOSS.get(setup.framework, FUSED_LOSS["transformers"])
+        add("loss_kernel", change, "the logits are never built whole", loss_kernel=kernel)
     batch = setup.micro_batch_size
     if batch > 1:
         for smaller in _halvings(batch):

@@ -27,6 +27,7 @@ class MemoryReview:
     host_bytes: int | None = None  # host RAM the workers and offload need
     host_total: int | None = None  # host RAM of this machine
     keys: dict = field(default_factory=dict)  # fact -> config key (trainer facts)
+    rows_not_read: str | None = None  # why the rows were not read (every sequence then at max_length)
 
     @property
     def batch(self) -> MicroBatch:

@@ -52,6 +52,9 @@ class MemorySetup:
     dataset_num_proc: int = 0
     seed: int = 42
     shuffle: bool = True
+    adapter_dtype: str = "fp32"  # peft's autocast_adapter_dtype; TRL casts them to bf16 on a quantized model
+    unquantized_dtype: str | None = None  # embeddings, norms, LM head beside bitsandbytes layers (None: compute)
+    transformers_version: tuple[int, ...] = (5, 24)  # the model's own loss: <= 4.45 keeps an fp32 copy, >= 4.46 not
 
     @property
     def weight_bytes(self) -> int:
@@ -95,6 +98,11 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
         kernel = "full"
     ds = facts.deepspeed
     fsdp = facts.fsdp
+    adapter_dtype, unquantized = "fp32", None
+    if facts.quantization and facts.framework == "trl":
+        # trl/trainer/sft_trainer.py (1.16): on a quantized model the trainable adapter weights go to bf16, and the
+        # layers bitsandbytes leaves alone keep the load dtype (float32 unless model_init_kwargs.dtype says)
+        adapter_dtype, unquantized = "bf16", weights
     return MemorySetup(
         framework=facts.framework, task=facts.task, micro_batch_size=facts.micro_batch_size,
         world_size=facts.world_size, gradient_checkpointing=facts.gradient_checkpointing, compute_dtype=compute,
@@ -109,5 +117,6 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
         zero_stage=ds.zero_stage if ds else 0, offload_optimizer=bool(ds and ds.offload_optimizer),
         offload_param=bool(ds and ds.offload_param), fsdp=fsdp.sharding if fsdp else None,
         fsdp_offload=bool(fsdp and fsdp.offload), dataloader_num_workers=facts.dataloader_num_workers or 0,
-        dataset_num_proc=facts.dataset_num_proc or 0, seed=seed,
+        dataset_num_proc=facts.dataset_num_proc or 0, seed=seed, adapter_dtype=adapter_dtype,
+        unquantized_dtype=unquantized,
     )

@@ -2,7 +2,11 @@
 
 Parameter counts follow the decoder-only layout transformers builds for Llama, Qwen2/2.5/3, Mistral, Gemma
 and Phi-3 style models (embedding, per layer q/k/v/o projections and a gated MLP, RMSNorms, an LM head unless
-``tie_word_embeddings``); checked exactly against meta-device models in tests/memory/test_shapes.py.
+``tie_word_embeddings``), with each family's extra norms (Gemma 2/3: four per layer; Qwen3, Gemma 3: q_norm and
+k_norm; OLMo 2: q_norm and k_norm over the projections). Keys the published ``config.json`` omits take the default of
+transformers' own config class for its ``model_type`` (Gemma 3 ties its embedding by default; its config.json does
+not say so), never a guess from the keys present. Checked exactly against torch's own parameter count of real tiny
+models of each family in tests/memory/test_torch_accounting.py.
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ from mldebug_cli.sources.model_config import checked_sizes
 
 # model types whose q/k/v projections carry a bias (Qwen2 and its descendants)
 QKV_BIAS = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
+# RMSNorms of hidden width per decoder layer (input and post-attention; Gemma 2/3 add pre/post feed-forward norms)
+FOUR_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text"})
+# per-head q_norm/k_norm of head_dim (Qwen3, Gemma 3); OLMo 2 normalises the whole q and k projections
+HEAD_NORMS = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
+PROJECTION_NORMS = frozenset({"olmo2"})
+# Phi-3 fuses q/k/v into qkv_proj and gate/up into gate_up_proj (what LoRA targets and adds r × (in + out) to)
+FUSED_PROJECTIONS = frozenset({"phi3"})
+REQUIRED = ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size")
 
 
 @dataclass(frozen=True)
@@ -47,10 +59,24 @@ class ModelShape:
     experts: int = 0  # MoE: experts per layer (all resident), 0 for a dense MLP
     experts_per_token: int = 0
     source: str = ""
+    defaults: str = ""  # where the keys config.json omits came from
+
+    @property
+    def norm_parameters(self) -> int:
+        """The norm weights of one decoder layer."""
+        norms = (4 if self.model_type in FOUR_NORMS else 2) * self.hidden
+        if self.model_type in HEAD_NORMS:
+            norms += 2 * self.head_dim
+        elif self.model_type in PROJECTION_NORMS:
+            norms += (self.heads + self.kv_heads) * self.head_dim
+        return norms
 
     @property
     def layer_linears(self) -> tuple[Linear, ...]:
         h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        if self.model_type in FUSED_PROJECTIONS:
+            return (Linear("qkv_proj", h, q + 2 * kv, self.qkv_bias), Linear("o_proj", q, h),
+                    Linear("gate_up_proj", h, 2 * self.intermediate), Linear("down_proj", self.intermediate, h))
         attention = (Linear("q_proj", h, q, self.qkv_bias), Linear("k_proj", h, kv, self.qkv_bias),
                      Linear("v_proj", h, kv, self.qkv_bias), Linear("o_proj", q, h))
         mlp = (Linear("gate_proj", h, self.intermediate), Linear("up_proj", h, self.intermediate),
@@ -63,7 +89,7 @@ class ModelShape:
 
     @property
     def layer_parameters(self) -> int:
-        return self.layer_linear_parameters + 2 * self.hidden  # two RMSNorm weights
+        return self.layer_linear_parameters + self.norm_parameters
 
     @property
     def embedding_parameters(self) -> int:
@@ -99,8 +125,36 @@ def read_model_shape(path: str | Path) -> ModelShape:
     return shape_from_config(config, str(file))
 
 
-def shape_from_config(config: dict[str, Any], source: str = "") -> ModelShape:
+def with_class_defaults(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """``config`` completed by transformers' config class for its ``model_type`` (what ``from_pretrained`` builds),
+    the text part of a multimodal config; unchanged, saying why, when transformers does not know the type."""
+    model_type = config.get("model_type")
+    try:
+        from transformers import CONFIG_MAPPING
+
+        cls = CONFIG_MAPPING[str(model_type)]
+    except (ImportError, KeyError):
+        return config, f"keys as written (transformers has no config class for model_type {model_type!r})"
+    try:
+        built = cls(**{k: v for k, v in config.items() if k != "model_type"})
+        text = built.get_text_config()
+        full = text.to_dict()
+        full["tie_word_embeddings"] = bool(getattr(text, "tie_word_embeddings", getattr(built, "tie_word_embeddings", False)))
+        full["model_type"] = getattr(text, "model_type", model_type)
+    except Exception as error:  # noqa: BLE001 - a config transformers refuses is read as written, said
+        return config, f"keys as written (transformers {cls.__name__} refused it: {' '.join(str(error).split())[:120]})"
+    return full, f"defaults of transformers {type(text).__name__}"
+
+
+def shape_from_config(config: dict[str, Any], source: str = "", class_defaults: bool = True) -> ModelShape:
     checked_sizes(config, source or "config.json")  # 1e9 experts, 1e999 layers, zero heads: an error, not an estimate
+    defaults = ""
+    written = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    missing = next((k for k in REQUIRED if k not in written), None)
+    if missing:  # the shape itself must be written down; only the rest takes the class's defaults
+        raise InputError(f"{source or 'config.json'}: no {missing} (not a decoder-only language model config?)")
+    if class_defaults:
+        config, defaults = with_class_defaults(config)
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     try:
         hidden = int(text["hidden_size"])
@@ -115,7 +169,7 @@ def shape_from_config(config: dict[str, Any], source: str = "") -> ModelShape:
             qkv_bias=bool(text.get("attention_bias", str(text.get("model_type")) in QKV_BIAS)),
             experts=int(text.get("num_experts") or text.get("num_local_experts") or 0),
             experts_per_token=int(text.get("num_experts_per_tok") or 0),
-            source=source,
+            source=source, defaults=defaults,
         )
     except KeyError as missing:
         raise InputError(f"{source or 'config.json'}: no {missing.args[0]} (not a decoder-only language model config?)") from None

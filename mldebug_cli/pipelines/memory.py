@@ -47,7 +47,9 @@ class MemoryOptions:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     host_memory: float | None = None  # GiB of the training node's RAM (default: this machine's)
-    allow_outside_paths: bool = False  # let the config name a model outside the working directory and its folder
+    allow_outside_paths: bool = False  # let the config name files outside the working directory and its folder
+    transformers_version: str | None = None  # the transformers the run uses (default: pinned beside the config,
+    # else installed): its own loss keeps an fp32 copy of the logits up to 4.45
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Lengths:
     rows: list = field(default_factory=list)  # (row, sequence lengths, trained tokens), in dataset order
     source: str = "data"  # what they come from, for the report
     dataset: str | None = None
+    not_read: str | None = None  # why the rows were not read (then every sequence is taken at max_length)
 
 
 def build_report(options: MemoryOptions, progress: Callable[[str], None] | None = None,
@@ -71,11 +74,16 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
     gpu_memory(options.gpu, options.gpu_memory)  # a bad --gpu or --gpu-memory before any file is read
     facts = read_trainer_facts(options.config, options.framework, options.world_size)
     shape = read_model_shape(model_config(options.model, facts.model, options.config, options.allow_outside_paths))
-    setup = setup_from_facts(facts, seed=config_seed(options.config))
+    from mldebug_cli.frameworks import versions
+
+    target = versions.resolve(options.config, {"transformers": options.transformers_version}).get("transformers")
+    setup = setup_from_facts(facts, seed=config_seed(options.config)).changed(
+        transformers_version=versions.parse(target.version)[:2])
     if lengths is None:
         if progress:
             progress("reading the rows' token lengths")
-        lengths = read_lengths(options) if read_lengths else Lengths([], "every sequence at max_length (no rows read)")
+        lengths = read_lengths(options) if read_lengths else Lengths(
+            [], "every sequence at max_length (the rows were not read)", not_read="no reader of the rows was given")
     gpu = gpu_memory(options.gpu, options.gpu_memory)
     gpu_bytes = int(gpu[1] * GIB) if gpu else None
     review = memory_review(shape, setup, lengths, gpu, gpu_bytes, dict(facts.keys), options.host_memory)
@@ -90,6 +98,7 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
             "model": shape.describe(),
             "model_config": shape.source,
             "lengths": lengths.source,
+            "assumed": assumptions(setup, f"transformers {target.version or 'newest checked'} ({target.source})"),
             "gpu": gpu[0] if gpu else "none given (--gpu NAME or --gpu-memory GIB); judged against the table below",
         },
         summary=_summary(review),
@@ -112,7 +121,28 @@ def memory_review(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu, 
     host_total = int(host_memory * GIB) if host_memory else _host_total()
     return MemoryReview(peak=peak, gpu=gpu[0] if gpu else None, gpu_bytes=gpu_bytes, fixes=tuple(found),
                         typical=typical, long_rows=tuple(long_rows), lengths_from=lengths.source,
-                        host_bytes=_host_bytes(setup, peak), host_total=host_total, keys=keys)
+                        host_bytes=_host_bytes(setup, peak), host_total=host_total, keys=keys,
+                        rows_not_read=lengths.not_read)
+
+
+LOSSES = {
+    "full": "the model's own cross-entropy on the full logits",
+    "fused-chunks": "TRL 1.16's fused LM head (chunked log-probs, the full logits never built)",
+    "liger": "Liger's fused linear cross-entropy",
+    "cce": "cut cross-entropy",
+}
+
+
+def assumptions(setup: MemorySetup, transformers: str) -> str:
+    """What the estimate assumed, for the report: the loss implementation, attention kernel and versions."""
+    loss = LOSSES.get(setup.loss_kernel, setup.loss_kernel)
+    if setup.loss_kernel == "full":
+        loss += " (fp32 logits kept as the output: <= 4.45)" if setup.transformers_version < (4, 46) else \
+            " (upcast inside the loss: >= 4.46)"
+    parts = [f"loss: {loss}", f"attention: {setup.attention}", transformers, "torch >= 2.1 caching allocator"]
+    if setup.quantization:
+        parts.append("bitsandbytes 0.48 layouts (4-bit blocks of 64, dequantised weight transient)")
+    return "; ".join(parts)
 
 
 def peak_over_data(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu_bytes: int | None):

@@ -588,5 +588,6 @@ def memory_lengths(options) -> Lengths:
                                         getattr(options, "allow_outside_paths", False))
         report = inspect_with_config(configured)
     except InputError as error:
-        return Lengths([], f"every sequence at max_length (the rows were not read: {error.message})")
+        reason = error.message + (f" ({error.hint})" if error.hint else "")
+        return Lengths([], f"every sequence at max_length (the rows were not read: {reason})", not_read=reason)
     return lengths_of(report)

@@ -108,3 +108,39 @@ def test_preflight_estimates_memory_when_the_model_config_is_local():
     assert "exceeds the 4.0 GiB given" in oom["message"] and oom["location"]["step"] is not None
     without = CliRunner().invoke(app, ["preflight", str(config), "-f", "json"])  # the tokenizer folder has no config.json
     assert "memory" not in {s["command"] for s in json.loads(without.stdout)["summary"]["sections"]}
+
+
+def _outside_config(tmp_path: Path) -> Path:
+    """A config in one folder naming a dataset in another, both outside the working directory."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rows.jsonl").write_text((CONFIGS / "long_row.jsonl").read_text())
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    text = (CONFIGS / "sft_long_row.yaml").read_text()
+    text = text.replace("model_name_or_path: ../tokenizers/qwen2.5-instruct",
+                        f"model_name_or_path: {REPO / 'fixtures' / 'tokenizers' / 'qwen2.5-instruct'}")
+    text = text.replace("dataset_name: long_row.jsonl", f"dataset_name: {data / 'rows.jsonl'}")
+    (folder / "config.yaml").write_text(text)
+    return folder / "config.yaml"
+
+
+def test_rows_outside_the_working_folder_are_not_read_silently(tmp_path):
+    config = _outside_config(tmp_path)
+    result = memory(str(config), "--model", str(MODELS / "qwen2.5-0.5b"), "-f", "json")
+    doc = json.loads(result.stdout)
+    unread = [f for f in doc["findings"] if f["code"] == "MEM007"]
+    assert len(unread) == 1 and "the rows were not read" in unread[0]["message"]
+    assert "--allow-outside-paths" in unread[0]["message"] and "8 × 8,192 tokens" in unread[0]["message"]
+    allowed = json.loads(memory(str(config), "--model", str(MODELS / "qwen2.5-0.5b"), "--allow-outside-paths",
+                                "-f", "json").stdout)
+    assert not [f for f in allowed["findings"] if f["code"] == "MEM007"]
+    assert 27 in allowed["batch"]["rows"] and allowed["batch"]["length"] < 8192
+
+
+def test_the_report_says_what_it_assumed():
+    result = memory(str(CONFIGS / "grpo.yaml"), "--model", str(MODELS / "qwen2.5-0.5b"), "-f", "json",
+                    "--transformers-version", "4.44.2")
+    assumed = json.loads(result.stdout)["context"]["assumed"]
+    assert assumed.startswith("loss: TRL 1.16's fused LM head") and "attention: sdpa" in assumed
+    assert "transformers 4.44.2 (--transformers-version)" in assumed

@@ -42,6 +42,7 @@ def test_the_goldens_record_seed_versions_and_command():
         assert document["versions"] and document["command"].startswith("python tools/differential.py run")
 
 
+@pytest.mark.replay(by="suite")
 @pytest.mark.parametrize(("suite", "group"), GROUPS)
 def test_no_silent_disagreement(suite, group, tmp_path):
     mine = differential.ours(suite, group, tmp_path)

@@ -40,6 +40,7 @@ def golden_report(golden, tmp_path):
     return expected, {view["row"]: view for view in report.details["rows"]}, report
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("golden", sorted(GOLDENS.glob("*.*.json")), ids=lambda p: p.name[:-5])
 def test_inspect_data_gives_axolotls_own_prompter_ids_and_labels(golden, tmp_path):
     """Goldens written by tools/axolotl_goldens.py from axolotl 0.19.0 (see fixtures/README.md)."""
@@ -100,6 +101,7 @@ def test_styles_system_prompts_and_the_dict_form():
 CHAT_GOLDENS = FIXTURES / "axolotl-0.19.0" / "chat"
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("golden", sorted(CHAT_GOLDENS.glob("*.*.json")), ids=lambda p: p.name[:-5])
 def test_chat_template_reading_settings_give_axolotls_own_ids_and_labels(golden, tmp_path):
     """field_messages, message_property_mappings (and the older keys), roles, per-message train, split_thinking."""
@@ -117,6 +119,7 @@ def test_chat_template_reading_settings_give_axolotls_own_ids_and_labels(golden,
 NAMED_GOLDENS = FIXTURES / "axolotl-0.19.0" / "named"
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("golden", sorted(NAMED_GOLDENS.glob("*.*.json")), ids=lambda p: p.name[:-5])
 def test_axolotls_named_chat_templates_give_its_own_ids_and_labels(golden, tmp_path):
     """chat_template: chatml / qwen_25 / qwen3 / llama3 / mistral_v7_tekken / phi_3 / gemma3, from the installed

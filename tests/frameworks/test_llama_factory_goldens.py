@@ -58,6 +58,7 @@ def compare(name: str, setting: str, dataset: str) -> tuple[int, int, list[str]]
     return matched, len(expected), problems
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize(("name", "setting", "dataset"), list(_cases()))
 def test_rows_match_llama_factory(name, setting, dataset):
     matched, total, problems = compare(name, setting, dataset)
@@ -72,6 +73,7 @@ def _pairwise_cases():
             yield pytest.param(path.name, setting, marks=marks, id=f"{path.stem}-{setting}")
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize(("name", "setting"), list(_pairwise_cases()))
 def test_pairs_match_llama_factory(name, setting):
     """The pairwise processor (stage dpo/orpo): chosen and rejected ids and labels, rows it drops."""

@@ -66,6 +66,7 @@ def _has_image(row: dict) -> bool:
     return "image" in row or "image_url" in json.dumps(row)
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize(("style", "setting"), list(_cases()))
 def test_rows_match_torchtune(style, setting, tmp_path):
     matched, total, problems = compare(style, setting, tmp_path)

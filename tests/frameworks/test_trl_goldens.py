@@ -58,6 +58,7 @@ def mismatches(doc: dict, setting: dict) -> list[str]:
     return problems
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize(("tokenizer", "corpus", "setting"), list(_cases()))
 def test_inspect_data_gives_trls_own_ids_labels_and_dropped_rows(tokenizer, corpus, setting):
     doc = inspect(tokenizer, corpus, setting)

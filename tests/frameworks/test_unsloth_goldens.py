@@ -23,6 +23,7 @@ def case_id(case: dict) -> str:
     return f"{case['tokenizer']}-{case['trl_setting']}-{case['variant']}"
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("case", GOLDENS["cases"], ids=case_id)
 def test_labels_and_dropped_rows_equal_unsloths_own(case):
     result = CliRunner().invoke(app, ["inspect-data", str(ROWS), "-t", str(TOKENIZERS / case["tokenizer"]),

@@ -168,3 +168,59 @@ def test_peak_is_the_largest_moment():
     assert e.allocated == max(e.moments.values())
     assert e.per_gpu > e.allocated
     assert e.allocated > 4 * QWEN05.parameters * 2 / GIB
+
+
+def test_defaults_come_from_the_config_class_not_the_keys_present():
+    # gemma-3-1b's published config.json omits tie_word_embeddings; Gemma3TextConfig ties by default
+    gemma = {"model_type": "gemma3_text", "vocab_size": 262144, "hidden_size": 1152, "num_hidden_layers": 26,
+             "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 6912}
+    shape = shape_from_config(gemma)
+    assert shape.tied and shape.parameters == 999_885_952
+    assert shape.defaults == "defaults of transformers Gemma3TextConfig"
+    assert not shape_from_config(gemma, class_defaults=False).tied  # the keys alone would count the head twice
+
+
+def test_loss_by_transformers_version_and_grpo_scores_completions_only():
+    batch = uniform_batch(4, 512)
+    full = FULL.changed(loss_kernel="full")
+    new = estimate(QWEN05, full, batch).term("logits and loss")
+    old = estimate(QWEN05, full.changed(transformers_version=(4, 44)), batch).term("logits and loss")
+    assert new.bytes == 12 * 4 * 512 * QWEN05.vocab and old.bytes == 16 * 4 * 512 * QWEN05.vocab
+    assert "<= 4.45" in old.source and ">= 4.46" in new.source
+    # GRPO without the fused head: model(..., logits_to_keep=completion + 1) on per_device_train_batch_size
+    # completions (TRL 1.16 GRPOTrainer._get_per_token_logps_and_entropies; axolotl 0.19 passes micro_batch_size)
+    grpo = full.changed(task="grpo", num_generations=8, max_prompt_length=45, max_completion_length=2048)
+    completions = uniform_batch(8, 45 + 2048, 8 * 2048)
+    logits = estimate(QWEN05, grpo, completions).term("logits and loss")
+    assert logits.bytes == 12 * 8 * (2048 + 1) * QWEN05.vocab
+
+
+def test_trl_qlora_keeps_adapters_bf16_and_the_rest_in_the_load_dtype():
+    qlora = FULL.changed(quantization="4bit", double_quant=True, weights_dtype="fp32", peft=PeftSetup("lora", 16, "all-linear"),
+                         adapter_dtype="bf16", unquantized_dtype="fp32")
+    e = estimate(LLAMA1, qlora, uniform_batch(2, 1024))
+    linear = LLAMA1.layers * LLAMA1.layer_linear_parameters
+    rest = LLAMA1.parameters - linear
+    assert e.term("weights").bytes == int(linear * (0.5 + 1 / 64 + 4 / (64 * 256)) + rest * 4)
+    adapters = e.term("adapters")
+    assert "(bf16)" in adapters.formula and e.term("gradients").bytes == adapters.bytes
+    widest = max(x.fan_in * x.fan_out for x in LLAMA1.layer_linears)
+    assert e.term("dequantised weight").bytes == widest * 2
+    assert e.term("LM head cast").bytes == LLAMA1.vocab * LLAMA1.hidden * 2
+
+
+def test_the_fused_loss_fix_is_re_estimated_and_can_fit_alone():
+    from mldebug_cli.pipelines.memory import Lengths, memory_review
+
+    setup = MemorySetup("transformers", "sft", 16, weights_dtype="bf16", compute_dtype="bf16", loss_kernel="full",
+                        gradient_checkpointing=True, peft=PeftSetup("lora", 16, "all-linear"), max_length=2048)
+    rows = [(i, (2048,), 2048) for i in range(32)]
+    before = memory_review(QWEN05, setup, Lengths(rows), None, None, {}).peak
+    limit = int(before.per_gpu * 0.6)
+    review = memory_review(QWEN05, setup, Lengths(rows), ("test", limit / GIB), limit, {})
+    fused = review.fixes[0]
+    assert fused.key == "loss_kernel" and fused.change.startswith("use_liger_kernel: true")
+    assert fused.after <= limit < fused.before  # alone it makes the run fit, and the hint names it
+    from mldebug_cli.checks.memory import first_fitting_fix
+
+    assert first_fitting_fix(review) is fused

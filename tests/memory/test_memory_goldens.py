@@ -26,6 +26,7 @@ def _load(path):
     return record
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("path", GOLDEN_FILES, ids=[p.stem for p in GOLDEN_FILES])
 def test_estimate_within_tolerance_of_max_memory_allocated(path):
     record = _load(path)
@@ -37,6 +38,7 @@ def test_estimate_within_tolerance_of_max_memory_allocated(path):
         f"{path.stem}: estimated {estimated / 2**30:.2f} GiB, measured {measured / 2**30:.2f} GiB")
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("path", GOLDEN_FILES, ids=[p.stem for p in GOLDEN_FILES])
 def test_verdict_is_the_runs(path):
     record = _load(path)
@@ -44,6 +46,7 @@ def test_verdict_is_the_runs(path):
     assert (estimate.per_gpu > record["gpu_total"]) == record["oom"]
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("path", GOLDEN_FILES, ids=[p.stem for p in GOLDEN_FILES])
 def test_batches_are_the_collators(path):
     record = _load(path)

@@ -83,6 +83,7 @@ def test_the_goldens_record_the_versions_that_made_them():
     assert {c["task"] for c in CASES} >= {"dpo", "kto", "kto_paired", "orpo", "grpo"}
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['task']}-{c['setting']}-{c['tokenizer']}-{c['file'][5:-5]}" for c in CASES])
 def test_rows_match_trl(case):
     assert mismatches(case) == []
@@ -112,6 +113,7 @@ if __name__ == "__main__":
 STEP_CASES = GOLDENS.get("grpo_steps", [])
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("case", STEP_CASES, ids=[f"{c['prompts']}-{'-'.join(f'{k}={v}' for k, v in c['config'].items())}"
                                                   for c in STEP_CASES])
 def test_grpo_step_counts_match_the_real_trainer(case, tmp_path):

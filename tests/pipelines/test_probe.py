@@ -21,10 +21,19 @@ CASES = ("sft-healthy", "sft-reentrant", "sft-new-tokens", "sft-new-tokens-saved
          "kto-saturated", "grpo-healthy", "grpo-equal-rewards", "grpo-kl-conflict")
 
 
+class _Cases:
+    """The planted cases by name, each built when a test first asks for it (once per test run: conftest.probe_case)."""
+
+    def __init__(self, build) -> None:
+        self.build = build
+
+    def __getitem__(self, name: str):
+        return self.build(name)
+
+
 @pytest.fixture(scope="session")
-def probe_cases(probe_case):
-    """Every planted case, regenerated once per test session (a few seconds of TRL training on CPU)."""
-    return {name: probe_case(name) for name in CASES}
+def probe_cases(probe_case) -> _Cases:
+    return _Cases(probe_case)
 
 
 def _options(folder, **extra):
@@ -39,6 +48,7 @@ def _options(folder, **extra):
                         **{**args, **extra})
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("name", CASES)
 def test_each_finding_fires_on_its_case_and_healthy_runs_stay_quiet(probe_cases, name):
     from mldebug_cli.pipelines.probe import build_report

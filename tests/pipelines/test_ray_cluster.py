@@ -13,6 +13,7 @@ from mldebug_cli.pipelines.ray_engine import local_priority
 from support import QWEN25, write_chat_shards
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # a two-node Ray cluster: the slow tier (docs/testing.md)
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,7 @@ from support import (
 )
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # a local Ray cluster and 10^4-row datasets: the slow tier (docs/testing.md)
 GENERATED_ROWS = 10_000  # 10^5 takes minutes on 2 shared cores: benchmarks/bench_ray.py runs it
 
 

@@ -38,6 +38,7 @@ def fresh_timeout_count(monkeypatch):
 
 
 @needs_corpus
+@pytest.mark.replay
 @pytest.mark.parametrize(("name", "source"), fixture_templates(), ids=[n for n, _ in fixture_templates()])
 def test_renders_exactly_what_transformers_renders(name, source):
     """Same text, same generation spans, or the same error, for every context and generation-prompt setting."""

@@ -365,6 +365,7 @@ MESSAGE = st.fixed_dictionaries(
 
 
 @needs_corpus
+@pytest.mark.replay  # 60 generated conversations per family: a sample of the families in the fast tier
 @pytest.mark.parametrize("family", FAMILIES)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=st.lists(MESSAGE, max_size=6), with_tools=st.booleans(), system=st.one_of(st.none(), TEXT))

@@ -47,6 +47,7 @@ def _assert_same(simulation, logged, max_steps):
     assert [p.epoch for p in simulation.schedule] == pytest.approx([h["epoch"] for h in logged], abs=1e-12)
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("name,kwargs", SCHEDULERS, ids=[s[0] for s in SCHEDULERS])
 def test_every_scheduler_type_matches_the_trainer(tmp_path, simulate_config, name, kwargs):
     config = {**BASE, "lr_scheduler_type": name, "lr_scheduler_kwargs": kwargs}
@@ -57,6 +58,7 @@ def test_every_scheduler_type_matches_the_trainer(tmp_path, simulate_config, nam
     _assert_same(simulate_config(config, ROWS), logged, max_steps)
 
 
+@pytest.mark.replay
 @pytest.mark.parametrize("case", sorted(EDGE_CASES))
 def test_step_arithmetic_edge_cases_match_the_trainer(tmp_path, simulate_config, case):
     config, rows = EDGE_CASES[case]

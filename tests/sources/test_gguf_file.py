@@ -84,12 +84,14 @@ def assert_same_outcome_as_gguf_reader(path: Path) -> None:
     assert outcomes[0] == outcomes[1]
 
 
+@pytest.mark.replay  # mldebug's reader against gguf's own, one vocabulary per case
 @pytest.mark.parametrize("path", FIXTURE_GGUFS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_fixture_vocab_equals_gguf_readers(path: Path) -> None:
     assert_same_as_gguf_reader(path)
 
 
 @needs_corpus
+@pytest.mark.replay
 @pytest.mark.parametrize("path", CORPUS_GGUFS, ids=lambda p: p.name)
 def test_corpus_vocab_equals_gguf_readers(path: Path) -> None:
     assert_same_as_gguf_reader(path)

@@ -4,8 +4,9 @@ What it finds
     The term for the language-model head's output and loss is the largest of the estimate: the full
     ``tokens × vocab`` logits upcast to fp32 with the log-softmax and its gradients (transformers'
     own loss, axolotl and LLaMA-Factory without Liger or cut cross-entropy), or for GRPO the
-    completions of a step (``batch · num_generations · seq · vocab``). The message gives the formula
-    and the values.
+    ``per_device_train_batch_size`` completions of a micro-batch, completion tokens only (TRL's
+    ``logits_to_keep``; the batch already counts completions, so not ``batch · num_generations``).
+    The message gives the formula and the values.
 
 Why it matters for training
     With a 150k-token vocabulary the logits outgrow the model: 8 × 2,048 tokens × 151,936 × 12 bytes
