@@ -181,6 +181,116 @@ def cases(d: Path):
     (d / "ok_messages.json").write_text(json.dumps(OK["messages"]))
 
 
+QWEN_CONFIG = ROOT / "fixtures" / "memory-models" / "qwen2.5-0.5b" / "config.json"
+SECRET = "SECRET-NEVER-SHOWN"
+
+
+def _model(folder: Path, extra: str, tokenizer: bool = False) -> Path:
+    """A real model config.json with ``extra`` JSON appended (the last duplicate key wins, as in transformers)."""
+    if tokenizer:
+        shutil.copytree(TOKENIZER, folder)
+    else:
+        folder.mkdir()
+    text = QWEN_CONFIG.read_text().rstrip().rstrip("}").rstrip()
+    (folder / "config.json").write_text(f"{text},\n  {extra}\n}}\n")
+    return folder
+
+
+def _gguf_template(path: Path, template: str) -> Path:
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(["a", "b", "<|im_end|>", "<|endoftext|>"])
+    writer.add_token_types([1, 1, 3, 3])
+    writer.add_eos_token_id(2)
+    writer.add_chat_template(template)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def third_pass_cases(d: Path, with_probe: bool = True):
+    """Issue 36's cases: (reader/format, hostile input, argv, inputs to keep unchanged, text never to show)."""
+    tok = TOKENIZER
+    d.mkdir(parents=True, exist_ok=True)
+    rows = d / "rows.json"
+    rows.write_text(json.dumps([OK]))
+    msgs = d / "msgs.json"
+    msgs.write_text(json.dumps([{"role": "user", "content": "a\nb\nc"}]))
+
+    def train(name: str, model: Path | str) -> Path:
+        path = d / name
+        path.write_text(f"model_name_or_path: {model}\ndataset_name: rows.json\noutput_dir: out\nreport_to: none\n"
+                        "max_length: 48\nper_device_train_batch_size: 4\nlearning_rate: 0.0002\n")
+        return path
+
+    lr = d / "power_nan.yaml"
+    lr.write_text("learning_rate: 0.0001\nlr_scheduler_type: polynomial\nlr_scheduler_kwargs: {power: .nan}\n"
+                  "max_steps: 100\nwarmup_steps: 10\n")
+    yield "lr-plot", "lr_scheduler_kwargs {power: NaN}", ["lr-plot", "-c", lr], [lr], None
+    lr_nan = d / "lr_nan.yaml"
+    lr_nan.write_text("learning_rate: .nan\nnum_train_epochs: .inf\nper_device_train_batch_size: 0\n")
+    yield "lr-plot", "learning_rate NaN, epochs Inf", ["lr-plot", "-c", lr_nan, "--num-rows", "100"], [lr_nan], None
+    for name, extra in (("experts", '"num_experts": 1e9'), ("layers", '"num_hidden_layers": 1e999'),
+                        ("heads", '"num_attention_heads": 0'), ("vocab", '"vocab_size": ' + "9" * 4000)):
+        folder = _model(d / f"model-{name}", extra)
+        yield "memory config.json", extra[:40], ["memory", train(f"m-{name}.yaml", folder), "--model", folder], [folder], None
+    ok_model = _model(d / "model-ok", '"num_hidden_layers": 2')
+    yield "memory", "--gpu-memory nan", ["memory", train("m-ok.yaml", ok_model), "--model", ok_model,
+                                         "--gpu-memory", "nan"], [ok_model], None
+    deep = d / "deep.jinja"
+    deep.write_text("{% if true %}" * 5000 + "x" + "{% endif %}" * 5000)
+    big = d / "big.jinja"
+    big.write_text("x" * 18_000_000)
+    for engine in ("transformers", "llamacpp", "tgi", "vllm-completions"):
+        yield f"render -e {engine}", "5,000-deep {% if %}", ["render", "-m", msgs, "-t", tok, "--template", deep,
+                                                            "-e", engine], [deep], None
+    yield "render -e transformers", "18 MB Jinja template", ["render", "-m", msgs, "-t", tok, "--template", big], [big], None
+    gguf_indent = _gguf_template(d / "indent.gguf", '{% for m in messages %}{{ m["content"] | indent(10**9) }}'
+                                                    "{% endfor %}")
+    yield "check-template --deploy gguf", "indent(10**9)", ["check-template", "--train", tok, "--deploy",
+                                                             gguf_indent], [gguf_indent], None
+    garbage = d / "garbage.json"
+    garbage.write_text(json.dumps([OK]) + "\ngarbage{{{\n")
+    yield "dataset json", "array + trailing garbage", ["inspect-data", garbage, "-t", tok], [garbage], None
+    (d / "loop_a.jsonl").symlink_to(d / "loop_b.jsonl")
+    (d / "loop_b.jsonl").symlink_to(d / "loop_a.jsonl")
+    yield "dataset", "symlink loop", ["inspect-data", d / "loop_a.jsonl", "-t", tok], [], None
+    surrogate = d / "surrogate.json"
+    surrogate.write_text('[{"role": "user", "content": "a\\ud800b"}]')
+    yield "check-template -m", "lone surrogate", ["check-template", "--train", tok, "--deploy", tok, "-m", surrogate], \
+        [surrogate], None
+    ids = d / "ids.jsonl"
+    ids.write_text(jsonl({**OK, "input_ids": [1, 2, 999_999_999]}))
+    yield "inspect-data --tokens", "id past the vocabulary", ["inspect-data", ids, "-t", tok, "--tokens", "--rows", "0"], \
+        [ids], None
+    mask = d / "mask.json"
+    mask.write_text(json.dumps([{"role": "user", "content": "::add-mask::x\r::error::y"}]))
+    yield "render (GitHub Actions)", "::add-mask:: in content", ["render", "-m", mask, "-t", tok], [mask], None
+    yield "inspect-data --engine ray", "--ray-concurrency 10**9", ["inspect-data", rows, "-t", tok, "--engine", "ray",
+                                                                    "--ray-concurrency", str(10**9)], [rows], None
+    outside = Path(tempfile.mkdtemp(prefix="mldebug-outside-"))  # outside every working folder a runner uses
+    (outside / "secret.jinja").write_text(SECRET)
+    shutil.copy(QWEN_CONFIG, outside / "config.json")
+    linked = d / "linked-tok"
+    shutil.copytree(tok, linked)
+    (linked / "chat_template.jinja").symlink_to(outside / "secret.jinja")
+    yield "render tokenizer folder", "chat_template.jinja -> outside", ["render", "-m", msgs, "-t", linked], [linked], SECRET
+    yield "memory", "config names a model outside", ["memory", train("m-outside.yaml", outside)], [outside], "qwen2"
+    if with_probe:
+        evil = _model(d / "evil", '"model_type": "evilmodel", "auto_map": {"AutoConfig": "configuration_evil.C", '
+                                  '"AutoModelForCausalLM": "modeling_evil.M"}', tokenizer=True)
+        for name in ("configuration_evil", "modeling_evil"):
+            (evil / f"{name}.py").write_text(f"open({str(d / 'CODE-RAN')!r}, 'a').write('ran')\n")
+        yield "probe", "auto_map + unknown model_type", ["probe", train("p-evil.yaml", evil), "--model", evil], [evil], \
+            "Do you wish to run"
+        layers = _model(d / "layers", '"num_hidden_layers": 1000000', tokenizer=True)
+        yield "probe", "num_hidden_layers 1e6", ["probe", train("p-layers.yaml", layers), "--model", layers], [layers], None
+
+
 def digest(paths) -> dict:
     files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*"))) if f.is_file() and not f.is_symlink()
              and not str(f).startswith("/dev")]
@@ -223,7 +333,8 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="mldebug-hostile-") as scratch:
         d = Path(scratch)
-        for reader, hostile, argv, keep in list(cases(d)):
+        third = [c[:4] for c in third_pass_cases(d / "third-pass")]
+        for reader, hostile, argv, keep in list(cases(d)) + third:
             if args.only and not any(o in f"{reader} {hostile}" for o in args.only):
                 continue
             cwd = d

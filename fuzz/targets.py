@@ -140,6 +140,54 @@ def training_config(data: bytes) -> None:
         pass
 
 
+def model_config(data: bytes) -> None:
+    """A model's config.json as memory reads it (sizes checked against sane ranges) and as probe counts it."""
+    from mldebug_cli.memory.shapes import read_model_shape
+    from mldebug_cli.probe.model import parameter_count
+
+    folder = _scratch() / "model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_bytes(data)
+    for read in (read_model_shape, parameter_count):
+        try:
+            read(str(folder))
+        except InputError:
+            pass
+
+
+def safetensors_header(data: bytes) -> None:
+    """A .safetensors file's header checked as probe checks it before transformers maps the file."""
+    from mldebug_cli.sources.safetensors_header import check_header
+
+    try:
+        check_header(_scratch_file(".safetensors", data))
+    except InputError:
+        pass
+
+
+def _model_config_seeds() -> dict[str, bytes]:
+    real = (FIXTURES / "memory-models" / "qwen2.5-0.5b" / "config.json").read_bytes()
+    head = real.rstrip().rstrip(b"}").rstrip()
+    return {"real.json": real, **{f"{name}.json": head + b",\n  " + extra + b"\n}\n" for name, extra in (
+        ("experts", b'"num_experts": 1e9'), ("layers", b'"num_hidden_layers": 1e999'), ("heads", b'"num_attention_heads": 0'),
+        ("digits", b'"vocab_size": ' + b"9" * 4000), ("null_inter", b'"intermediate_size": null'),
+        ("text_config", b'"text_config": {"hidden_size": -1}'))}}
+
+
+def _safetensors_seeds() -> dict[str, bytes]:
+    def file(header: dict, data: bytes = b"\0" * 16) -> bytes:
+        raw = json.dumps(header).encode()
+        return struct.pack("<Q", len(raw)) + raw + data
+
+    tensor = {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}
+    return {"ok.safetensors": file({"__metadata__": {"format": "pt"}, "w": tensor}),
+            "past_end.safetensors": file({"w": {**tensor, "data_offsets": [0, 10**15]}}),
+            "huge_shape.safetensors": file({"w": {**tensor, "shape": [10**9, 10**9]}}),
+            "overlap.safetensors": file({"w": {**tensor, "shape": [2], "data_offsets": [0, 8]},
+                                         "v": {**tensor, "shape": [2], "data_offsets": [4, 12]}}),
+            "long_length.safetensors": struct.pack("<Q", 10**12) + b"{}"}
+
+
 def _leveldb_record(payload: bytes) -> bytes:
     payload = payload[:32000]  # one chunk of a block
     crc = zlib.crc32(payload, zlib.crc32(bytes([1]))) & 0xFFFFFFFF
@@ -252,4 +300,6 @@ TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[Path | GeneratedSeeds, .
     "run_log": (run_log, (GeneratedSeeds("run_logs", _run_log_seeds),)),
     # not fixtures/hostile/configs: its alias bombs take a second an input (tests/reliability/test_configs.py has them)
     "training_config": (training_config, (GeneratedSeeds("configs", _config_seeds),)),
+    "model_config": (model_config, (GeneratedSeeds("model_configs", _model_config_seeds),)),
+    "safetensors_header": (safetensors_header, (GeneratedSeeds("safetensors", _safetensors_seeds),)),
 }

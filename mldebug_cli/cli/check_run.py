@@ -113,6 +113,10 @@ def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
                 time.sleep(interval)
                 continue
             missing = 0
+            kind = _not_regular(run)
+            if kind is not None:  # replaced by a FIFO or a link to /dev/zero: never waited on, never read
+                with errors_exit():
+                    raise InputError(f"{run}: not a regular file ({kind}); the watch ends")
             current = _stamp(run)
             if current != stamp:
                 stamp = current
@@ -146,6 +150,20 @@ def _watch_line(text: str) -> str:
 
     line = visible(" ".join(text.splitlines())) + "\n"
     return no_workflow_commands(line) if under_github_actions() else line
+
+
+def _not_regular(run: Path) -> str | None:
+    """What ``run`` is (symlinks followed) when it is neither a regular file nor a folder: a FIFO, a device, ..."""
+    import stat
+
+    try:
+        mode = run.stat().st_mode
+    except OSError:
+        return None  # gone between the two looks: the next round counts it
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+            stat.S_IFSOCK: "a socket"}.get(stat.S_IFMT(mode), "not a file")
 
 
 def _stamp(run: Path) -> tuple:

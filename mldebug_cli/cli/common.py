@@ -268,6 +268,11 @@ def print_error(exc: BaseException) -> None:
         traceback.print_exception(exc, file=sys.stderr)
     if isinstance(exc, MldebugError):
         message, hint = exc.message, exc.hint
+    elif isinstance(exc, OSError) and exc.filename is not None and exc.strerror:  # a symlink loop, a name too long,
+        message, hint = f"{exc.filename}: {exc.strerror}", None  # no permission: the input's state, not a bug
+    elif isinstance(exc, RecursionError):
+        message = "the input is nested deeper than mldebug follows (Python's recursion limit)"
+        hint = "a template, config or row of thousands of nested levels is not one a trainer reads either"
     else:
         message = f"internal error: {type(exc).__name__}: {exc}"
         hint = "run with --debug for the traceback and report it"

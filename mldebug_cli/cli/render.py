@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import OnlineOpt, engine_choices, errors_exit, remember_context, write_report
-from mldebug_cli.core.escape import visible
+from mldebug_cli.core.escape import no_workflow_commands, under_github_actions, visible
 
 _FORMATS = ("text", "json")
 
@@ -59,8 +59,10 @@ def render(
         if output is not None:
             write_report(output, lambda stream: stream.write(text))
             sys.stderr.write(f"prompt written to {visible(str(output))}\n")
-        else:  # the prompt byte for byte, except on a terminal, where no control character from an input goes raw
-            sys.stdout.write(visible(text) if sys.stdout.isatty() else text)
+        else:  # the prompt byte for byte, except on a terminal, where no control character from an input goes raw,
+            # and under GitHub Actions, where no line of it may start a workflow command (``::add-mask::``)
+            shown = visible(text) if sys.stdout.isatty() else text
+            sys.stdout.write(no_workflow_commands(shown) if under_github_actions() else shown)
             sys.stdout.flush()
 
 

@@ -12,7 +12,8 @@ import re
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), *range(0x7F, 0xA0)) if c not in (0x09, 0x0A)}
 _ANY_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_WORKFLOW_COMMAND = re.compile(r"(?m)^([ \t]*(?:\x1b\[[0-9;]*m[ \t]*)*)::")
+# A line starts after a newline or a carriage return (the runner splits lines on both; `render` keeps a raw CR)
+_WORKFLOW_COMMAND = re.compile(r"(?m)(?:^|(?<=\r))([ \t]*(?:\x1b\[[0-9;]*m[ \t]*)*)::")
 
 
 def visible(text: str) -> str:

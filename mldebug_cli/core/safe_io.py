@@ -234,3 +234,14 @@ def inside(folder: str | os.PathLike, paths: Iterable[Path]) -> list[Path]:
             raise InputError(f"{path}: a link to {real}, outside the folder {folder}")
         kept.append(path)
     return kept
+
+
+def stays_inside(folder: str | os.PathLike, path: str | os.PathLike, also: Iterable[str | os.PathLike] = ()) -> None:
+    """A file a folder holds (a tokenizer's ``chat_template.jinja``, a model's ``config.json``) must resolve, symlinks
+    followed, inside that folder (or one of ``also``, e.g. the hub cache its snapshot links point into): a link a pull
+    request commits to ``~/.ssh/id_rsa`` is never read and shown. Else a one-line InputError naming it."""
+    real = os.path.realpath(path)
+    roots = [os.path.realpath(folder), *(os.path.realpath(r) for r in also)]
+    if not any(os.path.commonpath([real, root]) == root for root in roots):
+        raise InputError(f"{path}: a link to {real}, outside the folder {folder}",
+                         hint="mldebug reads no file that a folder links to outside it; copy the file into the folder")

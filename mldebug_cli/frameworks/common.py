@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -100,10 +101,14 @@ class SpecReader:
     def _as_number(self, key: str, value: Any) -> float | int:
         if isinstance(value, bool):
             raise self.error(key, f"must be a number, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):  # .nan, .inf, 1e999: no count or rate is one
+            raise self.error(key, f"must be a finite number, got {value!r}")
         if isinstance(value, (int, float)):
             return value
         if isinstance(value, str) and _NUMBER.match(value.strip()):  # YAML 1.1 reads 5e-5 as a string
             number = float(value)
+            if not math.isfinite(number):
+                raise self.error(key, f"must be a finite number, got {value!r}")
             return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() else number
         raise self.error(key, f"must be a number, got {value!r}")
 

@@ -138,14 +138,17 @@ class TrainerFacts:
     sampler: SamplerFacts | None = None  # None: the framework's sampling is not read
 
 
+MAX_WORLD_SIZE = 1_000_000  # processes; past it no step arithmetic is meaningful
+
+
 def read_trainer_facts(config_path: str | Path, framework: str | None = None, world_size: int = 1) -> TrainerFacts:
     """The facts of one config file; ``framework`` as detected when not given."""
     from mldebug_cli.frameworks import detect_framework
 
     config = load_config(config_path)
     name = registry.chosen(framework, "trainer") if framework else detect_framework(config)
-    if world_size < 1:
-        raise InputError(f"--world-size must be at least 1, got {world_size}")
+    if not 1 <= world_size <= MAX_WORLD_SIZE:
+        raise InputError(f"--world-size must be from 1 to {MAX_WORLD_SIZE:,}, got {world_size}")
     reader = registry.framework(name).trainer_facts
     if reader is None:
         raise InputError(f"{config.path}: mldebug does not read trainer settings of {name} configs")

@@ -7,6 +7,8 @@ A card sold as "80 GB" gives 79.2 GiB to a process; the values are the totals th
 
 from __future__ import annotations
 
+import math
+
 from mldebug_cli.core.errors import UsageError
 
 GIB = 1024**3
@@ -31,13 +33,22 @@ GPUS: dict[str, float] = {
 }
 
 
+MAX_GIB = 1 << 20  # a mebi-GiB: more than any GPU or node; NaN, infinity and 0 are not sizes
+
+
+def gib_flag(flag: str, value: float) -> float:
+    """A GiB flag (``--gpu-memory``, ``--host-memory``): a finite number above 0 and at most MAX_GIB."""
+    if not math.isfinite(value) or not 0 < value <= MAX_GIB:
+        raise UsageError(f"{flag} must be a number of GiB above 0 and at most {MAX_GIB:,}, got {value}")
+    return value
+
+
 def gpu_memory(name: str | None, memory_gib: float | None) -> tuple[str, float] | None:
     """The GPU to judge against: ``--gpu NAME`` (case and separators ignored) or ``--gpu-memory GIB``."""
-    if name and memory_gib:
+    if name and memory_gib is not None:
         raise UsageError("give --gpu or --gpu-memory, not both")
     if memory_gib is not None:
-        if memory_gib <= 0:
-            raise UsageError(f"--gpu-memory must be positive, got {memory_gib}")
+        gib_flag("--gpu-memory", memory_gib)
         return f"{memory_gib:g} GiB", float(memory_gib)
     if not name:
         return None

@@ -18,6 +18,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
+from mldebug_cli.sources.model_config import checked_sizes
 
 # model types whose q/k/v projections carry a bias (Qwen2 and its descendants)
 QKV_BIAS = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
@@ -146,6 +147,7 @@ def with_class_defaults(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
 
 
 def shape_from_config(config: dict[str, Any], source: str = "", class_defaults: bool = True) -> ModelShape:
+    checked_sizes(config, source or "config.json")  # 1e9 experts, 1e999 layers, zero heads: an error, not an estimate
     defaults = ""
     written = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     missing = next((k for k in REQUIRED if k not in written), None)

@@ -53,6 +53,9 @@ DEFAULT_SHOWN = 2
 HISTOGRAM_BINS = 40
 
 
+MAX_RAY_CONCURRENCY = 10_000  # actors: each holds a tokenizer; 10**9 of them would exhaust any cluster
+
+
 @dataclass(frozen=True)
 class InspectOptions:
     dataset: str
@@ -258,8 +261,9 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError(f"--engine: unknown engine {options.engine!r}", hint=f"one of {', '.join(ENGINES)}")
     if options.engine != "ray" and (options.ray_address is not None or options.ray_concurrency is not None):
         raise UsageError("--ray-address and --ray-concurrency need --engine ray")
-    if options.ray_concurrency is not None and options.ray_concurrency < 1:
-        raise UsageError("--ray-concurrency must be at least 1")
+    if options.ray_concurrency is not None and not 1 <= options.ray_concurrency <= MAX_RAY_CONCURRENCY:
+        raise UsageError(f"--ray-concurrency must be from 1 to {MAX_RAY_CONCURRENCY:,}, got {options.ray_concurrency}",
+                         hint="an actor per CPU of the cluster is the default")
     if options.data_format is not None and options.data_format not in ROW_FORMATS:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
     chosen(options.framework, "rows")
@@ -558,7 +562,9 @@ def _row_view(row: Row) -> RowView:
 
 
 def _with_pieces(view: RowView, tokenizer) -> RowView:
-    return replace(view, pieces=tokenizer.convert_ids_to_tokens(view.input_ids) if view.input_ids else [])
+    from mldebug_cli.sources.tokenizer import token_pieces
+
+    return replace(view, pieces=token_pieces(tokenizer, view.input_ids))
 
 
 class _Stats:

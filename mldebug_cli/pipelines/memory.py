@@ -24,7 +24,7 @@ from mldebug_cli.core.sections.pairs import PairsSummary, data_section, data_sum
 from mldebug_cli.memory.batches import MicroBatch, micro_batches, sequence_batches, uniform_batch
 from mldebug_cli.memory.estimate import GIB, Estimate, estimate
 from mldebug_cli.memory.fixes import fixes
-from mldebug_cli.memory.gpus import GPUS, gpu_memory
+from mldebug_cli.memory.gpus import GPUS, gib_flag, gpu_memory
 from mldebug_cli.memory.review import LongRow, MemoryReview
 from mldebug_cli.memory.setup import MemorySetup, setup_from_facts
 from mldebug_cli.memory.shapes import ModelShape, read_model_shape
@@ -70,8 +70,11 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
     from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
 
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="MEM")]
+    if options.host_memory is not None:
+        gib_flag("--host-memory", options.host_memory)
+    gpu_memory(options.gpu, options.gpu_memory)  # a bad --gpu or --gpu-memory before any file is read
     facts = read_trainer_facts(options.config, options.framework, options.world_size)
-    shape = read_model_shape(model_config(options.model, facts.model, options.config))
+    shape = read_model_shape(model_config(options.model, facts.model, options.config, options.allow_outside_paths))
     from mldebug_cli.frameworks import versions
 
     target = versions.resolve(options.config, {"transformers": options.transformers_version}).get("transformers")
@@ -231,21 +234,38 @@ def lengths_of(report: Report) -> Lengths:
     return Lengths(rows, f"all {len(rows):,} rows of {target}, as mldebug encodes them for this config", target)
 
 
-def model_config(model: str | None, named: str | None, config_path: str) -> Path:
-    """``--model``, else the model the config names: a folder (relative to the config too) or a cached hub id."""
-    from mldebug_cli.sources.hub import cached_model_file
+def model_config(model: str | None, named: str | None, config_path: str, allow_outside: bool = False) -> Path:
+    """``--model``, else the model the config names: a folder (relative to the config too) or a cached hub id.
+
+    The path policy of every command: a model the config names must be inside the working directory or the config's
+    folder unless ``allow_outside``, and a folder's ``config.json`` must resolve inside the folder (or the hub cache).
+    """
+    from mldebug_cli.core.safe_io import stays_inside
+    from mldebug_cli.sources.hub import cached_model_file, hub_cache
 
     spec = model or named
     if not spec:
         raise InputError(f"{config_path}: the config names no model", hint="pass --model DIR (a folder with config.json)")
     for candidate in (Path(spec).expanduser(), Path(config_path).parent / spec):
         if candidate.is_file() or (candidate / "config.json").is_file():
+            if model is None and not allow_outside:
+                _config_named_inside(candidate, config_path)
+            if candidate.is_dir():
+                stays_inside(candidate, candidate / "config.json", also=[hub_cache()])
             return candidate
     cached = cached_model_file(spec, "config.json")
     if cached is not None:
         return cached
     raise InputError(f"{spec}: no config.json there or in the local hub cache",
                      hint="pass --model DIR, a folder with the model's config.json")
+
+
+def _config_named_inside(candidate: Path, config_path: str) -> None:
+    resolved = candidate.resolve()
+    roots = [Path.cwd().resolve(), Path(config_path).resolve().parent]
+    if not any(resolved == root or root in resolved.parents for root in roots):
+        raise InputError(f"{config_path}: the model points outside the working directory and the config's folder "
+                         f"({resolved})", hint="pass --allow-outside-paths to read it, or --model DIR")
 
 
 def config_seed(config_path: str) -> int:

@@ -456,13 +456,15 @@ def _view(pair: Pair, setup: PreferenceSetup) -> PairView:
 
 def _with_pieces(view: PairView, tokenizer) -> PairView:
     """Token pieces, and the text each token decodes to (for the views), on the rows finally shown."""
+    from mldebug_cli.sources.tokenizer import token_pieces
+
     if not view.ok:
         return view
-    sides = tuple(replace(side, pieces=tokenizer.convert_ids_to_tokens(side.input_ids) if side.input_ids else [],
+    sides = tuple(replace(side, pieces=token_pieces(tokenizer, side.input_ids),
                           texts=[tokenizer.decode([i]) for i in side.input_ids]) for side in view.sides)
     if view.prompt_input_ids is None:
         return replace(view, sides=sides)
-    return replace(view, sides=sides, prompt_pieces=tokenizer.convert_ids_to_tokens(view.prompt_input_ids),
+    return replace(view, sides=sides, prompt_pieces=token_pieces(tokenizer, view.prompt_input_ids),
                    prompt_texts=[tokenizer.decode([i]) for i in view.prompt_input_ids])
 
 

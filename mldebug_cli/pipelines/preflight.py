@@ -463,7 +463,7 @@ def _memory_section(options, framework: str, data: list[_Part], progress) -> lis
 
     try:
         facts = read_trainer_facts(options.config, framework, options.world_size)
-        memory.model_config(options.model, facts.model, options.config)
+        memory.model_config(options.model, facts.model, options.config, options.allow_outside_paths)
     except MldebugError:  # no trainer facts for this framework, or no config.json at hand: no estimate
         return []
     if progress:
@@ -471,7 +471,7 @@ def _memory_section(options, framework: str, data: list[_Part], progress) -> lis
     report = memory.build_report(
         memory.MemoryOptions(config=options.config, model=options.model, gpu=options.gpu, gpu_memory=options.gpu_memory,
                              world_size=options.world_size, framework=framework, select=options.select,
-                             ignore=options.ignore),
+                             ignore=options.ignore, allow_outside_paths=options.allow_outside_paths),
         lengths=memory.preflight_lengths([s.report for s in data]),
     )
     return [_Part(options.config, report)]

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.probe.subject import GradientPath
+from mldebug_cli.sources.model_config import checked_sizes
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 FIXED_IN_TRANSFORMERS = (5, 0)  # activation_checkpointing_enable calls it for every input_ids model
@@ -27,10 +29,15 @@ def parameter_count(model_dir: str) -> int | None:
     import json
 
     try:
-        config = json.loads((Path(model_dir) / "config.json").read_text())
-    except (OSError, ValueError):
+        config = json.loads(read_text(Path(model_dir) / "config.json"))
+    except (OSError, ValueError, RecursionError):
         return None
+    if not isinstance(config, dict):
+        return None
+    checked_sizes(config, str(Path(model_dir) / "config.json"))
     config = config.get("text_config", config)
+    if not isinstance(config, dict):
+        return None
     try:
         h, layers, vocab = config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]
         inter = config.get("intermediate_size", 4 * h)
@@ -38,11 +45,44 @@ def parameter_count(model_dir: str) -> int | None:
         kv = config.get("num_key_value_heads", heads)
     except KeyError:
         return None
-    head_dim = config.get("head_dim") or h // heads
-    attention = h * heads * head_dim * 2 + h * kv * head_dim * 2
-    per_layer = attention + 3 * h * inter + 2 * h
-    embeddings = vocab * h * (1 if config.get("tie_word_embeddings", False) else 2)
-    return embeddings + layers * per_layer + h
+    try:
+        head_dim = config.get("head_dim") or h // heads
+        attention = h * heads * head_dim * 2 + h * kv * head_dim * 2
+        per_layer = attention + 3 * h * inter + 2 * h
+        embeddings = vocab * h * (1 if config.get("tie_word_embeddings", False) else 2)
+        return int(embeddings + layers * per_layer + h)
+    except (TypeError, ValueError, ZeroDivisionError):  # a size of null or text: transformers says what is wrong
+        return None
+
+
+def _fits_in_memory(model_dir: str, itemsize: int) -> None:
+    import os
+
+    params = parameter_count(model_dir)
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return
+    if params is not None and params * itemsize > total:
+        raise InputError(f"{Path(model_dir) / 'config.json'}: a model of {params:,} parameters needs "
+                         f"{params * itemsize / 2**30:,.1f} GiB for its weights alone, more than this machine's "
+                         f"{total / 2**30:,.1f} GiB", hint="probe a smaller model of the same architecture")
+
+
+def _check_weights(folder: str) -> None:
+    """Every ``.safetensors`` file of the folder: its header describes the file (sources/safetensors_header.py)."""
+    from mldebug_cli.core.safe_io import stays_inside
+    from mldebug_cli.sources.hub import hub_cache
+    from mldebug_cli.sources.safetensors_header import check_header
+
+    path = Path(folder)
+    if not path.is_dir():
+        return
+    for file in sorted(path.glob("*.safetensors"))[:10_000]:
+        stays_inside(path, file, also=[hub_cache()])
+        check_header(file)
+    if (path / "config.json").exists():
+        stays_inside(path, path / "config.json", also=[hub_cache()])
 
 
 def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None, device: str = "cpu") -> Built:
@@ -52,10 +92,14 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
 
     hf_logging.disable_progress_bar()  # stderr is for mldebug's own progress lines
     dtype = getattr(torch, DTYPES.get(facts.model_dtype or "fp32", "float32"))
+    _fits_in_memory(model_dir, dtype.itemsize)  # sizes checked and the weights sized before transformers allocates
+    _check_weights(model_dir)
     try:
-        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{model_dir}: cannot load the model ({' '.join(str(exc).split())[:200]})") from None
+        # trust_remote_code=False: transformers refuses a folder's own code instead of asking on stdin (None asks)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True,
+                                                     trust_remote_code=False)
+    except Exception as exc:  # a refused pickle, a safetensors error, a shape mismatch: the folder's, said by name
+        raise InputError(f"{model_dir}: cannot load the model ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
     model.to(device)
     described = None
     if adapter is not None or facts.peft is not None:
@@ -68,10 +112,11 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
     from peft import LoraConfig, PeftModel, get_peft_model
 
     if adapter is not None:
+        _check_weights(adapter)
         try:
-            wrapped = PeftModel.from_pretrained(model, adapter, is_trainable=True)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{adapter}: cannot load the adapter ({' '.join(str(exc).split())[:200]})") from None
+            wrapped = PeftModel.from_pretrained(model, adapter, is_trainable=True, trust_remote_code=False)
+        except Exception as exc:  # a refused pickle, a shape mismatch with the model: the adapter's, said by name
+            raise InputError(f"{adapter}: cannot load the adapter ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
         config = wrapped.peft_config["default"]
     else:
         targets = peft_facts.target_modules

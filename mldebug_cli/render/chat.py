@@ -26,10 +26,12 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
 MIB = 2**20
@@ -188,12 +190,31 @@ def _bounded_transformers() -> Iterator[Any]:
         ctu._compile_jinja_template, ctu.ImmutableSandboxedEnvironment = saved
 
 
+MAX_TEMPLATE_CHARS = 1_000_000  # of Jinja source, as for Go templates: real chat templates are a few KiB to ~50 KiB
+
+
+def bounded_parse(compile_source: Callable[[str], T], source: str) -> T:
+    """``compile_source(source)`` for every Jinja engine, within mldebug's parse bounds: a source over
+    MAX_TEMPLATE_CHARS (an 18 MB template parses for minutes) or nested past Python's recursion limit (5,000 ``{% if
+    %}``) is a ``jinja2.TemplateSyntaxError`` at line 1, reported as every syntax error is, naming its template."""
+    import jinja2
+
+    if len(source) > MAX_TEMPLATE_CHARS:
+        raise jinja2.TemplateSyntaxError(f"the template is {len(source):,} characters long, over the "
+                                         f"{MAX_TEMPLATE_CHARS:,} mldebug parses", 1)
+    try:
+        return compile_source(source)
+    except RecursionError:
+        raise jinja2.TemplateSyntaxError("the template is nested too deeply to parse (Python's recursion limit)",
+                                         1) from None
+
+
 @functools.lru_cache(maxsize=32)
 def compile_bounded(template: str):
     """transformers' own environment set-up (options, filters, globals, extensions); call inside _bounded_transformers."""
     from transformers.utils import chat_template_utils as ctu
 
-    return ctu._cached_compile_jinja_template(template)
+    return bounded_parse(ctu._cached_compile_jinja_template, template)
 
 
 @functools.cache
@@ -225,6 +246,10 @@ def bounded_sandbox_class() -> type:
         intercepted_binops = frozenset({"*", "**", "+"})
         code_generator_class = concat_checking_code_generator()
 
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            bound_width_filters(self.filters, MAX_BUILT_LENGTH, RenderLimitError)
+
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             if operator == "+" and type(left) is str and type(right) is str:  # the common case, kept cheap
                 return self.checked_length(operator, left + right)
@@ -241,6 +266,25 @@ def bounded_sandbox_class() -> type:
             return value
 
     return BoundedSandbox
+
+
+def bound_width_filters(filters: dict[str, Any], limit: int, error: type[Exception]) -> None:
+    """Jinja's ``indent`` and ``center`` build their padding in one C call no timer or memory check can interrupt
+    (``indent(10**9)`` asks for a GiB at once): refuse a width whose result would pass ``limit`` characters first."""
+    indent, center = filters["indent"], filters["center"]
+
+    def checked_indent(s: Any, width: Any = 4, first: bool = False, blank: bool = False) -> Any:
+        pad = len(width) if isinstance(width, str) else width
+        if _is_int(pad) and pad * (str(s).count("\n") + 1) > limit:
+            raise error(f"'indent' would build {pad * (str(s).count(chr(10)) + 1):,} characters (limit {limit:,})")
+        return indent(s, width, first, blank)
+
+    def checked_center(value: Any, width: Any = 80) -> Any:
+        if _is_int(width) and width > limit:
+            raise error(f"'center' would build {width:,} characters (limit {limit:,})")
+        return center(value, width)
+
+    filters["indent"], filters["center"] = checked_indent, checked_center
 
 
 def _oversized_binop(operator: str, left: Any, right: Any) -> str | None:

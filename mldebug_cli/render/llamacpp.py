@@ -32,7 +32,7 @@ from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.render.chat import concat_checking_code_generator, memory_cap
+from mldebug_cli.render.chat import bound_width_filters, bounded_parse, concat_checking_code_generator, memory_cap
 
 MAX_OUTPUT_CHARS = 8_000_000
 RENDER_MEMORY_BYTES = 1024 * 2**20  # growth of the process during one render (Linux, main thread)
@@ -472,6 +472,7 @@ class _LimitedSandbox(ImmutableSandboxedEnvironment):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._per_thread = threading.local()
+        bound_width_filters(self.filters, MAX_OUTPUT_CHARS, SecurityError)
 
     @property
     def deadline(self) -> float:
@@ -564,7 +565,7 @@ def _environment() -> _LimitedSandbox:
 @lru_cache(maxsize=128)
 def _compile_cached(source: str) -> jinja2.Template | str:
     try:
-        return _environment().from_string(source)
+        return bounded_parse(_environment().from_string, source)
     except jinja2.TemplateSyntaxError as exc:
         return f"line {exc.lineno}: {exc.message}"
 

@@ -123,6 +123,13 @@ def read_conversation(path: str) -> Conversation:
         raise InputError(f"{path}: the JSON is nested too deeply to read") from None
     except ValueError as exc:  # an integer over Python's digit limit
         raise InputError(f"{path}: {long_number_message(text, exc)}") from None
+    if "\\ud" in text.lower():  # an escaped lone UTF-16 surrogate: not Unicode text, no tokenizer encodes it
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            lone = ord(exc.object[exc.start])
+            raise InputError(f"{path}: holds a lone surrogate \\u{lone:04x}, which is not Unicode text (no tokenizer "
+                             "takes it)") from None
     tools: Any = ()
     if isinstance(data, Mapping):
         tools = data.get("tools") or ()

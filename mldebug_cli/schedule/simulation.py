@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.schedule.arithmetic import plan_steps, step_positions
 from mldebug_cli.schedule.dataset_size import DatasetSize
@@ -37,6 +38,7 @@ def simulate(config: ConfigFile, spec: RunSpec, size: DatasetSize | None, engine
         result = simulate_lrs(
             spec.scheduler, spec.learning_rate, plan.warmup_steps, plan.total_steps, plan.steps_run, engine
         )
+    _require_finite(config, spec, steps, result.lrs)
     schedule = tuple(
         SchedulePoint(step=step, lr=lr, epoch=epoch, micro_batch=micro_batch)
         for step, lr, (epoch, micro_batch) in zip(steps, result.lrs, step_positions(spec, plan, steps[:len(result.lrs)]))
@@ -57,6 +59,21 @@ def simulate(config: ConfigFile, spec: RunSpec, size: DatasetSize | None, engine
     )
 
 
+def _require_finite(config: ConfigFile, spec: RunSpec, steps, lrs) -> None:
+    """A NaN or infinite learning rate (``lr_scheduler_kwargs: {power: .nan}``) is the config's error, named by its
+    scheduler and kwargs, before any chart or check sees it."""
+    import math
+
+    bad = next(((step, lr) for step, lr in zip(steps, lrs) if not math.isfinite(lr)), None)
+    if bad is None:
+        return
+    kwargs = ", ".join(f"{k}: {v}" for k, v in spec.scheduler.kwargs.items())
+    raise InputError(f"{config.path}: lr_scheduler_type {spec.scheduler.name}"
+                     + (f" with lr_scheduler_kwargs {{{kwargs}}}" if kwargs else "")
+                     + f" gives a learning rate of {bad[1]} at step {bad[0]}, not a finite number",
+                     hint="every scheduler setting and the learning rate must be finite numbers")
+
+
 def deepspeed_scheduler(config: ConfigFile, spec: RunSpec) -> tuple[Mapping[str, Any] | None, str | None]:
     """The ``scheduler`` block of the DeepSpeed config the run names, and a note when it cannot be read."""
     value = spec.deepspeed
@@ -68,9 +85,14 @@ def deepspeed_scheduler(config: ConfigFile, spec: RunSpec) -> tuple[Mapping[str,
         path = _resolve(config, str(value))
         if path is None:
             return None, f"DeepSpeed config {value} not found: its scheduler block was not checked"
+        resolved = path.resolve()
+        roots = (Path.cwd().resolve(), Path(config.path).resolve().parent)
+        if not any(resolved == root or root in resolved.parents for root in roots):  # the path policy: not read
+            return None, (f"DeepSpeed config {value} resolves outside the working directory and the config's folder: "
+                          "it was not read and its scheduler block was not checked")
         try:
             ds_config = json.loads(read_text(path))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # not UTF-8 or JSON, a number too long, too deep
             return None, f"DeepSpeed config {path} could not be read ({exc}): its scheduler block was not checked"
     block = ds_config.get("scheduler") if isinstance(ds_config, Mapping) else None
     return (block if isinstance(block, Mapping) else None), None

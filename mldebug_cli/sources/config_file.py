@@ -42,15 +42,31 @@ class ConfigFile:
         return None if key is None else self.lines.get(key)
 
 
+MAX_CONFIG_BYTES = 16 * 2**20  # a training config (with an inline chat template or DeepSpeed block) is KiBs
+MAX_CONFIG_KEYS = 100_000  # counted as colons before parsing, so a template's colons count too: still far above
+
+
 def load_config(path: str | Path) -> ConfigFile:
     """Read a JSON or YAML config; raise InputError naming the file and what is wrong."""
     path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0  # not there, a loop, ...: read_text below says which
+    if size > MAX_CONFIG_BYTES:
+        raise InputError(f"{path}: the config is {size:,} bytes, over the {MAX_CONFIG_BYTES:,} mldebug reads",
+                         hint="a training config is a few KiB; check that this is the right file")
     try:
         text = read_text(path)
     except FileNotFoundError:
         raise InputError(f"{path}: config file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the config file ({exc})") from None
+    if len(text) > MAX_CONFIG_BYTES:  # grew between the two looks
+        raise InputError(f"{path}: the config is over the {MAX_CONFIG_BYTES:,} bytes mldebug reads")
+    if text.count(":") > MAX_CONFIG_KEYS:  # every key has its colon: PyYAML takes minutes on 300,000 keys
+        raise InputError(f"{path}: the config has over {MAX_CONFIG_KEYS:,} keys, more than mldebug reads",
+                         hint="a training config has tens to hundreds of keys; check that this is the right file")
     try:
         data = _parse(path, text)
         lines = _key_lines(text)

@@ -195,6 +195,8 @@ def _jinja_syntax_error(source: str) -> tuple[int, str] | None:
     import jinja2
     from jinja2.ext import Extension
 
+    from mldebug_cli.render.chat import bounded_parse
+
     class GenerationTags(Extension):
         tags = {"generation"}  # noqa: RUF012 - jinja2 reads the class attribute
 
@@ -205,7 +207,7 @@ def _jinja_syntax_error(source: str) -> tuple[int, str] | None:
 
     env = jinja2.Environment(extensions=["jinja2.ext.loopcontrols", GenerationTags])
     try:
-        env.parse(source)
+        bounded_parse(env.parse, source)
     except jinja2.TemplateSyntaxError as exc:
         return exc.lineno, exc.message or "syntax error"
     return None

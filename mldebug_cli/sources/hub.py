@@ -115,6 +115,11 @@ def _hub_cache() -> Path:
     return _hf_home() / "hub"
 
 
+def hub_cache() -> Path:
+    """The local hub cache (``HF_HUB_CACHE``, else ``$HF_HOME/hub``): where snapshot files link to."""
+    return _hub_cache()
+
+
 def _datasets_cache() -> Path:
     folder = os.environ.get("HF_DATASETS_CACHE")
     return Path(folder).expanduser() if folder else _hf_home() / "datasets"

@@ -91,6 +91,11 @@ def json_array_elements(path: Path, max_chars: int) -> Iterator[Element]:
         while True:
             char = buf.peek()
             if char == "]":
+                buf.advance(buf.pos + 1)
+                after = buf.peek()
+                if after:  # json.load and datasets refuse the file ("Extra data"): never read as the array alone
+                    _fail(path, buf.line, f"text after the JSON array's closing ']' (found {after!r}); "
+                                          "a JSON file holds one value")
                 break
             if index:
                 if char != ",":

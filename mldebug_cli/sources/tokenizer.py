@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, InputError
-from mldebug_cli.core.safe_io import note_inputs, read_text, require_regular
+from mldebug_cli.core.safe_io import note_inputs, read_text, require_regular, stays_inside
 from mldebug_cli.sources.hub import online, require_local_or_cached, snapshot_folders, stay_offline
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tekken.json", "spiece.model")
@@ -66,6 +66,8 @@ READ_BY_TRANSFORMERS = (
 
 
 def _require_regular_files(folder: Path) -> None:
+    from mldebug_cli.sources.hub import hub_cache
+
     for name in READ_BY_TRANSFORMERS:
         path = folder / name
         if not (path.exists() or path.is_symlink()):
@@ -74,10 +76,13 @@ def _require_regular_files(folder: Path) -> None:
             require_regular(path)
         except FileNotFoundError:
             raise InputError(f"{path}: a symlink to a file that does not exist") from None
+        stays_inside(folder, path, also=[hub_cache()])  # a hub snapshot's files link into the cache's blobs
     templates = folder / "additional_chat_templates"
     if templates.is_dir():
+        stays_inside(folder, templates, also=[hub_cache()])
         for path in sorted(templates.iterdir())[:1000]:
             require_regular(path)
+            stays_inside(folder, path, also=[hub_cache()])
     note_inputs([folder])
 
 
@@ -202,3 +207,10 @@ def single_id(tok, text: str) -> int | None:
     """The id of ``text`` when the tokenizer encodes it as one token."""
     ids = tok.encode(text, add_special_tokens=False)
     return ids[0] if len(ids) == 1 else None
+
+
+def token_pieces(tokenizer: Any, ids: list[int]) -> list[str]:
+    """Each id's piece; an id the tokenizer does not have (a pre-tokenized row's id past the vocabulary) is shown as
+    ``<id N: not in the vocabulary>`` instead of transformers' None."""
+    pieces = tokenizer.convert_ids_to_tokens(list(ids)) if ids else []
+    return [p if isinstance(p, str) else f"<id {i}: not in the vocabulary>" for i, p in zip(ids, pieces)]

@@ -33,8 +33,9 @@ def test_yaml_alias_bombs_are_read_once(name):
     assert report["total_optimizer_steps"] == 13
 
 
-def test_a_deepspeed_path_outside_the_working_directory_is_only_parsed_as_json(tmp_path, monkeypatch):
-    """The file is read as JSON and never shown: a non-JSON secret does not reach the report."""
+def test_a_deepspeed_path_outside_the_working_directory_is_not_read(tmp_path, monkeypatch):
+    """The path policy (issue 36): a DeepSpeed config outside the working directory and the config's folder is not
+    opened at all, and a note says so; its content never reaches the report."""
     outside = tmp_path / "outside" / "secret.json"
     outside.parent.mkdir()
     outside.write_text(f"{SECRET}\n")
@@ -49,8 +50,8 @@ def test_a_deepspeed_path_outside_the_working_directory_is_only_parsed_as_json(t
             result = run_cli("lr-plot", "--config", config, "--num-rows", "100", "-f", "json")
         assert result.exit_code == 0
         assert json.loads(result.stdout)["context"]["notes"] == (
-            f"DeepSpeed config {named} could not be read (Expecting value: line 1 column 1 (char 0)): "
-            "its scheduler block was not checked"
+            f"DeepSpeed config {named} resolves outside the working directory and the config's folder: it was not "
+            "read and its scheduler block was not checked"
         )
         assert SECRET not in result.stdout + result.stderr
 

@@ -66,3 +66,23 @@ def test_watch_lines_are_escaped(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     assert command._watch_line("error RN001 zero-loss: key '\x1b[2J'\n::set-env x") == \
         "error RN001 zero-loss: key '\\x1b[2J' ::set-env x\n"
+
+
+@pytest.mark.parametrize("github", [True, False])
+def test_render_under_github_actions_starts_no_line_with_a_workflow_command(tmp_path, monkeypatch, github):
+    """The rendered prompt keeps its bytes, except that under GitHub Actions no line (after a newline or a carriage
+    return) starts with ``::``; elsewhere it is byte for byte."""
+    if github:
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    else:
+        monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    messages = tmp_path / "m.json"
+    content = "::add-mask::secret\n  ::set-env name=X::1\rx\r::error::boom"
+    messages.write_text(json.dumps([{"role": "user", "content": content}]))
+    result = run_cli("render", "-m", messages, "-t", QWEN25)
+    assert result.exit_code == 0, result.stderr
+    if github:
+        assert "\\::add-mask::secret\n  \\::set-env name=X::1\rx\r\\::error::boom" in result.stdout
+        assert not any(line.lstrip().startswith("::") for line in result.stdout.replace("\r", "\n").splitlines())
+    else:
+        assert content in result.stdout

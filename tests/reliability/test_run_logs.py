@@ -141,3 +141,27 @@ def test_watch_says_when_the_log_was_replaced(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["check-run", str(path), "--watch", "--interval", "1", "-f", "json"])
     streamed = [line for line in result.stdout.splitlines() if line.startswith("info RN012")]
     assert any(f"{path} was replaced by a new file; read again from its start" in line for line in streamed), result.stdout
+
+
+@pytest.mark.parametrize(("replacement", "kind"), [("fifo", "a FIFO"), ("zero", "a character device")])
+def test_a_log_replaced_under_watch_by_a_fifo_or_a_device_ends_the_watch(tmp_path, monkeypatch, replacement, kind):
+    from mldebug_cli.cli import app
+    from mldebug_cli.cli import check_run as command
+
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_bytes(b"".join(jsonl_row(s, 2.0) for s in range(1, 6)))
+    sleeps = []
+
+    def sleep(_seconds):
+        sleeps.append(1)
+        if len(sleeps) == 1:
+            path.unlink()
+            os.mkfifo(path) if replacement == "fifo" else path.symlink_to("/dev/zero")
+        if len(sleeps) > 10:
+            raise AssertionError("the watch did not end")
+
+    monkeypatch.setattr(command.time, "sleep", sleep)
+    result = CliRunner().invoke(app, ["check-run", str(path), "--watch", "--interval", "5"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == f"Error: {path}: not a regular file ({kind}); the watch ends"
+    assert len(sleeps) == 1
