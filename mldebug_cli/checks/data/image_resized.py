@@ -7,8 +7,8 @@ The model sees a much blurrier (downscaled) or much blockier (upscaled) image th
 unreadable, a thumbnail costs the tokens of a photo. Worth knowing, not an error.
 
 Example
-A 4000x3000 photo under Qwen2-VL's default max_pixels is seen at about 3,584x2,688; with max_pixels 200,704
-(256 tokens) it is seen at 504x392, 1/60 of its area.
+A 4000x3000 photo is seen at 4004x2996 (15,301 tokens) under Qwen2-VL's default max_pixels; with max_pixels 200,704
+it is seen at 504x364 (234 tokens), 1/65 of its area. A 16x16 icon is seen at 56x56 (min_pixels 3,136).
 
 Fix
 Resize the images yourself to what the processor uses, or set `min_pixels`/`max_pixels` in the processor so the size
