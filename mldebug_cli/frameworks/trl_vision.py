@@ -30,7 +30,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.render.labels import IGNORE_INDEX
-from mldebug_cli.sources.images import ImageInfo, ImageProblem, read_info
+from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
 
 EMULATED_TRL = "1.16.0"
 DEFAULT_MAX_LENGTH = 1024
@@ -83,6 +83,8 @@ class VisionRow:
     index: int
     line: int | None
     text: str = ""  # the rendered conversation, placeholders expanded
+    rendered: str = ""  # the rendered conversation, one placeholder per image
+    offsets: list[tuple[int, int]] = field(default_factory=list)  # each kept token's span in ``rendered``
     input_ids: list[int] = field(default_factory=list)  # after truncation
     labels: list[int] = field(default_factory=list)
     full_length: int = 0  # before truncation
@@ -255,7 +257,7 @@ def prepare_messages(messages: Any, images: int) -> list[dict[str, Any]]:
     return prepared
 
 
-def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcessor, base: Path,
+def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcessor, images_from: ImageReader,
                max_length: int | None) -> VisionRow:
     """The row's ids and labels as TRL's vision collator makes them (a refusal or image problems when it cannot)."""
     row = VisionRow(index, line)
@@ -270,7 +272,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     infos: list[ImageInfo | None] = []
     for i, value in enumerate(images):
         try:
-            infos.append(read_info(value, base))
+            infos.append(images_from.info(value))
         except ImageProblem as problem:
             row.image_problems.append((i, problem))
             infos.append(None)
@@ -281,6 +283,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
         row.refused = RowRefused("DS009", f"the chat template raises: {str(exc).splitlines()[0] if str(exc) else exc}",
                                  "fix the row or the template")
         return row
+    row.rendered = row.text
     if row.image_problems:
         return row
     _expand(row, [info for info in infos if info is not None], processor, max_length)
@@ -303,7 +306,8 @@ def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcess
     if row.image_problems:
         return
     row.text = pieces[0] + "".join(processor.image_token * tokens + piece for (_, _, tokens), piece in zip(sizes, pieces[1:]))
-    ids = processor.tokenizer.backend_tokenizer.encode(row.text, add_special_tokens=False).ids
+    encoding = processor.tokenizer.backend_tokenizer.encode(row.text, add_special_tokens=False)
+    ids = encoding.ids
     starts = _runs(ids, processor.image_token_id, [tokens for _, _, tokens in sizes])
     for i, (info, (resized_h, resized_w, tokens), start) in enumerate(zip(infos, sizes, starts)):
         row.images.append(ImageTokens(i, info.source, info.width, info.height, info.mode, resized_w, resized_h, tokens,
@@ -311,8 +315,34 @@ def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcess
     row.full_length = len(ids)
     row.text_length = len(ids) - sum(tokens for _, _, tokens in sizes)
     kept = ids if max_length is None else ids[:max_length]
+    row.offsets = _rendered_offsets(encoding.offsets[:len(kept)], pieces, [t for _, _, t in sizes], processor.image_token)
     row.input_ids = kept
     row.labels = list(kept)  # labels = input_ids; only padding is masked
+
+
+def _rendered_offsets(offsets: Sequence[tuple[int, int]], pieces: Sequence[str], tokens: Sequence[int],
+                      image_token: str) -> list[tuple[int, int]]:
+    """Token spans in the expanded text mapped onto the rendered text: an image's tokens all cover its placeholder."""
+    blocks, expanded, rendered = [], 0, 0  # (expanded start, expanded end, rendered start, rendered end)
+    for k, piece in enumerate(pieces[:-1]):
+        expanded, rendered = expanded + len(piece), rendered + len(piece)
+        blocks.append((expanded, expanded + tokens[k] * len(image_token), rendered, rendered + len(image_token)))
+        expanded, rendered = blocks[-1][1], blocks[-1][3]
+    out = []
+    for start, end in offsets:
+        shift = 0
+        for e_start, e_end, r_start, r_end in blocks:
+            if start >= e_end:
+                shift += (e_end - e_start) - (r_end - r_start)
+            elif start >= e_start:
+                out.append((r_start, r_end))
+                break
+            else:
+                out.append((start - shift, end - shift))
+                break
+        else:
+            out.append((start - shift, end - shift))
+    return out
 
 
 def _runs(ids: Sequence[int], token: int, lengths: Sequence[int]) -> list[int]:

@@ -18,6 +18,7 @@ from mldebug_cli.frameworks import trl_vision
 from mldebug_cli.frameworks.trl_vision import VisionProcessor, VisionRow, encode_row, load_processor
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
+from mldebug_cli.sources.images import ImageReader
 
 # the vision checks, by code (the text checks look at rendered text rows and do not run on image rows)
 VISION_CHECKS = ("DS009", "DS010", "DS011", "DS029", "DS030", "DS031", "DS032", "DS033", "DS034", "DS035")
@@ -46,6 +47,7 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     wanted = registry.selected(options.select, options.ignore, family="DS")
     checks = [registry.load(ref) for ref in wanted if ref.code in VISION_CHECKS]
     base = Path(options.dataset).parent if Path(options.dataset).is_file() else Path(options.dataset)
+    images = ImageReader(base)
     total = len(source)
     indices = sample_indices(options, total)
     findings: list[Finding] = []
@@ -53,7 +55,7 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     stats = _Stats()
     checked = total if indices is None else len(indices)
     for record in source.records(indices):
-        row = _row(record, processor, base, max_length)
+        row = _row(record, processor, images, max_length)
         row_findings = [f for check in checks for f in _findings(check, row, setup, record)]
         findings += row_findings
         stats.add(row)
@@ -101,12 +103,12 @@ def _refuse_settings(options: Any) -> None:
                          "collator with every token trained (its default)", hint="leave --train-on unset")
 
 
-def _row(record: Record, processor: VisionProcessor, base: Path, max_length: int | None) -> VisionRow:
+def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
     if record.error is not None:
         row = VisionRow(record.index, record.line)
         row.refused = trl_vision.RowRefused("DS010", record.error, "fix the line")
         return row
-    return encode_row(record.index, record.line, record.data, processor, base, max_length)
+    return encode_row(record.index, record.line, record.data, processor, images, max_length)
 
 
 def _findings(check: registry.Check, row: VisionRow, setup: VisionSetup, record: Record) -> list[Finding]:
@@ -152,9 +154,9 @@ def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView
         "; ".join(f"image {i} ({p.source}) {p.what}" for i, p in row.image_problems) if row.image_problems else None)
     images = tuple(ImageLine(i.index, i.source, i.width, i.height, i.mode, i.resized_width, i.resized_height, i.tokens,
                              i.start) for i in row.images)
-    return RowView(row.index, row.text, row.input_ids, row.labels,
+    return RowView(row.index, row.rendered, row.input_ids, row.labels,
                    processor.tokenizer.convert_ids_to_tokens(row.input_ids) if row.input_ids else [],
-                   (), row.full_length if row.truncated else None, record.line, masking=None, error=error,
+                   row.offsets, row.full_length if row.truncated else None, record.line, masking=None, error=error,
                    images=images)
 
 

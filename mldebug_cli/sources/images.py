@@ -4,8 +4,10 @@ bound, never fetched.
 A row's image is a path (relative paths are resolved against the dataset's folder), a ``data:image/...;base64,``
 string, or a ``{"bytes": ..., "path": ...}`` mapping as the ``datasets`` Image feature stores it (``bytes`` raw, or
 base64 text in JSON). URLs are refused: mldebug works offline. Only the header is read to learn an image's size
-(``ImageInfo``); pixels are decoded once, on demand (``decode``), under a pixel limit like Pillow's
-``MAX_IMAGE_PIXELS``, so a decompression bomb is a finding, not an out-of-memory kill.
+(``ImageInfo``), then, under a pixel limit like Pillow's ``MAX_IMAGE_PIXELS`` (a decompression bomb is a finding, not
+an out-of-memory kill), the pixels are decoded once to prove the file whole (a truncated file fails here as it fails in
+the trainer's collator) and dropped. ``ImageReader`` keeps what it learnt of each file, so an image used by many rows is
+read once.
 """
 
 from __future__ import annotations
@@ -16,10 +18,7 @@ import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from PIL.Image import Image
+from typing import Any
 
 MAX_IMAGE_PIXELS = 89_478_485  # Pillow's own default: larger images are refused as decompression bombs
 MAX_IMAGE_BYTES = 64 * 2**20
@@ -44,7 +43,6 @@ class ImageInfo:
     height: int
     mode: str
     format: str | None
-    data: bytes  # the file's bytes, kept to decode the pixels once when needed
 
 
 def describe(value: Any) -> str:
@@ -61,17 +59,48 @@ def describe(value: Any) -> str:
     return type(value).__name__
 
 
+class ImageReader:
+    """Reads the images of a dataset whose relative paths start at ``base``, each file once."""
+
+    def __init__(self, base: Path, cache_size: int = 4096) -> None:
+        self.base = base
+        self.cache_size = cache_size
+        self._seen: dict[str, ImageInfo | ImageProblem] = {}
+
+    def info(self, value: Any) -> ImageInfo:
+        if not isinstance(value, str) or value.startswith("data:"):
+            return read_info(value, self.base)
+        known = self._seen.get(value)
+        if known is None:
+            try:
+                known = read_info(value, self.base)
+            except ImageProblem as problem:
+                known = problem
+            if len(self._seen) >= self.cache_size:
+                self._seen.pop(next(iter(self._seen)))
+            self._seen[value] = known
+        if isinstance(known, ImageProblem):
+            raise known
+        return known
+
+
 def read_info(value: Any, base: Path) -> ImageInfo:
-    """The size and mode of the image ``value`` names (read from its header only); ``ImageProblem`` when it cannot be
-    used."""
+    """The size and mode of the image ``value`` names, its pixels decoded once to prove the file whole;
+    ``ImageProblem`` when it cannot be used."""
     source = describe(value)
     data = _bytes_of(value, base, source)
+    import warnings
+
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            width, height = image.size
-            mode, fmt = image.mode, image.format
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the size is checked below
+            with Image.open(io.BytesIO(data)) as image:
+                width, height = image.size
+                mode, fmt = image.mode, image.format
+    except Image.DecompressionBombError as exc:
+        raise ImageProblem(f"is refused by Pillow as a decompression bomb ({exc})", source) from None
     except UnidentifiedImageError:
         raise ImageProblem("is not an image Pillow can read", source) from None
     except (OSError, ValueError, SyntaxError) as exc:
@@ -81,19 +110,12 @@ def read_info(value: Any, base: Path) -> ImageInfo:
     if width * height > MAX_IMAGE_PIXELS:
         raise ImageProblem(f"is {width}x{height} = {width * height:,} pixels, over the {MAX_IMAGE_PIXELS:,} pixel "
                            "limit (Pillow refuses it as a decompression bomb)", source)
-    return ImageInfo(source, width, height, mode, fmt, data)
-
-
-def decode(info: ImageInfo) -> Image:
-    """The image's pixels (all frames read, so a truncated file fails here), as the processor receives them."""
-    from PIL import Image
-
     try:
-        image = Image.open(io.BytesIO(info.data))
-        image.load()
-    except (OSError, ValueError, SyntaxError) as exc:
-        raise ImageProblem(f"cannot be decoded ({exc})", info.source) from None
-    return image
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
+        raise ImageProblem(f"cannot be decoded ({exc})", source) from None
+    return ImageInfo(source, width, height, mode, fmt)
 
 
 def _bytes_of(value: Any, base: Path, source: str) -> bytes:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from mldebug_cli.frameworks.trl_vision import VisionProcessor, VisionRow, encode_row, load_processor
+from mldebug_cli.sources.images import ImageReader
 from support import FIXTURES
 
 GOLDENS = FIXTURES / "trl-1.16.0-vision" / "goldens-qwen2-vl.json.gz"
@@ -58,7 +59,7 @@ def image_bytes(spec: dict[str, Any]) -> dict[str, bytes]:
 
 def mldebug_row(case: dict[str, Any]) -> VisionRow:
     raw = {"images": [image_bytes(s) for s in case["images"]], "messages": case["messages"]}
-    return encode_row(0, None, raw, processor(), Path("."), case["max_length"])
+    return encode_row(0, None, raw, processor(), ImageReader(Path(".")), case["max_length"])
 
 
 def refusal_code(row: VisionRow) -> str | None:

@@ -70,6 +70,13 @@ class RowView:
     def trained(self) -> int:
         return sum(1 for label in self.labels if label != IGNORE_INDEX)
 
+    def image_blocks(self) -> dict[int, tuple[ImageLine, int]]:
+        """Each image's first kept position -> (the image, the position after its last kept token): the views show
+        an image's tokens as one block."""
+        kept = len(self.input_ids)
+        return {image.start: (image, min(image.start + image.tokens, kept)) for image in self.images
+                if image.tokens and image.start < kept}
+
     def covered_texts(self) -> list[str]:
         """The prompt text each token covers (by offsets), or its piece when offsets are missing or empty."""
         pieces = list(self.pieces or ())
