@@ -150,15 +150,19 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
 
 
 def _vision_rows(source, options: InspectOptions) -> bool:
-    """Image rows for TRL (its vision collator): the first row has an image or images column. Other frameworks' image
-    rows go through their own row handling, which names what it does not emulate."""
+    """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator; refused by
+    name where mldebug does not emulate them, never read as text."""
     from mldebug_cli.frameworks.trl_vision import has_processor, is_vision_row
 
-    if options.framework != "trl" or options.engine != "local" or options.task not in (None, "sft"):
-        return False
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
     if not is_vision_row(first):
         return False
+    if options.framework != "trl" or options.task not in (None, "sft"):
+        raise UsageError(f"the rows have images: mldebug emulates image rows for TRL's SFT collator only, not "
+                         f"{options.framework} {options.task or 'sft'}", hint="use --framework trl (SFT), or drop the "
+                         "image columns to check the text alone")
+    if options.engine != "local":
+        raise UsageError("the rows have images: --engine ray does not run image rows yet", hint="use --engine local")
     if not has_processor(options.tokenizer):
         raise InputError(f"{options.tokenizer}: the rows have images, and this folder has no processor files "
                          "(preprocessor_config.json)", hint="point --tokenizer at the model folder with its processor "

@@ -129,3 +129,9 @@ def test_the_input_file_is_not_modified() -> None:
     before = EXAMPLE.read_bytes()
     run(str(EXAMPLE), "-t", str(PROCESSOR))
     assert EXAMPLE.read_bytes() == before
+
+
+@pytest.mark.parametrize("flags", [["--framework", "axolotl"], ["--task", "dpo"]])
+def test_image_rows_elsewhere_are_refused_by_name_not_read_as_text(flags: list[str]) -> None:
+    code, _, err = run(str(EXAMPLE), "-t", str(PROCESSOR), *flags)
+    assert code == 2 and "the rows have images" in err
