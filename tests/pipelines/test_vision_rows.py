@@ -135,3 +135,15 @@ def test_the_input_file_is_not_modified() -> None:
 def test_image_rows_elsewhere_are_refused_by_name_not_read_as_text(flags: list[str]) -> None:
     code, _, err = run(str(EXAMPLE), "-t", str(PROCESSOR), *flags)
     assert code == 2 and "the rows have images" in err
+
+
+def test_parquet_with_the_datasets_image_feature(tmp_path: Path) -> None:
+    from datasets import Dataset, Image, Sequence
+
+    chat = [{"role": "user", "content": "What?"}, {"role": "assistant", "content": "A ball."}]
+    rows = {"images": [[{"bytes": png(64, 32), "path": None}], [{"bytes": None, "path": str(IMAGES / "red_ball.png")}]],
+            "messages": [chat, chat]}
+    Dataset.from_dict(rows).cast_column("images", Sequence(Image())).to_parquet(str(tmp_path / "rows.parquet"))
+    code, out, _ = run(str(tmp_path / "rows.parquet"), "-t", str(PROCESSOR), "--rows", "0,1", "-f", "json")
+    shown = json.loads(out)["rows"]
+    assert [(i["width"], i["height"], i["tokens"]) for r in shown for i in r["images"]] == [(64, 32, 6), (96, 64, 6)]
