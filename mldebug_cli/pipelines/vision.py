@@ -51,7 +51,8 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     total = len(source)
     indices = sample_indices(options, total)
     findings: list[Finding] = []
-    views: list[tuple[int, RowView]] = []
+    shown: list[tuple[int, int, RowView]] = []  # (-rank, row, view): the rows to show, most serious first
+    limit = len(options.rows) if options.rows else options.show
     stats = _Stats()
     checked = total if indices is None else len(indices)
     for record in source.records(indices):
@@ -59,12 +60,11 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
         row_findings = [f for check in checks for f in _findings(check, row, setup, record)]
         findings += row_findings
         stats.add(row)
-        if options.rows is None or record.index in options.rows:
-            rank = max((f.severity.rank for f in row_findings), default=-1)
-            views.append((rank, _view(row, processor, record)))
+        rank = -max((f.severity.rank for f in row_findings), default=-1)
+        if len(shown) < limit or (rank, record.index) < shown[-1][:2]:  # views only for rows that may be shown
+            shown = sorted([*shown, (rank, record.index, _view(row, processor, record))], key=lambda s: s[:2])[:limit]
         if progress is not None:
             progress(stats.rows, checked)
-    shown = _shown(views, options)
     return Report(
         command="inspect-data",
         findings=tuple(findings),
@@ -83,7 +83,8 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
             "rows_checked": f"{checked} of {total}",
         },
         summary=stats.summary(total, checked, max_length, findings),
-        details=RowsSection(tuple(shown), options.token_table or bool(options.rows)).as_details(),
+        details=RowsSection(tuple(sorted((view for _, _, view in shown), key=lambda v: v.row)),
+                            options.token_table or bool(options.rows)).as_details(),
     )
 
 
@@ -158,13 +159,6 @@ def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView
                    processor.tokenizer.convert_ids_to_tokens(row.input_ids) if row.input_ids else [],
                    row.offsets, row.full_length if row.truncated else None, record.line, masking=None, error=error,
                    images=images)
-
-
-def _shown(views: list[tuple[int, RowView]], options: Any) -> list[RowView]:
-    if options.rows:
-        return [v for _, v in views]
-    ranked = sorted(views, key=lambda item: (-item[0], item[1].row))
-    return sorted((v for _, v in ranked[: options.show]), key=lambda v: v.row)
 
 
 class _Stats:
