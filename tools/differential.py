@@ -54,7 +54,7 @@ AXOLOTL_WHEEL = VENVS / "axolotl-whl"
 SMALL = 32
 IGNORE = -100
 
-# TRL SFT: SFTConfig keys -> inspect-data options ("trl": frameworks.trl.TrlOptions, what a TRL config's keys give)
+# TRL SFT: SFTConfig keys -> inspect-data options ("trl": frameworks.trl.framework.TrlOptions, what a TRL config's keys give)
 TRL_SFT_SETTINGS: dict[str, tuple[dict, dict]] = {
     "default": ({}, {}),
     "assistant_only_loss": ({"assistant_only_loss": True}, {"train_on": "assistant"}),
@@ -671,12 +671,12 @@ def inspect_options(suite: str, group: dict, path: Path):
     name = group["tokenizer"].split("@")[-1]
     if owner(suite) == "trl":
         if "trl" in extra:
-            from mldebug_cli.frameworks.trl import TrlOptions
+            from mldebug_cli.frameworks.trl.framework import TrlOptions
 
             extra = {**{k: v for k, v in extra.items() if k != "trl"}, "framework_options": TrlOptions(**extra["trl"])}
         return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="trl", **base, **extra)
     if owner(suite) == "llamafactory":
-        from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
+        from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
 
         template = group["tokenizer"].split("@")[0] or None
         return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="llama-factory",
@@ -684,11 +684,11 @@ def inspect_options(suite: str, group: dict, path: Path):
                               framework_options=LlamaFactoryOptions(template=template, tool_date=TOOL_DATE,
                                                                     **group["config"]), **base)
     if owner(suite) == "axolotl":
-        from mldebug_cli.render.axolotl import AxolotlOptions
+        from mldebug_cli.frameworks.axolotl.chat_template import AxolotlOptions
 
         return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="axolotl",
                               framework_options=AxolotlOptions(**extra), **base)
-    from mldebug_cli.frameworks.unsloth import Flags, ResponseParts
+    from mldebug_cli.frameworks.unsloth.framework import Flags, ResponseParts
 
     sys.path.insert(0, str(ROOT / "tools"))
     import unsloth_goldens
@@ -727,8 +727,8 @@ def _axolotl_options(group: dict, path: Path):
 def _ours_lf_pairs(group: dict, path: Path) -> dict:
     """LLaMA-Factory pairwise rows through mldebug's pair encoder (what inspect-data shows for ranking rows)."""
     from mldebug_cli.core.errors import InputError
-    from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions, row_profile
-    from mldebug_cli.frameworks.llama_factory_data import InvalidRow
+    from mldebug_cli.frameworks.llama_factory.data import InvalidRow
+    from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions, row_profile
     from mldebug_cli.pipelines.inspect import InspectOptions
     from mldebug_cli.sources.tokenizer import load_tokenizer
 

@@ -27,6 +27,9 @@ Scenarios (the check each must trip; tests/checks/test_run_checks.py holds them 
 Issue 24's classes, each planted with its healthy twin (tests/checks/test_run_readings.py):
     sft-eval-is-train    TRL SFT, 8 rows x 20 epochs, eval on the training rows  RN010
     sft-eval-held-out    the same, eval on 8 other rows                          (no RN010)
+    sft-final-eval-is-train  HF Trainer, 24 rows x 12 epochs, default logging_steps (no train loss logged),
+                         one eval at the end on the training rows            RN010
+    sft-final-eval-held-out  the same, eval on other rows                    (no RN010)
     sft-epochs-memorise  16 rows x 10 epochs, eval every 2 steps on other rows   RN013
     sft-epochs-learning  the same for 5 epochs                                   (no RN013)
     dpo-warmup-stopped   TRL DPO, warmup 200 of 400 steps, stopped at step 16    RN031 (info: in warmup)
@@ -170,6 +173,29 @@ def sft(name: str, work: Path, *, lr: float, steps: int, train_rows, eval_rows=N
     if console:
         write(f"{name}/console.log", printed.getvalue())
     return {"trainer": "transformers.Trainer", "max_steps": steps, "learning_rate": lr, "vocab_size": len(tok)}
+
+
+def sft_final_eval(name: str, work: Path, *, train_rows, eval_rows, lr: float, epochs: int) -> dict:
+    """The HF Trainer with its default logging_steps (500): a short run logs no train loss before the one eval at
+    its end, only the run's mean ``train_loss``."""
+    from transformers import Trainer, TrainingArguments
+
+    tok = tokenizer()
+    model = tiny_model(len(tok))
+    args = TrainingArguments(
+        output_dir=str(work / name), num_train_epochs=epochs, per_device_train_batch_size=4,
+        per_device_eval_batch_size=8, learning_rate=lr, warmup_steps=2, eval_strategy="no", save_strategy="no",
+        report_to="none", use_cpu=True, seed=SEED, disable_tqdm=True, dataloader_num_workers=0,
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=lm_dataset(tok, train_rows),
+                      eval_dataset=lm_dataset(tok, eval_rows), data_collator=collator(tok))
+    trainer.train()
+    trainer.evaluate()
+    trainer.save_state()
+    keep(work / name / "trainer_state.json", f"{name}/trainer_state.json")
+    return {"trainer": "transformers.Trainer", "epochs": epochs, "learning_rate": lr, "logging_steps": 500,
+            "train_rows": len(train_rows), "eval_rows": "the training rows" if eval_rows == train_rows
+            else f"{len(eval_rows)} held-out rows", "vocab_size": len(tok)}
 
 
 def grpo_constant_reward(name: str, work: Path) -> dict:
@@ -601,6 +627,10 @@ SCENARIOS = {
                                               lr=3e-2, epochs=20, eval_steps=40, logging_steps=2),
     "sft-eval-held-out": lambda work: sft_trl("sft-eval-held-out", work, train_rows=FACTS[:8], eval_rows=FACTS[8:16],
                                               lr=3e-2, epochs=20, eval_steps=40, logging_steps=2),
+    "sft-final-eval-is-train": lambda work: sft_final_eval("sft-final-eval-is-train", work, train_rows=FACTS[:24],
+                                                          eval_rows=FACTS[:24], lr=1e-2, epochs=12),
+    "sft-final-eval-held-out": lambda work: sft_final_eval("sft-final-eval-held-out", work, train_rows=FACTS[:24],
+                                                          eval_rows=FACTS[24:], lr=1e-2, epochs=12),
     "sft-epochs-learning": lambda work: sft("sft-epochs-learning", work, lr=1e-2, steps=20, train_rows=FACTS[:16],
                                             eval_rows=FACTS[16:24], eval_steps=2, logging_steps=1),
     "sft-epochs-memorise": lambda work: sft("sft-epochs-memorise", work, lr=1e-2, steps=40, train_rows=FACTS[:16],

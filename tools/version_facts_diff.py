@@ -90,7 +90,7 @@ for r in record.releases("axolotl"):
         total += line("axolotl", r, set(o[k]), set(schema.recorded_keys("axolotl", (cls,), r)), cls)
 print("== LLaMA-Factory (old: the stored 0.9.5 list for every target)")
 o = old["llamafactory-0.9.5"]["schemas"]["config"]
-from mldebug_cli.frameworks.llama_factory import DATACLASSES  # noqa: E402
+from mldebug_cli.frameworks.llama_factory.framework import DATACLASSES  # noqa: E402
 
 for r in record.releases("llamafactory"):
     total += line("llamafactory", r, set(o), set(schema.recorded_keys("llamafactory", DATACLASSES, r)), "arguments")

@@ -86,7 +86,7 @@ def _codes_of_row(findings: tuple[Finding, ...], index: int) -> list[str]:
 def _compact(row: RowView, color: bool) -> Text:
     text = Text()
     trained_open = False
-    pieces = row.covered_texts()
+    pieces = row.flowing_texts()
     blocks = row.image_blocks()
     end = 0
     for pos, (piece_text, label) in enumerate(zip(pieces[:COMPACT_LIMIT], row.labels)):

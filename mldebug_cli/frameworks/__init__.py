@@ -1,12 +1,13 @@
-"""One module per training framework, behind ``registry`` (one line each): ``hf`` (transformers Trainer /
-TrainingArguments), ``trl``, ``axolotl``, ``llama_factory``, ``torchtune``, ``unsloth``. Each exports one
-``FRAMEWORK`` (a :class:`framework.Framework`): its detection keys and packages, config reader and key schema,
-row profile, preference reader and step counting; ``selector`` detects the framework and hands it the config.
-A framework's schedulers are its module's ``SchedulerFamily`` (``hf_schedulers``: transformers' get_scheduler,
-which every Trainer-based framework builds; ``axolotl_schedulers``; ``torchtune``), carried on the SchedulerChoice
-its ``read_spec`` returns, with its ``StepCounting`` where it does not count steps as the Trainer does.
-Shared parts: ``schema`` (key lists and types), ``versions``
-(target versions and where they came from), ``common`` (typed key reading), ``rows`` (the row profile base).
+"""One folder per training framework, behind ``registry`` (one line each): ``hf`` (transformers Trainer /
+TrainingArguments), ``trl``, ``axolotl``, ``llama_factory``, ``torchtune``, ``unsloth``. Each folder's
+``framework`` module exports one ``FRAMEWORK`` (a :class:`framework.Framework`): its detection keys and packages,
+config reader and key schema, row profile, preference reader and step counting; ``selector`` detects the framework
+and hands it the config. A framework's schedulers are its folder's ``SchedulerFamily`` (``hf.schedulers``:
+transformers' get_scheduler, which every Trainer-based framework builds; ``axolotl.schedulers``;
+``torchtune.framework``), carried on the SchedulerChoice its ``read_spec`` returns, with its ``StepCounting`` where it
+does not count steps as the Trainer does. Shared parts, beside the folders: ``schema`` (key lists and types),
+``versions`` (target versions and where they came from), ``common`` (typed key reading), ``rows`` (the row profile
+base), ``trainer_facts``, ``record``, ``preference_config``, ``subjects``.
 This floor sits with ``sources`` and ``render``: below checks and pipelines.
 """
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mldebug_cli.core.findings import Location
-from mldebug_cli.frameworks.trl_preference import Collated
+from mldebug_cli.frameworks.trl.preference import Collated
 
 
 @dataclass(frozen=True)

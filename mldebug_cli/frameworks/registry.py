@@ -1,8 +1,8 @@
 """The training frameworks, one line each: the only place that lists them (sqlfluff's dialect registry).
 
-Each line names a module of this package that exports one ``FRAMEWORK`` (a :class:`framework.Framework`): everything mldebug
-knows about the framework (how its configs are recognised and read, its key schema, how it turns rows into ids and
-labels, how it counts steps). A line also carries the few facts the command line needs before any framework module
+Each line names a folder of this package (one per framework) whose ``framework`` module exports one ``FRAMEWORK``
+(a :class:`framework.Framework`): everything mldebug knows about the framework (how its configs are recognised and
+read, its key schema, how it turns rows into ids and labels, how it counts steps). A line also carries the few facts the command line needs before any framework module
 is imported (``mldebug --help`` imports none of them): its package, whether a ``--<package>-version`` flag and
 an ``mldebug.toml [versions]`` key name it, what it serves (which commands' ``--framework`` take it; a test holds
 each line to its FRAMEWORK's parts), and the command-line flags of its own (``Flag``; its FRAMEWORK reads their
@@ -52,7 +52,7 @@ class Entry(NamedTuple):
     """One registry line."""
 
     name: str  # the --framework value, and how reports name it
-    module: str  # mldebug_cli.frameworks.<module> exports FRAMEWORK
+    module: str  # its folder: mldebug_cli.frameworks.<module>.framework exports FRAMEWORK
     package: str | None = None  # its PyPI distribution (None: not versioned)
     version_flag: bool = False  # the package's version can be given (--<package>-version, mldebug.toml [versions])
     label: str = ""  # how help text names it (default: its name)
@@ -132,7 +132,7 @@ def framework(name: str) -> Framework:
     found = entry(name)
     if found is None:
         raise UsageError(f"--framework: unknown framework {name!r}", hint=f"one of {', '.join(NAMES)}")
-    return importlib.import_module(f"mldebug_cli.frameworks.{found.module}").FRAMEWORK
+    return importlib.import_module(f"mldebug_cli.frameworks.{found.module}.framework").FRAMEWORK
 
 
 def borrowed(name: str, part: str) -> Callable[..., Any]:

@@ -17,7 +17,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import registry, versions
-from mldebug_cli.frameworks.axolotl import DEFAULT_SEQUENCE_LEN
+from mldebug_cli.frameworks.axolotl.framework import DEFAULT_SEQUENCE_LEN
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.sources.config_file import ConfigFile, load_config
 

@@ -22,6 +22,7 @@ from mldebug_cli.pipelines.row_batches import (
     engine_line,
     first_records,
     open_rows,
+    rows_past_the_end,
     sample_indices,
     unreadable_shards,
     workers_for,
@@ -152,7 +153,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
 def _vision_rows(source, options: InspectOptions) -> bool:
     """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator; refused by
     name where mldebug does not emulate them, never read as text."""
-    from mldebug_cli.frameworks.trl_vision import has_processor, is_vision_row
+    from mldebug_cli.frameworks.trl.vision import has_processor, is_vision_row
 
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
     if not is_vision_row(first):
@@ -682,6 +683,7 @@ def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, o
 
 
 def _which_rows(options: InspectOptions, checked: int, total: int) -> str:
-    if checked == total:
+    if checked == total and not rows_past_the_end(options, total):
         return ""
-    return " (--rows)" if options.rows else " (evenly spaced sample; --all checks every row)"
+    return f" (--rows{rows_past_the_end(options, total)})" if options.rows else \
+        " (evenly spaced sample; --all checks every row)"

@@ -18,16 +18,17 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import ContextValue, Finding, Report
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView, SideView
-from mldebug_cli.frameworks import trl_preference as trl
 from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
 from mldebug_cli.frameworks.selector import pair_profile
+from mldebug_cli.frameworks.trl import preference as trl
 from mldebug_cli.pipelines.row_batches import (
     batch_results,
     engine_line,
     first_records,
     open_rows,
+    rows_past_the_end,
     sample_indices,
     unreadable_shards,
     workers_for,
@@ -518,7 +519,7 @@ def _context(setup: PreferenceSetup, options, checked: int, total: int, loaded,
         "framework": FRAMEWORK_NOTES.get(setup.task, FRAMEWORK_NOTES["dpo"]),
         "max_length": setup.max_length,
         "truncation_mode": setup.truncation_mode if setup.task == "dpo" else None,
-        "rows_checked": f"{checked} of {total}",
+        "rows_checked": f"{checked} of {total}" + (f" (--rows{past})" if (past := rows_past_the_end(options, total)) else ""),
     }
     if prepared is not None:  # the framework's own processor: its lines, and no TRL truncation mode
         context.update(prepared.context, truncation_mode=None)

@@ -32,14 +32,24 @@ def sample_indices(options: Any, total: int) -> list[int] | None:
     if options.all_rows:
         return None
     if options.rows:
-        outside = [r for r in options.rows if r >= total]
-        if outside:
-            raise UsageError(f"--rows: row {outside[0]} is past the end of the dataset ({total} rows, 0-based)")
-        return sorted(set(options.rows))
+        inside = sorted({r for r in options.rows if r < total})
+        if not inside:  # nothing asked for is there: a typo, not a range that runs on past the end
+            raise UsageError(f"--rows: row {min(options.rows)} is past the end of the dataset ({total} rows, 0-based)")
+        return inside
     n = options.sample or DEFAULT_SAMPLE
     if n >= total:
         return None
     return sorted({round(i * (total - 1) / (n - 1)) for i in range(n)}) if n > 1 else [0]
+
+
+def rows_past_the_end(options: Any, total: int) -> str:
+    """What the report says of --rows that ran past the end of the dataset (those rows are left out), or ""."""
+    past = sorted({r for r in options.rows or () if r >= total})
+    if not past:
+        return ""
+    shown = f"row {past[0]}" if len(past) == 1 else f"rows {past[0]}-{past[-1]}" if past[-1] - past[0] == len(past) - 1 \
+        else f"{len(past)} rows from {past[0]}"
+    return f"; {shown} past the end of the {total}-row dataset left out"
 
 
 def first_records(source: DatasetSource, n: int) -> list[Record]:

@@ -14,8 +14,8 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, Hit, Location, Report
 from mldebug_cli.core.sections.rows import ImageLine, LengthPercentiles, RowsSection, RowsSummary, RowView
-from mldebug_cli.frameworks import trl_vision
-from mldebug_cli.frameworks.trl_vision import VisionProcessor, VisionRow, encode_row, load_processor
+from mldebug_cli.frameworks.trl import vision as trl_vision
+from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, encode_row, load_processor
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
 from mldebug_cli.sources.images import ImageReader

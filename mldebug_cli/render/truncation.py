@@ -1,6 +1,6 @@
 """Truncation to the max length the way each trainer does it (each framework profile names its mode).
 
-- ``keep_start`` (transformers, and TRL: ``frameworks/trl.py`` adds its dropping of rows left untrained):
+- ``keep_start`` (transformers, and TRL: ``frameworks/trl/framework.py`` adds its dropping of rows left untrained):
   keep the first ``max_length`` tokens.
 - ``drop`` (axolotl's default ``excess_length_strategy``): a longer row is left out of training.
 - ``pairs`` (LLaMA-Factory): each (prompt, response) pair gets a share of the remaining budget by

@@ -56,8 +56,12 @@ class Side:
         if self.gguf is not None:
             return self._gguf_ids.get(text)
         if self.loaded is not None:
-            found = self.loaded.tokenizer.convert_tokens_to_ids(text)
-            return found if isinstance(found, int) and found != self.loaded.tokenizer.unk_token_id else None
+            tokenizer = self.loaded.tokenizer
+            found = tokenizer.convert_tokens_to_ids(text)
+            if not isinstance(found, int):
+                return None
+            # an unknown text resolves to the unk id; the unk token itself does too, and is in the vocabulary
+            return None if found == tokenizer.unk_token_id and text != tokenizer.unk_token else found
         return None
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from mldebug_cli.frameworks.axolotl.chat_template import AxolotlOptions
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
-from mldebug_cli.render.axolotl import AxolotlOptions
 from support import (
     ALPACA,
     GLAIVE,

@@ -40,6 +40,14 @@ def test_a_held_out_eval_set_is_not_a_leak():
     assert not found(RUNS / "sft-eval-held-out", "RN010")
 
 
+def test_a_single_final_eval_on_the_training_rows_is_named_without_a_logged_train_loss():
+    # HF Trainer at its default logging_steps: 72 steps log no train loss, only the run's mean train_loss
+    (finding,) = found(RUNS / "sft-final-eval-is-train", "RN010")
+    assert "after 12 epochs" in finding.message and "mean train loss 5.09" in finding.message
+    assert finding.location.key == "eval_loss" and finding.location.step == 72
+    assert not found(RUNS / "sft-final-eval-held-out", "RN010")
+
+
 # --- memorisation at an epoch boundary -----------------------------------------------------------------------------
 
 def test_several_epochs_over_few_rows_memorise_at_an_epoch_boundary():

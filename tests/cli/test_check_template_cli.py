@@ -204,3 +204,11 @@ def test_bad_inputs_are_one_line_errors_with_exit_2(tmp_path: Path):
     assert len(result.stderr.strip().splitlines()) <= 2
     unknown = run("check-template", "--train", PHI3, "--deploy", PHI3_DEPLOY / "phi-3-mini-instruct.gguf", "--deploy-engine", "tgi")
     assert unknown.exit_code == 2 and "--deploy-engine tgi cannot serve a gguf" in unknown.stderr
+
+
+def test_a_tokenizer_compared_with_itself_has_every_special_token_including_unk():
+    # Mistral-Nemo's <unk> is id 0 on both sides: the unk id is a token of the vocabulary, not "missing"
+    nemo = FIXTURES / "tokenizers" / "mistral-nemo-instruct"
+    result = run("check-template", "--train", nemo, "--deploy", nemo, "--deploy-engine", "vllm-completions", "-f", "json")
+    codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
+    assert "CT011" not in codes and "CT003" in codes  # the completions route's own BOS on a rendered <s>: real

@@ -11,7 +11,19 @@ import pytest
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import ALPACA, AXOLOTL_MISSING_TURNS, GLAIVE, NEMO, PHI3, QWEN3, QWEN25, ROOT, needs_corpus, write_jsonl
+from support import (
+    ALPACA,
+    AXOLOTL_MISSING_TURNS,
+    GLAIVE,
+    LLAMA3,
+    NEMO,
+    PHI3,
+    QWEN3,
+    QWEN25,
+    ROOT,
+    needs_corpus,
+    write_jsonl,
+)
 
 runner = CliRunner()
 
@@ -240,3 +252,28 @@ def test_the_text_view_of_a_huge_row_is_bounded(tmp_path):
     # above TRL's default max_length 1024, which would cut the row first
     out = " ".join(run("inspect-data", path, "-t", QWEN25, "--max-length", "100000", "--rows", "0", "--color", "never").stdout.split())
     assert "more characters" in out and "24,891 more tokens" in out and "word5999" not in out
+
+
+def test_the_trained_text_view_shows_a_character_split_across_tokens_once(tmp_path):
+    # Llama 3's byte-level BPE gives 薛 and 谔 two tokens each, both with the character's offsets
+    data = tmp_path / "cjk.jsonl"
+    write_jsonl(data, [{"messages": [{"role": "user", "content": "谁是薛定谔?"},
+                                     {"role": "assistant", "content": "薛定谔是物理学家。"}]}])
+    out = run("inspect-data", data, "-t", LLAMA3, "--rows", "0", "--color", "never", "--exit-zero").stdout
+    assert "谁是薛定谔?" in out and "薛定谔是物理学家。<|eot_id|>" in out
+    assert "薛薛" not in out and "谔谔" not in out
+
+
+@pytest.mark.parametrize("row", [
+    {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+    {"prompt": "Say hi.", "chosen": "hi", "rejected": "no"},
+])
+def test_rows_that_run_past_the_end_are_left_out_and_said(tmp_path, row):
+    data = tmp_path / "one.jsonl"
+    write_jsonl(data, [row])
+    result = run("inspect-data", data, "-t", QWEN3, "--rows", "0-2", "-f", "json", "--exit-zero")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["context"]["rows_checked"] == "1 of 1 (--rows; rows 1-2 past the end of the 1-row dataset left out)"
+    nothing = run("inspect-data", data, "-t", QWEN3, "--rows", "3,7")
+    assert nothing.exit_code == 2 and "row 3 is past the end of the dataset (1 rows" in nothing.stderr

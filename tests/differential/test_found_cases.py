@@ -41,7 +41,7 @@ def test_assistant_only_loss_on_text_rows_is_the_error_trl_raises(tmp_path):
 
 
 def test_an_alpaca_row_with_an_empty_instruction_is_its_input_alone_in_llama_factory(tmp_path):
-    from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
+    from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
 
     _, views = _rows(tmp_path, [{"instruction": "", "input": "ok", "output": "3.5"}], tokenizer=str(QWEN25),
                      framework="llama-factory", data_format="alpaca",
@@ -61,7 +61,7 @@ NEMO_LAST_LABELS = [-100] * 27 + [1010, 13059, 1010, 2]
 
 def test_unsloths_last_response_only_trains_the_last_response_however_it_is_asked_for(tmp_path):
     """train_on_responses_only(last_response_only=True): the parts' own flag was dropped unless --train-on last."""
-    from mldebug_cli.frameworks.unsloth import Flags, ResponseParts
+    from mldebug_cli.frameworks.unsloth.framework import Flags, ResponseParts
 
     for parts, train_on in ((ResponseParts("[INST]", "[/INST]", last_response_only=True), None),
                             (ResponseParts("[INST]", "[/INST]"), "last")):
@@ -73,7 +73,7 @@ def test_unsloths_last_response_only_trains_the_last_response_however_it_is_aske
 def test_a_trained_eos_is_not_reported_masked_where_the_history_renders_differently_on_its_own(tmp_path):
     """Mistral-Nemo renders the system message with the last user turn, so the prefix before each reply is not a
     prefix of the row's render: the reply's span was cut before its </s>, and DS004 said a trained </s> was masked."""
-    from mldebug_cli.frameworks.unsloth import Flags, ResponseParts
+    from mldebug_cli.frameworks.unsloth.framework import Flags, ResponseParts
 
     report, views = _rows(tmp_path, [NEMO_SYSTEM_ROW], tokenizer=str(NEMO), framework="unsloth",
                           framework_flags=Flags(ResponseParts("[INST]", "[/INST]")))
@@ -92,7 +92,7 @@ _TRL_PAIRS = [{"prompt": "the chain is " * 10, "completion": " worn"}, {"prompt"
 
 
 def _trl(tmp_path, rows, max_length=None, **options):
-    from mldebug_cli.frameworks.trl import TrlOptions
+    from mldebug_cli.frameworks.trl.framework import TrlOptions
 
     return _rows(tmp_path, rows, tokenizer=str(QWEN3), framework="trl", max_length=max_length,
                  framework_options=TrlOptions(**options))
@@ -152,7 +152,7 @@ def test_trl_settings_sfttrainer_refuses_are_errors(tmp_path):
 
 
 def test_a_trl_config_gives_its_packing_padding_free_and_max_length_none(tmp_path):
-    from mldebug_cli.frameworks.trl import TrlOptions, read_plan
+    from mldebug_cli.frameworks.trl.framework import TrlOptions, read_plan
     from mldebug_cli.sources.config_file import load_config
 
     path = tmp_path / "sft.yaml"

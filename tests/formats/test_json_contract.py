@@ -38,7 +38,7 @@ CASES = {
     "preflight-trl-deploy": ["preflight", FIXTURES / "preflight" / "trl" / "config_fixed.yaml", "--deploy",
                              FIXTURES / "deploy" / "qwen3-chatml-no-stop.Modelfile"],
     "memory": ["memory", FIXTURES / "memory" / "sft_long_row.yaml", "--model", FIXTURES / "memory-models" / "qwen2.5-0.5b",
-               "--gpu", "L4-24GB"],
+               "--gpu", "L4-24GB", "--host-memory", "64"],  # not this machine's RAM: the file holds on any host
 }
 
 

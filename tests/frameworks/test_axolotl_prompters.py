@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
-from mldebug_cli.frameworks import axolotl as axolotl_framework
-from mldebug_cli.frameworks import axolotl_prompters
-from mldebug_cli.frameworks.axolotl import masking_options as _axolotl_options
+from mldebug_cli.frameworks.axolotl import framework as axolotl_framework
+from mldebug_cli.frameworks.axolotl import prompters as axolotl_prompters
+from mldebug_cli.frameworks.axolotl.framework import masking_options as _axolotl_options
 from mldebug_cli.pipelines import inspect
 from mldebug_cli.sources.config_file import load_config
 from mldebug_cli.sources.row_formats import RowProblem
@@ -194,8 +194,8 @@ def test_tokenizer_default_fallback_takes_the_named_template_only_when_the_token
 
 def test_the_stored_named_templates_are_axolotls_own():
     """The stored copy against the installed axolotl 0.19.0 (skipped without it: it pins another transformers)."""
-    from mldebug_cli.frameworks import axolotl as profile
     from mldebug_cli.frameworks import schema, versions
+    from mldebug_cli.frameworks.axolotl import framework as profile
 
     table = schema.stored(profile.STORED_TEMPLATES)
     assert {"chatml", "llama3", "qwen_25", "qwen3", "mistral_v7_tekken", "gemma3", "phi_3"} <= set(table["templates"])

@@ -143,7 +143,8 @@ def _installed(distribution):
 
 
 def test_recorded_trl_keys_match_the_installed_trl():
-    from mldebug_cli.frameworks import record, trl
+    from mldebug_cli.frameworks import record
+    from mldebug_cli.frameworks.trl import framework as trl
 
     version, transformers_version = _installed("trl"), _installed("transformers")
     if version not in record.releases("trl") or transformers_version not in record.releases("transformers"):
@@ -182,7 +183,7 @@ def test_recorded_llama_factory_keys_match_the_installed_llama_factory():
     from llamafactory import hparams
     from transformers import Seq2SeqTrainingArguments
 
-    from mldebug_cli.frameworks.llama_factory import DATACLASSES
+    from mldebug_cli.frameworks.llama_factory.framework import DATACLASSES
 
     base = {f.name for f in dataclasses.fields(Seq2SeqTrainingArguments)}
     real = {f.name for n in DATACLASSES for f in dataclasses.fields(getattr(hparams, n)) if f.init}

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
+from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 from support import CORPUS, ROOT, TOKENIZERS, needs_corpus
 
@@ -32,8 +32,8 @@ def _cases():
 def test_kto_rows_match_llama_factorys_feedback_processor(template, setting):
     """input_ids, labels (the end of a long prompt cut by infer_seqlen, never the row dropped for its length) and
     the label, row for row; the row its converter drops (two user turns in a row) is dropped."""
-    from mldebug_cli.frameworks.llama_factory import row_profile
-    from mldebug_cli.frameworks.llama_factory_data import InvalidRow
+    from mldebug_cli.frameworks.llama_factory.data import InvalidRow
+    from mldebug_cli.frameworks.llama_factory.framework import row_profile
     from mldebug_cli.sources.tokenizer import load_tokenizer
 
     golden = json.loads(GOLDEN.read_text(encoding="utf-8"))["cases"][template]

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
+from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 from support import CORPUS, ROOT, TOKENIZERS, first_difference, needs_corpus
 
@@ -75,8 +75,8 @@ def _pairwise_cases():
 @pytest.mark.parametrize(("name", "setting"), list(_pairwise_cases()))
 def test_pairs_match_llama_factory(name, setting):
     """The pairwise processor (stage dpo/orpo): chosen and rejected ids and labels, rows it drops."""
-    from mldebug_cli.frameworks.llama_factory import row_profile
-    from mldebug_cli.frameworks.llama_factory_data import InvalidRow
+    from mldebug_cli.frameworks.llama_factory.data import InvalidRow
+    from mldebug_cli.frameworks.llama_factory.framework import row_profile
     from mldebug_cli.sources.tokenizer import load_tokenizer
 
     golden = json.loads((GOLDENS / name).read_text(encoding="utf-8"))

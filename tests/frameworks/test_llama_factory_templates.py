@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from mldebug_cli.frameworks import llama_factory_templates as lft
-from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
+from mldebug_cli.frameworks.llama_factory import templates as lft
+from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 from support import CORPUS, NEMO, QWEN3, QWEN25, ROOT, needs_corpus
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.frameworks.torchtune_data import Flags, read_flags
+from mldebug_cli.frameworks.torchtune.data import Flags, read_flags
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 from support import QWEN3, ROOT, TOKENIZERS, first_difference
 

@@ -92,7 +92,7 @@ def test_training_template_is_the_one_trls_own_function_picks_for_every_template
     from transformers import AutoTokenizer
     from trl.chat_template_utils import get_training_chat_template
 
-    from mldebug_cli.frameworks import trl
+    from mldebug_cli.frameworks.trl import framework as trl
     from mldebug_cli.render.chat import ChatRenderer
 
     tok = AutoTokenizer.from_pretrained(str(TOKENIZERS / "qwen2.5-instruct"))

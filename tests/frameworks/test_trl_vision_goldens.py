@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mldebug_cli.frameworks.trl_vision import VisionProcessor, VisionRow, encode_row, load_processor
+from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, encode_row, load_processor
 from mldebug_cli.sources.images import ImageReader
 from support import FIXTURES
 

@@ -443,7 +443,7 @@ def test_llama_factory_opens_the_system_slot_for_a_tools_string_of_an_empty_list
     (On the corpus's glaive_toolcall_en_demo.json: 109/300 rows had differed with mistral; 300/300 equal now.)"""
     from dataclasses import replace
 
-    from mldebug_cli.frameworks.llama_factory import LlamaFactoryOptions
+    from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
     from mldebug_cli.pipelines.inspect import InspectOptions, build_report
     from support import FIXTURES, TOKENIZERS
 

@@ -8,7 +8,11 @@ import json
 
 import pytest
 
-from mldebug_cli.frameworks import axolotl, hf, llama_factory, record, schema, trl, versions
+from mldebug_cli.frameworks import record, schema, versions
+from mldebug_cli.frameworks.axolotl import framework as axolotl
+from mldebug_cli.frameworks.hf import framework as hf
+from mldebug_cli.frameworks.llama_factory import framework as llama_factory
+from mldebug_cli.frameworks.trl import framework as trl
 
 # the releases mldebug emulates (its data semantics were checked row for row against these)
 EMULATED = {"trl": "1.16.0", "axolotl": "0.19.0", "llamafactory": "0.9.5", "transformers": versions.NEWEST_CHECKED_TRANSFORMERS}

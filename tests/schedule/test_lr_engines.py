@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mldebug_cli.frameworks.axolotl_schedulers import SCHEDULERS as AXOLOTL_FAMILY
-from mldebug_cli.frameworks.hf_schedulers import HF_SCHEDULER_TYPES
-from mldebug_cli.frameworks.hf_schedulers import SCHEDULERS as HF_FAMILY
+from mldebug_cli.frameworks.axolotl.schedulers import SCHEDULERS as AXOLOTL_FAMILY
+from mldebug_cli.frameworks.hf.schedulers import HF_SCHEDULER_TYPES
+from mldebug_cli.frameworks.hf.schedulers import SCHEDULERS as HF_FAMILY
 from mldebug_cli.schedule.arithmetic import hf_dataloader_length
 from mldebug_cli.schedule.engine import BUILTIN_ENGINE, simulate_lrs
 from mldebug_cli.schedule.model import SchedulerChoice

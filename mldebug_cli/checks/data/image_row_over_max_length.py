@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from mldebug_cli.core.findings import Hit
 
 if TYPE_CHECKING:
-    from mldebug_cli.frameworks.trl_vision import VisionRow
+    from mldebug_cli.frameworks.trl.vision import VisionRow
     from mldebug_cli.pipelines.vision import VisionSetup
 
 SEVERITY = "warning"

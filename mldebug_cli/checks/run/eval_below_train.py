@@ -9,7 +9,10 @@ What it finds
     after at least 3 epochs over the training rows a held-out eval loss is above the train loss (the model
     has fitted the rows it saw); an eval loss at or below the train loss there says the eval rows are the
     training rows (the eval, run after the window's last step, scores the rows the model just fitted). The
-    eval token accuracy, when logged, is quoted.
+    eval token accuracy, when logged, is quoted. A short run that logged no train loss before its eval (the
+    HF Trainer logs every 500 steps by default) has only the run's mean train loss (``train_loss``), which
+    the early steps lift: there the eval loss must be below 0.75× that mean (held-out evals of our runs sit
+    at 0.93× to 1.65× of it, an eval on the training rows at 0.54×).
 
 Why it matters for training
     Dropout and averaging make the eval loss a little lower than the train loss, never half of it. An eval
@@ -25,6 +28,7 @@ Fix
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from mldebug_cli.checks.run.common import accumulation_pattern, fmt, hit, train_eval_pairs
@@ -38,7 +42,8 @@ if TYPE_CHECKING:
 
 SEVERITY = "warning"
 SUBJECT = "run"
-THRESHOLDS = {"ratio": 0.5, "min_evals": 2, "share": 0.5, "accumulation_tolerance": 0.2, "min_epochs": 3.0}
+THRESHOLDS = {"ratio": 0.5, "min_evals": 2, "share": 0.5, "accumulation_tolerance": 0.2, "min_epochs": 3.0,
+              "mean_ratio": 0.75}
 ACCURACY_KEYS = ("eval_mean_token_accuracy", "eval_accuracy")
 
 
@@ -70,18 +75,38 @@ def _scaled(pairs, ctx) -> bool:
 def _after_epochs(subject, pairs, ctx):
     """The last evaluation, after many epochs, at or below the train loss."""
     epoch, evals = subject.get("epoch"), subject.get("eval_loss")
-    if not pairs or epoch is None or _scaled(pairs, ctx):
+    if epoch is None or evals is None or (pairs and _scaled(pairs, ctx)):
         return
-    i, train, value = pairs[-1]
+    mean = None
+    if pairs:
+        i, train, value = pairs[-1]
+    else:  # no train loss logged by the eval: the run's mean, well above the loss its last steps reached
+        i, value, mean = len(evals) - 1, evals.values[-1], _mean_train_loss(subject)
+        if mean is None or not math.isfinite(value) or value <= 0:
+            return
+        train = mean
     step = evals.steps[i]
     epochs = epoch.value_at(step)
-    if epochs is None or not epochs >= ctx.limit("min_epochs") or value > train:
+    if epochs is None or not epochs >= ctx.limit("min_epochs"):
+        return
+    if value > (train if mean is None else ctx.limit("mean_ratio") * mean):
         return
     accuracy = next((a for key in ACCURACY_KEYS if (series := subject.get(key)) is not None
                      and (a := series.value_at(step)) is not None), None)
     said = f", eval token accuracy {fmt(accuracy)}" if accuracy is not None else ""
     yield hit(subject, evals, i, i,
-              f"after {fmt(epochs)} epochs eval_loss {fmt(value)} is at or below the train loss {fmt(train)} at step "
-              f"{step}{said}: a held-out set is above the train loss by then; these eval rows are the training rows",
+              (f"after {fmt(epochs)} epochs eval_loss {fmt(value)} is at or below the train loss {fmt(train)} at step "
+               f"{step}{said}: a held-out set is above the train loss by then; these eval rows are the training rows"
+               if mean is None else
+               f"after {fmt(epochs)} epochs eval_loss {fmt(value)} at step {step} is below "
+               f"{ctx.limit('mean_ratio'):g}× the run's mean train loss {fmt(mean)} (no train loss was logged by then)"
+               f"{said}: a held-out set is not that far below it; these eval rows are the training rows"),
               "evaluate on rows held out from training (split before shuffling or augmenting, deduplicate across "
               "the splits); this eval loss cannot choose a checkpoint")
+
+
+def _mean_train_loss(subject) -> float | None:
+    """The run's mean train loss (the trainer's final ``train_loss``), as a series point or the summary entry."""
+    series = subject.get("train_loss")
+    value = series.values[-1] if series is not None else subject.meta.get("train_loss")
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) and value > 0 else None

@@ -84,6 +84,22 @@ class RowView:
             return pieces
         return [self.prompt[s:e] if e > s else piece for piece, (s, e) in zip(pieces, self.offsets)]
 
+    def flowing_texts(self) -> list[str]:
+        """The prompt text each token adds when the tokens are read in order: a character whose UTF-8 bytes span
+        several tokens (a CJK character under a byte-level BPE) belongs to the first of them, so the texts joined
+        read the prompt once, where ``covered_texts`` gives each of those tokens the whole character."""
+        pieces = list(self.pieces or ())
+        if len(self.offsets) != len(pieces):
+            return pieces
+        texts, reached = [], 0
+        for piece, (start, end) in zip(pieces, self.offsets):
+            if end <= start:
+                texts.append(piece)
+                continue
+            texts.append(self.prompt[max(start, reached):end])
+            reached = max(reached, end)
+        return texts
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RowView:
         return cls(data.get("row", 0), data.get("prompt") or "", data.get("input_ids") or [], data.get("labels") or [],

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mldebug_cli.frameworks.llama_factory_templates import BOS, EOS, LfTemplate, Settings, describe_tools, write_calls
+from mldebug_cli.frameworks.llama_factory.templates import BOS, EOS, LfTemplate, Settings, describe_tools, write_calls
 from mldebug_cli.frameworks.rows import EncodedSide, RowDropped
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import infer_seqlen

@@ -1,7 +1,7 @@
 """Unsloth: TRL's SFTTrainer, relabelled by Unsloth's ``train_on_responses_only``.
 
 Unsloth trains through TRL's ``SFTTrainer``, so rows are rendered, tokenized and cut to ``max_length`` as in
-``frameworks.trl``. What differs is the masking Unsloth's notebooks apply afterwards,
+``frameworks.trl.framework``. What differs is the masking Unsloth's notebooks apply afterwards,
 ``train_on_responses_only(trainer, instruction_part=..., response_part=...)`` (``unsloth_zoo.dataset_utils``): it
 searches the prepared ids for the token ids of the two parts, learnt from unsloth_zoo 2026.10.9:
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.frameworks import trl
 from mldebug_cli.frameworks.framework import Framework
+from mldebug_cli.frameworks.trl import framework as trl
 from mldebug_cli.render.labels import IGNORE_INDEX, token_range
 from mldebug_cli.render.truncation import Truncated
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
-from mldebug_cli.frameworks.torchtune_data import Rows, read_flags, row_profile
+from mldebug_cli.frameworks.torchtune.data import Rows, read_flags, row_profile
 from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.arithmetic import missing_rows
 from mldebug_cli.schedule.formulas import scaled
@@ -146,7 +146,7 @@ FRAMEWORK = Framework(
     name="torchtune",
     detection=Detection(rank=0, component_key="_component_"),
     read_spec=read_spec,
-    rows=Rows,  # its SFT builders on its Qwen2.5 tokenizer (torchtune_data)
+    rows=Rows,  # its SFT builders on its Qwen2.5 tokenizer (torchtune.data)
     row_profile=row_profile,
     read_flags=read_flags,
 )

@@ -19,7 +19,7 @@ from typing import Any
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Framework
-from mldebug_cli.frameworks.hf_schedulers import (
+from mldebug_cli.frameworks.hf.schedulers import (
     HF_IGNORES_WARMUP,
     HF_KWARGS_DROPPED,
     HF_METRIC_DRIVEN,

@@ -9,8 +9,8 @@ from transformers import AutoTokenizer
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from mldebug_cli.render import axolotl
-from mldebug_cli.render.axolotl import (
+from mldebug_cli.frameworks.axolotl import chat_template as axolotl
+from mldebug_cli.frameworks.axolotl.chat_template import (
     SENTINELS,
     AxolotlConfigError,
     AxolotlLocator,

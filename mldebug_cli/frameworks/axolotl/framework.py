@@ -4,7 +4,7 @@ axolotl computes the total steps itself (``calculate_total_num_steps``) and pass
 Trainer as ``max_steps``; warmup defaults to ``min(int(0.03 * T), 100)``; the default scheduler is
 cosine; ``cosine_min_lr_ratio``, ``cosine_constant_lr_ratio`` and ``lr_quadratic_warmup`` select
 axolotl's own cosine variants, and ``lr_scheduler: one_cycle|rex`` its alternate schedulers. Those
-schedulers and that step counting are ``axolotl_schedulers``.
+schedulers and that step counting are ``axolotl.schedulers``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record, schema, versions
-from mldebug_cli.frameworks.axolotl_schedulers import COUNTING, SCHEDULERS
+from mldebug_cli.frameworks.axolotl.schedulers import COUNTING, SCHEDULERS
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
-from mldebug_cli.frameworks.hf import hf_scheduler_choice
-from mldebug_cli.frameworks.hf_schedulers import HF_SCHEDULER_TYPES
+from mldebug_cli.frameworks.hf.framework import hf_scheduler_choice
+from mldebug_cli.frameworks.hf.schedulers import HF_SCHEDULER_TYPES
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
 from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
@@ -455,8 +455,8 @@ CHAT_TYPES = ("chat_template", "sharegpt", "messages")  # types masked by axolot
 
 
 class Rows(RowProfile):
-    """axolotl: chat rows masked by its chat_template strategy (``render.axolotl``: its turn rules, EOS/EOT
-    training), instruction rows by its prompters (``axolotl_prompters``), EOS appended to text, rows longer
+    """axolotl: chat rows masked by its chat_template strategy (``axolotl.chat_template``: its turn rules, EOS/EOT
+    training), instruction rows by its prompters (``axolotl.prompters``), EOS appended to text, rows longer
     than sequence_len dropped (excess_length_strategy: drop)."""
 
     framework = "axolotl"
@@ -466,7 +466,7 @@ class Rows(RowProfile):
 
     def __init__(self, options: Any = None, masking: Any = None, prompter: Any = None, tokenizer: Any = None,
                  unemulated: tuple[tuple[str, str], ...] = ()) -> None:
-        self.options = options  # render.axolotl.AxolotlOptions from a config, else None (its defaults with --train-on)
+        self.options = options  # chat_template.AxolotlOptions from a config, else None (its defaults with --train-on)
         self.masking = masking  # resolved against the tokenizer: chat rows only
         self.prompter = prompter  # axolotl_prompters.Prompter, "completion" or "input_output": rows it prompts itself
         self.tokenizer = tokenizer
@@ -521,7 +521,7 @@ class Rows(RowProfile):
         return [NotEmulated(message, key) for key, message in self.unemulated]
 
     def own_sample(self, raw: Any) -> Any:
-        from mldebug_cli.frameworks import axolotl_prompters
+        from mldebug_cli.frameworks.axolotl import prompters as axolotl_prompters
 
         if self.prompter is None:
             return self._conversation(raw)
@@ -530,7 +530,7 @@ class Rows(RowProfile):
 
     def _conversation(self, raw: Any) -> Any:
         """A chat row read as axolotl reads it when the config says where and how (None: the messages converter)."""
-        from mldebug_cli.render import axolotl
+        from mldebug_cli.frameworks.axolotl import chat_template as axolotl
         from mldebug_cli.sources.row_formats import Chat, RowProblem, _tools, _validated_messages
 
         if self.masking is None or self.options is None or not self.options.reads_own_messages:
@@ -543,18 +543,18 @@ class Rows(RowProfile):
         return Chat(_validated_messages(messages, key), _tools(raw) if isinstance(raw, dict) else None)
 
     def encodes(self, sample: Any) -> bool:
-        from mldebug_cli.frameworks.axolotl_prompters import Prompted
+        from mldebug_cli.frameworks.axolotl.prompters import Prompted
 
         return isinstance(sample, Prompted)
 
     def encode(self, sample: Any, setup: Any) -> Any:
-        from mldebug_cli.frameworks import axolotl_prompters
+        from mldebug_cli.frameworks.axolotl import prompters as axolotl_prompters
 
         limit = setup.max_length if setup.max_length is not None else UNLIMITED
         return axolotl_prompters.encode(sample, self.batched or self.tokenizer, limit, self.train_on_inputs, len(sample.messages) - 1)
 
     def reads(self, sample: Any, raw: Any) -> Any:
-        from mldebug_cli.render import axolotl
+        from mldebug_cli.frameworks.axolotl import chat_template as axolotl
         from mldebug_cli.sources.row_formats import Chat
 
         if self.masking is None or not isinstance(sample, Chat):
@@ -562,7 +562,7 @@ class Rows(RowProfile):
         return replace(sample, messages=axolotl.as_axolotl_reads(sample.messages, raw))
 
     def locator(self, renderer: Any, setup: Any) -> Any:
-        from mldebug_cli.render import axolotl
+        from mldebug_cli.frameworks.axolotl import chat_template as axolotl
 
         return axolotl.AxolotlLocator(renderer, self.masking) if self.masking is not None else super().locator(renderer, setup)
 
@@ -574,7 +574,7 @@ class Rows(RowProfile):
         return locator.layout(sample.messages, sample.tools)
 
     def label(self, row: Any, encoding: Any, ids: list[int], setup: Any):
-        from mldebug_cli.render import axolotl
+        from mldebug_cli.frameworks.axolotl import chat_template as axolotl
 
         if row.layout is None or row.layout.method != axolotl.METHOD:
             return None
@@ -588,8 +588,8 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     """axolotl's prompter for instruction types, else its chat_template masking for chat rows: the config's
     settings, else its defaults with --train-on all or last."""
     from mldebug_cli.core.errors import InputError
-    from mldebug_cli.frameworks import axolotl_prompters
-    from mldebug_cli.render import axolotl
+    from mldebug_cli.frameworks.axolotl import chat_template as axolotl
+    from mldebug_cli.frameworks.axolotl import prompters as axolotl_prompters
 
     given = options.framework_options
     kind = given.dataset_type if given is not None else None
@@ -619,7 +619,7 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
 
 def masking_options(dataset: DatasetPlan, train_on: str | None = None):
     """The dataset's chat_template masking settings over axolotl's defaults (``train_on``: --train-on, which wins)."""
-    from mldebug_cli.render.axolotl import AxolotlOptions
+    from mldebug_cli.frameworks.axolotl.chat_template import AxolotlOptions
 
     masking = {name: setting.value for name, setting in dataset.masking}
     if train_on is not None:

@@ -34,9 +34,10 @@ from dataclasses import dataclass, replace
 from importlib import metadata, resources
 from typing import Any
 
-from mldebug_cli.frameworks import hf, record, schema, versions
+from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
+from mldebug_cli.frameworks.hf import framework as hf
 from mldebug_cli.frameworks.preference_config import (
     EMULATED_TRL,
     TRL_CLASSES,
@@ -435,7 +436,7 @@ class Rows(RowProfile):
         layout = row.layout
         if self.tokenizer is None or layout is None or layout.method != "completion" or setup.train_on == "all":
             return None
-        from mldebug_cli.frameworks.trl_preference import common_prefix_length
+        from mldebug_cli.frameworks.trl.preference import common_prefix_length
 
         text_row = isinstance(getattr(row.sample, "prompt", None), str)
         prompt = self.tokenizer.backend_tokenizer.encode(layout.text[: layout.prompt_end], add_special_tokens=text_row).ids
@@ -526,5 +527,5 @@ FRAMEWORK = Framework(
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
-    pair_refusal=lazily("mldebug_cli.frameworks.trl_preference", "refusal"),
+    pair_refusal=lazily("mldebug_cli.frameworks.trl.preference", "refusal"),
 )

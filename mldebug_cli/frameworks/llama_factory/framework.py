@@ -21,11 +21,12 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
-from mldebug_cli.frameworks import hf, record, schema, versions
+from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
-from mldebug_cli.frameworks.llama_factory_templates import VERSION, LfTemplate, Settings
+from mldebug_cli.frameworks.hf import framework as hf
+from mldebug_cli.frameworks.llama_factory.templates import VERSION, LfTemplate, Settings
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
 from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile
@@ -228,7 +229,7 @@ class Rows(RowProfile):
 
     def __init__(self, options: LlamaFactoryOptions, chosen: LfTemplate, tokenizer: Any, parsed: bool,
                  unemulated: str | None = None) -> None:
-        from mldebug_cli.frameworks.llama_factory_data import Encoder
+        from mldebug_cli.frameworks.llama_factory.data import Encoder
 
         self.options = options
         self.template = chosen
@@ -277,7 +278,7 @@ class Rows(RowProfile):
         """A ranking row (stage dpo/orpo) as the pairwise processor encodes it: (chosen, rejected); a KTO row (stage
         kto) as the feedback processor does: (completion,); raises InvalidRow (a RowDropped) for a row it drops,
         ValueError for one it cannot read (its run stops there)."""
-        from mldebug_cli.frameworks.llama_factory_data import InvalidRow, feedback, feedback_row, pairwise, ranked_row
+        from mldebug_cli.frameworks.llama_factory.data import InvalidRow, feedback, feedback_row, pairwise, ranked_row
 
         if not isinstance(raw, dict):
             raise ValueError(f"the row is a JSON {type(raw).__name__}, not an object")
@@ -314,7 +315,7 @@ class Rows(RowProfile):
     def reads(self, sample: Any, raw: Any) -> Any:
         """A chat row the converter refuses (role order, odd turn count) raises: it never reaches training. So does
         a row whose content is a list of typed parts: the template's formatters take strings only, and the run stops."""
-        from mldebug_cli.frameworks.llama_factory_data import lf_messages, typed_parts
+        from mldebug_cli.frameworks.llama_factory.data import lf_messages, typed_parts
 
         if self.encodes(sample):
             parts = typed_parts(raw)
@@ -328,7 +329,7 @@ class Rows(RowProfile):
         return sample
 
     def encode(self, sample: Any, setup: Any) -> EncodedRow:
-        from mldebug_cli.frameworks.llama_factory_data import lf_messages, supervise
+        from mldebug_cli.frameworks.llama_factory.data import lf_messages, supervise
         from mldebug_cli.render.chat import TemplateRenderError
 
         system, turns = lf_messages(sample.messages)
@@ -346,7 +347,7 @@ class Rows(RowProfile):
 
     def walk_pieces(self, sample: Any, setup: Any) -> None:
         """The template's slots of the row: every text ``encode`` tokenizes (the budget split is left out)."""
-        from mldebug_cli.frameworks.llama_factory_data import lf_messages
+        from mldebug_cli.frameworks.llama_factory.data import lf_messages
 
         system, turns = lf_messages(sample.messages)
         self.encoder.pairs(system, turns, sample.tools)
@@ -385,8 +386,8 @@ class Rows(RowProfile):
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     """LLaMA-Factory's encoding: the config's settings (or --template / --train-on / --max-length) on its template,
     with the tokenizer fixed as it fixes it (EOS replaced by the template's first stop word)."""
-    from mldebug_cli.frameworks import llama_factory_templates as lft
-    from mldebug_cli.frameworks.llama_factory_data import fixed_tokenizer
+    from mldebug_cli.frameworks.llama_factory import templates as lft
+    from mldebug_cli.frameworks.llama_factory.data import fixed_tokenizer
 
     given = options.framework_options if isinstance(options.framework_options, LlamaFactoryOptions) else None
     settings = given or LlamaFactoryOptions(train_on_prompt=options.train_on == "all",

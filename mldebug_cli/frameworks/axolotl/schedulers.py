@@ -3,7 +3,7 @@
 ``cosine_min_lr_ratio``, ``cosine_constant_lr_ratio`` and ``lr_quadratic_warmup`` select axolotl's own cosine
 variants, and ``lr_scheduler: one_cycle|rex`` its alternate schedulers: :data:`SCHEDULERS` holds their built-in
 formulas (and torch's OneCycleLR, which axolotl builds for one_cycle, when torch imports); the other names go to
-transformers' get_scheduler (``hf_schedulers``).
+transformers' get_scheduler (``hf.schedulers``).
 
 axolotl computes the total steps itself and passes them to the HF Trainer as ``max_steps``:
 ``ceil(rows * epochs / (micro_batch * accumulation * world_size))`` (``floor`` when packed); warmup defaults to

@@ -1,0 +1,2 @@
+"""transformers' Trainer and TrainingArguments: ``framework`` (its keys and FRAMEWORK), ``schedulers`` (the
+get_scheduler family every Trainer-based framework builds)."""
