@@ -147,3 +147,14 @@ def test_parquet_with_the_datasets_image_feature(tmp_path: Path) -> None:
     code, out, _ = run(str(tmp_path / "rows.parquet"), "-t", str(PROCESSOR), "--rows", "0,1", "-f", "json")
     shown = json.loads(out)["rows"]
     assert [(i["width"], i["height"], i["tokens"]) for r in shown for i in r["images"]] == [(64, 32, 6), (96, 64, 6)]
+
+
+def test_preflight_reads_image_rows_from_a_trl_config(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"model_name_or_path: {PROCESSOR}\ndataset_name: {EXAMPLE}\nmax_length: 300\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["preflight", str(config), "-f", "json"])
+    codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
+    assert result.exit_code == 1 and {"DS029", "DS030", "DS031", "DS034"} <= codes
+    config.write_text(f"model_name_or_path: {PROCESSOR}\ndataset_name: {EXAMPLE}\npacking: true\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["preflight", str(config)])
+    assert "Packing is not supported for vision datasets" in result.stdout + result.stderr
