@@ -1,7 +1,7 @@
 """TRL's vision SFT path: mldebug's ids and labels for image rows equal TRL 1.16's own collator's, case for case.
 
 The goldens were written by tools/vl_goldens.py, which runs TRL's DataCollatorForVisionLanguageModeling with the real
-Qwen2VLProcessor on hypothesis-generated rows (fixtures/trl-1.16.0-vision/). Where TRL raises, mldebug must refuse the
+processor (Qwen2VLProcessor; Qwen2_5_VLProcessor with max_pixels 200,704) on hypothesis-generated rows (fixtures/trl-1.16.0-vision/). Where TRL raises, mldebug must refuse the
 row with the check that names the same failure. A fast sample runs by default; every case under ``-m slow``.
 """
 
@@ -20,9 +20,9 @@ from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, encode
 from mldebug_cli.sources.images import ImageReader
 from support import FIXTURES
 
-GOLDENS = FIXTURES / "trl-1.16.0-vision" / "goldens-qwen2-vl.json.gz"
-PROCESSOR = FIXTURES / "processors" / "qwen2-vl"
-FAST = 80  # cases replayed without -m slow
+GOLDENS = FIXTURES / "trl-1.16.0-vision"
+FILES = sorted(p.name for p in GOLDENS.glob("goldens-*.json.gz"))  # one per processor folder under fixtures/processors
+FAST = 60  # cases per file replayed without -m slow
 # what TRL raises -> the check mldebug reports it with
 REFUSALS = {
     "does not match number of image placeholders": "DS029",
@@ -35,14 +35,14 @@ REFUSALS = {
 
 
 @cache
-def goldens() -> dict[str, Any]:
-    with gzip.open(GOLDENS, "rt", encoding="utf-8") as file:
+def goldens(name: str) -> dict[str, Any]:
+    with gzip.open(GOLDENS / name, "rt", encoding="utf-8") as file:
         return json.load(file)
 
 
 @cache
-def processor() -> VisionProcessor:
-    return load_processor(str(PROCESSOR))
+def processor(folder: str) -> VisionProcessor:
+    return load_processor(str(FIXTURES / "processors" / folder))
 
 
 def image_bytes(spec: dict[str, Any]) -> dict[str, bytes]:
@@ -57,9 +57,9 @@ def image_bytes(spec: dict[str, Any]) -> dict[str, bytes]:
     return {"bytes": buffer.getvalue()}
 
 
-def mldebug_row(case: dict[str, Any]) -> VisionRow:
+def mldebug_row(case: dict[str, Any], folder: str) -> VisionRow:
     raw = {"images": [image_bytes(s) for s in case["images"]], "messages": case["messages"]}
-    return encode_row(0, None, raw, processor(), ImageReader(Path(".")), case["max_length"])
+    return encode_row(0, None, raw, processor(folder), ImageReader(Path(".")), case["max_length"])
 
 
 def refusal_code(row: VisionRow) -> str | None:
@@ -72,8 +72,8 @@ def refusal_code(row: VisionRow) -> str | None:
     return None
 
 
-def disagreement(case: dict[str, Any]) -> str | None:
-    row = mldebug_row(case)
+def disagreement(case: dict[str, Any], folder: str) -> str | None:
+    row = mldebug_row(case, folder)
     got = refusal_code(row)
     if "error" in case:
         want = next((code for words, code in REFUSALS.items() if words in case["error"]), "unnamed")
@@ -92,33 +92,44 @@ def disagreement(case: dict[str, Any]) -> str | None:
     return None
 
 
-def _indices(slow: bool) -> list[int]:
-    total = len(goldens()["cases"])
+def _indices(name: str, slow: bool) -> list[int]:
+    total = len(goldens(name)["cases"])
     if slow:
         return list(range(total))
     step = max(1, total // FAST)
     return list(range(0, total, step))[:FAST]
 
 
+def _problems(name: str, slow: bool) -> list[str]:
+    doc = goldens(name)
+    return [f"{name} case {i}: {d}" for i in _indices(name, slow) if (d := disagreement(doc["cases"][i], doc["processor"]))]
+
+
 def test_goldens_record_the_versions_and_enough_cases() -> None:
-    doc = goldens()
-    assert doc["versions"]["trl"] == "1.16.0"
-    assert len(doc["cases"]) >= 3000
-    refused = sum(1 for c in doc["cases"] if "error" in c)
-    assert 0 < refused < len(doc["cases"]) // 2  # both outcomes are exercised
+    assert FILES
+    for name in FILES:
+        doc = goldens(name)
+        assert doc["versions"]["trl"] == "1.16.0"
+        refused = sum(1 for c in doc["cases"] if "error" in c)
+        assert 0 < refused < len(doc["cases"]) // 2  # both outcomes are exercised
+    assert len(goldens("goldens-qwen2-vl.json.gz")["cases"]) >= 3000
 
 
-def test_every_refusal_in_the_goldens_is_named() -> None:
-    unnamed = {c["error"] for c in goldens()["cases"] if "error" in c and not any(w in c["error"] for w in REFUSALS)}
+@pytest.mark.parametrize("name", FILES)
+def test_every_refusal_in_the_goldens_is_named(name: str) -> None:
+    cases = goldens(name)["cases"]
+    unnamed = {c["error"] for c in cases if "error" in c and not any(w in c["error"] for w in REFUSALS)}
     assert not unnamed
 
 
-def test_a_sample_of_cases_matches_trl() -> None:
-    problems = [f"case {i}: {d}" for i in _indices(False) if (d := disagreement(goldens()["cases"][i]))]
+@pytest.mark.parametrize("name", FILES)
+def test_a_sample_of_cases_matches_trl(name: str) -> None:
+    problems = _problems(name, slow=False)
     assert not problems, "\n".join(problems[:10])
 
 
 @pytest.mark.slow
-def test_every_case_matches_trl() -> None:
-    problems = [f"case {i}: {d}" for i in _indices(True) if (d := disagreement(goldens()["cases"][i]))]
+@pytest.mark.parametrize("name", FILES)
+def test_every_case_matches_trl(name: str) -> None:
+    problems = _problems(name, slow=True)
     assert not problems, f"{len(problems)} disagreements:\n" + "\n".join(problems[:20])
