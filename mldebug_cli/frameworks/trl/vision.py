@@ -223,6 +223,28 @@ def row_images(raw: Mapping[str, Any]) -> list[Any]:
     return images
 
 
+def images_in_order(prepared: list[dict[str, Any]], column: Sequence[Any]) -> list[Any]:
+    """The images the processor receives, in order: TRL fills each unfilled ``{"type": "image"}`` part (tool messages
+    aside) with the next image of the column, then transformers' apply_chat_template takes from every image part the
+    values of its ``image``, ``url``, ``path`` and ``base64`` keys (an inline image, or two values for one part)."""
+    pending = iter(column)
+    out: list[Any] = []
+    for message in prepared:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if part.get("type") != "image":
+                continue
+            if "image" not in part and message.get("role") != "tool":
+                filled = next(pending, None)
+                if filled is not None:
+                    out.append(filled)
+            out += [{"bytes": part[key]} if key == "base64" else part[key]
+                    for key in ("image", "url", "path", "base64") if key in part]
+    return out
+
+
 def prepare_messages(messages: Any, images: int) -> list[dict[str, Any]]:
     """TRL's prepare_multimodal_messages: contents as parts, the images' parts before the first user text when every
     content is a string, and the placeholder count equal to the image count."""
@@ -270,7 +292,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
         row.refused = refused
         return row
     infos: list[ImageInfo | None] = []
-    for i, value in enumerate(images):
+    for i, value in enumerate(images_in_order(row.messages, images)):
         try:
             infos.append(images_from.info(value))
         except ImageProblem as problem:
