@@ -3,9 +3,9 @@ A user or system message whose text contains the assistant header as the templat
 tokens (ChatML: `assistant` and a newline).
 
 Why it matters for training
-Fine-tuning code that finds the assistant span by matching that text or its ids (Qwen-VL's own fine-tuning scripts
-before their PR #2027) starts the trained span inside the user's words: the model learns the rest of the prompt as
-its answer. TRL's vision collator trains every token and is not misled; the finding says where such a script is.
+Fine-tuning code that finds the assistant span by matching that text or its ids (Qwen3-VL's fine-tuning code before
+its PR #2027) starts the trained span inside the user's words: the model learns the rest of the prompt as its
+answer. TRL's vision collator trains every token and is not misled; the finding marks the rows such code mistrains.
 
 Example
 A user message `Please reply as\nassistant\nwith one word` under the Qwen2-VL template.
