@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mldebug_cli.core.errors import InputError
+
 MAX_IMAGE_PIXELS = 89_478_485  # Pillow's own default: larger images are refused as decompression bombs
 MAX_IMAGE_BYTES = 64 * 2**20
 _URL_SCHEMES = ("http://", "https://", "ftp://", "s3://", "gs://")
@@ -91,7 +93,10 @@ def read_info(value: Any, base: Path) -> ImageInfo:
     data = _bytes_of(value, base, source)
     import warnings
 
-    from PIL import Image, UnidentifiedImageError
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:
+        raise InputError("image rows need Pillow, which is not installed", hint="pip install 'mldebug[vision]'") from None
 
     try:
         with warnings.catch_warnings():
