@@ -136,7 +136,7 @@ _WORDS = ("the", "model", "reads", "every", "token", "of", "the", "prompt", "and
 
 
 def generated_chat(i: int) -> dict:
-    """Row ``i`` of a deterministic chat dataset with planted defects: a missing assistant turn (every 97th row),
+    """Row ``i`` of a deterministic chat dataset with planted defects: a null reply (every 97th row),
     special-token text in a reply (every 89th), an empty reply (every 83rd); lengths vary from a few to ~600 tokens."""
     words = lambda n, k: " ".join(_WORDS[(i * 7 + j * k) % len(_WORDS)] for j in range(n))  # noqa: E731
     turns = 1 + i % 3
@@ -150,7 +150,7 @@ def generated_chat(i: int) -> dict:
             reply = ""
         messages.append({"role": "assistant", "content": reply})
     if i % 97 == 0:
-        messages = messages[:1]
+        messages = [*messages[:1], {"role": "assistant", "content": None}]
     return {"messages": messages}
 
 

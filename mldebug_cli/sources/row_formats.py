@@ -151,6 +151,18 @@ def _messages(row: dict[str, Any], detection: Detection) -> Chat:
     return Chat(_validated_messages(messages, detection.messages_key), _tools(row))
 
 
+def conversation_without_assistant(row: dict[str, Any], key: str) -> Chat | None:
+    """A messages row with no assistant turn, read as a trainer that tokenizes the whole conversation reads it (TRL's
+    SFTTrainer keeps it and trains every token); None when the row has an assistant turn or is not such a row."""
+    messages = row.get(key)
+    if not (isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages)):
+        return None
+    if any(m.get("role") == "assistant" for m in messages):
+        return None
+    messages = [_typed_parts(m, i) for i, m in enumerate(messages)]
+    return Chat(_validated_messages(messages, key, require_assistant=False), _tools(row))
+
+
 def _typed_parts(message: dict[str, Any], index: int) -> dict[str, Any]:
     """A message whose content is LLaMA-Factory's typed parts (``{"type": "text", "value": ...}``, its v1 data format)
     read as its renderers read them: text parts joined into the content; in assistant turns ``reasoning`` parts are

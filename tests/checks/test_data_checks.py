@@ -185,11 +185,11 @@ def test_ds010_bad_lines_and_bad_messages_are_findings_and_the_rest_is_checked(t
         json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}) + "\n"
         + '{"messages": [{"role": "user", "content": "hi"}\n'
         + json.dumps({"messages": [{"role": "user", "text": "hi"}, {"role": "assistant", "content": "yo"}]}) + "\n"
-        + json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n"
+        + json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": 7}]}) + "\n"
     )
     hits = fired(path, QWEN25, "DS010")
     assert set(hits) == {1, 2, 3}
-    assert "invalid JSON" in hits[1] and "no content" in hits[2] and "no assistant turn" in hits[3]
+    assert "invalid JSON" in hits[1] and "no content" in hits[2] and "content is a number" in hits[3]
     report = build_report(InspectOptions(dataset=str(path), tokenizer=str(QWEN25), all_rows=True))
     assert {f.location.line for f in report.findings if f.code == "DS010"} == {2, 3, 4}
     assert report.summary["rows_checked"] == 4 and report.summary["tokens"] > 0

@@ -492,3 +492,26 @@ def test_llama_factory_typed_content_parts_are_read_as_its_renderer_reads_them(t
                          {"role": "assistant", "content": [{"type": "text", "value": "A cat."}]}]}]
     found = inspect_rows(bad, QWEN3, tmp_path)["findings"]
     assert [f["code"] for f in found] == ["DS010"] and "Unsupported content type" in found[0]["message"]
+
+
+NO_ASSISTANT_ROWS = [{"messages": [{"role": "user", "content": "Is the chain worn?"}]},
+                     {"messages": [{"role": "system", "content": "Be brief."}]},
+                     {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why?"}]},
+                     {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}]
+
+
+@pytest.mark.parametrize("tokenizer", ["qwen3", "llama3-instruct"])
+def test_conversations_without_an_assistant_turn_are_trained_whole_as_trl_trains_them(tokenizer, tmp_path):
+    """Issue 34 item 2: SFTTrainer keeps a conversation with no assistant turn and (assistant_only_loss off) trains
+    every token of it; mldebug shows those ids and labels, not a refusal."""
+    from support import TOKENIZERS
+
+    trl_rows = run_trl("sft", NO_ASSISTANT_ROWS, TOKENIZERS / tokenizer, tmp_path)
+    assert not isinstance(trl_rows, BaseException), trl_rows
+    doc = inspect_rows(NO_ASSISTANT_ROWS, TOKENIZERS / tokenizer, tmp_path)
+    got = {r["row"]: r for r in doc["rows"]}
+    assert len(trl_rows) == len(NO_ASSISTANT_ROWS)
+    for index, want in enumerate(trl_rows):
+        assert got[index]["input_ids"] == want["input_ids"], index
+        assert got[index]["labels"] == want["labels"], index
+    assert not [f for f in doc["findings"] if f["severity"] == "error"]

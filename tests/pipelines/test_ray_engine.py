@@ -94,7 +94,7 @@ def test_sharded_parquet_gives_the_same_report_with_rows_numbered_across_shards(
     unreadable = [f for f in doc["findings"] if f["location"]["path"].endswith("part-00004b.parquet")]
     assert len(unreadable) == 1 and "the shard cannot be read" in unreadable[0]["message"]
     missing = [f for f in doc["findings"] if f["code"] == "DS010" and "row" in f["location"]]
-    assert [f["location"]["row"] for f in missing][:3] == [0, 97, 194]  # every 97th row has no assistant turn
+    assert [f["location"]["row"] for f in missing][:3] == [0, 97, 194]  # every 97th row's reply is null
     in_jsonl = next(f["location"] for f in missing if f["location"]["path"].endswith(".jsonl"))
     assert in_jsonl["line"] == in_jsonl["row"] - 3 * 1112 + 1  # rows 3336.. are lines 1.. of the fourth shard
 

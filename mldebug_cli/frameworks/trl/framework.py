@@ -410,6 +410,12 @@ class Rows(RowProfile):
     def own_sample(self, raw: Any) -> Any:
         if self.row_format == "sharegpt" and isinstance(raw, dict) and is_sharegpt_conversations(raw):
             return sharegpt_sample(raw)
+        if self.row_format == "messages" and isinstance(raw, dict):
+            from mldebug_cli.sources.row_formats import conversation_without_assistant
+
+            # apply_chat_template on the whole conversation: a row with no assistant turn is kept, and trained
+            key = next((k for k in ("messages", "conversations", "conversation") if k in raw), None)
+            return conversation_without_assistant(raw, key) if key else None
         return None
 
     def refusal(self, first: Any) -> tuple[str, str] | None:
