@@ -21,7 +21,7 @@ from mldebug_cli.sources.dataset import Record
 from mldebug_cli.sources.images import ImageReader
 
 # the vision checks, by code (the text checks look at rendered text rows and do not run on image rows)
-VISION_CHECKS = ("DS009", "DS010", "DS011", "DS029", "DS030", "DS031", "DS032", "DS033", "DS034", "DS035")
+VISION_CHECKS = ("DS009", "DS010", "DS011", "DS031", "DS032", "DS033", "DS034", "DS035", "DS036", "DS037")
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,12 @@ FILES = sorted(p.name for p in GOLDENS.glob("goldens-*.json.gz"))  # one per pro
 FAST = 60  # cases per file replayed without -m slow
 # what TRL raises -> the check mldebug reports it with
 REFUSALS = {
-    "does not match number of image placeholders": "DS029",
-    "tokens in the prompts should be the same as the number of images": "DS029",
-    "tokens in the text but no images were passed": "DS029",
+    "does not match number of image placeholders": "DS031",
+    "tokens in the prompts should be the same as the number of images": "DS031",
+    "tokens in the text but no images were passed": "DS031",
     "Invalid role": "DS011",
-    "Mismatch in `image` token count": "DS031",
-    "aspect ratio must be smaller than 200": "DS030",
+    "Mismatch in `image` token count": "DS033",
+    "aspect ratio must be smaller than 200": "DS032",
 }
 
 
@@ -66,9 +66,9 @@ def refusal_code(row: VisionRow) -> str | None:
     if row.refused is not None:
         return row.refused.code
     if row.image_problems:
-        return "DS030"
+        return "DS032"
     if row.cut_images:
-        return "DS031"
+        return "DS033"
     return None
 
 

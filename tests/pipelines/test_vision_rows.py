@@ -48,9 +48,9 @@ def test_the_bundled_example_fires_each_check_on_its_row() -> None:
     doc = json.loads(out)
     assert code == 1  # errors at the default --fail-on
     fired = {(f["code"], f["location"]["row"]) for f in doc["findings"]}
-    assert {("DS029", 2), ("DS030", 3), ("DS030", 4), ("DS031", 5), ("DS034", 5), ("DS033", 6), ("DS035", 7)} <= fired
-    assert {code for code, _ in fired} == {"DS029", "DS030", "DS031", "DS032", "DS033", "DS034", "DS035"}
-    assert not any(row in (0, 1, 8, 9) for c, row in fired if c != "DS032")  # the twins stay quiet
+    assert {("DS031", 2), ("DS032", 3), ("DS032", 4), ("DS033", 5), ("DS036", 5), ("DS035", 6), ("DS037", 7)} <= fired
+    assert {code for code, _ in fired} == {"DS031", "DS032", "DS033", "DS034", "DS035", "DS036", "DS037"}
+    assert not any(row in (0, 1, 8, 9) for c, row in fired if c != "DS034")  # the twins stay quiet
 
 
 def test_json_rows_carry_each_image_with_its_tokens() -> None:
@@ -154,7 +154,7 @@ def test_preflight_reads_image_rows_from_a_trl_config(tmp_path: Path) -> None:
     config.write_text(f"model_name_or_path: {PROCESSOR}\ndataset_name: {EXAMPLE}\nmax_length: 300\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["preflight", str(config), "-f", "json"])
     codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
-    assert result.exit_code == 1 and {"DS029", "DS030", "DS031", "DS034"} <= codes
+    assert result.exit_code == 1 and {"DS031", "DS032", "DS033", "DS036"} <= codes
     config.write_text(f"model_name_or_path: {PROCESSOR}\ndataset_name: {EXAMPLE}\npacking: true\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["preflight", str(config)])
     assert "Packing is not supported for vision datasets" in result.stdout + result.stderr

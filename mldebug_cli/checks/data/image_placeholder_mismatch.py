@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 SEVERITY = "error"
 SUBJECT = "vision-row"
-CODE = "DS029"
+CODE = "DS031"
 
 
 def run(row: VisionRow, setup: VisionSetup) -> Iterator[Hit]:

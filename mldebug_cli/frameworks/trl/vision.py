@@ -273,7 +273,7 @@ def prepare_messages(messages: Any, images: int) -> list[dict[str, Any]]:
     placeholders = sum(1 for m in prepared if isinstance(m.get("content"), list) and m["role"] != "tool"
                        for part in m["content"] if part["type"] == "image" and "image" not in part)
     if placeholders != images:
-        raise RowRefused("DS029", f"{images} image(s) and {placeholders} image placeholder(s): TRL raises ValueError "
+        raise RowRefused("DS031", f"{images} image(s) and {placeholders} image placeholder(s): TRL raises ValueError "
                          f"(Number of images provided ({images}) does not match number of image placeholders "
                          f"({placeholders}))", "give one {\"type\": \"image\"} part per image, in order")
     return prepared
@@ -316,7 +316,7 @@ def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcess
     """Each placeholder replaced by its image's tokens, then the whole text tokenized once, as the processor does."""
     pieces = row.text.split(processor.image_token)
     if len(pieces) - 1 != len(infos):  # the template wrote more or fewer placeholders than the parts it was given
-        row.refused = RowRefused("DS029", f"the template wrote {len(pieces) - 1} image placeholder(s) for {len(infos)} "
+        row.refused = RowRefused("DS031", f"the template wrote {len(pieces) - 1} image placeholder(s) for {len(infos)} "
                                  "image(s): the processor raises ValueError", "check the template's image parts")
         return
     sizes = []
