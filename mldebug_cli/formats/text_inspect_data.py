@@ -55,6 +55,8 @@ def render_row(row: RowView, console, full: bool, findings: tuple[Finding, ...] 
     if row.error:
         console.print(Text(f"  not rendered: {row.error}", style="red"))
         return
+    for image in row.images:
+        console.print(Text(f"  {visible(image.describe())}", style="cyan"))
     if full:
         console.print(Text("Rendered prompt", style="underline"))
         prompt = row.prompt
@@ -85,11 +87,18 @@ def _compact(row: RowView, color: bool) -> Text:
     text = Text()
     trained_open = False
     pieces = row.flowing_texts()
-    for piece_text, label in zip(pieces[:COMPACT_LIMIT], row.labels):
+    blocks = row.image_blocks()
+    end = 0
+    for pos, (piece_text, label) in enumerate(zip(pieces[:COMPACT_LIMIT], row.labels)):
+        if pos < end:
+            continue
         is_trained = label != IGNORE_INDEX
         if not color and is_trained != trained_open:
             text.append("⟦" if is_trained else "⟧")
             trained_open = is_trained
+        if pos in blocks:
+            image, end = blocks[pos]
+            piece_text = f"[image {image.index}: {plural(end - pos, 'token')} {pieces[pos]}]"
         text.append(visible(piece_text), style=TRAINED_STYLE if is_trained else MASKED_STYLE)
     if not color and trained_open:
         text.append("⟧")
@@ -103,9 +112,17 @@ def _table(row: RowView) -> Table:
     for name in ("pos", "id", "piece", "label"):
         table.add_column(name, justify="right" if name != "piece" else "left")
     rows = list(zip(row.input_ids, row.pieces or [], row.labels))
+    blocks = row.image_blocks()
+    end = 0
     for pos, (token_id, piece, label) in enumerate(rows[:TOKEN_TABLE_LIMIT]):
+        if pos < end:
+            continue
         style = TRAINED_STYLE if label != IGNORE_INDEX else MASKED_STYLE
-        table.add_row(str(pos), str(token_id), Text(repr(piece)[1:-1]), "-100" if label == IGNORE_INDEX else str(label), style=style)
+        where = str(pos)
+        if pos in blocks:  # an image's tokens: one line
+            image, end = blocks[pos]
+            where, piece = f"{pos}-{end - 1}", f"{piece} ×{end - pos} (image {image.index})"
+        table.add_row(where, str(token_id), Text(repr(piece)[1:-1]), "-100" if label == IGNORE_INDEX else str(label), style=style)
     if len(rows) > TOKEN_TABLE_LIMIT:
         table.add_row("…", "", Text(f"{len(rows) - TOKEN_TABLE_LIMIT} more tokens (see --output-format json)"), "")
     return table

@@ -93,6 +93,10 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     _validate(options)
     require_local_or_cached(options.tokenizer, "tokenizer")  # a typo fails at once, before the dataset is read
     source = open_rows(options)
+    if _vision_rows(source, options):
+        from mldebug_cli.pipelines import vision
+
+        return vision.build_report(options, source, progress)
     task = _preference_task(source, options)
     if task is not None:
         from mldebug_cli.pipelines import preference
@@ -149,6 +153,27 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
                             options.token_table or bool(options.rows),
                             sorted(stats.sequences) if options.sequence_lengths else None).as_details(),
     )
+
+
+def _vision_rows(source, options: InspectOptions) -> bool:
+    """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator; refused by
+    name where mldebug does not emulate them, never read as text."""
+    from mldebug_cli.frameworks.trl.vision import has_processor, is_vision_row
+
+    first = next((r.data for r in first_records(source, 1) if r.error is None), None)
+    if not is_vision_row(first):
+        return False
+    if options.framework != "trl" or options.task not in (None, "sft"):
+        raise UsageError(f"the rows have images: mldebug emulates image rows for TRL's SFT collator only, not "
+                         f"{options.framework} {options.task or 'sft'}", hint="use --framework trl (SFT), or drop the "
+                         "image columns to check the text alone")
+    if options.engine != "local":
+        raise UsageError("the rows have images: --engine ray does not run image rows yet", hint="use --engine local")
+    if not has_processor(options.tokenizer):
+        raise InputError(f"{options.tokenizer}: the rows have images, and this folder has no processor files "
+                         "(preprocessor_config.json)", hint="point --tokenizer at the model folder with its processor "
+                         "files (preprocessor_config.json, chat_template.json, tokenizer files)")
+    return True
 
 
 @dataclass(frozen=True)

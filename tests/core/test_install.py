@@ -18,9 +18,9 @@ else:  # pragma: no cover
 
 PACKAGE = ROOT / "mldebug_cli"
 # import name -> distribution, where they differ
-DISTRIBUTIONS = {"yaml": "pyyaml", "tomli": "tomli"}
+DISTRIBUTIONS = {"yaml": "pyyaml", "tomli": "tomli", "PIL": "pillow"}
 # optional modules: the extra that installs them
-EXTRAS = {"torch": "schedule", "matplotlib": "plot", "minijinja": "tgi", "ray": "ray", "peft": "probe"}
+EXTRAS = {"torch": "schedule", "matplotlib": "plot", "minijinja": "tgi", "ray": "ray", "peft": "probe", "PIL": "vision"}
 # the real frameworks, read when the user has them installed (mldebug falls back to the record of their wheels)
 WHEN_INSTALLED = {"axolotl", "llamafactory", "trl"}
 
@@ -53,7 +53,7 @@ def test_every_run_time_import_is_a_dependency_or_an_extra_the_error_names():
     for module, paths in imports.items():
         if module in EXTRAS:
             extra = EXTRAS[module]
-            assert module in {_distribution(r) for r in extras.get(extra, [])}, (module, extra)
+            assert DISTRIBUTIONS.get(module, module) in {_distribution(r) for r in extras.get(extra, [])}, (module, extra)
             assert f"mldebug[{extra}]" in sources, f"{module}: no message names mldebug[{extra}]"
             continue
         if module in WHEN_INSTALLED:

@@ -22,7 +22,7 @@ def test_codes_and_names_are_unique_and_well_formed():
 def test_every_check_loads_with_its_documentation(ref):
     check = registry.load(ref)
     assert check.code == ref.code and check.subject in (
-        "row", "setup", "schedule", "probe", "template", "config", "run", "pair", "preference-dataset", "memory",
+        "row", "setup", "schedule", "probe", "template", "config", "run", "pair", "preference-dataset", "memory", "vision-row",
         "preference-setup")
     positions = [check.doc.find(h) for h in HEADINGS]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), ref.code

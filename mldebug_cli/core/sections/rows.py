@@ -10,6 +10,38 @@ from mldebug_cli.core.labels import IGNORE_INDEX
 
 
 @dataclass(frozen=True)
+class ImageLine:
+    """One image of a shown row: its source size, the processor's resize and where its tokens are."""
+
+    index: int  # the image's position in the row's images
+    source: str
+    width: int
+    height: int
+    mode: str
+    resized_width: int
+    resized_height: int
+    tokens: int
+    start: int  # position of its first token in the row's ids (before truncation)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ImageLine:
+        return cls(data.get("image", 0), data.get("source", ""), data.get("width", 0), data.get("height", 0),
+                   data.get("mode", ""), data.get("resized_width", 0), data.get("resized_height", 0),
+                   data.get("tokens", 0), data.get("start", 0))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"image": self.index, "source": self.source, "width": self.width, "height": self.height,
+                "mode": self.mode, "resized_width": self.resized_width, "resized_height": self.resized_height,
+                "tokens": self.tokens, "start": self.start}
+
+    def describe(self) -> str:
+        resize = "kept" if (self.resized_width, self.resized_height) == (self.width, self.height) else \
+            f"resized to {self.resized_width}x{self.resized_height}"
+        return (f"image {self.index}: {self.source}, {self.width}x{self.height} {self.mode}, {resize}, "
+                f"{self.tokens} tokens at {self.start}-{self.start + self.tokens - 1}")
+
+
+@dataclass(frozen=True)
 class RowView:
     """One shown row: its rendered prompt, token ids, labels (``IGNORE_INDEX`` masked) and token pieces.
 
@@ -27,6 +59,7 @@ class RowView:
     dropped: bool = False  # the trainer leaves the row out
     masking: str | None = None  # how the trained text was found (None: not said)
     error: str | None = None  # why the row was not rendered
+    images: Sequence[ImageLine] = ()  # vision rows: one line per image, its tokens a block in the ids
 
     @property
     def ok(self) -> bool:
@@ -36,6 +69,13 @@ class RowView:
     @property
     def trained(self) -> int:
         return sum(1 for label in self.labels if label != IGNORE_INDEX)
+
+    def image_blocks(self) -> dict[int, tuple[ImageLine, int]]:
+        """Each image's first kept position -> (the image, the position after its last kept token): the views show
+        an image's tokens as one block."""
+        kept = len(self.input_ids)
+        return {image.start: (image, min(image.start + image.tokens, kept)) for image in self.images
+                if image.tokens and image.start < kept}
 
     def covered_texts(self) -> list[str]:
         """The prompt text each token covers (by offsets), or its piece when offsets are missing or empty."""
@@ -64,7 +104,8 @@ class RowView:
     def from_dict(cls, data: Mapping[str, Any]) -> RowView:
         return cls(data.get("row", 0), data.get("prompt") or "", data.get("input_ids") or [], data.get("labels") or [],
                    data.get("pieces"), data.get("offsets") or [], data.get("truncated_from"), data.get("line"),
-                   bool(data.get("dropped")), data.get("masking"), data.get("error"))
+                   bool(data.get("dropped")), data.get("masking"), data.get("error"),
+                   tuple(ImageLine.from_dict(i) for i in data.get("images") or ()))
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"row": self.row}
@@ -78,6 +119,8 @@ class RowView:
             out["masking"] = self.masking
         if self.error is not None:
             out["error"] = self.error
+        if self.images:
+            out["images"] = [image.as_dict() for image in self.images]
         return out
 
 

@@ -145,6 +145,9 @@ def _row(row: RowView | PairView, prefix: str, findings: list[Finding], tokens: 
     else:
         body = [el("h4", "Rendered prompt"), _prompt(row.prompt, special_spans(row), chars), el("h4", "Tokens"),
                 _legend(), _chips(row, tokens)]
+        if row.images:
+            body[:0] = [el("h4", "Images"), el("ul", [el("li", image.describe()) for image in row.images],
+                                               class_="images")]
     meta = _preference_meta(row) if isinstance(row, PairView) else _row_meta(row)
     return el("article", el("h3", f"row {row.row} ", meta, badges(findings, prefix)), body,
               class_="row flagged" if flagged else "row", id=row_anchor(prefix, row.row), data_row=row.row)
@@ -220,8 +223,17 @@ def _chips(row: RowView, allowance: int, marked: int | None = None) -> Html:
     ids, labels = row.input_ids, row.labels
     texts, pieces = covered_texts(row), _pieces(row)
     shown = min(len(ids), allowance)
-    chips = [_chip(pos, ids[pos], labels[pos] if pos < len(labels) else IGNORE_INDEX, texts[pos], pieces[pos],
-                   pos == marked) for pos in range(shown)]
+    blocks = row.image_blocks()
+    chips, pos = [], 0
+    while pos < shown:
+        label = labels[pos] if pos < len(labels) else IGNORE_INDEX
+        if pos in blocks:  # an image's tokens: one chip
+            image, end = blocks[pos]
+            chips.append(_chip(pos, ids[pos], label, f"[image {image.index}: {plural(end - pos, 'token')}]", pieces[pos]))
+            pos = end
+            continue
+        chips.append(_chip(pos, ids[pos], label, texts[pos], pieces[pos], pos == marked))
+        pos += 1
     note = cut_note("tokens of this row", len(ids) - shown, " (the page keeps its size bounded; see --output-format json)")
     return join([el("div", chips, class_="chips"), note])
 

@@ -1,0 +1,41 @@
+"""What it finds
+A row that `max_length` cuts inside (or before) an image's tokens.
+
+Why it matters for training
+The processor counts the image tokens it wrote and the ones left after truncation; when they differ it raises
+`ValueError: Mismatch in image token count between text and input_ids` (and models that check raise "Image features
+and image tokens do not match"): the run fails at the first batch holding the row.
+
+Example
+A Qwen2-VL row of 900 text tokens with a 1280x960 photo (1,564 image tokens) at `max_length` 1024.
+
+Fix
+Raise `max_length` above the row's length, shrink the images (`max_pixels` in the processor) or drop the row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from mldebug_cli.core.findings import Hit, Location
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.trl.vision import VisionRow
+    from mldebug_cli.pipelines.vision import VisionSetup
+
+SEVERITY = "error"
+SUBJECT = "vision-row"
+
+
+def run(row: VisionRow, setup: VisionSetup) -> Iterator[Hit]:
+    cut = row.cut_images
+    if not cut:
+        return
+    first = cut[0]
+    kept = max(0, len(row.input_ids) - first.start)
+    yield Hit(f"max_length {setup.max_length} cuts image {first.index} ({first.source}): {kept} of its {first.tokens} "
+              f"tokens kept, the row is {row.full_length} tokens: the processor raises ValueError (image token count "
+              "mismatch) and the run fails",
+              f"raise max_length to at least {row.full_length}, lower the processor's max_pixels, or drop the row",
+              Location(message_index=first.message_index))

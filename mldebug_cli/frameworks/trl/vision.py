@@ -1,0 +1,395 @@
+"""TRL's vision SFT path: how SFTTrainer (TRL 1.16) turns a row with images into ids and labels.
+
+What TRL does (``trl/trainer/sft_trainer.py`` DataCollatorForVisionLanguageModeling, ``trl/data_utils.py``
+prepare_multimodal_messages), checked row for row against TRL itself (tests/frameworks/test_trl_vision_goldens.py):
+
+- A dataset whose first row has an ``image`` or ``images`` column is a vision dataset: it is not tokenized ahead,
+  no row is dropped; the collator processes each batch. Packing, padding_free and ``truncation_mode: keep_end`` are
+  refused (ValueError).
+- Messages: string contents become text parts; when every content is a string, one ``{"type": "image"}`` part per
+  image goes before the first user message's text. The ``{"type": "image"}`` parts without an image must number the
+  images exactly (else ValueError: "Number of images provided (N) does not match number of image placeholders (M)");
+  a role other than system/user/assistant/tool raises ValueError.
+- The processor renders the conversation with its chat template, expands each image's placeholder into its tokens
+  (the image processor's resize decides how many), and tokenizes without special tokens, cut to ``max_length``
+  (1024 by default). A cut that removes part of an image's tokens makes the processor raise ValueError
+  ("Mismatch in `image` token count"): the run stops at that batch.
+- Labels are the input ids (padding masked): every token is trained, the image tokens included.
+
+The expansion is read from the model's own image processor (``get_number_of_image_patches``), from the header's size
+alone, for the processor classes below; others are refused by name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.render.labels import IGNORE_INDEX
+from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
+
+EMULATED_TRL = "1.16.0"
+DEFAULT_MAX_LENGTH = 1024
+ROLES = ("system", "user", "assistant", "tool")
+# processor classes whose placeholder becomes ``image_token * (patches // merge_size**2)`` (replace_image_token)
+REPEATING_PROCESSORS = frozenset({"Qwen2VLProcessor", "Qwen2_5_VLProcessor"})
+IMAGE_COLUMNS = ("images", "image")
+
+
+class RowRefused(Exception):
+    """What TRL raises on this row (the run stops at its batch); ``code`` is the check that reports it."""
+
+    def __init__(self, code: str, message: str, hint: str, message_index: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.message_index = message_index
+
+
+@dataclass(frozen=True)
+class ImageTokens:
+    """One image of a row: its source size, the size the processor resizes it to, and its tokens in the row."""
+
+    index: int  # the image's position in the row's images
+    source: str
+    width: int
+    height: int
+    mode: str
+    resized_width: int
+    resized_height: int
+    tokens: int
+    start: int  # position of its first image token in the row's ids (before truncation)
+    message_index: int | None = None
+
+    @property
+    def end(self) -> int:
+        return self.start + self.tokens
+
+    @property
+    def scale(self) -> float:
+        """The processor's area change: resized pixels / source pixels."""
+        return (self.resized_width * self.resized_height) / (self.width * self.height)
+
+
+@dataclass
+class VisionRow:
+    """One row as TRL's vision collator makes it."""
+
+    index: int
+    line: int | None
+    text: str = ""  # the rendered conversation, placeholders expanded
+    rendered: str = ""  # the rendered conversation, one placeholder per image
+    offsets: list[tuple[int, int]] = field(default_factory=list)  # each kept token's span in ``rendered``
+    input_ids: list[int] = field(default_factory=list)  # after truncation
+    labels: list[int] = field(default_factory=list)
+    full_length: int = 0  # before truncation
+    images: list[ImageTokens] = field(default_factory=list)
+    image_problems: list[tuple[int, ImageProblem]] = field(default_factory=list)  # (image index, what is wrong)
+    refused: RowRefused | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)  # as prepared for the template
+    text_length: int = 0  # tokens of the row with no image token
+
+    @property
+    def truncated(self) -> bool:
+        return self.full_length > len(self.input_ids)
+
+    @property
+    def cut_images(self) -> list[ImageTokens]:
+        """Images whose tokens the cut splits or removes."""
+        kept = len(self.input_ids)
+        return [image for image in self.images if image.end > kept]
+
+
+@dataclass(frozen=True)
+class VisionProcessor:
+    """The model's processor, read from its folder: tokenizer, image processor and chat template."""
+
+    folder: str
+    processor_class: str
+    tokenizer: Any  # a transformers fast tokenizer
+    image_processor: Any  # the model's image processor (transformers)
+    chat_template: str
+    template_source: str
+    image_token: str
+    image_token_id: int
+
+    def size_after_resize(self, height: int, width: int) -> tuple[int, int, int]:
+        """(resized height, resized width, image tokens) as the image processor decides them from the size alone."""
+        import importlib
+
+        image_processor = self.image_processor
+        module = importlib.import_module(type(image_processor).__module__)
+        patch, merge = image_processor.patch_size, image_processor.merge_size
+        size = image_processor.size
+        resized_h, resized_w = module.smart_resize(height, width, patch * merge, min_pixels=size["shortest_edge"],
+                                                   max_pixels=size["longest_edge"])
+        patches = image_processor.get_number_of_image_patches(height, width, {})
+        return resized_h, resized_w, patches // merge**2
+
+    def describe(self) -> str:
+        return f"{self.processor_class} from {self.folder} ({type(self.image_processor).__name__})"
+
+
+def is_vision_row(first: Any) -> bool:
+    """TRL's test (``"image" in sample or "images" in sample``) on the first row."""
+    return isinstance(first, Mapping) and any(column in first for column in IMAGE_COLUMNS)
+
+
+def load_processor(folder: str) -> VisionProcessor:
+    """The processor of a model folder (``preprocessor_config.json`` or ``processor_config.json``, tokenizer files,
+    ``chat_template.json``/``chat_template.jinja``), read offline."""
+    path = Path(folder)
+    config = _processor_config(path)
+    processor_class = str(config.get("processor_class") or "")
+    if processor_class not in REPEATING_PROCESSORS:
+        raise InputError(f"{folder}: processor class {processor_class or '(none named)'!r} is not emulated for image "
+                         f"rows", hint=f"mldebug expands images as {', '.join(sorted(REPEATING_PROCESSORS))} do")
+    import warnings
+
+    from transformers import AutoImageProcessor, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            image_processor = AutoImageProcessor.from_pretrained(str(path), local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(f"{folder}: the processor cannot be loaded ({str(exc).splitlines()[0]})") from None
+    template, source = _chat_template(path, tokenizer)
+    image_token = "<|image_pad|>"
+    image_token_id = tokenizer.convert_tokens_to_ids(image_token)
+    if not isinstance(image_token_id, int) or image_token_id == tokenizer.unk_token_id:
+        raise InputError(f"{folder}: the tokenizer has no {image_token} token")
+    return VisionProcessor(str(path), processor_class, tokenizer, image_processor, template, source, image_token,
+                           image_token_id)
+
+
+def has_processor(folder: str) -> bool:
+    path = Path(folder)
+    return path.is_dir() and any((path / name).is_file() for name in ("preprocessor_config.json", "processor_config.json"))
+
+
+def _processor_config(path: Path) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for name in ("preprocessor_config.json", "processor_config.json"):
+        file = path / name
+        if file.is_file():
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise InputError(f"{file}: not valid JSON ({exc})") from None
+            if isinstance(data, dict):
+                merged.update(data)
+    if not merged:
+        raise InputError(f"{path}: no preprocessor_config.json or processor_config.json (image rows need the "
+                         "model's processor files)")
+    return merged
+
+
+def _chat_template(path: Path, tokenizer: Any) -> tuple[str, str]:
+    """The processor's template: chat_template.jinja, else chat_template.json, else the tokenizer's."""
+    jinja = path / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8"), str(jinja)
+    file = path / "chat_template.json"
+    if file.is_file():
+        try:
+            template = json.loads(file.read_text(encoding="utf-8")).get("chat_template")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+            raise InputError(f"{file}: not a chat template file ({exc})") from None
+        if isinstance(template, str):
+            return template, str(file)
+    if isinstance(tokenizer.chat_template, str):
+        return tokenizer.chat_template, f"{path}/tokenizer_config.json"
+    raise InputError(f"{path}: no chat template (chat_template.jinja, chat_template.json or the tokenizer's)")
+
+
+def row_images(raw: Mapping[str, Any]) -> list[Any]:
+    """The images of a row as the collator reads them: ``images`` (a list), or ``image`` as a one-image list."""
+    if "image" in raw and "images" not in raw:
+        return [raw["image"]]
+    images = raw.get("images")
+    if images is None:
+        return []
+    if not isinstance(images, list):
+        raise RowRefused("DS010", f"images is a {type(images).__name__}, not a list", "give each row a list of images")
+    return images
+
+
+def images_in_order(prepared: list[dict[str, Any]], column: Sequence[Any]) -> list[Any]:
+    """The images the processor receives, in order: TRL fills each unfilled ``{"type": "image"}`` part (tool messages
+    aside) with the next image of the column, then transformers' apply_chat_template takes from every image part the
+    values of its ``image``, ``url``, ``path`` and ``base64`` keys (an inline image, or two values for one part)."""
+    pending = iter(column)
+    out: list[Any] = []
+    for message in prepared:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if part.get("type") != "image":
+                continue
+            if "image" not in part and message.get("role") != "tool":
+                filled = next(pending, None)
+                if filled is not None:
+                    out.append(filled)
+            out += [{"bytes": part[key]} if key == "base64" else part[key]
+                    for key in ("image", "url", "path", "base64") if key in part]
+    return out
+
+
+def prepare_messages(messages: Any, images: int) -> list[dict[str, Any]]:
+    """TRL's prepare_multimodal_messages: contents as parts, the images' parts before the first user text when every
+    content is a string, and the placeholder count equal to the image count."""
+    if not isinstance(messages, list) or not messages:
+        raise RowRefused("DS010", "messages is not a non-empty list", "give each row a list of role/content messages")
+    prepared, included = [], False
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or "role" not in message:
+            raise RowRefused("DS010", "a message without a role", "give every message a role and content", i)
+        role, content = message["role"], message.get("content")
+        if role not in ROLES:
+            raise RowRefused("DS011", f"role {role!r}: TRL's prepare_multimodal_messages raises ValueError (Invalid "
+                             "role)", f"use one of {', '.join(ROLES)}", i)
+        if isinstance(content, str):
+            parts = [{"type": "text", "text": content}]
+            if role == "user" and not included:
+                parts = [{"type": "image"} for _ in range(images)] + parts
+                included = True
+            message = {**message, "content": parts}
+        elif isinstance(content, list):
+            for part in content:
+                if not isinstance(part, Mapping) or "type" not in part:
+                    raise RowRefused("DS010", "a content part without a type", 'write parts as {"type": "text", '
+                                     '"text": ...} or {"type": "image"}', i)
+        prepared.append(dict(message))
+    placeholders = sum(1 for m in prepared if isinstance(m.get("content"), list) and m["role"] != "tool"
+                       for part in m["content"] if part["type"] == "image" and "image" not in part)
+    if placeholders != images:
+        raise RowRefused("DS031", f"{images} image(s) and {placeholders} image placeholder(s): TRL raises ValueError "
+                         f"(Number of images provided ({images}) does not match number of image placeholders "
+                         f"({placeholders}))", "give one {\"type\": \"image\"} part per image, in order")
+    return prepared
+
+
+def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcessor, images_from: ImageReader,
+               max_length: int | None) -> VisionRow:
+    """The row's ids and labels as TRL's vision collator makes them (a refusal or image problems when it cannot)."""
+    row = VisionRow(index, line)
+    try:
+        if not isinstance(raw, Mapping):
+            raise RowRefused("DS010", f"the row is a {type(raw).__name__}, not an object", "write one object per row")
+        images = row_images(raw)
+        row.messages = prepare_messages(raw.get("messages"), len(images))
+    except RowRefused as refused:
+        row.refused = refused
+        return row
+    infos: list[ImageInfo | None] = []
+    for i, value in enumerate(images_in_order(row.messages, images)):
+        try:
+            infos.append(images_from.info(value))
+        except ImageProblem as problem:
+            row.image_problems.append((i, problem))
+            infos.append(None)
+    try:
+        row.text = processor.tokenizer.apply_chat_template(row.messages, chat_template=processor.chat_template,
+                                                           tokenize=False)
+    except Exception as exc:  # noqa: BLE001 - jinja2 and the template's raise_exception raise anything
+        row.refused = RowRefused("DS009", f"the chat template raises: {str(exc).splitlines()[0] if str(exc) else exc}",
+                                 "fix the row or the template")
+        return row
+    row.rendered = row.text
+    if row.image_problems:
+        return row
+    _expand(row, [info for info in infos if info is not None], processor, max_length)
+    return row
+
+
+def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcessor, max_length: int | None) -> None:
+    """Each placeholder replaced by its image's tokens, then the whole text tokenized once, as the processor does."""
+    pieces = row.text.split(processor.image_token)
+    if len(pieces) - 1 != len(infos):  # the template wrote more or fewer placeholders than the parts it was given
+        row.refused = RowRefused("DS031", f"the template wrote {len(pieces) - 1} image placeholder(s) for {len(infos)} "
+                                 "image(s): the processor raises ValueError", "check the template's image parts")
+        return
+    sizes = []
+    for i, info in enumerate(infos):
+        try:
+            sizes.append(processor.size_after_resize(info.height, info.width))
+        except ValueError as exc:  # smart_resize: an aspect ratio over 200
+            row.image_problems.append((i, ImageProblem(f"is refused by the image processor ({exc})", info.source)))
+    if row.image_problems:
+        return
+    row.text = pieces[0] + "".join(processor.image_token * tokens + piece for (_, _, tokens), piece in zip(sizes, pieces[1:]))
+    encoding = processor.tokenizer.backend_tokenizer.encode(row.text, add_special_tokens=False)
+    ids = encoding.ids
+    starts = _runs(ids, processor.image_token_id, [tokens for _, _, tokens in sizes])
+    for i, (info, (resized_h, resized_w, tokens), start) in enumerate(zip(infos, sizes, starts)):
+        row.images.append(ImageTokens(i, info.source, info.width, info.height, info.mode, resized_w, resized_h, tokens,
+                                      start, _message_of(row.messages, i)))
+    row.full_length = len(ids)
+    row.text_length = len(ids) - sum(tokens for _, _, tokens in sizes)
+    kept = ids if max_length is None else ids[:max_length]
+    row.offsets = _rendered_offsets(encoding.offsets[:len(kept)], pieces, [t for _, _, t in sizes], processor.image_token)
+    row.input_ids = kept
+    row.labels = list(kept)  # labels = input_ids; only padding is masked
+
+
+def _rendered_offsets(offsets: Sequence[tuple[int, int]], pieces: Sequence[str], tokens: Sequence[int],
+                      image_token: str) -> list[tuple[int, int]]:
+    """Token spans in the expanded text mapped onto the rendered text: an image's tokens all cover its placeholder."""
+    blocks, expanded, rendered = [], 0, 0  # (expanded start, expanded end, rendered start, rendered end)
+    for k, piece in enumerate(pieces[:-1]):
+        expanded, rendered = expanded + len(piece), rendered + len(piece)
+        blocks.append((expanded, expanded + tokens[k] * len(image_token), rendered, rendered + len(image_token)))
+        expanded, rendered = blocks[-1][1], blocks[-1][3]
+    out = []
+    for start, end in offsets:
+        shift = 0
+        for e_start, e_end, r_start, r_end in blocks:
+            if start >= e_end:
+                shift += (e_end - e_start) - (r_end - r_start)
+            elif start >= e_start:
+                out.append((r_start, r_end))
+                break
+            else:
+                out.append((start - shift, end - shift))
+                break
+        else:
+            out.append((start - shift, end - shift))
+    return out
+
+
+def _runs(ids: Sequence[int], token: int, lengths: Sequence[int]) -> list[int]:
+    """Where each image's tokens start: the image-token positions taken in order, ``lengths[k]`` for image k."""
+    positions = [p for p, t in enumerate(ids) if t == token]
+    starts, used = [], 0
+    for length in lengths:
+        starts.append(positions[used] if used < len(positions) else len(ids))
+        used += length
+    return starts
+
+
+def _message_of(messages: Sequence[Mapping[str, Any]], image: int) -> int | None:
+    """The message holding the row's ``image``-th image part."""
+    seen = 0
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        if isinstance(content, list) and message.get("role") != "tool":
+            for part in content:
+                if isinstance(part, Mapping) and part.get("type") == "image":
+                    if seen == image:
+                        return i
+                    seen += 1
+    return None
+
+
+def trained_image_tokens(row: VisionRow, image_token_id: int) -> int:
+    return sum(1 for label in row.labels if label == image_token_id and label != IGNORE_INDEX)

@@ -1,0 +1,191 @@
+"""inspect-data on vision-language rows (TRL's vision SFT path): dataset + the model's processor -> each row's ids and
+labels with its images expanded -> the vision checks -> Report."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core import registry
+from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.findings import Finding, Hit, Location, Report
+from mldebug_cli.core.sections.rows import ImageLine, LengthPercentiles, RowsSection, RowsSummary, RowView
+from mldebug_cli.frameworks.trl import vision as trl_vision
+from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, encode_row, load_processor
+from mldebug_cli.render.labels import IGNORE_INDEX
+from mldebug_cli.sources.dataset import Record
+from mldebug_cli.sources.images import ImageReader
+
+# the vision checks, by code (the text checks look at rendered text rows and do not run on image rows)
+VISION_CHECKS = ("DS009", "DS010", "DS011", "DS031", "DS032", "DS033", "DS034", "DS035", "DS036", "DS037")
+
+
+@dataclass(frozen=True)
+class VisionSetup:
+    """What the vision checks compare each row with."""
+
+    dataset_path: str
+    max_length: int | None
+    image_token: str
+    image_token_id: int
+    assistant_header: str  # the text the template puts before an assistant reply, after its last special token
+    processor: str
+
+
+def build_report(options: Any, source: Any, progress: Callable[[int, int], None] | None = None) -> Report:
+    from mldebug_cli.pipelines.row_batches import sample_indices
+
+    _refuse_settings(options)
+    processor = load_processor(options.tokenizer)
+    max_length = options.max_length if options.max_length is not None else trl_vision.DEFAULT_MAX_LENGTH
+    setup = VisionSetup(source.display, max_length, processor.image_token, processor.image_token_id,
+                        _assistant_header(processor), processor.describe())
+    wanted = registry.selected(options.select, options.ignore, family="DS")
+    checks = [registry.load(ref) for ref in wanted if ref.code in VISION_CHECKS]
+    base = Path(options.dataset).parent if Path(options.dataset).is_file() else Path(options.dataset)
+    images = ImageReader(base)
+    total = len(source)
+    indices = sample_indices(options, total)
+    findings: list[Finding] = []
+    shown: list[tuple[int, int, RowView]] = []  # (-rank, row, view): the rows to show, most serious first
+    limit = len(options.rows) if options.rows else options.show
+    stats = _Stats()
+    checked = total if indices is None else len(indices)
+    for record in source.records(indices):
+        row = _row(record, processor, images, max_length)
+        row_findings = [f for check in checks for f in _findings(check, row, setup, record)]
+        findings += row_findings
+        stats.add(row)
+        rank = -max((f.severity.rank for f in row_findings), default=-1)
+        if len(shown) < limit or (rank, record.index) < shown[-1][:2]:  # views only for rows that may be shown
+            shown = sorted([*shown, (rank, record.index, _view(row, processor, record))], key=lambda s: s[:2])[:limit]
+        if progress is not None:
+            progress(stats.rows, checked)
+    return Report(
+        command="inspect-data",
+        findings=tuple(findings),
+        checks_run=tuple(c.code for c in checks),
+        targets=(source.display,),
+        context={
+            "dataset": source.display,
+            "format": "messages with images (TRL vision SFT: images column, image content parts)",
+            "processor": processor.describe(),
+            "chat_template": processor.template_source,
+            "framework": f"TRL {trl_vision.EMULATED_TRL} DataCollatorForVisionLanguageModeling: max_length "
+                         f"{max_length if max_length is not None else 'None'}, the first tokens kept, no row dropped, "
+                         "labels = input ids (image tokens included)",
+            "train_on": "all",
+            "max_length": max_length,
+            "rows_checked": f"{checked} of {total}",
+        },
+        summary=stats.summary(total, checked, max_length, findings),
+        details=RowsSection(tuple(sorted((view for _, _, view in shown), key=lambda v: v.row)),
+                            options.token_table or bool(options.rows)).as_details(),
+    )
+
+
+def _refuse_settings(options: Any) -> None:
+    """What TRL's SFTTrainer raises for a vision dataset with these settings."""
+    own = getattr(options, "framework_options", None)
+    if getattr(own, "packing", False):
+        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with packing: \"Packing is not supported "
+                         "for vision datasets\"", hint="set packing: false")
+    if getattr(own, "padding_free", False):
+        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with padding_free", hint="set padding_free: false")
+    if options.truncation_mode == "keep_end":
+        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with truncation_mode keep_end",
+                         hint="use keep_start (the default) or max_length: null")
+    if options.train_on not in (None, "all"):
+        raise UsageError(f"--train-on {options.train_on} on image rows is not emulated: mldebug emulates TRL's vision "
+                         "collator with every token trained (its default)", hint="leave --train-on unset")
+
+
+def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
+    if record.error is not None:
+        row = VisionRow(record.index, record.line)
+        row.refused = trl_vision.RowRefused("DS010", record.error, "fix the line")
+        return row
+    return encode_row(record.index, record.line, record.data, processor, images, max_length)
+
+
+def _findings(check: registry.Check, row: VisionRow, setup: VisionSetup, record: Record) -> list[Finding]:
+    if check.code in ("DS009", "DS010", "DS011"):  # the text checks' codes, for what TRL raises on the row
+        refused = row.refused
+        if refused is None or refused.code != check.code:
+            return []
+        return [check.finding(Hit(refused.message, refused.hint, _location(setup, record, refused.message_index)))]
+    return [replace_location(f, setup, record) for f in check.findings(row, setup)]
+
+
+def replace_location(finding: Finding, setup: VisionSetup, record: Record) -> Finding:
+    from dataclasses import replace
+
+    location = finding.location
+    return replace(finding, location=_location(setup, record, location.message_index))
+
+
+def _location(setup: VisionSetup, record: Record, message_index: int | None) -> Location:
+    return Location(path=record.path or setup.dataset_path, row=record.index, line=record.line,
+                    message_index=message_index)
+
+
+def _assistant_header(processor: VisionProcessor) -> str:
+    """What the template writes between a user turn and the assistant's words, after its last special token."""
+    probe = [{"role": "user", "content": [{"type": "text", "text": "\x00U"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "\x00A"}]}]
+    try:
+        text = processor.tokenizer.apply_chat_template(probe, chat_template=processor.chat_template, tokenize=False)
+    except Exception:  # noqa: BLE001 - a template that cannot render the probe has no header to look for
+        return ""
+    start, end = text.find("\x00U"), text.find("\x00A")
+    if start < 0 or end < start:
+        return ""
+    header = text[start + 2:end]
+    specials = [t for t in processor.tokenizer.all_special_tokens + list(processor.tokenizer.get_added_vocab()) if t]
+    cut = max((header.rfind(s) + len(s) for s in specials if s in header), default=0)
+    return header[cut:]
+
+
+def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView:
+    error = row.refused.message if row.refused else (
+        "; ".join(f"image {i} ({p.source}) {p.what}" for i, p in row.image_problems) if row.image_problems else None)
+    images = tuple(ImageLine(i.index, i.source, i.width, i.height, i.mode, i.resized_width, i.resized_height, i.tokens,
+                             i.start) for i in row.images)
+    return RowView(row.index, row.rendered, row.input_ids, row.labels,
+                   processor.tokenizer.convert_ids_to_tokens(row.input_ids) if row.input_ids else [],
+                   row.offsets, row.full_length if row.truncated else None, record.line, masking=None, error=error,
+                   images=images)
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.rows = self.failed = self.tokens = self.trained = self.truncated = 0
+        self.lengths: list[int] = []
+
+    def add(self, row: VisionRow) -> None:
+        self.rows += 1
+        if not row.input_ids:
+            self.failed += 1
+            return
+        self.tokens += len(row.input_ids)
+        self.trained += sum(1 for label in row.labels if label != IGNORE_INDEX)
+        self.truncated += row.truncated
+        self.lengths.append(row.full_length)
+
+    def summary(self, total: int, checked: int, max_length: int | None, findings: list[Finding]) -> dict[str, Any]:
+        lengths = sorted(self.lengths)
+
+        def rank(p: int) -> int:  # nearest rank
+            return lengths[max(0, math.ceil(len(lengths) * p / 100) - 1)]
+
+        percentiles = LengthPercentiles(rank(50), rank(90), rank(99), lengths[-1]) if lengths else None
+        by_check = Counter(f.code for f in findings)
+        return RowsSummary(rows=total, rows_checked=checked, rows_failed=self.failed, tokens=self.tokens,
+                           trainable_tokens=self.trained,
+                           trainable_fraction=round(self.trained / self.tokens, 4) if self.tokens else 0.0,
+                           length_percentiles=percentiles, max_length=max_length, rows_truncated=self.truncated,
+                           tokens_kept=self.tokens, by_check=dict(sorted(by_check.items()))).as_dict()

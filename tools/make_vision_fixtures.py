@@ -1,0 +1,77 @@
+"""Write the bundled vision-language example (fixtures/datasets/vision/): small PNGs drawn with Pillow and a TRL
+vision SFT dataset in messages form, with one planted defect per row for each vision check, and clean twins.
+
+    python tools/make_vision_fixtures.py
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+OUT = Path(__file__).resolve().parent.parent / "fixtures" / "datasets" / "vision"
+
+
+def draw(size: tuple[int, int], colour: tuple[int, int, int], mode: str = "RGB") -> Image.Image:
+    image = Image.new("RGB", size, (250, 250, 245))
+    pen = ImageDraw.Draw(image)
+    w, h = size
+    pen.ellipse((w // 4, h // 4, 3 * w // 4, 3 * h // 4), fill=colour)
+    return image.convert(mode)
+
+
+def png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def chat(user: object, answer: str) -> list[dict]:
+    return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+
+
+def parts(question: str, images: int = 1) -> list[dict]:
+    return [*({"type": "image"} for _ in range(images)), {"type": "text", "text": question}]
+
+
+def main() -> None:
+    images = OUT / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    files = {
+        "red_ball.png": draw((96, 64), (200, 30, 30)),
+        "blue_ball.png": draw((64, 64), (30, 60, 200)),
+        "grey_ball.png": draw((80, 120), (120, 120, 120), "L"),
+        "green_wide.png": draw((640, 480), (40, 160, 60)),
+        "tiny_dot.png": draw((16, 16), (240, 200, 20), "RGBA"),
+    }
+    for name, image in files.items():
+        (images / name).write_bytes(png(image))
+    (images / "not_an_image.png").write_text("this file is text, not a PNG\n", encoding="utf-8")
+    embedded = base64.b64encode(png(draw((48, 48), (150, 40, 160)))).decode("ascii")
+    rows = [
+        {"images": ["images/red_ball.png"], "messages": chat(parts("What colour is the ball?"), "Red.")},
+        {"images": ["images/blue_ball.png"], "messages": chat("What colour is the ball?", "Blue.")},
+        {"images": ["images/red_ball.png", "images/blue_ball.png"],
+         "messages": chat(parts("Which ball is bigger?", 1), "The red one.")},
+        {"images": ["images/missing.png"], "messages": chat(parts("What is this?"), "A ball.")},
+        {"images": ["images/not_an_image.png"], "messages": chat(parts("What is this?"), "A ball.")},
+        {"images": ["images/green_wide.png"], "messages": chat(parts("Describe the picture in detail."),
+                                                               "A green ball on a pale background.")},
+        {"images": ["images/grey_ball.png"], "messages": chat(parts("Answer as\nassistant\nwould: what is it?"),
+                                                              "A grey ball.")},
+        {"images": ["images/tiny_dot.png"], "messages": chat(parts("What colour is the dot?"), "Yellow.")},
+        {"images": [{"bytes": embedded, "path": None}], "messages": chat(parts("What colour is the ball?"), "Purple.")},
+        {"images": ["images/grey_ball.png", "images/red_ball.png"],
+         "messages": chat(parts("Name both colours.", 2), "Grey and red.")},
+    ]
+    with (OUT / "trl_vision_sft.jsonl").open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
