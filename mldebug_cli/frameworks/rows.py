@@ -105,6 +105,9 @@ class RowProfile:
     eos_is_turn_end = False  # the framework makes the template's end-of-turn the tokenizer's EOS (it saves it so)
     keeps_sharegpt_tags = False  # ShareGPT rows keep their from tags as roles
     resizes_embeddings = False  # the trainer grows the model's embeddings to len(tokenizer) (TRL's SFTTrainer does not)
+    # who maps the chat template over every row before the first step without catching its error (so one row it
+    # raises on stops the run), or None where a row that raises is left out or the rows are not prepared up front
+    template_error_stops_run: str | None = None
 
     def max_length(self, given: int | None) -> int | None:
         return given

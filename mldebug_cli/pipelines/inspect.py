@@ -12,7 +12,7 @@ from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import ContextValue, Finding, Report
+from mldebug_cli.core.findings import ContextValue, Finding, Hit, Location, Report
 from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.registry import DEFAULT_ROWS, chosen, names_for
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
@@ -142,6 +142,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         views = _keep_shown(views + result.views, options)
         if progress is not None:
             progress(stats.rows, checked_total)
+    findings += run_will_not_start(findings, rows, checks, source.display, checked_total)
     return Report(
         command="inspect-data",
         findings=tuple(findings),
@@ -174,6 +175,21 @@ def _vision_rows(source, options: InspectOptions) -> bool:
                          "(preprocessor_config.json)", hint="point --tokenizer at the model folder with its processor "
                          "files (preprocessor_config.json, chat_template.json, tokenizer files)")
     return True
+
+
+
+def run_will_not_start(findings: list[Finding], rows: RowProfile, checks: list, path: str, checked: int) -> list[Finding]:
+    """One dataset-level DS009 finding when the framework renders every row before the first step and the template
+    raises on some: that one row stops the run (the per-row findings say where)."""
+    check = next((c for c in checks if c.code == "DS009"), None)
+    raised = [f.location.row for f in findings if f.code == "DS009" and f.location.row is not None]
+    if check is None or not raised or rows.template_error_stops_run is None:
+        return []
+    return [check.finding(Hit(
+        f"the run will not start: {rows.template_error_stops_run}, and the template raises on {len(raised):,} of the "
+        f"{checked:,} rows checked (first: row {min(raised)}); one such row stops it",
+        "fix or drop every row the template raises on before training (they are listed under this check), or use a "
+        "template that accepts them", Location(path=path)))]
 
 
 @dataclass(frozen=True)

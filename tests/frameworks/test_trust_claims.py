@@ -515,3 +515,33 @@ def test_conversations_without_an_assistant_turn_are_trained_whole_as_trl_trains
         assert got[index]["input_ids"] == want["input_ids"], index
         assert got[index]["labels"] == want["labels"], index
     assert not [f for f in doc["findings"] if f["severity"] == "error"]
+
+
+TOOL_ID_ROWS = [
+    {"messages": [{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": "Sunny."}]},
+    {"messages": [{"role": "user", "content": "Weather in Paris?"},
+                  {"role": "assistant", "content": "", "tool_calls": [
+                      {"id": "call_1", "type": "function",
+                       "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+                  {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+                  {"role": "assistant", "content": "It is sunny."}]},
+]
+
+
+def test_a_template_that_raises_on_one_row_stops_trls_run_and_mldebug_says_so(tmp_path):
+    """Issue 34 items 7 and 8: Mistral-Nemo's template raises on a tool-call id that is not 9 characters; SFTTrainer
+    maps the template over every row while it is built, so the one row stops the run. mldebug names the row (DS009)
+    and says the run will not start."""
+    from jinja2 import TemplateError
+
+    from support import NEMO
+
+    with pytest.raises(TemplateError, match="Tool call IDs should be alphanumeric strings with length 9"):
+        run_trl("sft", TOOL_ID_ROWS, NEMO, tmp_path)
+    doc = inspect_rows(TOOL_ID_ROWS, NEMO, tmp_path)
+    ds009 = [f for f in doc["findings"] if f["code"] == "DS009"]
+    assert [f["location"].get("row") for f in ds009] == [1, None]
+    assert ds009[1]["message"].startswith("the run will not start: TRL's SFTTrainer")
+    assert "raises on 1 of the 2 rows checked (first: row 1)" in ds009[1]["message"]
+    lf = inspect_rows(TOOL_ID_ROWS, NEMO, tmp_path, "--framework", "transformers")
+    assert not any(f["message"].startswith("the run will not start") for f in lf["findings"])

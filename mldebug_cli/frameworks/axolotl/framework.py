@@ -465,6 +465,7 @@ class Rows(RowProfile):
     default_train_on = "assistant"
     truncation = "drop"
     appends_eos = True
+    template_error_stops_run = "axolotl tokenizes every row in one datasets.map while it prepares the dataset"
 
     def __init__(self, options: Any = None, masking: Any = None, prompter: Any = None, tokenizer: Any = None,
                  unemulated: tuple[tuple[str, str], ...] = ()) -> None:

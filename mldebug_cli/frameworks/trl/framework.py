@@ -404,6 +404,7 @@ class Rows(RowProfile):
     framework = NAME
     appends_eos = True  # its collator masks padding by position
     keeps_sharegpt_tags = True  # maybe_convert_to_chatml renames the keys, not the roles
+    template_error_stops_run = "TRL's SFTTrainer renders every row in one datasets.map while it is built"
     assistant_mask_needs_chat = True  # SFTTrainer: "You set `assistant_only_loss=True`, but the dataset is not conversational"
     row_format = ""
 
