@@ -127,6 +127,7 @@ def run_log(data: bytes) -> None:
 def training_config(data: bytes) -> None:
     """A training config as YAML and as JSON, and mldebug's own settings as TOML."""
     from mldebug_cli.core.config import read_file
+    from mldebug_cli.frameworks.registry import VERSION_PACKAGES
     from mldebug_cli.sources.config_file import load_config
 
     for suffix in (".yaml", ".json"):
@@ -135,7 +136,7 @@ def training_config(data: bytes) -> None:
         except InputError:
             pass
     try:
-        read_file(_scratch_file(".toml", data).rename(_scratch() / "mldebug.toml"))
+        read_file(_scratch_file(".toml", data).rename(_scratch() / "mldebug.toml"), version_packages=VERSION_PACKAGES)
     except MldebugError:  # ConfigError
         pass
 

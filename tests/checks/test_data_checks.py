@@ -176,7 +176,8 @@ def test_ds009_template_raises_on_non_alternating_roles(chats):
         [{"role": "user", "content": "a"}, {"role": "assistant", "content": "c"}],
     ])
     hits = fired(path, NEMO, "DS009")
-    assert set(hits) == {0} and "alternate" in hits[0]
+    assert set(hits) == {0, None} and "alternate" in hits[0]
+    assert hits[None].startswith("the run will not start: TRL's SFTTrainer")  # it maps the template over every row
 
 
 def test_ds010_bad_lines_and_bad_messages_are_findings_and_the_rest_is_checked(tmp_path):

@@ -76,13 +76,18 @@ def test_null_content_is_a_finding_on_its_message():
 
 def test_content_as_a_list_of_parts_meets_each_template_as_it_is():
     """Qwen2.5's template concatenates content as a string and raises; Qwen3's (npm 3.7.2) calls a string method on it."""
+    stops = ("DS009", "template-error", None, None, "the run will not start: TRL's SFTTrainer renders every row in one "
+             "datasets.map while it is built, and the template raises on 1 of the 1 rows checked (first: row 0); one "
+             "such row stops it")
     qwen25 = inspect(DATASETS / "content_parts.jsonl", QWEN25)
     assert findings(qwen25.stdout) == [
-        ("DS009", "template-error", 0, 1, 'the chat template raised: TypeError: can only concatenate str (not "list") to str')
+        ("DS009", "template-error", 0, 1, 'the chat template raised: TypeError: can only concatenate str (not "list") to str'),
+        stops,
     ]
     qwen3 = inspect(DATASETS / "content_parts.jsonl", QWEN3)
     assert findings(qwen3.stdout) == [
-        ("DS009", "template-error", 0, 1, "the chat template raised: UndefinedError: 'list object' has no attribute 'startswith'")
+        ("DS009", "template-error", 0, 1, "the chat template raised: UndefinedError: 'list object' has no attribute 'startswith'"),
+        stops,
     ]
 
 

@@ -415,7 +415,7 @@ class Rows(RowProfile):
             from mldebug_cli.sources.row_formats import conversation_without_assistant
 
             # apply_chat_template on the whole conversation: a row with no assistant turn is kept, and trained
-            key = next((k for k in ("messages", "conversations", "conversation") if k in raw), None)
+            key = next((k for k in ("messages", "conversations", "conversation") if _conversational(raw.get(k))), None)
             return conversation_without_assistant(raw, key) if key else None
         return None
 

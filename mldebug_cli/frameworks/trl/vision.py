@@ -158,8 +158,9 @@ def load_processor(folder: str) -> VisionProcessor:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            image_processor = AutoImageProcessor.from_pretrained(str(path), local_files_only=True)
-            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            image_processor = AutoImageProcessor.from_pretrained(str(path), local_files_only=True,
+                                                                 trust_remote_code=False)
+            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(f"{folder}: the processor cannot be loaded ({str(exc).splitlines()[0]})") from None
     template, source = _chat_template(path, tokenizer)
