@@ -149,6 +149,8 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("GP007", "update-ratio-extreme", "probe.update_ratio_extreme"),
     CheckRef("GP008", "first-non-finite-module", "probe.first_non_finite_module"),
     CheckRef("GP009", "term-does-not-move-metric", "probe.term_does_not_move_metric"),
+    CheckRef("GP010", "metric-not-movable", "probe.metric_not_movable"),
+    CheckRef("GP011", "loss-term-no-gradient", "probe.loss_term_no_gradient"),
     CheckRef("MEM001", "will-oom", "memory.will_oom"),
     CheckRef("MEM002", "low-headroom", "memory.low_headroom"),
     CheckRef("MEM003", "one-row-sets-the-peak", "memory.one_row_sets_the_peak"),

@@ -17,6 +17,7 @@ pytest.importorskip("peft")
 pytest.importorskip("trl")
 
 CASES = ("sft-healthy", "sft-reentrant", "sft-trl-cli-reentrant", "lf-lora-dpo", "sft-new-tokens", "sft-new-tokens-saved", "sft-lr-tiny", "sft-fp16-overflow",
+         "sft-bf16-scaled",
          "dpo-healthy", "orpo-healthy", "orpo-conflict", "dpo-sft-tiny", "dpo-saturated", "dpo-opposite-optim", "kto-healthy",
          "kto-saturated", "grpo-healthy", "grpo-equal-rewards", "grpo-kl-conflict")
 
@@ -236,6 +237,7 @@ TWINS = [  # (planted, loud case, its quiet twin, the code the loud one gives)
     ("frozen new tokens", "sft-new-tokens", "sft-new-tokens-saved", "GP003"),
     ("a term saturated", "dpo-saturated", "dpo-healthy", "GP001"),
     ("conflicting terms", "orpo-conflict", "orpo-healthy", "GP004"),
+    ("a non-finite module", "sft-fp16-overflow", "sft-bf16-scaled", "GP008"),
 ]
 
 
