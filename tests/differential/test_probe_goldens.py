@@ -44,8 +44,16 @@ def test_the_goldens_record_the_versions_that_made_them():
     assert versions["trl"] == "1.16.0" and {"torch", "transformers", "peft", "datasets", "accelerate"} <= set(versions)
 
 
+_DPO_BF16 = ("bf16 DPO at step 0: policy = reference, the chosen and rejected gradients nearly cancel, so bf16 rounding "
+             "(TRL's fp32-accumulating log-prob kernel against autocast's bf16 backward) sets the o_proj lora_B norms")
+_GEMMA2_BF16 = "bf16 SFT on Gemma 2 (logit softcapping): embed_tokens' norm differs ~0.9%, past bf16's 2^-7"
 KNOWN_DISAGREEMENTS = {  # stored config id -> why probe and the trainer differ there (docs/probe-truth.md)
-    10: "DoRA with the adapter-disabled reference (DPO, bf16): o_proj lora_B norms differ ~5x; cause not found",
+    10: _DPO_BF16 + " (DoRA, 4 of 12 norms, up to ~5x)",
+    15: _DPO_BF16 + " (DoRA, 4 of 12 norms, up to ~2.4x)",
+    34: _GEMMA2_BF16,
+    35: _GEMMA2_BF16,
+    37: _GEMMA2_BF16,
+    55: _DPO_BF16 + " (LoRA, reentrant checkpointing, 13 of 28 norms, up to 1.5x)",
 }
 
 
