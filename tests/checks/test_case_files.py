@@ -38,6 +38,7 @@ CASES = Path(__file__).parent / "cases"
 BUILD = ROOT / "build"  # files conftest derives from the corpus (the Phi-3 GGUFs and Modelfile)
 COMMANDS = ("inspect-data", "preflight", "lr-plot", "check-template", "check-run", "probe")
 OUTCOMES = ("fail", "pass")
+PROBE_SAMPLE = pytest.mark.replay(by="code", keep=1)
 CASE_KEYS = {"name", "expect", "at", "message", "severity", "tokenizer", "rows", "config", "log", "state", "files",
              "options", "why"}
 
@@ -54,6 +55,8 @@ def _load_case_files() -> list[Any]:
             assert not unknown, f"{path.name}: case {case.get('name')!r} has unknown keys {sorted(unknown)}"
             assert case["expect"] in OUTCOMES, f"{path.name}: case {case['name']!r}: expect is fail or pass"
             marks = [needs_corpus] if "$corpus" in json.dumps(case) or "$build" in json.dumps(case) else []
+            if document["command"] == "probe":  # each runs a tiny model, some after TRL trained it: the first in the
+                marks.append(PROBE_SAMPLE)     # fast tier, the others in the slow tier (tests/tiers.py)
             params.append(pytest.param(document["command"], code, case, id=f"{code}-{case['name']}", marks=marks))
     return params
 
