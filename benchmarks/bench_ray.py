@@ -64,8 +64,18 @@ def one(mode: str, dataset: str, tokenizer: str, all_findings: bool = False) -> 
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"seconds": seconds, "rows": doc["summary"]["rows_checked"],
             "cpu_s": own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime,  # the process, all of it
-            "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "rss_mib": _peak_rss_mib(),
             "report": hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()}
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak RSS since its exec (VmHWM; ru_maxrss keeps the forking parent's peak across exec)."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run(mode: str, dataset: Path, tokenizer: str, all_findings: bool = False) -> dict:
