@@ -18,7 +18,7 @@ from mldebug_cli.core.errors import (
     MldebugError,
     UsageError,
 )
-from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Location, Report
+from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Location, NotKept, Report
 from mldebug_cli.core.sections.pairs import data_summary
 from mldebug_cli.core.sections.preflight import PartView, PreflightSection
 from mldebug_cli.frameworks.registry import PREFLIGHT_NEEDS, chosen
@@ -94,6 +94,7 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     sections = [*data, schedule_part, *_memory_section(options, framework, data, progress),
                 *(_template_section(options, tokenizer, plan, d, progress) for d in options.deploy)]
     findings = tuple(f for s in sections for f in s.report.findings)
+    not_kept = tuple(n for s in sections for n in s.report.not_kept)
     parts = PreflightSection(tuple(PartView.of_report(s.report, s.target, leave_out=("sequence_lengths",))
                                    for s in sections))
     return Report(
@@ -103,8 +104,9 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
         targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
         context={**_context(config, plan, tokenizer, options, preference),
                  CONTEXT_VERSIONS: schedule_part.report.context.get(CONTEXT_VERSIONS)},
-        summary=parts.summary(_by_check(findings)),
+        summary=parts.summary(_by_check(findings, not_kept)),
         details=parts.as_details(),
+        not_kept=not_kept,
     )
 
 
@@ -567,10 +569,12 @@ def _template_line(plan: TrainingPlan) -> str:
     return plan.chat_template.value or "the tokenizer's"
 
 
-def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:
+def _by_check(findings: tuple[Finding, ...], not_kept: tuple[NotKept, ...] = ()) -> dict[str, int]:
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.code] = counts.get(f.code, 0) + 1
+    for n in not_kept:
+        counts[n.code] = counts.get(n.code, 0) + n.count
     return dict(sorted(counts.items()))
 
 

@@ -49,7 +49,7 @@ def _options(folder, **extra):
                         **{**args, **extra})
 
 
-@pytest.mark.replay
+@pytest.mark.replay(keep=1)  # each case trains a tiny model with TRL; the case files keep one case of each GP check
 @pytest.mark.parametrize("name", CASES)
 def test_each_finding_fires_on_its_case_and_healthy_runs_stay_quiet(probe_cases, name):
     from mldebug_cli.pipelines.probe import build_report
