@@ -584,3 +584,25 @@ def test_typed_content_parts_stop_trls_run_where_the_template_concatenates_strin
     ds009 = [f for f in doc["findings"] if f["code"] == "DS009"]
     assert [f["location"].get("row") for f in ds009] == [0, None]
     assert ds009[1]["message"].startswith("the run will not start: TRL's SFTTrainer")
+
+
+EARLIER_TURN_PAIR = {
+    "chosen": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+               {"role": "user", "content": "q2"}, {"role": "assistant", "content": "good"}],
+    "rejected": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1 other"},
+                 {"role": "user", "content": "q2"}, {"role": "assistant", "content": "bad"}]}
+
+
+def test_an_implicit_pair_differing_in_an_earlier_assistant_turn_puts_the_user_turn_in_the_reply(tmp_path):
+    """Issue 34 item 9: TRL 1.16's extract_prompt keeps the common leading messages as the prompt, so a pair whose
+    earlier assistant turns differ trains the later user turn as reply; mldebug says so (DP003)."""
+    pytest.importorskip("trl")
+    from trl.data_utils import extract_prompt
+
+    from support import QWEN25
+
+    extracted = extract_prompt(EARLIER_TURN_PAIR)
+    assert [m["role"] for m in extracted["chosen"]] == ["assistant", "user", "assistant"]
+    found = [f for f in inspect_rows([EARLIER_TURN_PAIR], QWEN25, tmp_path, "--task", "dpo")["findings"]
+             if f["code"] == "DP003"]
+    assert len(found) == 2 and "holds a user message (its message 1)" in found[0]["message"]
