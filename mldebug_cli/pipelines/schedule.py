@@ -169,8 +169,8 @@ def _context(sim: Simulation, size, engine: str = "auto") -> dict[str, ContextVa
 
 def _one_total(spec, size) -> str:
     """A total from --num-rows or one file under a cap that applies to each dataset (LLaMA-Factory's max_samples)."""
-    if spec.max_samples is None or size.per_dataset:
-        return ""
+    if spec.max_samples is None or size.per_dataset or size.rows <= spec.max_samples:
+        return ""  # a total within the cap: every dataset is within it too, so the count is the same
     return (f"; {spec.key('max_samples') or 'max_samples'} caps each of the config's datasets on its own, and this "
             "total is capped as one dataset: leave out --num-rows/--dataset to count each as preflight does")
 

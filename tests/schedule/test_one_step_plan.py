@@ -178,3 +178,14 @@ def test_llama_factory_max_samples_per_dataset_one_count(tmp_path_factory, case)
 @given(case=axolotl_configs())
 def test_axolotl_packing_one_count(tmp_path_factory, case):
     _one_count(tmp_path_factory, case)
+
+
+def test_a_num_rows_total_under_a_per_dataset_max_samples_says_it_is_capped_as_one(monkeypatch):
+    """The issue's 375-vs-489: --num-rows 1300 is one total, capped at max_samples 1000 as one dataset; lr-plot says
+    so (leave it out to count each dataset), and says nothing when the total is within the cap."""
+    config = REPO / "fixtures" / "preflight" / "llama-factory" / "config.yaml"
+    monkeypatch.chdir(config.parent)
+    over = _cli("lr-plot", "-c", str(config), "--num-rows", "1300", "--transformers-version", "5.6.0")
+    assert over["train_rows"] == 1000 and "caps each of the config's datasets on its own" in over["context"]["dataset"]
+    within = _cli("lr-plot", "-c", str(config), "--num-rows", "50", "--transformers-version", "5.6.0")
+    assert within["context"]["dataset"] == "50 rows (--num-rows)"
