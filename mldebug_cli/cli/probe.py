@@ -60,7 +60,13 @@ def probe(
     """Measure the gradient chain of a training config on its model and rows: saturated losses, parameters with no
     gradient, frozen new tokens, conflicting terms, optimizer inertia, update ratio, the first non-finite module."""
     from mldebug_cli.cli.inspect_data import parse_rows
+    from mldebug_cli.pipelines.preflight import PreflightOptions, config_steps
     from mldebug_cli.pipelines.probe import ProbeOptions, build_report
+
+    def optimizer_steps(options: ProbeOptions) -> str:  # the count lr-plot and preflight print for this config
+        return config_steps(PreflightOptions(config=options.config, tokenizer=options.model,
+                                             framework=options.framework,
+                                             allow_outside_paths=options.allow_outside_paths))
 
     def build():
         options = ProbeOptions(
@@ -71,7 +77,7 @@ def probe(
             select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
             thresholds=load_settings().thresholds, allow_outside_paths=allow_outside_paths,
         )
-        return build_report(options, _progress)
+        return build_report(options, _progress, optimizer_steps)
 
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
 

@@ -10,6 +10,7 @@ from typing import Any
 
 ContextValue = str | int | None  # a context line: words, a number (max_length, world_size, workers) or not set
 CONTEXT_VERSIONS = "versions"  # the context line naming the target versions of the framework's packages
+CONTEXT_OPTIMIZER_STEPS = "optimizer steps"  # the config's step count, one plan for every command (step_plan.py)
 
 
 class Severity(str, enum.Enum):

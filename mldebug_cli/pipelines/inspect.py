@@ -62,6 +62,7 @@ class InspectOptions:
     tokenizer: str
     chat_template: str | None = None
     data_format: str | None = None
+    data_format_from: str = "--data-format"  # who set data_format: the flag, or the config key preflight read it from
     framework: str = DEFAULT_ROWS
     train_on: str | None = None  # None: the framework's default
     max_length: int | None = None
@@ -356,7 +357,7 @@ def _detection(source: DatasetSource, options: InspectOptions):
     key = detected.messages_key if options.data_format in ("messages", "sharegpt") else "messages"
     if options.data_format in ("messages", "sharegpt") and head and isinstance(head[0], dict):
         key = next((k for k in ("messages", "conversations", "conversation") if k in head[0]), key)
-    return Detection(options.data_format, "--data-format", key)
+    return Detection(options.data_format, options.data_format_from, key)
 
 
 def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokenizer, row_format: str, train_on: str,
@@ -719,7 +720,7 @@ def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, o
         method = "generation-markers" if setup.has_generation_markers else "turn-diff (per-turn prefix renders)"
     return {
         "dataset": setup.dataset_path,
-        "format": f"{detection.row_format} ({'assumed from ' + detection.reason if detection.reason != '--data-format' else 'from --data-format'})",
+        "format": f"{detection.row_format} ({('from ' if detection.reason == options.data_format_from else 'assumed from ') + detection.reason})",
         "tokenizer": loaded.source,
         "chat_template": rows.chat_template_line(setup.template_source),
         "framework": rows.describe(),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Report
+from mldebug_cli.core.findings import CONTEXT_OPTIMIZER_STEPS, CONTEXT_VERSIONS, ContextValue, Finding, Report
 from mldebug_cli.core.labels import IGNORE_INDEX
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView
 from mldebug_cli.core.sections.probe import (
@@ -60,7 +60,10 @@ class ProbeOptions:
     loss_terms: tuple[str, ...] = ()  # FILE:FUNCTION each, the user's own loss terms, added to the trainer's
 
 
-def build_report(options: ProbeOptions, progress: Callable[[str], None] | None = None) -> Report:
+def build_report(options: ProbeOptions, progress: Callable[[str], None] | None = None,
+                 count_steps: Callable[[ProbeOptions], str] | None = None) -> Report:
+    """``count_steps``: the config's optimizer steps as lr-plot and preflight count them (preflight's
+    ``config_steps``), for the report's context."""
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks import versions as target_versions
     from mldebug_cli.probe.losses import custom_specs, loss_params, term_specs
@@ -93,7 +96,9 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
         findings=findings,
         checks_run=tuple(c.code for c in checks),
         targets=(options.config, options.model) + ((options.rewards,) if options.rewards else ()),
-        context=_report_context(options, facts, versions, subject, _probed(sequences, rows, facts.task), estimate, notes),
+        context={**_report_context(options, facts, versions, subject, _probed(sequences, rows, facts.task), estimate,
+                                   notes),
+                 CONTEXT_OPTIMIZER_STEPS: count_steps(options) if count_steps else None},
         summary=ProbeSummary(len(rows), [t.name for t in subject.terms], len(subject.tensors), round(elapsed, 1),
                              len(findings)).as_dict(),
         details=replace(_details(subject), map=folklore_map(subject, findings)).as_details(),
