@@ -157,17 +157,18 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
 
 
 def _vision_rows(source, options: InspectOptions) -> bool:
-    """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator; refused by
-    name where mldebug does not emulate them, never read as text."""
+    """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator or LLaMA-Factory's
+    mm_plugin; refused by name where mldebug does not emulate them, never read as text."""
     from mldebug_cli.frameworks.trl.vision import has_processor, is_vision_row
 
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
     if not is_vision_row(first):
         return False
-    if options.framework != "trl" or options.task not in (None, "sft"):
-        raise UsageError(f"the rows have images: mldebug emulates image rows for TRL's SFT collator only, not "
-                         f"{options.framework} {options.task or 'sft'}", hint="use --framework trl (SFT), or drop the "
-                         "image columns to check the text alone")
+    if options.framework not in ("trl", "llama-factory") or options.task not in (None, "sft"):
+        raise UsageError(f"the rows have images: mldebug emulates image rows for TRL's SFT collator and LLaMA-Factory's "
+                         f"supervised stage only, not {options.framework} {options.task or 'sft'}",
+                         hint="use --framework trl (SFT) or llama-factory, or drop the image columns to check the text "
+                              "alone")
     if options.engine != "local":
         raise UsageError("the rows have images: --engine ray does not run image rows yet", hint="use --engine local")
     if not has_processor(options.tokenizer):

@@ -189,7 +189,8 @@ def check_ranking(config: ConfigFile, task: str, entries: Mapping[str, Any]) -> 
 
 
 SETTING_KEYS = {"template": str, "default_system": str, "tool_format": str, "enable_thinking": bool,
-                "preserve_thinking": bool, "train_on_prompt": bool, "mask_history": bool, "cutoff_len": int}
+                "preserve_thinking": bool, "train_on_prompt": bool, "mask_history": bool, "cutoff_len": int,
+                "image_max_pixels": int, "image_min_pixels": int, "media_dir": str}
 
 
 def lf_options(config: ConfigFile) -> LlamaFactoryOptions:
@@ -214,6 +215,9 @@ class LlamaFactoryOptions(Settings):
     config_path: str | None = None
     lines: dict[str, int | None] = field(default_factory=dict, compare=False)
     packing: tuple[str, ...] = ()  # packing keys set: rows are packed into cutoff_len blocks (not emulated per row)
+    image_max_pixels: int = 768 * 768  # ModelArguments: images are shrunk to this area before the image processor
+    image_min_pixels: int = 32 * 32
+    media_dir: str | None = None  # DataArguments: where image paths are joined (None: the dataset's folder)
 
 
 class Rows(RowProfile):

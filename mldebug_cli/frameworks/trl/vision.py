@@ -93,16 +93,25 @@ class VisionRow:
     refused: RowRefused | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)  # as prepared for the template
     text_length: int = 0  # tokens of the row with no image token
+    dropped: str | None = None  # why the framework leaves the row out of training (it never reaches a batch)
+    # image index -> its tokens the cut kept, where the framework cuts elsewhere than at the row's end (LLaMA-Factory)
+    kept_image_tokens: dict[int, int] = field(default_factory=dict)
+    cut_consequence: str = "the processor raises ValueError (image token count mismatch) and the run fails"
 
     @property
     def truncated(self) -> bool:
         return self.full_length > len(self.input_ids)
 
+    def kept_tokens(self, image: ImageTokens) -> int:
+        """How many of an image's tokens the cut kept."""
+        if image.index in self.kept_image_tokens:
+            return self.kept_image_tokens[image.index]
+        return max(0, min(image.tokens, len(self.input_ids) - image.start))
+
     @property
     def cut_images(self) -> list[ImageTokens]:
         """Images whose tokens the cut splits or removes."""
-        kept = len(self.input_ids)
-        return [image for image in self.images if image.end > kept]
+        return [image for image in self.images if self.kept_tokens(image) < image.tokens]
 
 
 @dataclass(frozen=True)
@@ -338,12 +347,12 @@ def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcess
     row.full_length = len(ids)
     row.text_length = len(ids) - sum(tokens for _, _, tokens in sizes)
     kept = ids if max_length is None else ids[:max_length]
-    row.offsets = _rendered_offsets(encoding.offsets[:len(kept)], pieces, [t for _, _, t in sizes], processor.image_token)
+    row.offsets = rendered_offsets(encoding.offsets[:len(kept)], pieces, [t for _, _, t in sizes], processor.image_token)
     row.input_ids = kept
     row.labels = list(kept)  # labels = input_ids; only padding is masked
 
 
-def _rendered_offsets(offsets: Sequence[tuple[int, int]], pieces: Sequence[str], tokens: Sequence[int],
+def rendered_offsets(offsets: Sequence[tuple[int, int]], pieces: Sequence[str], tokens: Sequence[int],
                       image_token: str) -> list[tuple[int, int]]:
     """Token spans in the expanded text mapped onto the rendered text: an image's tokens all cover its placeholder."""
     blocks, expanded, rendered = [], 0, 0  # (expanded start, expanded end, rendered start, rendered end)
