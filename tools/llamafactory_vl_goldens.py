@@ -120,6 +120,30 @@ def _without_audio() -> None:
     sys.modules["torchaudio"] = module
 
 
+def _processor_without_video(folder: Path, tokenizer: Any, model_args: Any) -> Any:
+    """The folder's processor class with its image processor and LLaMA-Factory's tokenizer, as load_tokenizer builds it,
+    where no torchvision build matches the CPU torch (so transformers cannot make the video processor). The image
+    processor stands in as the video processor: LLaMA-Factory's _validate_input wants one, and no row has a video.
+    Nothing of the image path is replaced: the image processor, the plugin and the tokenizer are the real ones."""
+    import importlib
+
+    import transformers
+    from llamafactory.model.patcher import patch_processor
+    from transformers.processing_utils import ProcessorMixin
+
+    ProcessorMixin.check_argument_for_proper_class = lambda self, name, arg: None
+    config = json.loads((folder / "preprocessor_config.json").read_text(encoding="utf-8"))
+    template = json.loads((folder / "chat_template.json").read_text(encoding="utf-8"))["chat_template"]
+    # AutoImageProcessor of transformers 5.6 wants torchvision; its PIL backend class is the one it would pick without
+    module = importlib.import_module("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl")
+    image_processor = module.Qwen2VLImageProcessorPil.from_pretrained(str(folder), local_files_only=True)
+    processor = getattr(transformers, config["processor_class"])(image_processor=image_processor, tokenizer=tokenizer,
+                                                                 video_processor=None, chat_template=template)
+    processor.video_processor = image_processor
+    patch_processor(processor, tokenizer, model_args)
+    return processor
+
+
 class Runner:
     """LLaMA-Factory's tokenizer, processor and template for one processor folder, and its converter."""
 
@@ -130,10 +154,11 @@ class Runner:
         from llamafactory.hparams import DataArguments, ModelArguments
         from llamafactory.model import load_tokenizer
 
-        loaded = load_tokenizer(ModelArguments(model_name_or_path=str(folder)))
+        model_args = ModelArguments(model_name_or_path=str(folder))
+        loaded = load_tokenizer(model_args)
         self.tokenizer, self.processor = loaded["tokenizer"], loaded["processor"]
-        if self.processor is None:
-            raise SystemExit(f"LLaMA-Factory loads no processor from {folder}")
+        if self.processor is None:  # AutoProcessor needs torchvision for the video processor: built as below
+            self.processor = _processor_without_video(folder, self.tokenizer, model_args)
         self.data_args = DataArguments(template="qwen2_vl", dataset_dir=str(folder))
         self.template = get_template_and_fix_tokenizer(self.tokenizer, self.data_args)
         attr = DatasetAttr("file", "generated.json", formatting="sharegpt")
@@ -163,10 +188,51 @@ class Runner:
         return {"input_ids": encoded["input_ids"][0], "labels": encoded["labels"][0]}
 
 
+# the corpus's mllm_demo.json (LLaMA-Factory's own demo rows) names images it does not ship: these sizes stand in
+CORPUS_IMAGES = {"mllm_demo_data/1.jpg": (640, 427), "mllm_demo_data/2.jpg": (480, 720),
+                 "mllm_demo_data/3.jpg": (1280, 853)}
+
+
+def write_corpus_images(folder: Path) -> None:
+    from PIL import Image
+
+    for name, (width, height) in CORPUS_IMAGES.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (width, height), (90, 140, 200)).save(folder / name, format="JPEG")
+
+
+def run_corpus(corpus: Path, runner: Runner) -> dict[str, Any]:
+    """LLaMA-Factory's own loader path on the corpus's mllm_demo: dataset_info.json, the converter (media_dir joined
+    to each image path), the supervised processor, with the default settings."""
+    import tempfile
+    from dataclasses import replace
+
+    from datasets import load_dataset
+    from llamafactory.data.converter import get_dataset_converter
+    from llamafactory.data.parser import get_dataset_list
+    from llamafactory.data.processor.supervised import SupervisedDatasetProcessor
+
+    folder = corpus / "datasets" / "llama-factory"
+    with tempfile.TemporaryDirectory() as media:
+        write_corpus_images(Path(media))
+        data_args = replace(runner.data_args, dataset_dir=str(folder), media_dir=media)
+        runner.processor.image_max_pixels, runner.processor.image_min_pixels = 768 * 768, 32 * 32
+        [attr] = get_dataset_list(["mllm_demo"], str(folder))
+        converter = get_dataset_converter(attr.formatting, attr, data_args)
+        processor = SupervisedDatasetProcessor(template=runner.template, tokenizer=runner.tokenizer,
+                                               processor=runner.processor, data_args=data_args)
+        rows = []
+        for example in load_dataset("json", data_files=str(folder / attr.dataset_name), split="train"):
+            encoded = processor.preprocess_dataset({key: [value] for key, value in converter(example).items()})
+            rows.append({"input_ids": encoded["input_ids"][0], "labels": encoded["labels"][0]})
+    return {"dataset": "datasets/llama-factory/mllm_demo.json", "images": CORPUS_IMAGES, "rows": rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=3000)
     parser.add_argument("--processor", default="qwen2-vl")
+    parser.add_argument("--corpus", help="the shared corpus: also run its mllm_demo.json (written to corpus-<processor>)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     _without_audio()
@@ -175,6 +241,14 @@ def main() -> None:
 
     hf_logging.set_verbosity_error()
     runner = Runner(ROOT / "fixtures" / "processors" / args.processor)
+    if args.corpus:
+        document = {"processor": args.processor, "template": "qwen2_vl", "llamafactory": llamafactory.__version__,
+                    **run_corpus(Path(args.corpus), runner)}
+        path = OUT / f"corpus-{args.processor}.json"
+        OUT.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(document, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"{path}: {len(document['rows'])} rows")
+        return
     cases: list[dict[str, Any]] = []
 
     @settings(max_examples=args.cases, database=None, derandomize=True, deadline=None,

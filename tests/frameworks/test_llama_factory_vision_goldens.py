@@ -24,7 +24,7 @@ from mldebug_cli.frameworks.llama_factory import vision as lf_vision
 from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions, Rows, row_profile
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
 from mldebug_cli.sources.images import ImageReader
-from support import FIXTURES
+from support import CORPUS, FIXTURES, needs_corpus
 
 GOLDENS = FIXTURES / "llamafactory-0.9.5-vision"
 FILES = sorted(p.name for p in GOLDENS.glob("goldens-*.json.gz"))
@@ -154,3 +154,26 @@ def test_a_cut_inside_an_image_is_found_where_llama_factory_cuts() -> None:
     assert image.tokens == 121 and len(row.input_ids) == 60
     assert row.cut_images == [image] and 0 < row.kept_tokens(image) < image.tokens
     assert row.labels[-1] != -100  # the reply is kept after the cut image
+
+
+@needs_corpus
+def test_llama_factorys_own_mllm_demo_reads_as_it_trains_it(tmp_path: Path) -> None:
+    """The corpus's mllm_demo.json (LLaMA-Factory's demo rows, read in place) with stand-in images at the paths it
+    names, under media_dir: every row's ids and labels equal LLaMA-Factory's (corpus-qwen2-vl.json); without the
+    images, each row is one DS032 finding naming the missing file, the rest still checked."""
+    from PIL import Image
+
+    golden = json.loads((GOLDENS / "corpus-qwen2-vl.json").read_text(encoding="utf-8"))
+    for name, (width, height) in golden["images"].items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (width, height), (90, 140, 200)).save(tmp_path / name, format="JPEG")
+    rows = json.loads((CORPUS / golden["dataset"]).read_text(encoding="utf-8"))
+    profile = rows_for("qwen2-vl", 2048, False, False)
+    for index, (raw, want) in enumerate(zip(rows, golden["rows"], strict=True)):
+        row = lf_vision.encode_row(index, None, raw, processor("qwen2-vl"), profile, ImageReader(tmp_path),
+                                   lf_vision.Pixels())
+        assert (row.input_ids, row.labels) == (want["input_ids"], want["labels"]), index
+        assert sum(image.tokens for image in row.images) == want["input_ids"].count(processor("qwen2-vl").image_token_id)
+    missing = lf_vision.encode_row(0, None, rows[0], processor("qwen2-vl"), profile, ImageReader(tmp_path / "none"),
+                                   lf_vision.Pixels())
+    assert missing.image_problems and "does not exist" in missing.image_problems[0][1].what

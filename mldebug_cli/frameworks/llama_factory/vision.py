@@ -28,11 +28,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.frameworks.llama_factory.data import SHAREGPT_TAGS, InvalidRow, LfMessage, lf_messages, supervise
 from mldebug_cli.frameworks.trl.vision import ImageTokens, RowRefused, VisionProcessor, VisionRow, rendered_offsets
 from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.llama_factory.data import Piece
+    from mldebug_cli.frameworks.llama_factory.framework import Rows
 
 IMAGE_PLACEHOLDER, VIDEO_PLACEHOLDER, AUDIO_PLACEHOLDER = "<image>", "<video>", "<audio>"
 VISION_BOS, VISION_EOS = "<|vision_start|>", "<|vision_end|>"
@@ -119,7 +123,7 @@ def _images(raw: Mapping[str, Any]) -> list[Any]:
     return images if isinstance(images, list) else [images]
 
 
-def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcessor, rows: Any, images_from: ImageReader,
+def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcessor, rows: Rows, images_from: ImageReader,
                pixels: Pixels) -> VisionRow:
     """The row's ids and labels as LLaMA-Factory's converter, mm_plugin and supervised processor make them (a drop, a
     refusal or image problems when they do not). ``rows`` is the framework's Rows profile (template, encoder, settings)."""
@@ -202,7 +206,7 @@ def _expand(turns: Sequence[LfMessage], counts: Sequence[int], image_token: str)
     return out, owners
 
 
-def _place_images(row: VisionRow, pairs: Sequence[tuple[Any, Any]], kept: Sequence[tuple[int, int]],
+def _place_images(row: VisionRow, pairs: Sequence[tuple[Piece, Piece]], kept: Sequence[tuple[int, int]],
                   infos: Sequence[ImageInfo], sizes: Sequence[tuple[int, int, int]], owners: Sequence[int],
                   image_token_id: int) -> None:
     """Where each image's tokens are in the kept ids, and how many of them the cut kept. The image tokens of a piece
