@@ -1,5 +1,5 @@
-"""inspect-data on vision-language rows (TRL's vision SFT path): dataset + the model's processor -> each row's ids and
-labels with its images expanded -> the vision checks -> Report."""
+"""inspect-data on vision-language rows: dataset + the model's processor -> each row's ids and labels with its images
+expanded, as the framework's vision path makes them (Framework.vision) -> the vision checks -> Report."""
 
 from __future__ import annotations
 
@@ -13,12 +13,11 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, Hit, Location, Report
-from mldebug_cli.core.sections.rows import ImageLine, LengthPercentiles, RowsSection, RowsSummary, RowView
-from mldebug_cli.frameworks.trl import vision as trl_vision
-from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, encode_row, load_processor
+from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
+from mldebug_cli.frameworks.registry import framework
+from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
-from mldebug_cli.sources.images import ImageReader
 
 # the vision checks, by code (the text checks look at rendered text rows and do not run on image rows)
 VISION_CHECKS = ("DS009", "DS010", "DS011", "DS031", "DS032", "DS033", "DS034", "DS035", "DS036", "DS037")
@@ -36,25 +35,15 @@ class VisionSetup:
     processor: str
 
 
-@dataclass(frozen=True)
-class VisionPath:
-    """How one framework turns a record into a VisionRow, and how the report describes it."""
-
-    encode: Callable[[Record], VisionRow]
-    max_length: int | None
-    assistant_header: str
-    context: dict[str, Any]
-
-
 def build_report(options: Any, source: Any, progress: Callable[[int, int], None] | None = None) -> Report:
     from mldebug_cli.pipelines.row_batches import sample_indices
 
     processor = load_processor(options.tokenizer)
     base = Path(options.dataset).parent if Path(options.dataset).is_file() else Path(options.dataset)
-    if options.framework == "llama-factory":
-        path = _llama_factory_path(options, processor, base)
-    else:
-        path = _trl_path(options, processor, ImageReader(base))
+    vision = framework(options.framework).vision
+    if vision is None or vision.path is None:
+        raise UsageError(f"the rows have images: mldebug does not emulate {options.framework}'s image rows")
+    path = vision.path(options, processor, base)
     max_length = path.max_length
     setup = VisionSetup(source.display, max_length, processor.image_token, processor.image_token_id,
                         path.assistant_header, processor.describe())
@@ -95,92 +84,6 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     )
 
 
-def _trl_path(options: Any, processor: VisionProcessor, images: ImageReader) -> VisionPath:
-    _refuse_settings(options)
-    max_length = options.max_length if options.max_length is not None else trl_vision.DEFAULT_MAX_LENGTH
-    return VisionPath(
-        lambda record: _row(record, processor, images, max_length), max_length, _assistant_header(processor),
-        {"format": "messages with images (TRL vision SFT: images column, image content parts)",
-         "chat_template": processor.template_source,
-         "framework": f"TRL {trl_vision.EMULATED_TRL} DataCollatorForVisionLanguageModeling: max_length "
-                      f"{max_length if max_length is not None else 'None'}, the first tokens kept, no row dropped, "
-                      "labels = input ids (image tokens included)",
-         "train_on": "all"})
-
-
-def _llama_factory_path(options: Any, processor: VisionProcessor, base: Path) -> VisionPath:
-    """LLaMA-Factory's converter, its template's mm_plugin and the supervised processor (frameworks/llama_factory)."""
-    from types import SimpleNamespace
-
-    from mldebug_cli.frameworks.llama_factory import vision as lf_vision
-    from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions, row_profile
-    from mldebug_cli.frameworks.llama_factory.templates import VERSION
-
-    own = options.framework_options if isinstance(options.framework_options, LlamaFactoryOptions) else None
-    name = getattr(options, "template", None) or (own.template if own else None)
-    if name not in lf_vision.EMULATED_PLUGINS:
-        what = f"template {name!r}" if name else "no template (LLaMA-Factory parses the tokenizer's, with no mm_plugin)"
-        raise UsageError(f"the rows have images and LLaMA-Factory's {what}: mldebug emulates the mm_plugin of "
-                         f"{', '.join(sorted(lf_vision.EMULATED_PLUGINS))} only (a template without one makes "
-                         "LLaMA-Factory raise 'This model does not support image input')",
-                         hint="set template: qwen2_vl for a Qwen2-VL/Qwen2.5-VL model")
-    if own and own.packing:
-        raise UsageError(f"{', '.join(own.packing)} on image rows is not emulated: LLaMA-Factory packs rows with "
-                         "their images into cutoff_len blocks", hint="check with packing off")
-    loaded = SimpleNamespace(tokenizer=processor.tokenizer, chat_template=processor.chat_template)
-    rows = row_profile(options, loaded, "chat")
-    settings = rows.options
-    pixels = lf_vision.Pixels(getattr(settings, "image_max_pixels", lf_vision.DEFAULT_MAX_PIXELS),
-                              getattr(settings, "image_min_pixels", lf_vision.DEFAULT_MIN_PIXELS))
-    media = getattr(settings, "media_dir", None)
-    if media and settings.config_path and not Path(media).is_absolute():
-        media = str(Path(settings.config_path).parent / media)
-    images = ImageReader(Path(media) if media else base)
-
-    def encode(record: Record) -> VisionRow:
-        if record.error is not None:
-            row = VisionRow(record.index, record.line)
-            row.refused = trl_vision.RowRefused("DS010", record.error, "fix the line")
-            return row
-        return lf_vision.encode_row(record.index, record.line, record.data, processor, rows, images, pixels)
-
-    user = rows.template.user[0] if rows.template.user and isinstance(rows.template.user[0], str) else ""
-    return VisionPath(
-        encode, settings.cutoff_len, _header_after_specials(user.partition("{{content}}")[2], processor),
-        {"format": "LLaMA-Factory mllm rows (messages with <image> placeholders, an images list)",
-         "chat_template": f"LLaMA-Factory's template {rows.template.name!r} (mm_plugin "
-                          f"{lf_vision.EMULATED_PLUGINS[rows.template.name]}; the tokenizer's is not used)",
-         "framework": f"llama-factory {VERSION} supervised processor: <image> expanded by the mm_plugin (images "
-                      f"shrunk to image_max_pixels {pixels.max_pixels:,}, grown to image_min_pixels "
-                      f"{pixels.min_pixels:,}), pairs cut to their share of cutoff_len {settings.cutoff_len}, "
-                      f"{rows._masking()}",
-         "train_on": rows.train_on(None, "chat")})
-
-
-def _refuse_settings(options: Any) -> None:
-    """What TRL's SFTTrainer raises for a vision dataset with these settings."""
-    own = getattr(options, "framework_options", None)
-    if getattr(own, "packing", False):
-        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with packing: \"Packing is not supported "
-                         "for vision datasets\"", hint="set packing: false")
-    if getattr(own, "padding_free", False):
-        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with padding_free", hint="set padding_free: false")
-    if options.truncation_mode == "keep_end":
-        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with truncation_mode keep_end",
-                         hint="use keep_start (the default) or max_length: null")
-    if options.train_on not in (None, "all"):
-        raise UsageError(f"--train-on {options.train_on} on image rows is not emulated: mldebug emulates TRL's vision "
-                         "collator with every token trained (its default)", hint="leave --train-on unset")
-
-
-def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
-    if record.error is not None:
-        row = VisionRow(record.index, record.line)
-        row.refused = trl_vision.RowRefused("DS010", record.error, "fix the line")
-        return row
-    return encode_row(record.index, record.line, record.data, processor, images, max_length)
-
-
 def _findings(check: registry.Check, row: VisionRow, setup: VisionSetup, record: Record) -> list[Finding]:
     if check.code == "DS010" and row.dropped:  # the framework leaves the row out, as for text rows
         return [check.finding(Hit(row.dropped, "fix the row's roles and turns, or remove it",
@@ -205,32 +108,10 @@ def _location(setup: VisionSetup, record: Record, message_index: int | None) -> 
                     message_index=message_index)
 
 
-def _assistant_header(processor: VisionProcessor) -> str:
-    """What the template writes between a user turn and the assistant's words, after its last special token."""
-    probe = [{"role": "user", "content": [{"type": "text", "text": "\x00U"}]},
-             {"role": "assistant", "content": [{"type": "text", "text": "\x00A"}]}]
-    try:
-        text = processor.tokenizer.apply_chat_template(probe, chat_template=processor.chat_template, tokenize=False)
-    except Exception:  # noqa: BLE001 - a template that cannot render the probe has no header to look for
-        return ""
-    start, end = text.find("\x00U"), text.find("\x00A")
-    if start < 0 or end < start:
-        return ""
-    return _header_after_specials(text[start + 2:end], processor)
-
-
-def _header_after_specials(header: str, processor: VisionProcessor) -> str:
-    """The header's text after its last special token (what a text search for the assistant span matches)."""
-    specials = [t for t in processor.tokenizer.all_special_tokens + list(processor.tokenizer.get_added_vocab()) if t]
-    cut = max((header.rfind(s) + len(s) for s in specials if s in header), default=0)
-    return header[cut:]
-
-
 def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView:
     error = row.refused.message if row.refused else row.dropped if row.dropped else (
         "; ".join(f"image {i} ({p.source}) {p.what}" for i, p in row.image_problems) if row.image_problems else None)
-    images = tuple(ImageLine(i.index, i.source, i.width, i.height, i.mode, i.resized_width, i.resized_height, i.tokens,
-                             i.start) for i in row.images)
+    images = tuple(row.images)
     return RowView(row.index, row.rendered, row.input_ids, row.labels,
                    processor.tokenizer.convert_ids_to_tokens(row.input_ids) if row.input_ids else [],
                    row.offsets, row.full_length if row.truncated else None, record.line, masking=None, error=error,

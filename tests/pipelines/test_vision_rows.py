@@ -165,7 +165,7 @@ LF_CONFIG = FIXTURES / "preflight" / "llama-factory-vision" / "config.yaml"
 
 
 def test_the_bundled_llama_factory_example_fires_each_check_on_its_row() -> None:
-    code, out, _ = run("--config", str(LF_CONFIG), "--all", "-f", "json")
+    code, out, _ = run("--config", str(LF_CONFIG), "--all", "--show", "11", "-f", "json")
     doc = json.loads(out)
     assert code == 1
     assert doc["context"]["chat_template"].startswith("LLaMA-Factory's template 'qwen2_vl'")

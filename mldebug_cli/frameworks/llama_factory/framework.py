@@ -24,9 +24,10 @@ from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.framework import Detection, Framework
+from mldebug_cli.frameworks.framework import Detection, Framework, VisionRows
 from mldebug_cli.frameworks.hf import framework as hf
 from mldebug_cli.frameworks.llama_factory.templates import VERSION, LfTemplate, Settings
+from mldebug_cli.frameworks.llama_factory.trainer_facts import llama_factory_trainer_facts
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
 from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile
@@ -441,5 +442,8 @@ FRAMEWORK = Framework(
     rows=Rows,
     row_profile=row_profile,
     encodes_pairs=True,
-    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_llama_factory"),
+    trainer_facts=llama_factory_trainer_facts,
+    # vision.py: <image> rows through the template's mm_plugin (qwen2_vl) and the supervised processor
+    vision=VisionRows(("sft",), "LLaMA-Factory's supervised stage (template qwen2_vl)",
+                      lazily("mldebug_cli.frameworks.llama_factory.vision", "vision_path"))
 )

@@ -28,10 +28,24 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.sections.rows import ImageLine
+from mldebug_cli.frameworks.framework import VisionPath
 from mldebug_cli.frameworks.llama_factory.data import SHAREGPT_TAGS, InvalidRow, LfMessage, lf_messages, supervise
-from mldebug_cli.frameworks.trl.vision import ImageTokens, RowRefused, VisionProcessor, VisionRow, rendered_offsets
+from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions, row_profile
+from mldebug_cli.frameworks.llama_factory.templates import VERSION
+from mldebug_cli.frameworks.trl.vision import (
+    RowRefused,
+    VisionProcessor,
+    VisionRow,
+    header_after_specials,
+    rendered_offsets,
+)
+from mldebug_cli.sources.dataset import Record
 from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
 
 if TYPE_CHECKING:
@@ -224,7 +238,7 @@ def _place_images(row: VisionRow, pairs: Sequence[tuple[Piece, Piece]], kept: Se
         kept_at = [p for p in mine if p is not None]
         start = kept_at[0] if kept_at else len(row.input_ids)
         message = row_message_index(row, owners[i])
-        row.images.append(ImageTokens(i, info.source, info.width, info.height, info.mode, resized_w, resized_h, tokens,
+        row.images.append(ImageLine(i, info.source, info.width, info.height, info.mode, resized_w, resized_h, tokens,
                                       start, message))
         row.kept_image_tokens[i] = len(kept_at)
     if len(positions) != used:
@@ -251,3 +265,48 @@ def _collapse(text: str, offsets: Sequence[tuple[int, int]], counts: Sequence[in
         rest = VISION_EOS + rest
     pieces.append(rest)
     return image_token.join(pieces), rendered_offsets(offsets, pieces, counts, image_token)
+
+
+# --- inspect-data's vision path (Framework.vision) ------------------------------------------------------------
+
+def vision_path(options: Any, processor: VisionProcessor, base: Path) -> VisionPath:
+    """LLaMA-Factory's converter, its template's mm_plugin and the supervised processor (frameworks/llama_factory)."""
+    own = options.framework_options if isinstance(options.framework_options, LlamaFactoryOptions) else None
+    name = getattr(options, "template", None) or (own.template if own else None)
+    if name not in EMULATED_PLUGINS:
+        what = f"template {name!r}" if name else "no template (LLaMA-Factory parses the tokenizer's, with no mm_plugin)"
+        raise UsageError(f"the rows have images and LLaMA-Factory's {what}: mldebug emulates the mm_plugin of "
+                         f"{', '.join(sorted(EMULATED_PLUGINS))} only (a template without one makes "
+                         "LLaMA-Factory raise 'This model does not support image input')",
+                         hint="set template: qwen2_vl for a Qwen2-VL/Qwen2.5-VL model")
+    if own and own.packing:
+        raise UsageError(f"{', '.join(own.packing)} on image rows is not emulated: LLaMA-Factory packs rows with "
+                         "their images into cutoff_len blocks", hint="check with packing off")
+    loaded = SimpleNamespace(tokenizer=processor.tokenizer, chat_template=processor.chat_template)
+    rows = row_profile(options, loaded, "chat")
+    settings = rows.options
+    pixels = Pixels(getattr(settings, "image_max_pixels", DEFAULT_MAX_PIXELS),
+                              getattr(settings, "image_min_pixels", DEFAULT_MIN_PIXELS))
+    media = getattr(settings, "media_dir", None)
+    if media and settings.config_path and not Path(media).is_absolute():
+        media = str(Path(settings.config_path).parent / media)
+    images = ImageReader(Path(media) if media else base)
+
+    def encode(record: Record) -> VisionRow:
+        if record.error is not None:
+            row = VisionRow(record.index, record.line)
+            row.refused = RowRefused("DS010", record.error, "fix the line")
+            return row
+        return encode_row(record.index, record.line, record.data, processor, rows, images, pixels)
+
+    user = rows.template.user[0] if rows.template.user and isinstance(rows.template.user[0], str) else ""
+    return VisionPath(
+        encode, settings.cutoff_len, header_after_specials(user.partition("{{content}}")[2], processor),
+        {"format": "LLaMA-Factory mllm rows (messages with <image> placeholders, an images list)",
+         "chat_template": f"LLaMA-Factory's template {rows.template.name!r} (mm_plugin "
+                          f"{EMULATED_PLUGINS[rows.template.name]}; the tokenizer's is not used)",
+         "framework": f"llama-factory {VERSION} supervised processor: <image> expanded by the mm_plugin (images "
+                      f"shrunk to image_max_pixels {pixels.max_pixels:,}, grown to image_min_pixels "
+                      f"{pixels.min_pixels:,}), pairs cut to their share of cutoff_len {settings.cutoff_len}, "
+                      f"{rows._masking()}",
+         "train_on": rows.train_on(None, "chat")})
