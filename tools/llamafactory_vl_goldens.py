@@ -14,9 +14,13 @@ Not run in CI (llamafactory caps transformers below mldebug's floor). In a throw
 
     python -m venv /work/venvs/lf-vision
     /work/venvs/lf-vision/bin/pip install llamafactory==0.9.5 torch==2.13.0 hypothesis
-    HF_HUB_OFFLINE=1 /work/venvs/lf-vision/bin/python tools/llamafactory_vl_goldens.py --cases 3000
-    HF_HUB_OFFLINE=1 /work/venvs/lf-vision/bin/python tools/llamafactory_vl_goldens.py --cases 500 \
-        --processor qwen2.5-vl-256
+    /work/venvs/lf-vision/bin/pip uninstall -y torchvision torchaudio   # builds for another torch
+    for k in 1 2 3 4; do HF_HUB_OFFLINE=1 /work/venvs/lf-vision/bin/python tools/llamafactory_vl_goldens.py \
+        --cases 750 --seed $k & done                       # parts, in parallel (a loaded machine: ~30 min)
+    /work/venvs/lf-vision/bin/python tools/llamafactory_vl_goldens.py --cases 250 --seed 5 --processor qwen2.5-vl-256
+    python tools/llamafactory_vl_goldens.py --merge; python tools/llamafactory_vl_goldens.py --merge \
+        --processor qwen2.5-vl-256                          # goldens-<processor>.json.gz
+    HF_HUB_OFFLINE=1 /work/venvs/lf-vision/bin/python tools/llamafactory_vl_goldens.py --corpus ../shared/corpus
 
 tests/frameworks/test_llama_factory_vision_goldens.py replays them against mldebug's emulation.
 """
@@ -35,7 +39,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -232,8 +236,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=3000)
     parser.add_argument("--processor", default="qwen2-vl")
+    parser.add_argument("--seed", type=int, help="hypothesis seed (a part, run beside others; --merge joins them)")
+    parser.add_argument("--merge", action="store_true", help="join the parts of --processor and stop")
     parser.add_argument("--corpus", help="the shared corpus: also run its mllm_demo.json (written to corpus-<processor>)")
     args = parser.parse_args()
+    if args.merge:
+        merge(args.processor)
+        return
     warnings.simplefilter("ignore")
     _without_audio()
     import llamafactory
@@ -250,27 +259,49 @@ def main() -> None:
         print(f"{path}: {len(document['rows'])} rows")
         return
     cases: list[dict[str, Any]] = []
-
-    @settings(max_examples=args.cases, database=None, derandomize=True, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(case())
-    def collect(generated: dict[str, Any]) -> None:
-        if len(cases) < args.cases:
-            cases.append({**generated, **runner.run(generated)})
-
-    collect()
-    OUT.mkdir(parents=True, exist_ok=True)
     versions = {name: metadata.version(name) for name in ("transformers", "tokenizers", "pillow", "hypothesis", "torch")}
     versions["llamafactory"] = llamafactory.__version__
     document = {"processor": args.processor, "template": "qwen2_vl", "processor_class": type(runner.processor).__name__,
                 "image_processor_class": type(runner.processor.image_processor).__name__,
                 "processor_run": "llamafactory.data.processor.supervised.SupervisedDatasetProcessor",
-                "versions": versions, "cases": cases}
-    path = OUT / f"goldens-{args.processor}.json.gz"
-    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as out:
-        json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
+                "versions": versions, "seed": args.seed, "cases": cases}
+    part = f".part{args.seed}" if args.seed is not None else ""
+    path = OUT / f"goldens-{args.processor}{part}.json.gz"
+    OUT.mkdir(parents=True, exist_ok=True)
+
+    @settings(max_examples=args.cases, database=None, derandomize=args.seed is None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(case())
+    def collect(generated: dict[str, Any]) -> None:
+        if len(cases) < args.cases:
+            cases.append({**generated, **runner.run(generated)})
+            if len(cases) % 100 == 0:  # a long run on a loaded machine keeps what it has
+                write(path, document)
+
+    if args.seed is not None:
+        collect = seed(args.seed)(collect)
+    collect()
+    write(path, document)
     outcome = {kind: sum(1 for c in cases if kind in c) for kind in ("input_ids", "dropped", "error")}
     print(f"{path}: {len(cases)} cases, {outcome}")
+
+
+def write(path: Path, document: dict[str, Any]) -> None:
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as out:
+        json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
+
+
+def merge(processor: str) -> None:
+    """The parts (--seed runs, in parallel) joined into goldens-<processor>.json.gz, each case keeping its seed."""
+    parts = sorted(OUT.glob(f"goldens-{processor}.part*.json.gz"))
+    documents = []
+    for part in parts:
+        with gzip.open(part, "rt", encoding="utf-8") as file:
+            documents.append(json.load(file))
+    merged = {**documents[0], "seed": [d["seed"] for d in documents],
+              "cases": [{**c, "seed": d["seed"]} for d in documents for c in d["cases"]]}
+    write(OUT / f"goldens-{processor}.json.gz", merged)
+    print(f"{processor}: {len(merged['cases'])} cases from {len(parts)} parts")
 
 
 if __name__ == "__main__":
