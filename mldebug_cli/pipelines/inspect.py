@@ -160,8 +160,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
 
 
 def _vision_rows(source, options: InspectOptions) -> bool:
-    """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator; refused by
-    name where mldebug does not emulate them, never read as text."""
+    """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator or LLaMA-Factory's
+    mm_plugin; refused by name where mldebug does not emulate them, never read as text."""
     from mldebug_cli.frameworks.trl.vision import has_processor, is_vision_row
 
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)

@@ -540,5 +540,6 @@ FRAMEWORK = Framework(
     row_profile=row_profile,
     trainer_facts=trl_trainer_facts,
     pair_refusal=lazily("mldebug_cli.frameworks.trl.preference", "refusal"),
-    vision=VisionRows(("sft",), "TRL's SFT collator"),  # vision.py: SFTTrainer's DataCollatorForVisionLanguageModeling
+    # vision.py: SFTTrainer's DataCollatorForVisionLanguageModeling
+    vision=VisionRows(("sft",), "TRL's SFT collator", lazily("mldebug_cli.frameworks.trl.vision", "vision_path")),
 )
