@@ -23,6 +23,7 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import note_inputs, open_regular, read_bytes, require_regular
 from mldebug_cli.sources.hub import require_local_or_cached, stay_offline
 from mldebug_cli.sources.json_array import NESTED_TOO_DEEPLY, json_array_elements, number_too_long
+from mldebug_cli.sources.parquet_bounds import check_parquet_footer
 
 BINARY_SNIFF_BYTES = 8192
 MIB = 2**20
@@ -241,6 +242,9 @@ def _kind_of(path: Path, spec: str) -> str:
         if suffix in _DATASETS_BUILDERS:
             if suffix in (".csv", ".tsv"):
                 _check_csv_header(path, "\t" if suffix == ".tsv" else ",")
+            elif suffix == ".parquet":
+                with open_regular(path) as fh:
+                    check_parquet_footer(fh, spec)
             return _DATASETS_BUILDERS[suffix]
         raise InputError(
             f"{spec}: unsupported file type {suffix or '(none)'!r}",

@@ -36,6 +36,7 @@ from mldebug_cli.sources.dataset import (
     _rows_of_batch,
     _too_large,
 )
+from mldebug_cli.sources.parquet_bounds import check_row_groups
 
 SHARD_KINDS = {".parquet": "parquet", ".jsonl": "jsonl"}
 CHUNK_ROWS = 1024  # rows of JSON Lines per chunk: a multiple of the pipelines' batch size
@@ -230,6 +231,8 @@ def scan_shard(shard: str, chunk_rows: int = CHUNK_ROWS, kind: str | None = None
     kind = kind or SHARD_KINDS[Path(shard).suffix.lower()]
     try:
         return _scan_parquet(shard) if kind == "parquet" else _scan_jsonl(shard, chunk_rows)
+    except InputError as exc:  # a bound of mldebug's: its message names the shard already
+        return Unreadable(shard, exc.message.removeprefix(f"{shard}: "))
     except Exception as exc:  # noqa: BLE001 - pyarrow and the filesystems raise many types for an unreadable file
         return Unreadable(shard, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
 
@@ -239,6 +242,7 @@ def _scan_parquet(shard: str) -> list[Chunk]:
 
     with _open(shard) as fh:
         meta = pq.ParquetFile(fh).metadata
+    check_row_groups(meta, shard)
     chunks, first = [], 0
     for group in range(meta.num_row_groups):
         rows = meta.row_group(group).num_rows
@@ -288,6 +292,9 @@ def plan_shards(spec: str, scan: Callable[[list[str]], list[list[Chunk] | Unread
         first += sum(c.rows for c in result)
     if not chunks and not unreadable:
         raise InputError(f"{spec}: the shards have no rows")
+    if not chunks:
+        first = unreadable[0]
+        raise InputError(f"{spec}: no shard can be read ({first.shard}: {first.reason})")
     return ShardPlan(spec, tuple(chunks), tuple(unreadable))
 
 
