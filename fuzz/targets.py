@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -166,6 +168,79 @@ def safetensors_header(data: bytes) -> None:
         pass
 
 
+WATCH_FORMATS = (("jsonl", "trainer_log.jsonl"), ("torchtune", "log_1.txt"), ("console", "train.log"),
+                 ("tensorboard", "events.out.tfevents.1"))
+WATCH_STEP = b"|step|"  # a watch input: the format byte, then steps, each an operation byte and its bytes
+WATCH_OPERATIONS = ("append", "append", "append", "truncate", "replace", "delete", "fifo", "dev-zero")
+
+
+def watch_follow(data: bytes) -> None:
+    """``check-run --watch``'s reader across a followed log's life: appended to (cut mid-line or mid-record),
+    truncated, replaced by a new file, deleted, replaced by a FIFO or a link to /dev/zero; each read after a step
+    returns what was read so far or raises the one-line error (never hangs on the FIFO, never reads /dev/zero)."""
+    from mldebug_cli.sources.runlog.follow import Follower
+
+    if not data:
+        return
+    fmt, name = WATCH_FORMATS[data[0] % len(WATCH_FORMATS)]
+    folder = _scratch() / "watch"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    path = folder / name
+    path.write_bytes(b"")
+    follower = None
+    for step in data[1:].split(WATCH_STEP)[:16]:
+        operation = WATCH_OPERATIONS[step[0] % len(WATCH_OPERATIONS)] if step else "append"
+        body = step[1:]
+        if fmt == "tensorboard" and body:
+            body = tf_record(body)
+        _watch_step(path, operation, body)
+        if not path.exists() and not path.is_symlink():
+            continue  # the watch itself waits for a file that is gone (and ends after 3 reads)
+        try:
+            follower = follower or Follower(path, fmt)
+            follower.poll()
+        except InputError:
+            pass
+
+
+def _watch_step(path: Path, operation: str, body: bytes) -> None:
+    special = path.is_symlink() or (path.exists() and not path.is_file())
+    if (special or operation in ("delete", "fifo", "dev-zero", "replace")) and (path.exists() or path.is_symlink()):
+        path.unlink()  # the writer never opens the FIFO (that would wait for a reader) nor writes /dev/zero
+    if operation == "append":
+        with open(path, "ab") as fh:
+            fh.write(body)
+    elif operation in ("truncate", "replace"):
+        fresh = path.with_suffix(".new") if operation == "replace" else path
+        fresh.write_bytes(body)
+        fresh.rename(path)
+    elif operation == "fifo":
+        os.mkfifo(path)
+    elif operation == "dev-zero":
+        path.symlink_to("/dev/zero")
+
+
+def _watch_seeds() -> dict[str, bytes]:
+    pick = {fmt: bytes([i]) for i, (fmt, _name) in enumerate(WATCH_FORMATS)}
+    op = {name: bytes([WATCH_OPERATIONS.index(name)]) for name in WATCH_OPERATIONS}
+    line = b'{"current_steps": %d, "total_steps": 9, "loss": 1.5}\n'
+    return {
+        "grow_and_cut.bin": pick["jsonl"] + WATCH_STEP.join([op["append"] + line % 1, op["append"] + (line % 2)[:20],
+                                                             op["append"] + (line % 2)[20:] + line % 3]),
+        "truncate_replace.bin": pick["jsonl"] + WATCH_STEP.join([op["append"] + line % 1 + line % 2,
+                                                                 op["truncate"] + line % 1,
+                                                                 op["replace"] + line % 5, op["delete"],
+                                                                 op["append"] + line % 6]),
+        "fifo.bin": pick["jsonl"] + WATCH_STEP.join([op["append"] + line % 1, op["fifo"], op["append"] + line % 2]),
+        "dev_zero.bin": pick["console"] + WATCH_STEP.join([op["append"] + b"{'loss': 2.5, 'epoch': 0.1}\n",
+                                                           op["dev-zero"]]),
+        "torchtune.bin": pick["torchtune"] + WATCH_STEP.join([op["append"] + b"Step 1 | loss:2.5 lr:0.0001\n",
+                                                              op["append"] + b"Step 2 | loss:n", op["append"] + b"an\n"]),
+        "long_line.bin": pick["jsonl"] + WATCH_STEP.join([op["append"] + b"x" * 40_000, op["append"] + b"\n" * 3]),
+    }
+
+
 def _model_config_seeds() -> dict[str, bytes]:
     real = (FIXTURES / "memory-models" / "qwen2.5-0.5b" / "config.json").read_bytes()
     head = real.rstrip().rstrip(b"}").rstrip()
@@ -303,4 +378,5 @@ TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[Path | GeneratedSeeds, .
     "training_config": (training_config, (GeneratedSeeds("configs", _config_seeds),)),
     "model_config": (model_config, (GeneratedSeeds("model_configs", _model_config_seeds),)),
     "safetensors_header": (safetensors_header, (GeneratedSeeds("safetensors", _safetensors_seeds),)),
+    "watch_follow": (watch_follow, (GeneratedSeeds("watch", _watch_seeds),)),
 }

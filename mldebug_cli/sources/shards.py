@@ -260,7 +260,7 @@ def _scan_jsonl(shard: str, chunk_rows: int) -> list[Chunk]:
         fh.seek(0)
         chunks: list[Chunk] = []
         offset = start = line = lines_before = rows = 0
-        for raw in _bounded_lines(fh):
+        for raw in _bounded_lines(fh, shard):
             if rows == 0:
                 start, lines_before = offset, line
             line += 1  # noqa: SIM113 - counted beside the byte offset, both saved at chunk starts
@@ -320,7 +320,7 @@ def _read_jsonl(chunk: Chunk, parse: bool) -> Iterator[Record]:
         fh.seek(chunk.start)
         index, line = chunk.first_row, chunk.lines_before
         while index < chunk.first_row + chunk.rows:
-            raw = next(_bounded_lines(fh), None)
+            raw = next(_bounded_lines(fh, chunk.shard), None)
             if raw is None:
                 raise EOFError(f"the file ends before line {line + 1}")
             line += 1
