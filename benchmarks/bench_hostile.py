@@ -280,6 +280,7 @@ def third_pass_cases(d: Path, with_probe: bool = True):
     (linked / "chat_template.jinja").symlink_to(outside / "secret.jinja")
     yield "render tokenizer folder", "chat_template.jinja -> outside", ["render", "-m", msgs, "-t", linked], [linked], SECRET
     yield "memory", "config names a model outside", ["memory", train("m-outside.yaml", outside)], [outside], "qwen2"
+    yield from _third_pass_readers(d, tok, msgs, rows)
     if with_probe:
         evil = _model(d / "evil", '"model_type": "evilmodel", "auto_map": {"AutoConfig": "configuration_evil.C", '
                                   '"AutoModelForCausalLM": "modeling_evil.M"}', tokenizer=True)
@@ -289,6 +290,49 @@ def third_pass_cases(d: Path, with_probe: bool = True):
             "Do you wish to run"
         layers = _model(d / "layers", '"num_hidden_layers": 1000000', tokenizer=True)
         yield "probe", "num_hidden_layers 1e6", ["probe", train("p-layers.yaml", layers), "--model", layers], [layers], None
+
+
+def _third_pass_readers(d: Path, tok: Path, msgs: Path, rows: Path):
+    """Issue 36's remaining readers: Parquet row groups, GGUF string arrays, line bounds, remote URIs, globs, flags."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    chat = pa.array([[{"role": "user", "content": "x" * (10 * 2**20)}, {"role": "assistant", "content": "4"}]])
+    bomb = d / "bomb.parquet"
+    pq.write_table(pa.table({"messages": pa.chunked_array([chat] * 60)}), bomb, row_group_size=1000, compression="zstd")
+    yield "dataset parquet", "629 MB row group in a 25 KB file", ["inspect-data", bomb, "-t", tok], [bomb], None
+    vocab = d / "vocab.gguf"
+    key = b"tokenizer.ggml.tokens"
+    with open(vocab, "wb") as fh:
+        fh.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key
+                 + struct.pack("<IIQ", 9, 8, 2**22 + 1) + b"\0" * 8 * (2**22 + 1))
+    yield "render --gguf", "4,194,305 vocabulary strings", ["render", "--gguf", vocab, "-m", msgs], [vocab], None
+    blank = d / "blank_run.jsonl"
+    blank.write_bytes(b"\n" * 1_000_001 + json.dumps(OK).encode() + b"\n")
+    yield "dataset jsonl", "1,000,001 blank lines", ["inspect-data", blank, "-t", tok], [blank], None
+    long_log = d / "long_line" / "trainer_log.jsonl"
+    long_log.parent.mkdir()
+    long_log.write_bytes(b'{"current_steps": 1, "total_steps": 3, "loss": 1.0}\n' + b"x" * (16 * 2**20))
+    yield "check-run jsonl", "16 MiB last line, no newline", ["check-run", long_log, "-f", "json"], [long_log], None
+    loops = d / "loops"
+    (loops / "sub").mkdir(parents=True)
+    (loops / "sub" / "a.jsonl").write_text(jsonl(OK))
+    for i in range(8):
+        (loops / f"x{i}").symlink_to(".")
+    yield "dataset glob", "** through 8 links x -> .", ["inspect-data", f"{loops}/**/*.jsonl", "-t", tok], [loops], None
+    outside = Path(tempfile.mkdtemp(prefix="mldebug-outside-"))
+    (outside / "secret.jsonl").write_text(jsonl({"messages": [{"role": "user", "content": SECRET},
+                                                              {"role": "assistant", "content": "4"}]}))
+    linked = d / "linked-shards"
+    linked.mkdir()
+    (linked / "a.jsonl").write_text(jsonl(OK))
+    (linked / "b.jsonl").symlink_to(outside / "secret.jsonl")
+    yield "dataset shards", "a shard linked outside", ["inspect-data", linked, "-t", tok, "--rows", "0-1"], [linked], \
+        SECRET
+    yield "dataset gs://", "offline, not asked", ["inspect-data", "gs://mldebug-no-bucket/d/*.parquet", "-t", tok], [], None
+    yield "lr-plot --num-rows", "nan", ["lr-plot", "-c", rows, "--num-rows", "nan"], [rows], None
+    yield "memory --world-size", "-1", ["memory", rows, "--world-size", "-1"], [rows], None
+    yield "inspect-data --workers", "10**12", ["inspect-data", rows, "-t", tok, "--workers", str(10**12)], [rows], None
 
 
 def digest(paths) -> dict:
