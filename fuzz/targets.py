@@ -96,6 +96,59 @@ def gguf(data: bytes) -> None:
         pass
 
 
+def parquet_footer(data: bytes) -> None:
+    """A Parquet file as one dataset file (its footer sized before datasets reads it) and as a shard (scanned from
+    its footer, then read chunk by chunk): a bad file is the one-line error or records of its error."""
+    from mldebug_cli.sources.shards import Unreadable, read_chunk, scan_shard
+
+    path = _scratch_file(".parquet", data)
+    try:
+        source = DatasetSource(str(path))
+        for _ in source.records(list(range(4))):
+            pass
+    except InputError:
+        pass
+    chunks = scan_shard(str(path), kind="parquet")
+    for chunk in [] if isinstance(chunks, Unreadable) else chunks[:4]:
+        for _ in read_chunk(chunk, list(range(chunk.first_row, chunk.first_row + 4))):
+            pass
+
+
+def _parquet_seeds() -> dict[str, bytes]:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def written(table: pa.Table, **options) -> bytes:
+        out = io.BytesIO()
+        pq.write_table(table, out, **options)
+        return out.getvalue()
+
+    chat = [{"role": "user", "content": "What is 2 + 2?"}, {"role": "assistant", "content": "4"}]
+    big = pa.array([[{"role": "user", "content": "x" * (10 * 2**20)}, {"role": "assistant", "content": "4"}]])
+    return {
+        "chat.parquet": written(pa.table({"messages": [chat] * 8}), row_group_size=3),
+        "text_nulls.parquet": written(pa.table({"text": ["a", None, "b" * 100]}), compression="zstd"),
+        "bomb.parquet": written(pa.table({"messages": pa.chunked_array([big] * 60)}), row_group_size=1000,
+                                compression="zstd"),
+    }
+
+
+def _gguf_array_seeds() -> dict[str, bytes]:
+    """GGUF files of one array key: an array of arrays, a count past the bytes, strings past the item bound."""
+    def one_key(key: bytes, body: bytes) -> bytes:
+        return b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key + body
+
+    tokens, merges = b"tokenizer.ggml.tokens", b"tokenizer.ggml.merges"
+    return {
+        "nested.gguf": one_key(tokens, struct.pack("<IIQ", 9, 9, 1) + struct.pack("<IQ", 8, 1) + b"\0" * 9),
+        "claims_billions.gguf": one_key(tokens, struct.pack("<IIQ", 9, 8, 400_000_000) + b"\0" * 64),
+        "long_string.gguf": one_key(merges, struct.pack("<IIQ", 9, 8, 2) + struct.pack("<Q", 2**40) + b"ab"),
+        "types.gguf": one_key(b"tokenizer.ggml.token_type", struct.pack("<IIQ", 9, 5, 2**62) + b"\0" * 32),
+    }
+
+
 RUN_LOG_FORMATS = (  # (format, file name): the first input byte picks one
     ("trainer-state", "trainer_state.json"), ("jsonl", "trainer_log.jsonl"), ("console", "train.log"),
     ("csv", "history.csv"), ("torchtune", "log_1.txt"), ("tensorboard", "events.out.tfevents.1.host"),
@@ -372,7 +425,8 @@ TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[Path | GeneratedSeeds, .
     "jinja_template": (jinja_template, (FIXTURES / "hostile" / "templates", FIXTURES / "templates")),
     "go_template": (go_template, (FIXTURES / "templates" / "go", FIXTURES / "hostile" / "ollama")),
     "modelfile": (modelfile, (FIXTURES / "hostile" / "ollama",)),
-    "gguf": (gguf, (FIXTURES / "hostile" / "gguf",)),
+    "gguf": (gguf, (FIXTURES / "hostile" / "gguf", GeneratedSeeds("gguf_arrays", _gguf_array_seeds))),
+    "parquet_footer": (parquet_footer, (GeneratedSeeds("parquet", _parquet_seeds),)),
     "run_log": (run_log, (GeneratedSeeds("run_logs", _run_log_seeds),)),
     # not fixtures/hostile/configs: its alias bombs take a second an input (tests/reliability/test_configs.py has them)
     "training_config": (training_config, (GeneratedSeeds("configs", _config_seeds),)),
