@@ -120,9 +120,11 @@ def _glob_pattern(parts: tuple[str, ...]) -> re.Pattern[str]:
     for index, part in enumerate(parts):
         last = index == len(parts) - 1
         if part == "**":
-            pieces.append(".*" if last else f"(?:[^{sep}]+{sep})*")
+            visible = f"(?!\\.)[^{sep}]+"  # as glob's: a wildcard matches no name starting with a dot
+            pieces.append(f"(?:{visible}{sep})*{visible}" if last else f"(?:{visible}{sep})*")
         else:
-            pieces.append(_component(part, sep) + ("" if last else sep))
+            hidden = "" if part.startswith(".") else "(?!\\.)"
+            pieces.append(hidden + _component(part, sep) + ("" if last else sep))
     return re.compile("".join(pieces), re.DOTALL)
 
 
