@@ -379,6 +379,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="substrings of the cases to run")
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
+    parser.add_argument("--third-pass", action="store_true", help="only issue 36's cases")
     args = parser.parse_args()
     rows = []
     tally = dict.fromkeys(("code executed", "inputs modified", "hangs", "memory >= 2 GiB", "raw control bytes",
@@ -387,7 +388,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mldebug-hostile-") as scratch:
         d = Path(scratch)
         third = list(third_pass_cases(d / "third-pass"))
-        for reader, hostile, argv, keep, secret in [(*c, None) for c in cases(d)] + third:
+        first = [] if args.third_pass else [(*c, None) for c in cases(d)]
+        for reader, hostile, argv, keep, secret in first + third:
             if args.only and not any(o in f"{reader} {hostile}" for o in args.only):
                 continue
             cwd = d
