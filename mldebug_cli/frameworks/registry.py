@@ -33,7 +33,7 @@ from mldebug_cli.frameworks.lines import (  # the lines themselves, re-exported:
 
 __all__ = ["CAPABILITIES", "DEFAULT_ROWS", "DISTRIBUTIONS", "EVERYTHING", "FLAGS", "NAMES", "PREFLIGHT_NEEDS",
            "REGISTRY", "VERSION_LABELS", "VERSION_PACKAGES", "Capability", "Entry", "Flag", "borrowed", "chosen",
-           "entry", "framework", "frameworks", "lazily", "load", "names_for", "names_with", "require", "resolve",
+           "entry", "framework", "frameworks", "load", "names_for", "names_with", "require", "resolve",
            "serving", "serving_line"]
 
 
@@ -67,15 +67,6 @@ def borrowed(name: str, part: str) -> Callable[..., Any]:
 
     def call(*args: Any, **kwargs: Any) -> Any:
         return getattr(framework(name), part)(*args, **kwargs)
-
-    return call
-
-
-def lazily(module: str, name: str) -> Callable[..., Any]:
-    """``module``'s ``name``, imported when called (a part whose module imports the framework modules itself)."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     return call
 

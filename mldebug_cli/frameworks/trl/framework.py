@@ -46,9 +46,9 @@ from mldebug_cli.frameworks.preference_config import (
     positive_length,
     trl_config_class,
 )
-from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.subjects import NotEmulated, TrainingTemplate
+from mldebug_cli.frameworks.trl.preference import refusal
 from mldebug_cli.frameworks.trl.trainer_facts import trl_trainer_facts
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import Truncated, truncate
@@ -535,6 +535,6 @@ FRAMEWORK = Framework(
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=trl_trainer_facts,
-    pair_refusal=lazily("mldebug_cli.frameworks.trl.preference", "refusal"),
+    pair_refusal=refusal,
     vision=VisionRows(("sft",), "TRL's SFT collator"),  # vision.py: SFTTrainer's DataCollatorForVisionLanguageModeling
 )
