@@ -6,10 +6,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # (versions and schema import the registry, which names this module: their types are named in words)
+if TYPE_CHECKING:  # the parts' types (none of these modules imports the registry, which imports this one)
+    from mldebug_cli.frameworks.preference_config import PreferenceConfig
+    from mldebug_cli.frameworks.rows import RowProfile
+    from mldebug_cli.frameworks.schema import KeySchema
+    from mldebug_cli.frameworks.trainer_facts import TrainerFacts
+    from mldebug_cli.frameworks.versions import TargetVersions
     from mldebug_cli.schedule.model import RunSpec
     from mldebug_cli.sources.config_file import ConfigFile
+    from mldebug_cli.sources.tokenizer import LoadedTokenizer
     from mldebug_cli.sources.training_plan import DatasetPlan, TrainingPlan
+
+# inspect-data's options (pipelines.inspect.InspectOptions, a floor above: a row profile reads the attributes it needs)
+InspectOptions = Any
+# a framework's own settings (its dataset options, its flags' settings): each framework's own record
+OwnSettings = Any
 
 
 @dataclass(frozen=True)
@@ -51,31 +62,35 @@ class VisionRows:
 
 @dataclass(frozen=True)
 class Framework:
-    """What one training framework does, as plain callables and facts; a part it lacks is None."""
+    """What one training framework does, as typed callables and facts; a part it lacks is None (the registry line's
+    ``serves`` says which parts a command may ask for). Resolved once per command (``registry.resolve``,
+    ``selector.resolve``) and carried along."""
 
     name: str
     versioned: tuple[str, ...] = ()  # the packages whose versions decide its semantics (its own, the transformers it runs on)
     detection: Detection | None = None  # None: never detected from a config (chosen with --framework only)
     fallback: bool = False  # the framework a config is for when no other one's keys are there
-    # (config, framework name, world size, versions.TargetVersions, task) -> RunSpec: the schedule settings
-    read_spec: Callable[[ConfigFile, str, int, Any, str | None], RunSpec] | None = None
-    # (config, versions.TargetVersions, task) -> schema.KeySchema: the keys it reads from its config at those versions
-    key_schema: Callable[[ConfigFile, Any, str | None], Any] | None = None
+    # (config, framework name, world size, target versions, task) -> the schedule settings
+    read_spec: Callable[[ConfigFile, str, int, TargetVersions, str | None], RunSpec] | None = None
+    # (config, target versions, task) -> the keys it reads from its config at those versions (None: not modelled)
+    key_schema: Callable[[ConfigFile, TargetVersions, str | None], KeySchema | None] | None = None
     read_plan: Callable[[ConfigFile], TrainingPlan] | None = None  # what its config implies for the data checks
-    # (config, task, versions.TargetVersions) -> preference_config.PreferenceConfig | None: its preference trainer
-    read_preference: Callable[[ConfigFile, str | None, Any], Any] | None = None
+    # (config, task, target versions) -> its preference trainer (None: supervised fine-tuning)
+    read_preference: Callable[[ConfigFile, str | None, TargetVersions], PreferenceConfig | None] | None = None
     # (plan, dataset, --train-on or None) -> its row options for one of the config's datasets (None: the plan's)
-    dataset_options: Callable[[TrainingPlan, DatasetPlan, str | None], Any] | None = None
-    rows: type | None = None  # its frameworks.rows.RowProfile class (class attributes say what it does)
-    row_profile: Callable[[Any, Any, str], Any] | None = None  # (inspect options, tokenizer, row format) -> RowProfile
+    dataset_options: Callable[[TrainingPlan, DatasetPlan, str | None], OwnSettings] | None = None
+    rows: type[RowProfile] | None = None  # its RowProfile class (class attributes say what it does)
+    # (inspect options, tokenizer, row format) -> how it turns rows into ids and labels
+    row_profile: Callable[[InspectOptions, LoadedTokenizer, str], RowProfile] | None = None
     encodes_pairs: bool = False  # its row profile may prepare preference rows itself (RowProfile.encode_pair)
     end_of_turn_keys: tuple[str, ...] = ()  # a dataset's masking settings that decide which end-of-turn tokens train
-    # (config, framework name, world size) -> trainer_facts.TrainerFacts: what its config makes the trainer do
-    trainer_facts: Callable[[ConfigFile, str, int], Any] | None = None
-    pair_refusal: Callable[[Any, str], Any] | None = None  # (first row, task) -> why its preference trainers refuse the rows
+    # (config, framework name, world size) -> what its config makes the trainer do
+    trainer_facts: Callable[[ConfigFile, str, int], TrainerFacts] | None = None
+    # (first row, task) -> (why its preference trainers refuse rows shaped like it, how to convert them) or None
+    pair_refusal: Callable[[object, str], tuple[str, str] | None] | None = None
     # (the values of its own flags given (registry.Flag), by option) -> their settings (InspectOptions.framework_flags)
-    read_flags: Callable[[Mapping[str, str]], Any] | None = None
+    read_flags: Callable[[Mapping[str, str]], OwnSettings] | None = None
     # (tokenizer folder, its flag settings) -> (the tokenizer folder those settings make, the report context lines
     # saying so), or None when they change nothing
-    flagged_tokenizer: Callable[[str, Any], tuple[str, Mapping[str, str]] | None] | None = None
+    flagged_tokenizer: Callable[[str, OwnSettings], tuple[str, Mapping[str, str]] | None] | None = None
     vision: VisionRows | None = None  # None: its image rows are refused, never read as text

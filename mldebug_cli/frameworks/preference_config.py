@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.frameworks import registry, versions
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import Setting, at
 
@@ -58,16 +57,6 @@ def checked_task(task: str | None) -> str | None:
     if task is not None and task not in (*TASKS, "sft"):
         raise UsageError(f"--task: unknown task {task!r}", hint=f"one of sft, {', '.join(TASKS)}")
     return task
-
-
-def read_preference(config: ConfigFile, framework: str, task: str | None,
-                    targets: versions.TargetVersions) -> PreferenceConfig | None:
-    """The preference trainer a config is for (None: supervised fine-tuning, or a framework without one), read by
-    ``framework``'s own reader."""
-    if checked_task(task) == "sft":
-        return None
-    reader = registry.framework(framework).read_preference if registry.entry(framework) else None
-    return reader(config, task, targets) if reader else None
 
 
 def trl_config_class(data: Mapping[str, Any], own: Mapping[str, Mapping[str, Any]], task: str | None = None) -> str:

@@ -17,9 +17,8 @@ from typing import Any, NamedTuple
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
-from mldebug_cli.frameworks import registry
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.sources.config_file import ConfigFile, load_config
+from mldebug_cli.sources.config_file import ConfigFile
 
 DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "half": "fp16",
           "fp32": "fp32", "float32": "fp32", "float": "fp32"}
@@ -151,20 +150,6 @@ class TrainerFacts:
 
 
 MAX_WORLD_SIZE = 1_000_000  # processes; past it no step arithmetic is meaningful
-
-
-def read_trainer_facts(config_path: str | Path, framework: str | None = None, world_size: int = 1) -> TrainerFacts:
-    """The facts of one config file; ``framework`` as detected when not given."""
-    from mldebug_cli.frameworks import detect_framework
-
-    config = load_config(config_path)
-    name = registry.chosen(framework, "trainer") if framework else detect_framework(config)
-    if not 1 <= world_size <= MAX_WORLD_SIZE:
-        raise InputError(f"--world-size must be from 1 to {MAX_WORLD_SIZE:,}, got {world_size}")
-    reader = registry.framework(name).trainer_facts
-    if reader is None:
-        raise InputError(f"{config.path}: mldebug does not read trainer settings of {name} configs")
-    return reader(config, name, world_size)
 
 
 def compute_dtype(bf16: Any, fp16: Any) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record
-from mldebug_cli.frameworks.registry import DISTRIBUTIONS, VERSION_PACKAGES
+from mldebug_cli.frameworks.lines import DISTRIBUTIONS, VERSION_PACKAGES
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -21,7 +21,7 @@ def at_step(build: Callable[..., Report], config: str, step: int, world_size: in
 
     def built(options: Any, progress: Callable[[int, int], None] | None = None) -> Report:
         from mldebug_cli.frameworks.sampling import batch_plan
-        from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+        from mldebug_cli.frameworks.selector import read_trainer_facts
         from mldebug_cli.pipelines.row_batches import open_rows
 
         facts = read_trainer_facts(config, None, world_size)

@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,10 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import KEPT_PER_CHECK, ContextValue, Finding, FindingKeeper, Hit, Location, Report
 from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
-from mldebug_cli.frameworks.registry import DEFAULT_ROWS, chosen, framework, frameworks, names_for
+from mldebug_cli.frameworks.framework import Framework
+from mldebug_cli.frameworks.registry import DEFAULT_ROWS, frameworks, load, resolve, serving
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
-from mldebug_cli.frameworks.selector import profile_class, row_profile
+from mldebug_cli.frameworks.selector import row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
 from mldebug_cli.pipelines.row_batches import (
     batch_results,
@@ -90,6 +92,12 @@ class InspectOptions:
     sequence_lengths: bool = False  # RowsSection.sequence_lengths: every kept row's sequence lengths (memory)
     model: str | None = None  # a model folder or its config.json: its embedding rows (DS030); None: the tokenizer folder's
 
+    @cached_property
+    def rows_framework(self) -> Framework:
+        """``framework`` looked up once (a UsageError when mldebug does not emulate its rows); every step of the
+        command asks this object."""
+        return resolve(self.framework, "rows")
+
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
     _validate(options)
@@ -109,7 +117,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     indices = sample_indices(options, total)
     detection = _detection(source, options)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
-    rows = row_profile(options.framework, options, loaded, detection.row_format)
+    rows = row_profile(options.rows_framework, options, loaded, detection.row_format)
     train_on = rows.train_on(options.train_on, detection.row_format)
     loaded, training_template = rows.training_template(loaded, detection.row_format, train_on)
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
@@ -167,7 +175,7 @@ def _vision_rows(source, options: InspectOptions) -> bool:
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
     if not is_vision_row(first):
         return False
-    vision = framework(options.framework).vision
+    vision = options.rows_framework.vision
     if vision is None or (options.task or "sft") not in vision.tasks:
         emulating = [f for f in frameworks() if f.vision]
         what = " and ".join(f.vision.emulated for f in emulating if f.vision)
@@ -318,9 +326,9 @@ def _validate(options: InspectOptions) -> None:
                          hint="an actor per CPU of the cluster is the default")
     if options.data_format is not None and options.data_format not in ROW_FORMATS:
         raise UsageError(f"--data-format: unknown format {options.data_format!r}", hint=f"one of {', '.join(ROW_FORMATS)}")
-    chosen(options.framework, "rows")
-    if options.template is not None and not profile_class(options.framework).own_templates:
-        owners = " or ".join(f"--framework {f}" for f in names_for("rows") if profile_class(f).own_templates)
+    rows = options.rows_framework.rows
+    if options.template is not None and not (rows and rows.own_templates):
+        owners = " or ".join(f"--framework {line.name}" for line in serving("rows") if _own_templates(load(line)))
         raise UsageError(f"--template names a framework's own template, and {options.framework} has none",
                          hint=f"pass {owners} to use its template, or the template file with --chat-template")
     if options.train_on is not None and options.train_on not in TRAIN_ON:
@@ -333,6 +341,10 @@ def _validate(options: InspectOptions) -> None:
         raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
     if sum(bool(x) for x in (options.rows, options.sample, options.all_rows)) > 1:
         raise UsageError("--rows, --sample and --all exclude each other")
+
+
+def _own_templates(framework: Framework) -> bool:
+    return bool(framework.rows and framework.rows.own_templates)
 
 
 def _preference_task(source: DatasetSource, options: InspectOptions) -> str | None:

@@ -69,7 +69,7 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
     (preflight's ``memory_lengths``: the rows as its inspect-data reads them for this config); ``count_steps``:
     the config's optimizer steps as lr-plot and preflight count them (preflight's ``config_steps``)."""
     from mldebug_cli.core import registry
-    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+    from mldebug_cli.frameworks.selector import read_trainer_facts
 
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="MEM")]
     if options.host_memory is not None:

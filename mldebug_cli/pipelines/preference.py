@@ -19,7 +19,6 @@ from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import ContextValue, Finding, Report
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView, SideView
 from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
-from mldebug_cli.frameworks.registry import framework as framework_object
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
 from mldebug_cli.frameworks.selector import pair_profile
 from mldebug_cli.frameworks.trl import preference as trl
@@ -59,10 +58,10 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     head = [r.data for r in first_records(source, 1) if r.error is None]
     if not head or not isinstance(head[0], dict):
         raise InputError(f"{source.display}: the first row is not a JSON object", hint=f"{task} rows need {TASK_COLUMNS}")
-    own = pair_profile(options.framework, options, loaded, task)  # the framework's own pairwise processor, or None
+    own = pair_profile(options.rows_framework, options, loaded, task)  # the framework's own pairwise processor, or None
     prepared = own.pair_preparation(loaded.template_source, task) if own is not None else None
     setup = _setup(options, task, source, loaded, head[0], prepared)
-    refusal = framework_object(options.framework).pair_refusal
+    refusal = options.rows_framework.pair_refusal
     if own is None and refusal is not None:
         setup = replace(setup, refusal=refusal(head[0], task))
     tokenizer = prepared.tokenizer if prepared is not None else loaded.tokenizer

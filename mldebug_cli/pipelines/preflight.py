@@ -482,7 +482,7 @@ def _steps_of(options: PreflightOptions, framework: str, size, task: str | None)
 def _memory_section(options, framework: str, data: list[_Part], progress,
                     count: Callable[[Any], str] | None = None) -> list[_Part]:
     """The memory estimate on the rows the data sections read, when the model's config.json is readable locally."""
-    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+    from mldebug_cli.frameworks.selector import read_trainer_facts
     from mldebug_cli.pipelines import memory
 
     try:

@@ -107,7 +107,7 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
 
 def read_facts(config: str, framework: str | None = None):
     """The trainer facts of ``config``: what it makes the trainer do, read as the framework reads it."""
-    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+    from mldebug_cli.frameworks.selector import read_trainer_facts
 
     return read_trainer_facts(Path(config), framework)
 

@@ -17,8 +17,7 @@ MAX_STEPS_PER_FINDING = 8  # a loss logged every k steps averages k steps: at mo
 def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: int = 1) -> tuple[tuple[StepRows, ...], str]:
     """The rows of each flagged step and a context line saying where they come from (or why they could not be)."""
     from mldebug_cli.frameworks.sampling import batch_plan
-    from mldebug_cli.frameworks.selector import detect_framework, read_plan
-    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+    from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_trainer_facts
     from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.sources.shards import open_dataset
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import InputError, MldebugError, UsageError
 from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Report, Severity
@@ -20,6 +20,9 @@ from mldebug_cli.core.sections.schedule import (
 from mldebug_cli.schedule.dataset_size import DatasetSize
 from mldebug_cli.schedule.model import Simulation
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.framework import Framework
+
 COMMAND = "lr-plot"
 
 
@@ -28,7 +31,7 @@ def build_report(
     num_rows: int | None = None,
     dataset: str | None = None,
     world_size: int = 1,
-    framework: str | None = None,
+    framework: str | Framework | None = None,
     trainer_state: str | None = None,
     plot: str | None = None,
     select: Iterable[str] = (),
@@ -45,11 +48,13 @@ def build_report(
     sequences) when neither ``num_rows`` nor ``dataset`` is given, and says which trainer the config runs;
     ``target_versions``: the ``--<package>-version`` flags; ``configured_versions``: mldebug.toml's;
     ``size``: a DatasetSize the caller already measured (preflight), instead of num_rows/dataset;
-    ``rows_source``: where ``num_rows`` came from; ``task``: the preference trainer preflight found (dpo, kto,
+    ``rows_source``: where ``num_rows`` came from; ``framework``: --framework (a name, looked up once here) or the
+    framework a caller resolved (None: detected from the config); ``task``: the preference trainer preflight found (dpo, kto,
     orpo, grpo), else the config's keys decide."""
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks import versions
-    from mldebug_cli.frameworks.selector import checked_framework, detect_framework, read_spec
+    from mldebug_cli.frameworks.framework import Framework
+    from mldebug_cli.frameworks.selector import read_spec, resolve
     from mldebug_cli.schedule import dataset_size
     from mldebug_cli.schedule.engine import ENGINE_CHOICES
     from mldebug_cli.schedule.overlay import compare
@@ -62,7 +67,7 @@ def build_report(
         raise UsageError(f"unknown engine {engine!r}", hint=f"choose one of {', '.join(ENGINE_CHOICES)}")
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="LR")]
     config_file = load_config(config)
-    framework = checked_framework(framework or detect_framework(config_file))
+    chosen = framework if isinstance(framework, Framework) else resolve(config_file, framework, "schedule")
     targets = versions.resolve(config, target_versions, configured_versions)
     unmeasured = None
     if size is None and num_rows is None and dataset is None and measure is not None:
@@ -72,12 +77,12 @@ def build_report(
         except MldebugError as exc:
             unmeasured = exc.message
     try:
-        spec = read_spec(config_file, framework, world_size, targets, task)
+        spec = read_spec(config_file, chosen, world_size, targets, task)
     except InputError as exc:  # a typo behind the error is a finding with its line, not a bare refusal
-        found = config_findings(config_file, framework, targets, select, ignore, task=task)
+        found = config_findings(config_file, chosen, targets, select, ignore, task=task)
         if not any(f.severity is Severity.ERROR for f in found):
             raise
-        return _unsimulated(config, framework, targets, found, exc)
+        return _unsimulated(config, chosen, targets, found, exc)
     if size is None and num_rows is not None:
         size = dataset_size.from_num_rows(num_rows, rows_source)
     elif size is None and dataset is not None:
@@ -92,7 +97,7 @@ def build_report(
     if trainer_state is not None:
         sim = replace(sim, overlay=compare(sim, trainer_state))
     reported = frozenset(ignored.key for ignored in spec.ignored)
-    findings = config_findings(config_file, framework, targets, select, ignore, reported, task)
+    findings = config_findings(config_file, chosen, targets, select, ignore, reported, task)
     findings += tuple(f for check in checks for f in check.findings(sim, None))
     plot_path = None
     if plot is not None:
@@ -104,13 +109,13 @@ def build_report(
         findings=findings,
         checks_run=_config_codes(select, ignore) + tuple(check.code for check in checks),
         targets=(config,),
-        context={**_context(sim, size, engine), CONTEXT_VERSIONS: targets.describe(_packages(framework)) or None},
+        context={**_context(sim, size, engine), CONTEXT_VERSIONS: targets.describe(chosen.versioned) or None},
         summary=_summary(sim, findings),
         details=details(sim, plot_path),
     )
 
 
-def config_findings(config_file, framework: str, targets, select: Iterable[str] = (), ignore: Iterable[str] = (),
+def config_findings(config_file, framework: str | Framework, targets, select: Iterable[str] = (), ignore: Iterable[str] = (),
                     reported: frozenset[str] = frozenset(), task: str | None = None) -> tuple[Finding, ...]:
     """The CF checks on a config: its keys and values against the framework's schema at the target versions."""
     from mldebug_cli.core import registry
@@ -120,7 +125,8 @@ def config_findings(config_file, framework: str, targets, select: Iterable[str] 
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="CF")]
     if not checks:
         return ()
-    review = ConfigReview(config_file, framework, key_schema(config_file, framework, targets, task), targets, reported)
+    name = framework if isinstance(framework, str) else framework.name
+    review = ConfigReview(config_file, name, key_schema(config_file, framework, targets, task), targets, reported)
     return tuple(f for check in checks for f in check.findings(review, None))
 
 
@@ -130,20 +136,14 @@ def _config_codes(select: Iterable[str], ignore: Iterable[str]) -> tuple[str, ..
     return tuple(ref.code for ref in registry.selected(select, ignore, family="CF"))
 
 
-def _packages(framework: str) -> tuple[str, ...]:
-    from mldebug_cli.frameworks.selector import versioned_packages
-
-    return versioned_packages(framework)
-
-
-def _unsimulated(config: str, framework: str, targets, findings: tuple[Finding, ...], error: InputError) -> Report:
+def _unsimulated(config: str, framework: Framework, targets, findings: tuple[Finding, ...], error: InputError) -> Report:
     """The config findings alone, when the config cannot be simulated (e.g. learning_rate misspelt)."""
     return Report(
         command=COMMAND,
         findings=findings,
         checks_run=tuple(dict.fromkeys(f.code for f in findings)),
         targets=(config,),
-        context={"config": config, "framework": framework, CONTEXT_VERSIONS: targets.describe(_packages(framework)) or None,
+        context={"config": config, "framework": framework.name, CONTEXT_VERSIONS: targets.describe(framework.versioned) or None,
                  "schedule": f"not simulated: {error.message}"},
         summary=ScheduleSummary(findings=len(findings), simulated=False).as_dict(),
         details=ScheduleSection(simulated=False).as_details(),

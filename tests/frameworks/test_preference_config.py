@@ -7,7 +7,8 @@ import pytest
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.frameworks import versions
-from mldebug_cli.frameworks.preference_config import read_preference, trl_config_class
+from mldebug_cli.frameworks.preference_config import trl_config_class
+from mldebug_cli.frameworks.selector import read_preference
 from mldebug_cli.frameworks.trl.framework import trl_keys
 from mldebug_cli.sources.config_file import load_config
 

@@ -6,7 +6,7 @@ import pytest
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.frameworks.sampling import batch_plan
-from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+from mldebug_cli.frameworks.selector import read_trainer_facts
 
 
 def facts(tmp_path, text: str, world_size: int = 1):

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+from mldebug_cli.frameworks.selector import read_trainer_facts
 from support import FIXTURES
 
 CONFIGS = FIXTURES / "configs"
@@ -83,6 +83,20 @@ def test_llama_factory_facts_use_its_hparams_defaults():
     assert (facts.max_length, facts.dataset_num_proc, facts.dtype) == (2048, 8, "bf16")
     dpo = read_trainer_facts(CONFIGS / "preference" / "llama_factory_dpo.yaml", "llama-factory")
     assert dpo.task == "dpo" and dpo.reference_model == "adapter-disabled" and dpo.loss.beta == 0.1
+
+
+def test_the_fused_loss_to_suggest_is_each_frameworks_own_key():
+    """memory's first fix names the key the framework reads (LLaMA-Factory's ModelArguments.enable_liger_kernel, in
+    its stored key record; axolotl's cut cross-entropy plugin; TrainingArguments' use_liger_kernel). LLaMA-Factory was
+    told use_liger_kernel before: the table was keyed by the distribution name, not the framework's."""
+    from mldebug_cli.memory.setup import setup_from_facts
+
+    changes = {name: setup_from_facts(read_trainer_facts(CONFIGS / config, name)).fused_loss_change.split(":")[0]
+               for name, config in (("llama-factory", "llama_factory_llama3_lora_sft.yaml"),
+                                    ("axolotl", "axolotl_llama3_lora_1b.yml"), ("trl", "trl_open_r1_sft_demo.yaml"),
+                                    ("transformers", "hf_training_args.yaml"))}
+    assert changes == {"llama-factory": "enable_liger_kernel", "axolotl": "plugins", "trl": "use_liger_kernel",
+                       "transformers": "use_liger_kernel"}
 
 
 def test_a_deepspeed_file_beside_the_config_is_read(tmp_path):

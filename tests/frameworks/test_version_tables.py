@@ -47,7 +47,7 @@ def test_each_default_constant_is_the_recorded_default(name, value, package, cls
 
 
 def _facts(tmp_path, config: dict, framework: str):
-    from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
+    from mldebug_cli.frameworks.selector import read_trainer_facts
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")

@@ -24,12 +24,11 @@ from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.framework import Detection, Framework, VisionRows
+from mldebug_cli.frameworks.framework import Detection, Framework, VisionPath, VisionRows
 from mldebug_cli.frameworks.hf import framework as hf
 from mldebug_cli.frameworks.llama_factory.templates import VERSION, LfTemplate, Settings
 from mldebug_cli.frameworks.llama_factory.trainer_facts import llama_factory_trainer_facts
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
-from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile
 from mldebug_cli.schedule.model import Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile
@@ -430,6 +429,14 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     return Rows(settings, chosen, fixed_tokenizer(loaded.tokenizer, chosen), parsed, unemulated)
 
 
+
+def _vision_path(options: Any, processor: Any, folder: Any) -> VisionPath:
+    """LLaMA-Factory's mm_plugin path (vision.py, which imports this module), imported when a dataset has image rows."""
+    from mldebug_cli.frameworks.llama_factory.vision import vision_path
+
+    own = options.framework_options if isinstance(options.framework_options, LlamaFactoryOptions) else None
+    return vision_path(options, processor, folder, own, row_profile)
+
 FRAMEWORK = Framework(
     name="llama-factory",
     versioned=("llamafactory", "transformers"),
@@ -445,5 +452,5 @@ FRAMEWORK = Framework(
     trainer_facts=llama_factory_trainer_facts,
     # vision.py: <image> rows through the template's mm_plugin (qwen2_vl) and the supervised processor
     vision=VisionRows(("sft",), "LLaMA-Factory's supervised stage (template qwen2_vl)",
-                      lazily("mldebug_cli.frameworks.llama_factory.vision", "vision_path"))
+                      _vision_path)
 )

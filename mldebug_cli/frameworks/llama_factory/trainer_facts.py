@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.trainer_facts import (
+    FusedLoss,
     LossFacts,
     LossTerm,
     PeftFacts,
@@ -82,4 +83,5 @@ def llama_factory_trainer_facts(config: ConfigFile, framework: str, world_size: 
         dataset_num_proc=r.integer("dataset_num_proc", "preprocessing_num_workers", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", 0),
         keys=dict(r.keys),
+        fused_loss=FusedLoss("enable_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),  # ModelArguments
     )

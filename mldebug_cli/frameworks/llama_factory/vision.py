@@ -26,7 +26,7 @@ by name until their own goldens exist).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -36,7 +36,6 @@ from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.sections.rows import ImageLine
 from mldebug_cli.frameworks.framework import VisionPath
 from mldebug_cli.frameworks.llama_factory.data import SHAREGPT_TAGS, InvalidRow, LfMessage, lf_messages, supervise
-from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions, row_profile
 from mldebug_cli.frameworks.llama_factory.templates import VERSION
 from mldebug_cli.frameworks.trl.vision import (
     RowRefused,
@@ -50,7 +49,6 @@ from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
 
 if TYPE_CHECKING:
     from mldebug_cli.frameworks.llama_factory.data import Piece
-    from mldebug_cli.frameworks.llama_factory.framework import Rows
 
 IMAGE_PLACEHOLDER, VIDEO_PLACEHOLDER, AUDIO_PLACEHOLDER = "<image>", "<video>", "<audio>"
 VISION_BOS, VISION_EOS = "<|vision_start|>", "<|vision_end|>"
@@ -137,7 +135,7 @@ def _images(raw: Mapping[str, Any]) -> list[Any]:
     return images if isinstance(images, list) else [images]
 
 
-def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcessor, rows: Rows, images_from: ImageReader,
+def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcessor, rows: Any, images_from: ImageReader,
                pixels: Pixels) -> VisionRow:
     """The row's ids and labels as LLaMA-Factory's converter, mm_plugin and supervised processor make them (a drop, a
     refusal or image problems when they do not). ``rows`` is the framework's Rows profile (template, encoder, settings)."""
@@ -269,9 +267,11 @@ def _collapse(text: str, offsets: Sequence[tuple[int, int]], counts: Sequence[in
 
 # --- inspect-data's vision path (Framework.vision) ------------------------------------------------------------
 
-def vision_path(options: Any, processor: VisionProcessor, base: Path) -> VisionPath:
-    """LLaMA-Factory's converter, its template's mm_plugin and the supervised processor (frameworks/llama_factory)."""
-    own = options.framework_options if isinstance(options.framework_options, LlamaFactoryOptions) else None
+def vision_path(options: Any, processor: VisionProcessor, base: Path, own: Any,
+                row_profile: Callable[[Any, Any, str], Any]) -> VisionPath:
+    """LLaMA-Factory's converter, its template's mm_plugin and the supervised processor (frameworks/llama_factory):
+    ``own`` is the config's LlamaFactoryOptions (None without --config), ``row_profile`` its text rows' encoding
+    (framework.py's Rows); both are passed in, as framework.py imports this module."""
     name = getattr(options, "template", None) or (own.template if own else None)
     if name not in EMULATED_PLUGINS:
         what = f"template {name!r}" if name else "no template (LLaMA-Factory parses the tokenizer's, with no mm_plugin)"

@@ -36,7 +36,7 @@ from typing import Any
 
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.framework import Detection, Framework, VisionRows
+from mldebug_cli.frameworks.framework import Detection, Framework, VisionPath, VisionRows
 from mldebug_cli.frameworks.hf import framework as hf
 from mldebug_cli.frameworks.preference_config import (
     EMULATED_TRL,
@@ -46,9 +46,9 @@ from mldebug_cli.frameworks.preference_config import (
     positive_length,
     trl_config_class,
 )
-from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.subjects import NotEmulated, TrainingTemplate
+from mldebug_cli.frameworks.trl.preference import refusal
 from mldebug_cli.frameworks.trl.trainer_facts import trl_trainer_facts
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import Truncated, truncate
@@ -522,6 +522,13 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     return rows
 
 
+def _vision_path(options: Any, processor: Any, folder: Any) -> VisionPath:
+    """TRL's vision path (vision.py), imported when a dataset has image rows."""
+    from mldebug_cli.frameworks.trl.vision import vision_path
+
+    return vision_path(options, processor, folder)
+
+
 FRAMEWORK = Framework(
     name=NAME,
     versioned=("trl", "transformers"),
@@ -539,7 +546,6 @@ FRAMEWORK = Framework(
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=trl_trainer_facts,
-    pair_refusal=lazily("mldebug_cli.frameworks.trl.preference", "refusal"),
-    # vision.py: SFTTrainer's DataCollatorForVisionLanguageModeling
-    vision=VisionRows(("sft",), "TRL's SFT collator", lazily("mldebug_cli.frameworks.trl.vision", "vision_path")),
+    pair_refusal=refusal,
+    vision=VisionRows(("sft",), "TRL's SFT collator", _vision_path),  # vision.py: DataCollatorForVisionLanguageModeling
 )

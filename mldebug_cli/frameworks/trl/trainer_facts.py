@@ -7,7 +7,7 @@ from typing import Any
 
 from mldebug_cli.frameworks import versions
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.preference_config import read_preference
+from mldebug_cli.frameworks.selector import read_preference
 from mldebug_cli.frameworks.trainer_facts import (
     LossFacts,
     LossTerm,
