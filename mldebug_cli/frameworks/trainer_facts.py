@@ -94,6 +94,15 @@ class FsdpFacts:
 
 
 @dataclass(frozen=True)
+class StabilityFacts:
+    """The settings the stability guides name, as the trainer receives them (the CF stability checks read them)."""
+
+    max_grad_norm: float = 1.0  # TrainingArguments' default; the Trainer clips only when it is above 0
+    eval_split: str | None = None  # the key and value that give the run an eval set; None: the run evaluates nothing
+    async_prefetch: bool = False  # axolotl's trl.async_prefetch: rollouts made in a background thread
+
+
+@dataclass(frozen=True)
 class TrainerFacts:
     framework: str
     task: str  # sft, dpo, kto, orpo, grpo, pt, rm, ppo
@@ -136,6 +145,7 @@ class TrainerFacts:
     dataloader_num_workers: int | None
     keys: Mapping[str, str] = field(default_factory=dict)
     sampler: SamplerFacts | None = None  # None: the framework's sampling is not read
+    stability: StabilityFacts = field(default_factory=StabilityFacts)
 
 
 MAX_WORLD_SIZE = 1_000_000  # processes; past it no step arithmetic is meaningful
@@ -220,8 +230,18 @@ def _trl(config: ConfigFile, framework: str, world_size: int) -> TrainerFacts:
         dataset_num_proc=r.integer("dataset_num_proc", "dataset_num_proc", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", 0),
         sampler=_trl_sampler(r, task, r.flag("packing", "packing", False)),
+        stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)), _hf_eval_split(r)),
         keys=dict(r.keys),
     )
+
+
+def _hf_eval_split(r: SpecReader, split: str | None = None) -> str | None:
+    """The Trainer evaluates only when ``eval_strategy`` is not ``no`` (its default); ``split`` is the key that makes
+    the eval set where the framework makes one (LLaMA-Factory's ``val_size``), needed too when given."""
+    strategy = str(r.text("eval_strategy", "eval_strategy", None) or r.text("eval_strategy", "evaluation_strategy", "no"))
+    if strategy == "no" or split == "":
+        return None
+    return f"eval_strategy: {strategy}" + (f", {split}" if split else "")
 
 
 def _trl_sampler(r: SpecReader, task: str, packing: bool) -> SamplerFacts:
@@ -350,7 +370,7 @@ def _axolotl(config: ConfigFile, framework: str, world_size: int) -> TrainerFact
         pad_to_max_length=r.flag("pad_to_max_length", "pad_to_sequence_len", bool(config.get("sample_packing"))),
         gradient_checkpointing=bool(r.raw("gradient_checkpointing", "gradient_checkpointing") or False),
         gradient_checkpointing_kwargs=r.mapping("gradient_checkpointing_kwargs", "gradient_checkpointing_kwargs")
-        or ({"use_reentrant": True} if config.get("gradient_checkpointing") else {}),
+        or _axolotl_checkpointing(config, rl),
         dtype=compute_dtype(bf16, fp16), model_dtype=compute_dtype(bf16, fp16), quantization=quant,
         double_quant=quant == "4bit", quant_type="nf4" if quant == "4bit" else None,
         optimizer=r.text("optimizer", "optimizer", "adamw_torch_fused"),
@@ -370,8 +390,28 @@ def _axolotl(config: ConfigFile, framework: str, world_size: int) -> TrainerFact
         if config.get("fsdp") or config.get("fsdp_config") else None,
         dataset_num_proc=r.integer("dataset_num_proc", "dataset_processes", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", None),
+        stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)), _axolotl_eval_split(r),
+                                 bool(trl.get("async_prefetch", False))),
         keys=dict(r.keys),
     )
+
+
+def _axolotl_checkpointing(config: ConfigFile, rl: str) -> dict[str, Any]:
+    """axolotl (utils/config normalize_config, core/builders/base.py): gradient checkpointing without kwargs is
+    reentrant unless the config is an RL one or names ``unfrozen_parameters``; then its builder passes non-reentrant."""
+    if not config.get("gradient_checkpointing"):
+        return {}
+    return {"use_reentrant": not rl and config.get("unfrozen_parameters") is None}
+
+
+def _axolotl_eval_split(r: SpecReader) -> str | None:
+    """axolotl evaluates on ``test_datasets`` or on the ``val_set_size`` share it splits off (default 0.0)."""
+    if str(r.text("eval_strategy", "eval_strategy", "") or "") == "no":
+        return None
+    if r.raw("eval_split", "test_datasets"):
+        return "test_datasets"
+    size = float(r.number("eval_split", "val_set_size", 0.0))
+    return f"val_set_size: {size:g}" if size > 0 else None
 
 
 def _axolotl_loss(r: SpecReader, task: str, rl: str, beta: float | None) -> LossFacts:
@@ -386,7 +426,10 @@ def _axolotl_loss(r: SpecReader, task: str, rl: str, beta: float | None) -> Loss
         return LossFacts((LossTerm("nll", 1.0), LossTerm("orpo-odds-ratio", beta or 0.1)), beta, ("orpo",))
     if task == "kto":
         return LossFacts((LossTerm("kto", 1.0),), beta, ("kto",))
-    return LossFacts((LossTerm("grpo-policy", 1.0),) + ((LossTerm("kl", beta),) if beta else ()), beta, ())
+    trl = r.config.get("trl") if isinstance(r.config.get("trl"), Mapping) else {}
+    policy = PolicyFacts(temperature=float(trl.get("temperature") or 1.0),  # None: GRPOConfig's 1.0
+                         epsilon=float(trl.get("epsilon") or 0.2), epsilon_high=_float(trl.get("epsilon_high")))
+    return LossFacts((LossTerm("grpo-policy", 1.0),) + ((LossTerm("kl", beta),) if beta else ()), beta, (), policy=policy)
 
 
 # ---------------------------------------------------------------------------------------------- LLaMA-Factory
@@ -456,8 +499,17 @@ def _llama_factory(config: ConfigFile, framework: str, world_size: int) -> Train
         deepspeed=_deepspeed(config, r.raw("deepspeed", "deepspeed")), fsdp=_hf_fsdp(r),
         dataset_num_proc=r.integer("dataset_num_proc", "preprocessing_num_workers", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", 0),
+        stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)), _hf_eval_split(r, _lf_split(r))),
         keys=dict(r.keys),
     )
+
+
+def _lf_split(r: SpecReader) -> str:
+    """LLaMA-Factory's eval set: ``eval_dataset``, or the ``val_size`` share of the training rows (default 0)."""
+    if r.raw("eval_split", "eval_dataset"):
+        return "eval_dataset"
+    size = float(r.number("eval_split", "val_size", 0.0))
+    return f"val_size: {size:g}" if size > 0 else ""
 
 
 # ------------------------------------------------------------------------------------------------------ shared

@@ -103,8 +103,23 @@ def config_findings(config_file, framework: str, targets, select: Iterable[str] 
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="CF")]
     if not checks:
         return ()
-    review = ConfigReview(config_file, framework, key_schema(config_file, framework, targets, task), targets, reported)
+    review = ConfigReview(config_file, framework, key_schema(config_file, framework, targets, task), targets, reported,
+                          _trainer_facts(config_file, framework))
     return tuple(f for check in checks for f in check.findings(review, None))
+
+
+def _trainer_facts(config_file, framework: str):
+    """The trainer settings the stability checks read; None where the framework's are not read or the config cannot
+    be (the CF001/CF002 findings and the schedule's own error say why)."""
+    from mldebug_cli.frameworks import registry
+
+    reader = registry.framework(framework).trainer_facts
+    if reader is None:
+        return None
+    try:
+        return reader(config_file, framework, 1)
+    except (InputError, UsageError):
+        return None
 
 
 def _config_codes(select: Iterable[str], ignore: Iterable[str]) -> tuple[str, ...]:
