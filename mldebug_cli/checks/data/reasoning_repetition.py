@@ -2,10 +2,10 @@
 
 What it finds
     An assistant turn's reasoning (``reasoning_content``/``thinking``/``reasoning``, or its ``<think>`` block)
-    in which one sentence of three words or more, compared without case and spacing, comes back at least 10 times
-    and makes up at least 20% of the trace's sentences (thresholds mldebug's own, overridable): a generation loop,
-    such as a trace saying "Let me think." 60 times. Interjections ("Wait.", "Hmm.") are not counted: traces use
-    them often without looping.
+    in which one sentence, or a cycle of two or three sentences, compared without case and spacing, comes back at
+    least 10 times in a row (mldebug's threshold, overridable): a generation loop, such as a trace saying "Let me
+    think." 60 times. Repeats with other text between them are not loops: a trace that checks a palindrome letter by
+    letter says "a vs a: yes." ten times among other sentences (LLaMA-Factory's reason_tool_use demo, row 34).
 
 Why it matters for training
     Distilled traces with a loop teach the loop: the fine-tuned model repeats itself until it hits its token limit.
@@ -21,7 +21,6 @@ Fix
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -33,7 +32,8 @@ if TYPE_CHECKING:
 
 SEVERITY = "warning"
 SUBJECT = "row"
-THRESHOLDS = {"min_repeats": 10, "min_share": 0.2, "min_words": 3}
+THRESHOLDS = {"min_repeats": 10}
+_PERIODS = (1, 2, 3)  # a loop of one sentence, or a cycle of two or three
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 
@@ -45,16 +45,29 @@ def run(row: Row, setup: Setup) -> Iterator[Hit]:
         sentences = [s for s in sentences if s]
         if not sentences:
             continue
-        counted = Counter(s for s in sentences if len(s.split()) >= THRESHOLDS["min_words"])
-        if not counted:
-            continue
-        sentence, count = counted.most_common(1)[0]
-        share = count / len(sentences)
-        if count >= THRESHOLDS["min_repeats"] and share >= THRESHOLDS["min_share"]:
+        repeats, start, period = _longest_loop(sentences)
+        if repeats >= THRESHOLDS["min_repeats"]:
+            cycle = " ".join(sentences[start:start + period])
             yield Hit(
-                f"the reasoning of assistant message {i} ({where}) repeats {show(sentence)} {count} times "
-                f"({share:.0%} of its {len(sentences)} sentences): a generation loop",
+                f"the reasoning of assistant message {i} ({where}) repeats {show(cycle)} {repeats} times in a row "
+                f"(from sentence {start + 1} of {len(sentences)}): a generation loop",
                 "drop or regenerate the row; filter traces on repeated sentences before training",
                 row.location(i),
             )
             return
+
+
+def _longest_loop(sentences: list[str]) -> tuple[int, int, int]:
+    """(times repeated in a row, first sentence, period) of the longest run of a sentence or a short cycle."""
+    best = (1, 0, 1)
+    for period in _PERIODS:
+        run = 0
+        for pos in range(period, len(sentences) + 1):
+            if pos < len(sentences) and sentences[pos] == sentences[pos - period]:
+                run += 1
+                continue
+            repeats = run // period + 1
+            if repeats > best[0]:
+                best = (repeats, pos - run - period, period)
+            run = 0
+    return best
