@@ -138,6 +138,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("RN032", "preference-margins-tiny", "run.preference_margins_tiny"),
     CheckRef("RN040", "run-crashed", "run.run_crashed"),
     CheckRef("RN041", "run-hung", "run.run_hung"),
+    CheckRef("RN042", "logged-memory-near-capacity", "run.logged_memory_near_capacity"),
     CheckRef("DP001", "identical-chosen-rejected", "preference.identical_chosen_rejected"),
     CheckRef("DP002", "empty-side", "preference.empty_side"),
     CheckRef("DP003", "prompt-not-shared", "preference.prompt_not_shared"),
