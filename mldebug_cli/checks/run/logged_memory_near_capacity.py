@@ -46,9 +46,9 @@ def logged_peak(run: Run):
     """(series, index of its highest finite point) of the first memory metric the run logged, else None."""
     for key in MEMORY_KEYS:
         series = run.get(key)
-        points = [(v, i) for i, v in enumerate(series.values) if v == v and v != float("inf")] if series else []
+        points = [(v, -i) for i, v in enumerate(series.values) if v == v and v != float("inf")] if series else []
         if points:
-            return series, max(points)[1]
+            return series, -max(points)[1]  # the first step that reached the peak
     return None
 
 
