@@ -36,6 +36,9 @@ def check_run(
     tokenizer: Path | None = typer.Option(None, "--tokenizer", help="Tokenizer folder: its vocabulary size bounds "
                                           "the loss (RN007)."),
     vocab_size: int | None = typer.Option(None, "--vocab-size", help="Vocabulary size for RN007."),
+    gpu: str | None = typer.Option(None, "--gpu", help="The GPU the run trained on (H100-80GB, A100-40GB, ...): its "
+                                   "logged peak memory is judged against it (RN042)."),
+    gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="The GPU's GiB, instead of --gpu."),
     log_format: str | None = typer.Option(None, "--format", help="trainer-state, jsonl, console, tensorboard, wandb, "
                                           "csv, mlflow or torchtune (default: detected)."),
     run_id: str | None = typer.Option(None, "--run-id", help="MLflow: the run to read (an id, its prefix or the run "
@@ -67,6 +70,8 @@ def check_run(
             thresholds=load_settings().thresholds,
             run=run_log,
             world_size=world_size,
+            gpu=gpu,
+            gpu_memory=gpu_memory,
         )
 
     if watch:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mldebug_cli.frameworks import record
 
 if TYPE_CHECKING:
+    from mldebug_cli.frameworks.trainer_facts import TrainerFacts
     from mldebug_cli.frameworks.versions import TargetVersions
     from mldebug_cli.sources.config_file import ConfigFile
 
@@ -226,3 +227,4 @@ class ConfigReview:
     schema: KeySchema | None  # None: the framework's keys are not modelled (torchtune)
     targets: TargetVersions
     reported: frozenset[str] = frozenset()  # keys another check already reports (LR004)
+    facts: TrainerFacts | None = None  # what the config makes the trainer do; None: not read for this framework

@@ -103,6 +103,15 @@ LIGER_LOSS = FusedLoss("use_liger_kernel: true (Liger's fused linear cross-entro
 
 
 @dataclass(frozen=True)
+class StabilityFacts:
+    """The settings the stability guides name, as the trainer receives them (the CF stability checks read them)."""
+
+    max_grad_norm: float = 1.0  # TrainingArguments' default; the Trainer clips only when it is above 0
+    eval_split: str | None = None  # the key and value that give the run an eval set; None: the run evaluates nothing
+    async_prefetch: bool = False  # axolotl's trl.async_prefetch: rollouts made in a background thread
+
+
+@dataclass(frozen=True)
 class TrainerFacts:
     framework: str
     task: str  # sft, dpo, kto, orpo, grpo, pt, rm, ppo
@@ -147,6 +156,7 @@ class TrainerFacts:
     sampler: SamplerFacts | None = None  # None: the framework's sampling is not read
     fused_loss: FusedLoss = LIGER_LOSS  # the fused loss its config can turn on
     quantized_adapter_bf16: bool = False  # on a quantized model its trainer casts the trainable adapter weights to bf16
+    stability: StabilityFacts = field(default_factory=StabilityFacts)
 
 
 MAX_WORLD_SIZE = 1_000_000  # processes; past it no step arithmetic is meaningful
@@ -158,6 +168,15 @@ def compute_dtype(bf16: Any, fp16: Any) -> str:
 
 def dtype_name(value: Any) -> str | None:
     return DTYPES.get(str(value).lower().removeprefix("torch.")) if value is not None else None
+
+
+def training_arguments_eval_split(r: SpecReader, split: str | None = None) -> str | None:
+    """The Trainer evaluates only when ``eval_strategy`` is not ``no`` (its default); ``split`` is the key that makes
+    the eval set where the framework makes one (LLaMA-Factory's ``val_size``), needed too when given ("" : none)."""
+    strategy = str(r.text("eval_strategy", "eval_strategy", None) or r.text("eval_strategy", "evaluation_strategy", "no"))
+    if strategy == "no" or split == "":
+        return None
+    return f"eval_strategy: {strategy}" + (f", {split}" if split else "")
 
 
 def training_arguments_fsdp(r: SpecReader) -> FsdpFacts | None:

@@ -31,9 +31,13 @@ def build_report(
     thresholds: Mapping[str, Mapping[str, float]] | None = None,
     run=None,
     world_size: int = 1,
+    gpu: str | None = None,
+    gpu_memory: float | None = None,
 ) -> Report:
-    """The RN report of the run log at ``run_path`` (or of ``run``, already read: ``--watch`` follows the log)."""
+    """The RN report of the run log at ``run_path`` (or of ``run``, already read: ``--watch`` follows the log);
+    ``gpu``/``gpu_memory``: the GPU the run trained on, that its logged peak memory is judged against (RN042)."""
     from mldebug_cli.core import registry
+    from mldebug_cli.memory.gpus import gpu_memory as gpu_size
     from mldebug_cli.sources.runlog import read_run
 
     if tokenizer is not None and vocab_size is not None:
@@ -45,7 +49,8 @@ def build_report(
     vocab = vocab_size or (tokenizer_vocab_size(tokenizer) if tokenizer else None)
     if run is None:
         run = read_run(run_path, fmt, run_id)
-    findings = run_checks(run, checks, thresholds, vocab, run_config)
+    device = gpu_size(gpu, gpu_memory)
+    findings = run_checks(run, checks, thresholds, vocab, run_config, device)
     lr_codes: tuple[str, ...] = ()
     lr_note = None
     if config and any(r.code == "LR009" for r in registry.selected(select, ignore)):
@@ -64,14 +69,15 @@ def build_report(
         targets=(run.path,),
         context={"run": run.path, "format": run.format, "kind": run.kind,
                  "steps": _step_span(run), "vocab_size": vocab, "config": config, "logged_lr": lr_note,
-                 "batch_plan": batch_note},
+                 "batch_plan": batch_note, **({} if device is None else {"gpu": f"{device[0]} ({device[1]:g} GiB)"})},
         summary=_summary(run, findings),
         details=details(run, findings, batches),
     )
 
 
-def run_checks(run, checks, thresholds=None, vocab=None, run_config=None) -> tuple[Finding, ...]:
-    return tuple(f for check in checks for f in check.findings(run, _context(check, thresholds, vocab, run_config)))
+def run_checks(run, checks, thresholds=None, vocab=None, run_config=None, gpu=None) -> tuple[Finding, ...]:
+    return tuple(f for check in checks
+                 for f in check.findings(run, _context(check, thresholds, vocab, run_config, gpu)))
 
 
 def check_history(history: list, meta: Mapping[str, Any], select: Iterable[str] = (), ignore: Iterable[str] = (),
@@ -113,12 +119,12 @@ def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | Non
     return report.findings, None
 
 
-def _context(check, thresholds, vocab, run_config):
+def _context(check, thresholds, vocab, run_config, gpu=None):
     from mldebug_cli.checks.run.common import RunContext
 
     limits = dict(check.thresholds)
     limits.update((thresholds or {}).get(check.code, {}))
-    return RunContext(limits=limits, vocab_size=vocab, config=run_config)
+    return RunContext(limits=limits, vocab_size=vocab, config=run_config, gpu=gpu)
 
 
 def _run_config(path: str):

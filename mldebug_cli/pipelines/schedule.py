@@ -126,8 +126,24 @@ def config_findings(config_file, framework: str | Framework, targets, select: It
     if not checks:
         return ()
     name = framework if isinstance(framework, str) else framework.name
-    review = ConfigReview(config_file, name, key_schema(config_file, framework, targets, task), targets, reported)
+    review = ConfigReview(config_file, name, key_schema(config_file, framework, targets, task), targets, reported,
+                          _trainer_facts(config_file, framework))
     return tuple(f for check in checks for f in check.findings(review, None))
+
+
+def _trainer_facts(config_file, framework: str | Framework):
+    """The trainer settings the stability checks read; None where the framework's are not read or the config cannot
+    be (the CF001/CF002 findings and the schedule's own error say why)."""
+    from mldebug_cli.frameworks import registry
+
+    found = framework if isinstance(framework, Framework) else registry.framework(framework)
+    reader = found.trainer_facts
+    if reader is None:
+        return None
+    try:
+        return reader(config_file, found.name, 1)
+    except (InputError, UsageError):
+        return None
 
 
 def _config_codes(select: Iterable[str], ignore: Iterable[str]) -> tuple[str, ...]:

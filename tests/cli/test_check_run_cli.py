@@ -157,3 +157,16 @@ def test_config_compares_the_logged_lr_with_the_simulated_schedule():
     clean = json.loads(check_run(str(states / "correct.json"), "--config", str(states / "overlay_config.json"),
                                  "-f", "json").stdout)
     assert not [f for f in clean["findings"] if f["code"] == "LR009"]
+
+
+def test_gpu_flag_judges_the_logged_peak_memory(tmp_path):
+    """RN042 through the CLI: axolotl's logged reserved peak against --gpu; an unknown GPU is exit 2, not a pass."""
+    log = [{"step": s, "loss": 1.0, "memory/device_reserved (GiB)": 70.0 if s < 3 else 76.1} for s in range(1, 6)]
+    state = tmp_path / "trainer_state.json"
+    state.write_text(json.dumps({"log_history": log, "max_steps": 5}))
+    doc = json.loads(check_run(str(state), "--gpu", "H100-80GB", "-f", "json", "--select", "RN042").stdout)
+    (finding,) = doc["findings"]
+    assert finding["location"]["step"] == 3 and "96% of the H100-80GB" in finding["message"]
+    assert json.loads(check_run(str(state), "--gpu-memory", "141", "-f", "json", "--select", "RN042").stdout)[
+        "findings"] == []
+    assert check_run(str(state), "--gpu", "H999").exit_code == 2

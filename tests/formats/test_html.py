@@ -212,7 +212,7 @@ def test_real_preflight_gives_each_part_its_findings(tmp_path):
         checks_by_section[command] = {a["data-code"] for a in Page(part).all("section", **{"class": "check"})}
     assert list(checks_by_section) == ["inspect-data", "lr-plot"]
     assert checks_by_section["inspect-data"] == {f.code for f in report.findings if f.code.startswith("DS")} != set()
-    assert checks_by_section["lr-plot"] == {f.code for f in report.findings if f.code.startswith("LR")} != set()
+    assert checks_by_section["lr-plot"] == {f.code for f in report.findings if f.code.startswith(("LR", "CF"))} != set()
     page = Page(html)
     assert page.all("article", **{"class": "row"}) and page.all("svg", **{"class": "lr-curve"})
 

@@ -133,6 +133,60 @@ def test_grpo_policy_facts_are_what_grpoconfig_holds(tmp_path, extra):
     assert facts.loss.loss_type == (args.loss_type,)
 
 
+@pytest.mark.parametrize("extra", [
+    {}, {"max_grad_norm": 0}, {"max_grad_norm": 0.3, "eval_strategy": "steps"}, {"eval_strategy": "no"},
+    {"eval_strategy": "epoch", "max_grad_norm": -1.0},
+])
+def test_trl_stability_facts_are_what_sftconfig_holds(extra, tmp_path):
+    """max_grad_norm and the eval strategy as TRL 1.16's SFTConfig parses the same file (the Trainer clips only
+    above 0 and evaluates only when eval_strategy is not 'no')."""
+    config = tmp_path / "sft.yaml"
+    config.write_text(yaml.safe_dump({"model_name_or_path": "m", "learning_rate": 2.0e-5, **extra}))
+    args = _trl_args(config, "SFTConfig", tmp_path)
+    facts = read_trainer_facts(config, "trl")
+    assert facts.stability.max_grad_norm == pytest.approx(args.max_grad_norm)
+    assert (facts.stability.eval_split is None) == (str(args.eval_strategy.value) == "no")
+
+
+@pytest.mark.parametrize("extra", [{"num_generations": 8}, {"num_generations": 4, "temperature": 0.3},
+                                   {"num_generations": 16, "temperature": 0.9}])
+def test_trl_grpo_sampling_facts_are_what_grpoconfig_holds(extra, tmp_path):
+    config = tmp_path / "grpo.yaml"
+    config.write_text(yaml.safe_dump({"model_name_or_path": "m", "per_device_train_batch_size": 16, "max_completion_length": 64, "reward_funcs": ["accuracy_reward"], **extra}))
+    args = _trl_args(config, "GRPOConfig", tmp_path)
+    facts = read_trainer_facts(config, "trl")
+    assert facts.task == "grpo"
+    assert (facts.num_generations, facts.loss.policy.temperature) == (args.num_generations, pytest.approx(args.temperature))
+
+
+def test_axolotl_stability_facts(tmp_path):
+    """axolotl 0.18 source: RL configs checkpoint non-reentrantly when no kwargs are given (normalize_config sets
+    reentrant only without rl); max_grad_norm 0 is passed on (set when not None); val_set_size makes the eval set."""
+    base = {"base_model": "m", "datasets": [{"path": "d.jsonl", "type": "alpaca"}], "output_dir": "out",
+            "gradient_checkpointing": True}
+    config = tmp_path / "a.yml"
+    config.write_text(yaml.safe_dump({**base, "rl": "grpo", "max_grad_norm": 0, "val_set_size": 0.05,
+                                      "trl": {"async_prefetch": True, "temperature": 0.5}}))
+    facts = read_trainer_facts(config, "axolotl")
+    assert facts.gradient_checkpointing_kwargs == {"use_reentrant": False}
+    assert facts.stability.max_grad_norm == 0 and facts.stability.eval_split == "val_set_size: 0.05"
+    assert facts.stability.async_prefetch and facts.loss.policy.temperature == 0.5
+    config.write_text(yaml.safe_dump({**base, "unfrozen_parameters": ["model.layers.0.*"]}))
+    assert read_trainer_facts(config, "axolotl").gradient_checkpointing_kwargs == {"use_reentrant": False}
+    config.write_text(yaml.safe_dump(base))
+    facts = read_trainer_facts(config, "axolotl")
+    assert facts.stability.max_grad_norm == 1.0 and facts.stability.eval_split is None
+
+
+def test_llama_factory_eval_split_needs_a_split_and_a_strategy(tmp_path):
+    base = {"model_name_or_path": "m", "stage": "sft", "do_train": True, "finetuning_type": "lora", "dataset": "d",
+            "template": "llama3", "output_dir": "out"}
+    config = tmp_path / "lf.yaml"
+    for extra, split in [({}, None), ({"val_size": 0.1}, None), ({"val_size": 0.1, "eval_strategy": "steps"},
+                         "eval_strategy: steps, val_size: 0.1"), ({"eval_dataset": "e", "eval_strategy": "epoch"},
+                         "eval_strategy: epoch, eval_dataset")]:
+        config.write_text(yaml.safe_dump({**base, **extra}))
+        assert read_trainer_facts(config, "llama-factory").stability.eval_split == split
 @pytest.mark.parametrize("targets", [["qkv_proj"], ["q_proj", "v_proj"], "q_proj", "all-linear", ["all-linear"],
                                      ".*\\.(q|v)_proj", ["o_proj", "down_proj", "gate_proj"]])
 def test_trl_lora_target_modules_are_what_trls_model_config_hands_peft(targets, tmp_path):

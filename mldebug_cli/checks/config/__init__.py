@@ -24,3 +24,13 @@ def present_keys(review) -> Iterator[tuple[str, str, Any, Any]]:
                 if isinstance(entry, Mapping):
                     for inner, inner_value in entry.items():
                         yield f"{name}.{index}.{inner}", str(inner), inner_value, nested
+
+
+STABILITY_GUIDE = "https://docs.axolotl.ai/docs/training_stability.html"
+
+
+def at_setting(review, setting: str, default_key: str) -> Location:
+    """Where a trainer setting came from: the config key the framework read it from, or the key to add."""
+    facts = review.facts
+    key = (facts.keys.get(setting) if facts is not None else None) or default_key
+    return Location(path=review.config.path, key=key, line=review.config.line(key))

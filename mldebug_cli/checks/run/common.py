@@ -32,6 +32,7 @@ class RunContext:
     limits: Mapping[str, float] = field(default_factory=dict)  # this check's thresholds (defaults + mldebug.toml)
     vocab_size: int | None = None
     config: RunConfig | None = None
+    gpu: tuple[str, float] | None = None  # (name, GiB per GPU as PyTorch sees it): --gpu / --gpu-memory
 
     def limit(self, name: str) -> float:
         return self.limits[name]

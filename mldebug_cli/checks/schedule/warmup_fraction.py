@@ -3,7 +3,7 @@
 What it finds
     The warmup share W / T of the optimizer steps: a warning above 20%, info when outside 1-10%
     (including no warmup at all). Skipped when warmup is longer than training (LR001) or the
-    scheduler takes no warmup.
+    scheduler takes no warmup; no warmup with a large effective batch is LR017's warning instead.
 
 Why it matters for training
     Long warmup spends a large part of a short fine-tuning run below the intended LR; no or very
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mldebug_cli.checks.schedule import at_key, warmup_share_hint
+from mldebug_cli.checks.schedule import at_key, no_warmup_large_batch, warmup_share_hint
 from mldebug_cli.core.findings import Hit, Severity
 from mldebug_cli.core.numbers import percent, plural
 from mldebug_cli.schedule.model import Simulation
@@ -38,7 +38,7 @@ def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     if not subject.schedule or spec.scheduler.ignores_warmup or plan.warmup_steps >= plan.total_steps:
         return
     share = plan.warmup_steps / plan.total_steps
-    if USUAL_RANGE[0] <= share <= USUAL_RANGE[1]:
+    if USUAL_RANGE[0] <= share <= USUAL_RANGE[1] or no_warmup_large_batch.applies(subject):
         return
     where = at_key(subject, spec.key("warmup"), "warmup_steps")
     if share > WARN_ABOVE:

@@ -13,6 +13,8 @@ from mldebug_cli.frameworks.trainer_facts import (
     LossFacts,
     LossTerm,
     PeftFacts,
+    PolicyFacts,
+    StabilityFacts,
     TrainerFacts,
     compute_dtype,
     deepspeed_facts,
@@ -77,7 +79,7 @@ def axolotl_trainer_facts(config: ConfigFile, framework: str, world_size: int) -
         pad_to_max_length=r.flag("pad_to_max_length", "pad_to_sequence_len", bool(config.get("sample_packing"))),
         gradient_checkpointing=bool(r.raw("gradient_checkpointing", "gradient_checkpointing") or False),
         gradient_checkpointing_kwargs=r.mapping("gradient_checkpointing_kwargs", "gradient_checkpointing_kwargs")
-        or ({"use_reentrant": True} if config.get("gradient_checkpointing") else {}),
+        or _checkpointing(config, rl),
         dtype=compute_dtype(bf16, fp16), model_dtype=compute_dtype(bf16, fp16), quantization=quant,
         double_quant=quant == "4bit", quant_type="nf4" if quant == "4bit" else None,
         optimizer=r.text("optimizer", "optimizer", "adamw_torch_fused"),
@@ -97,10 +99,30 @@ def axolotl_trainer_facts(config: ConfigFile, framework: str, world_size: int) -
         if config.get("fsdp") or config.get("fsdp_config") else None,
         dataset_num_proc=r.integer("dataset_num_proc", "dataset_processes", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", None),
+        stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)), _eval_split(r),
+                                 bool(trl.get("async_prefetch", False))),
         keys=dict(r.keys),
         fused_loss=FusedLoss("plugins: [axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin] + "
                              "cut_cross_entropy: true", "cce"),
     )
+
+
+def _checkpointing(config: ConfigFile, rl: str) -> dict[str, Any]:
+    """axolotl (utils/config normalize_config, core/builders/base.py): gradient checkpointing without kwargs is
+    reentrant unless the config is an RL one or names ``unfrozen_parameters``; then its builder passes non-reentrant."""
+    if not config.get("gradient_checkpointing"):
+        return {}
+    return {"use_reentrant": not rl and config.get("unfrozen_parameters") is None}
+
+
+def _eval_split(r: SpecReader) -> str | None:
+    """axolotl evaluates on ``test_datasets`` or on the ``val_set_size`` share it splits off (default 0.0)."""
+    if str(r.text("eval_strategy", "eval_strategy", "") or "") == "no":
+        return None
+    if r.raw("eval_split", "test_datasets"):
+        return "test_datasets"
+    size = float(r.number("eval_split", "val_set_size", 0.0))
+    return f"val_set_size: {size:g}" if size > 0 else None
 
 
 def _axolotl_loss(r: SpecReader, task: str, rl: str, beta: float | None) -> LossFacts:
@@ -115,7 +137,12 @@ def _axolotl_loss(r: SpecReader, task: str, rl: str, beta: float | None) -> Loss
         return LossFacts((LossTerm("nll", 1.0), LossTerm("orpo-odds-ratio", beta or 0.1)), beta, ("orpo",))
     if task == "kto":
         return LossFacts((LossTerm("kto", 1.0),), beta, ("kto",))
-    return LossFacts((LossTerm("grpo-policy", 1.0),) + ((LossTerm("kl", beta),) if beta else ()), beta, ())
+    trl = r.config.get("trl") if isinstance(r.config.get("trl"), Mapping) else {}
+    epsilon_high = trl.get("epsilon_high")
+    policy = PolicyFacts(temperature=float(trl.get("temperature") or 1.0),  # None: GRPOConfig's 1.0
+                         epsilon=float(trl.get("epsilon") or 0.2),
+                         epsilon_high=None if epsilon_high is None else float(epsilon_high))
+    return LossFacts((LossTerm("grpo-policy", 1.0),) + ((LossTerm("kl", beta),) if beta else ()), beta, (), policy=policy)
 
 
 

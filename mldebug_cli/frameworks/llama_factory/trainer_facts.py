@@ -9,10 +9,12 @@ from mldebug_cli.frameworks.trainer_facts import (
     LossFacts,
     LossTerm,
     PeftFacts,
+    StabilityFacts,
     TrainerFacts,
     compute_dtype,
     deepspeed_facts,
     key_names,
+    training_arguments_eval_split,
     training_arguments_fsdp,
 )
 from mldebug_cli.sources.config_file import ConfigFile
@@ -82,6 +84,16 @@ def llama_factory_trainer_facts(config: ConfigFile, framework: str, world_size: 
         deepspeed=deepspeed_facts(config, r.raw("deepspeed", "deepspeed")), fsdp=training_arguments_fsdp(r),
         dataset_num_proc=r.integer("dataset_num_proc", "preprocessing_num_workers", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", 0),
+        stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)),
+                                 training_arguments_eval_split(r, _eval_split(r))),
         keys=dict(r.keys),
         fused_loss=FusedLoss("enable_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),  # ModelArguments
     )
+
+
+def _eval_split(r: SpecReader) -> str:
+    """LLaMA-Factory's eval set: ``eval_dataset``, or the ``val_size`` share of the training rows (default 0)."""
+    if r.raw("eval_split", "eval_dataset"):
+        return "eval_dataset"
+    size = float(r.number("eval_split", "val_size", 0.0))
+    return f"val_size: {size:g}" if size > 0 else ""

@@ -14,6 +14,7 @@ from mldebug_cli.frameworks.trainer_facts import (
     PeftFacts,
     PolicyFacts,
     SamplerFacts,
+    StabilityFacts,
     TrainerFacts,
     compute_dtype,
     deepspeed_facts,
@@ -21,6 +22,7 @@ from mldebug_cli.frameworks.trainer_facts import (
     key_names,
     reference_model,
     target_modules_of,
+    training_arguments_eval_split,
     training_arguments_fsdp,
 )
 from mldebug_cli.sources.config_file import ConfigFile
@@ -89,6 +91,7 @@ def _facts(config: ConfigFile, framework: str, world_size: int, trl: bool) -> Tr
         dataset_num_proc=r.integer("dataset_num_proc", "dataset_num_proc", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", 0),
         sampler=_trl_sampler(r, task, r.flag("packing", "packing", False)),
+        stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)), training_arguments_eval_split(r)),
         keys=dict(r.keys),
         # trl/trainer/sft_trainer.py (1.16): on a quantized model the trainable adapter weights go to bf16
         quantized_adapter_bf16=trl,
