@@ -135,6 +135,7 @@ def _trainer_facts(config_file, framework: str | Framework):
     """The trainer settings the stability checks read; None where the framework's are not read or the config cannot
     be (the CF001/CF002 findings and the schedule's own error say why)."""
     from mldebug_cli.frameworks import registry
+    from mldebug_cli.frameworks.framework import Framework
 
     found = framework if isinstance(framework, Framework) else registry.framework(framework)
     reader = found.trainer_facts
