@@ -100,7 +100,6 @@ class RowProfile:
     truncation = "keep_start"  # see render.truncation
     appends_eos = False  # EOS appended to plain text and completions
     pad_masked_by_id = False  # the collator masks labels equal to the pad id
-    masking_method: str | None = None  # the context's masking line when the profile decides it (None: the generic one)
     own_templates = False  # chat rows are encoded by the framework's own templates (no chat template needed)
     eos_is_turn_end = False  # the framework makes the template's end-of-turn the tokenizer's EOS (it saves it so)
     keeps_sharegpt_tags = False  # ShareGPT rows keep their from tags as roles
@@ -108,6 +107,11 @@ class RowProfile:
     # who maps the chat template over every row before the first step without catching its error (so one row it
     # raises on stops the run), or None where a row that raises is left out or the rows are not prepared up front
     template_error_stops_run: str | None = None
+
+    @property
+    def masking_method(self) -> str | None:
+        """The context's masking line when the profile decides it (None: the generic one)."""
+        return None
 
     def max_length(self, given: int | None) -> int | None:
         return given
