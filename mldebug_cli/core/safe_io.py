@@ -98,7 +98,7 @@ def note_inputs(paths: Iterable[str | os.PathLike]) -> None:
         if stat.S_ISREG(st.st_mode):
             _inputs[(st.st_dev, st.st_ino)] = str(path)
         elif stat.S_ISDIR(st.st_mode):
-            for folder, _dirs, names in os.walk(path):
+            for folder, _dirs, names in os.walk(os.fspath(path)):
                 for name in names:
                     seen += 1
                     if seen > MAX_FOLDER_FILES:
@@ -178,7 +178,7 @@ def _write_in_place(path: str | os.PathLike, write: Callable[[IO], None], flag: 
         stat.S_ISCHR(target.st_mode) and (os.path.realpath(path) == os.devnull or _is_terminal(path)))
     if not writable:
         raise InputError(f"{flag} {path}: not a file, pipe or terminal mldebug writes a report to")
-    with open(path, "ab" if binary else "a", **({} if binary else {"encoding": "utf-8"})) as stream:
+    with (open(path, "ab") if binary else open(path, "a", encoding="utf-8")) as stream:
         write(stream)
 
 

@@ -31,18 +31,18 @@ def _transformers_clock(now: datetime) -> Iterator[None]:
 
     class FixedClock(datetime):
         @classmethod
-        def now(cls, tz: Any = None) -> datetime:  # noqa: ARG003 - same signature as datetime.now
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]  # noqa: ARG003 - datetime.now's signature
             return now
 
     original = chat_utils.datetime
-    chat_utils.datetime = FixedClock
+    vars(chat_utils)["datetime"] = FixedClock
     try:
         yield
     finally:
-        chat_utils.datetime = original
+        vars(chat_utils)["datetime"] = original
 
 
-ENGINE = Engine(
+ENGINE: Engine = Engine(
     name="transformers",
     deploy_side=lambda spec, kind, train, trust: sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust),
     render_side=lambda source: sides.render_side(ENGINE, source),

@@ -38,6 +38,7 @@ def gguf_side(spec: str, vocab: GGUFVocab, role: str) -> Side:
 
 def converted(side: Side) -> Side:
     """A Hugging Face tokenizer's side as llama.cpp serves it after convert_hf_to_gguf: its vocab flags and EOG tokens."""
+    assert side.loaded is not None  # a tokenizer's side
     vocab = hf_as_gguf_vocab(side.loaded)
     return replace(side, adds_bos=vocab.add_bos, adds_eos=vocab.add_eos,
                    stop_token_texts=tuple(vocab.tokens[i] for i in vocab.end_of_generation_ids),
@@ -52,6 +53,7 @@ def deploy_side(spec: str, kind: str, train: Side, trust_remote_code: bool) -> S
 
 def render_side(source: RenderSource) -> Side:
     if source.kind == "gguf":
+        assert source.gguf is not None  # RenderSource sets the path of its kind
         return replace(gguf_side(source.gguf, read_gguf(source.gguf), "render"), loaded=source.loaded)
     side = sides.render_template_side(ENGINE, source)
     return converted(side) if side.loaded is not None else side
@@ -77,7 +79,7 @@ def render(side, messages, tools, add_generation_prompt, now, variables) -> str:
     ).prompt
 
 
-ENGINE = Engine(
+ENGINE: Engine = Engine(
     name="llamacpp",
     deploy_side=deploy_side,
     render_side=render_side,

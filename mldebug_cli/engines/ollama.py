@@ -85,11 +85,12 @@ def ollama_side(
     notes: list[str] = []
     stop_strings = tuple(modelfile.stop) if modelfile is not None else ()
     fallback = None
+    text: str
     if template is not None:
-        template, source = template
+        text, source = template
     elif modelfile is not None and modelfile.template is not None:
-        template, source = modelfile.template, f"{spec} (TEMPLATE)"
-        check_go_template(template, spec)
+        text, source = modelfile.template, f"{spec} (TEMPLATE)"
+        check_go_template(text, spec)
     else:
         hf_template = _imported_template(vocab, loaded)
         if vocab is None and loaded is None:
@@ -106,15 +107,15 @@ def ollama_side(
                 hint="pass the Modelfile `ollama show --modelfile NAME` prints after `ollama create` (it carries the "
                 f"TEMPLATE Ollama chose), or set {ollama.FAMILIES_ENV} to the template/ folder of an Ollama source tree",
             )
-        family = ollama.detect_family(hf_template, families) if families is not None else None
+        family = ollama.detect_family(hf_template, families) if families is not None and hf_template else None
         if family is None:
-            template = ollama.DEFAULT_TEMPLATE
+            text = ollama.DEFAULT_TEMPLATE
             source = "Ollama's raw-prompt default ({{ .Prompt }})"
             fallback = ("the model's chat template matches none of Ollama's template families"
                         if hf_template else "the model has no chat template") + ", so Ollama sends the raw prompt"
         else:
             loaded_family = ollama.load_family(family, families)
-            template, source = loaded_family.template, f"Ollama's {family} template (detected on import)"
+            text, source = loaded_family.template, f"Ollama's {family} template (detected on import)"
             stop_strings = stop_strings or loaded_family.stop  # a Modelfile PARAMETER stop replaces the family's
     facts = _ollama_vocab_facts(vocab, loaded, assumed)
     notes.extend(facts.notes)
@@ -122,7 +123,7 @@ def ollama_side(
         role=role,
         spec=spec,
         kind=kind,
-        template=template,
+        template=text,
         template_source=source,
         bos_text=facts.bos_text,
         eos_text=facts.eos_text,
@@ -197,9 +198,12 @@ def deploy_side(spec: str, kind: str, train: Side, trust_remote_code: bool) -> S
 
 def render_side(source: RenderSource) -> Side:
     if source.kind == "gguf":
+        assert source.gguf is not None  # RenderSource sets the path of its kind
         return ollama_side(source.gguf, "gguf", read_gguf(source.gguf), None, source.loaded, role="render")
     if source.kind == "modelfile":
+        assert source.modelfile is not None
         return modelfile_side(source.modelfile, source.loaded, role="render")
+    assert source.template is not None
     text = read_text(source.template)
     check_go_template(text, source.template)
     return ollama_side(source.template, "gotemplate", None, None, source.loaded, role="render",
@@ -220,7 +224,7 @@ def render(side, messages, tools, add_generation_prompt, now, variables) -> str:
     )
 
 
-ENGINE = Engine(
+ENGINE: Engine = Engine(
     name="ollama",
     deploy_side=deploy_side,
     render_side=render_side,

@@ -125,7 +125,9 @@ def render_source_side(*, tokenizer: str | None, template: str | None, gguf: str
     kind = render_kind(template, gguf, modelfile)
     chosen = choose_engine(kind, engine, "--engine", "renders")  # before anything loads
     loaded = load_tokenizer(tokenizer, template if is_jinja(template) else None, trust_remote_code) if tokenizer else None
-    return _engine(chosen).render_side(RenderSource(kind, tokenizer, template, gguf, modelfile, loaded))
+    render_side = _engine(chosen).render_side
+    assert render_side is not None  # choose_engine keeps only engines that render
+    return render_side(RenderSource(kind, tokenizer, template, gguf, modelfile, loaded))
 
 
 _engine = engine  # render_source_side's ``engine`` parameter hides the function

@@ -63,11 +63,14 @@ def render_template_side(engine: Engine, source: RenderSource) -> Side:
     """``mldebug render`` of a tokenizer's template, or of a ``.jinja`` (with --tokenizer, or alone)."""
     loaded = source.loaded
     if loaded is not None:
+        spec = source.template or source.tokenizer
+        assert spec is not None  # a tokenizer was loaded from one of them
         if not loaded.chat_template:
             raise InputError(f"{source.tokenizer}: the tokenizer has no chat template", hint="pass --template FILE")
-        check_jinja_syntax(loaded.chat_template, loaded.template_source or source.tokenizer)
-        return tokenizer_side(engine, source.template or source.tokenizer, source.kind, loaded.chat_template,
-                              loaded.template_source or source.tokenizer, loaded, "render")
+        check_jinja_syntax(loaded.chat_template, loaded.template_source or spec)
+        return tokenizer_side(engine, spec, source.kind, loaded.chat_template, loaded.template_source or spec,
+                              loaded, "render")
+    assert source.template is not None  # a template without a tokenizer
     text = read_text(source.template)
     check_jinja_syntax(text, source.template)
     return Side(role="render", spec=source.template, kind="jinja", template=text, template_source=source.template,
@@ -78,6 +81,7 @@ def render_template_side(engine: Engine, source: RenderSource) -> Side:
 def render_gguf_template_side(engine: Engine, source: RenderSource) -> Side:
     """``mldebug render`` of a GGUF's own Jinja template by an engine that renders it as written."""
     spec = source.gguf
+    assert spec is not None  # the source's kind is gguf
     vocab = read_gguf(spec)
     if not vocab.chat_template:
         raise InputError(f"{spec}: the GGUF has no chat template", hint="--engine llamacpp renders llama.cpp's ChatML fallback")

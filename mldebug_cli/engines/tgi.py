@@ -23,7 +23,7 @@ def render(side, messages, tools, add_generation_prompt, now, variables) -> str:
     ).prompt
 
 
-ENGINE = Engine(
+ENGINE: Engine = Engine(
     name="tgi",
     deploy_side=lambda spec, kind, train, trust: sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust),
     render_side=lambda source: sides.render_side(ENGINE, source),

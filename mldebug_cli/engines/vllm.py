@@ -7,7 +7,7 @@ from __future__ import annotations
 from mldebug_cli.engines import hf, sides
 from mldebug_cli.engines.engine import Engine
 
-ENGINE = Engine(
+ENGINE: Engine = Engine(
     name="vllm",
     deploy_side=lambda spec, kind, train, trust: sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust),
     render_side=None,

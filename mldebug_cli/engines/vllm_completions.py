@@ -22,7 +22,7 @@ def completion_side(side: Side) -> Side:
                    notes=("vLLM /v1/completions: the prompt is tokenized with add_special_tokens=true",))
 
 
-ENGINE = Engine(
+ENGINE: Engine = Engine(
     name="vllm-completions",
     deploy_side=lambda spec, kind, train, trust: completion_side(
         sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust)),

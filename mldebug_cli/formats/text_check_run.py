@@ -49,7 +49,7 @@ def _render_batches(section: RunSection, console) -> None:
 
 
 def _marks(section: RunSection, key: str, points: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    ranges = [(r.first, r.last) for r in section.ranges if r.key == key]
+    ranges = [(r.first, r.last) for r in section.ranges if r.key == key and r.first is not None and r.last is not None]
     return [(s, v) for s, v in points if any(first <= s <= last for first, last in ranges)]
 
 

@@ -30,15 +30,15 @@ def _render_probe(probe: ProbeView, console) -> None:
     elif probe.identical:
         line.append("identical tokens", style="green")
     else:
-        kinds = ", ".join(dict.fromkeys(h.kind for h in probe.hunks)) or "text identical"
+        kinds = ", ".join(dict.fromkeys(h.kind or "" for h in probe.hunks)) or "text identical"
         count = len(probe.hunks)
         line.append(f"differs: {count} text difference{'s' if count != 1 else ''} ({kinds})", style="yellow")
     console.print(line)
     if not probe.differs:
         return
     for hunk in probe.hunks[:MAX_HUNKS_SHOWN]:
-        console.print(_hunk_line("train ", probe.train, hunk.train_at, hunk.train, hunk.kind))
-        console.print(_hunk_line("deploy", probe.deploy, hunk.deploy_at, hunk.deploy, ""))
+        console.print(_hunk_line("train ", probe.train or "", hunk.train_at, hunk.train, hunk.kind or ""))
+        console.print(_hunk_line("deploy", probe.deploy or "", hunk.deploy_at, hunk.deploy, ""))
     for tokens in probe.token_differences[:MAX_TOKEN_HUNKS_SHOWN]:
         out = Text(f"      tokens @{tokens.train_at}: ", style="dim")
         out.append(" ".join(tokens.train) or "∅")

@@ -101,7 +101,7 @@ def _render_summary(summary: PairsSummary, console) -> None:
     if summary.pairs:
         console.print(Text(f"  {summary.pairs} pairs, chosen/rejected completion length ratio "
                            f"{summary.chosen_rejected_length_ratio}, chosen longer in "
-                           f"{100 * summary.chosen_longer_share:.0f}% of pairs"))
+                           f"{100 * (summary.chosen_longer_share or 0):.0f}% of pairs"))
     if summary.desirable or summary.undesirable:
         console.print(Text(f"  KTO labels: {summary.desirable} desirable, {summary.undesirable} undesirable"))
     console.print()

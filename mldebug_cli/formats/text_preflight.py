@@ -70,7 +70,7 @@ def _describe(command: str, summary: Mapping[str, Any]) -> str:
         gib = 1024**3
         memory = MemorySummary.from_dict(summary)
         fits = memory.fits
-        verdict = "" if fits is None else (" fits" if fits else " does NOT fit") + f" in {memory.gpu_bytes / gib:.1f} GiB"
+        verdict = "" if fits is None else (" fits" if fits else " does NOT fit") + f" in {(memory.gpu_bytes or 0) / gib:.1f} GiB"
         return (f"peak {memory.peak_per_gpu_bytes / gib:.1f} GiB per GPU at {memory.peak_moment},{verdict}"
                 f" (largest term: {memory.largest_term})")
     if command == "check-template":

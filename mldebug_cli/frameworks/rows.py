@@ -100,7 +100,6 @@ class RowProfile:
     truncation = "keep_start"  # see render.truncation
     appends_eos = False  # EOS appended to plain text and completions
     pad_masked_by_id = False  # the collator masks labels equal to the pad id
-    masking_method: str | None = None  # the context's masking line when the profile decides it (None: the generic one)
     own_templates = False  # chat rows are encoded by the framework's own templates (no chat template needed)
     eos_is_turn_end = False  # the framework makes the template's end-of-turn the tokenizer's EOS (it saves it so)
     keeps_sharegpt_tags = False  # ShareGPT rows keep their from tags as roles
@@ -110,6 +109,11 @@ class RowProfile:
     template_error_stops_run: str | None = None
     # whether the trainer reads a per-message ``loss_weight`` (None: not known, nothing is said)
     reads_message_weights: bool | None = None
+
+    @property
+    def masking_method(self) -> str | None:
+        """The context's masking line when the profile decides it (None: the generic one)."""
+        return None
 
     def max_length(self, given: int | None) -> int | None:
         return given

@@ -104,7 +104,7 @@ def _merge(parts: list[KeyType], text_becomes_enum: bool) -> KeyType:
         return KeyType()
     enums = [p for p in parts if p.choices is not None]
     if enums and all(p.choices is not None or (text_becomes_enum and p.kinds == {"str"}) for p in parts):
-        choices = tuple(dict.fromkeys(c for p in enums for c in p.choices))
+        choices = tuple(dict.fromkeys(c for p in enums for c in p.choices or ()))
         return KeyType(frozenset(k for p in enums for k in p.kinds), choices)
     kinds = frozenset(k for p in parts for k in p.kinds)
     if enums:  # a closed set next to open kinds: the open kinds decide

@@ -169,8 +169,8 @@ class Row:
 
         if isinstance(self.sample, Chat):
             return self.sample.messages
-        if isinstance(self.sample, PromptCompletion) and self.sample.conversational:
-            return list(self.sample.prompt) + list(self.sample.completion)
+        if isinstance(self.sample, PromptCompletion) and isinstance(self.sample.prompt, list):
+            return self.sample.prompt + (self.sample.completion if isinstance(self.sample.completion, list) else [])
         return []
 
     @property

@@ -211,8 +211,9 @@ def layer_activation_bytes(shape: ModelShape, setup: MemorySetup, batch: MicroBa
     # gated MLP: gate and up outputs, SiLU output; the down projection's input for its weight gradient
     per_token += 3 * cb * mlp + (cb * mlp if full else 0)
     # LoRA: each adapted module's bf16 cast of its input and lora_A's r-wide output
+    rank = setup.peft.r if setup.peft is not None else 0  # no adapted modules without peft
     for module in lora_modules(shape, setup):
-        per_token += cb * module.fan_in + cb * setup.peft.r
+        per_token += cb * module.fan_in + cb * rank
     per_token += 8  # the two RMSNorms' fp32 rsqrt
     per_token *= max(1, shape.experts_per_token) if shape.experts else 1
     return int(per_token * batch.tokens)

@@ -146,16 +146,22 @@ def with_class_defaults(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return full, f"defaults of transformers {type(text).__name__}"
 
 
+def _text_part(config: dict[str, Any]) -> dict[str, Any]:
+    """The language model's keys: a vision-language config's `text_config`, else the config itself."""
+    text = config.get("text_config")
+    return text if isinstance(text, dict) else config
+
+
 def shape_from_config(config: dict[str, Any], source: str = "", class_defaults: bool = True) -> ModelShape:
     checked_sizes(config, source or "config.json")  # 1e9 experts, 1e999 layers, zero heads: an error, not an estimate
     defaults = ""
-    written = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    written = _text_part(config)
     missing = next((k for k in REQUIRED if k not in written), None)
     if missing:  # the shape itself must be written down; only the rest takes the class's defaults
         raise InputError(f"{source or 'config.json'}: no {missing} (not a decoder-only language model config?)")
     if class_defaults:
         config, defaults = with_class_defaults(config)
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text = _text_part(config)
     try:
         hidden = int(text["hidden_size"])
         heads = int(text["num_attention_heads"])
@@ -164,15 +170,15 @@ def shape_from_config(config: dict[str, Any], source: str = "", class_defaults: 
             vocab=int(text["vocab_size"]), hidden=hidden, layers=int(text["num_hidden_layers"]), heads=heads,
             kv_heads=int(text.get("num_key_value_heads") or heads),
             head_dim=int(text.get("head_dim") or hidden // heads),
-            intermediate=int(text.get("moe_intermediate_size") if text.get("num_experts") else text["intermediate_size"]),
+            intermediate=int(text["moe_intermediate_size"] if text.get("num_experts") else text["intermediate_size"]),
             tied=bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))),
             qkv_bias=bool(text.get("attention_bias", str(text.get("model_type")) in QKV_BIAS)),
             experts=int(text.get("num_experts") or text.get("num_local_experts") or 0),
             experts_per_token=int(text.get("num_experts_per_tok") or 0),
             source=source, defaults=defaults,
         )
-    except KeyError as missing:
-        raise InputError(f"{source or 'config.json'}: no {missing.args[0]} (not a decoder-only language model config?)") from None
+    except KeyError as absent:
+        raise InputError(f"{source or 'config.json'}: no {absent.args[0]} (not a decoder-only language model config?)") from None
     except (TypeError, ValueError) as error:
         raise InputError(f"{source or 'config.json'}: a shape value is not a number ({error})") from None
     return shape

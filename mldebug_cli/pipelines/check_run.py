@@ -57,7 +57,8 @@ def build_report(
         lr_findings, lr_note = logged_lr_findings(run, config)
         findings += lr_findings
         lr_codes = ("LR009",) if lr_note is None else ()
-    batches, batch_note = (), None
+    batches: tuple[StepRows, ...] = ()
+    batch_note = None
     if config:
         from mldebug_cli.pipelines.run_batches import rows_behind
 

@@ -115,7 +115,8 @@ def _setup(options, task: str, source: DatasetSource, loaded, first: dict[str, A
     closing: tuple[int, ...] = ()
     if prepared is not None:
         tok, implicit, conversational = prepared.tokenizer, False, True
-        max_length, stop_ids = prepared.max_length, set(prepared.stop_ids)
+        max_length = prepared.max_length
+        stop_ids: set[int | None] = set(prepared.stop_ids)
     else:
         try:
             trl_row = to_trl_row(first, "dpo" if unpaired or task == "orpo" else task)
@@ -301,6 +302,7 @@ def _render(pairs: list[Pair], setup: PreferenceSetup, renderer: ChatRenderer | 
         for pair in ready:
             pair.prompt_text = pair.prompt
         return
+    assert renderer is not None  # conversational rows are rendered by the chat template
     try:
         if setup.task == "orpo":
             _render_orpo(ready, renderer)

@@ -298,9 +298,10 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
         configured = _as_configured(replace(options, dataset=chosen.spec), plan, chosen, given)
     if "tokenizer" not in given:
         configured = replace(configured, tokenizer=plan.tokenizer.value)
-    pointing = replace(plan, **{name: Setting(getattr(plan, name).value) for name in ("tokenizer", "chat_template",
-                                "train_on", "max_length") if name in given})
-    context = {
+    flags_given: dict[str, Any] = {name: Setting(getattr(plan, name).value) for name in (
+        "tokenizer", "chat_template", "train_on", "max_length") if name in given}
+    pointing = replace(plan, **flags_given)
+    context: dict[str, str | int | None] = {
         "config": f"{config.path} ({configured.framework}: {_framework_source(detected, configured.framework, given)})",
         "from_config": _from_config(config, plan, chosen, given) or None,
         "flags_over_config": _overridden(config, plan, chosen, given) or None,
@@ -412,7 +413,9 @@ def _overridden(config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan, gi
     return "; ".join(parts)
 
 
-def _key_at(config: ConfigFile, key: str) -> str:
+def _key_at(config: ConfigFile, key: str | None) -> str:
+    if key is None:
+        return "the framework's default"
     line = config.line(key)
     return f"{key}, line {line}" if line else key
 

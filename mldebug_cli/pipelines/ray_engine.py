@@ -13,6 +13,7 @@ A dead actor is restarted and its batch retried (``ACTOR_RESTARTS`` times), then
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import socket
@@ -49,7 +50,7 @@ def connect(address: str | None):
         local_priority()
     try:
         _reachable(where)  # Ray itself retries an unreachable address for minutes
-        ray.init(address=address, log_to_driver=False, logging_level="warning", include_dashboard=False)
+        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, include_dashboard=False)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError, OSError) as exc:
         raise InputError(f"cannot reach the Ray cluster at {where or 'a new local instance'}: {_one_line(exc)}",
                          hint=CLUSTER_HINT) from None

@@ -19,6 +19,7 @@ from mldebug_cli.core.sections.probes import ProbesSection, ProbesSummary
 from mldebug_cli.engines.registry import deploy_side, train_side
 from mldebug_cli.pipelines.render import FIXED_NOW, EngineRenderError, render_with_engine, tokenize
 from mldebug_cli.render.diff import (
+    Hunk,
     HunkContext,
     ProbeResult,
     TemplateComparison,
@@ -75,6 +76,7 @@ def build_report(options: CheckTemplateOptions) -> Report:
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="CT")]
     train = train_side(options.train, options.train_tokenizer, options.trust_remote_code)
     deploy = deploy_side(options.deploy, options.deploy_engine, train, options.trust_remote_code)
+    assert train.loaded is not None  # the train side is always a tokenizer
     tok = train.loaded.tokenizer
     end_of_turn = _end_of_turn(train)
     probes = builtin_probes(end_of_turn or tok.eos_token)
@@ -149,7 +151,7 @@ def _compare(
     if served.text is None:
         return ProbeResult(probe, train_text=trained.text, deploy_error=served.error)
     train_ids, deploy_ids = tokens.train_ids(train, trained.text), tokens.deploy_ids(deploy, served.text)
-    hunks = ()
+    hunks: tuple[Hunk, ...] = ()
     if trained.text != served.text:
         context = HunkContext(
             messages=probe.messages,
@@ -221,6 +223,7 @@ def _end_of_turn(train: Side) -> str | None:
     from mldebug_cli.render.chat import ChatRenderer
     from mldebug_cli.render.probe import probe_template
 
+    assert train.loaded is not None and train.template is not None  # the train side is a tokenizer with its template
     tok = train.loaded.tokenizer
     facts = probe_template(ChatRenderer.for_tokenizer(tok, train.template), tok.bos_token, list(tok.get_added_vocab()))
     return facts.end_of_turn or tok.eos_token

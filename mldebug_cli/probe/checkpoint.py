@@ -29,7 +29,8 @@ def read_moments(folder: str, model: Any) -> dict[str, dict[str, Any]] | None:
     except Exception as exc:  # a truncated or foreign pickle: say which file
         raise InputError(f"{path}: cannot read the optimizer state ({type(exc).__name__}: {exc})") from None
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    decay = set(Trainer.get_decay_parameter_names(None, model))
+    # called unbound: it reads only the model (transformers' Trainer.get_decay_parameter_names uses no self attribute)
+    decay = set(Trainer.get_decay_parameter_names(None, model))  # type: ignore[arg-type]
     order = [n for n, _ in named if n in decay] + [n for n, _ in named if n not in decay]
     indices = [i for group in state.get("param_groups", []) for i in group.get("params", [])]
     shapes = dict((n, p.shape) for n, p in named)

@@ -107,7 +107,7 @@ def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], 
 
     named = trainable(model)
     totals = TermGradients([n for n, _ in named], {})
-    per_term: dict[str, dict[str, list[float]]] = {s.name: {"push": [], "metric": [], "rows": [], "loss": []}
+    per_term: dict[str, dict[str, list[Any]]] = {s.name: {"push": [], "metric": [], "rows": [], "loss": []}
                                                     for s in specs}
     error = None
     torch.manual_seed(SEED)
@@ -236,7 +236,7 @@ def _lora_ratio(name: str, params: dict[str, Any], modules: dict[str, Any], step
     owner = modules.get(name.split(".lora_B.")[0])
     adapter = name.split(".lora_B.")[1].split(".")[0]
     base = getattr(getattr(owner, "base_layer", None), "weight", None)
-    if a_name not in params or base is None:
+    if a_name not in params or base is None or owner is None:
         return None
     scale = float(owner.scaling.get(adapter, 1.0)) if isinstance(getattr(owner, "scaling", None), dict) else 1.0
     a, b = params[a_name].detach().float(), params[name].detach().float()

@@ -100,7 +100,7 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
                                                      trust_remote_code=False)
     except Exception as exc:  # a refused pickle, a safetensors error, a shape mismatch: the folder's, said by name
         raise InputError(f"{model_dir}: cannot load the model ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
-    model.to(device)
+    torch.nn.Module.to(model, device)  # (transformers types PreTrainedModel.to's first argument oddly)
     described = None
     if adapter is not None or facts.peft is not None:
         model, described = _wrap(model, facts.peft, adapter)
@@ -117,7 +117,7 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
             wrapped = PeftModel.from_pretrained(model, adapter, is_trainable=True, trust_remote_code=False)
         except Exception as exc:  # a refused pickle, a shape mismatch with the model: the adapter's, said by name
             raise InputError(f"{adapter}: cannot load the adapter ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
-        config = wrapped.peft_config["default"]
+        config: Any = wrapped.peft_config["default"]  # the adapter's LoraConfig (its base PeftConfig lacks r)
     else:
         targets = peft_facts.target_modules
         config = LoraConfig(

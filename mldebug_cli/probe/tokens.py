@@ -58,7 +58,7 @@ def _ways(model: Any, names: list[str], grads: list[Any], tied: bool) -> list[tu
     row: lm_head (or the tied embedding) trained whole, peft trainable tokens, LoRA on the output layer."""
     grad_of = dict(zip(names, grads))
     heads = ("lm_head",) + (("embed_tokens", "wte", "word_embeddings") if tied else ())
-    ways = []
+    ways: list[tuple[str, set[int] | None, Any]] = []
     for name, param in model.named_parameters():
         if not param.requires_grad or not any(h in name for h in heads):
             continue

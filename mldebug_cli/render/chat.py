@@ -166,8 +166,9 @@ def template_syntax_error(template: str) -> str | None:
 
 def _describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())[:300]
-    if getattr(exc, "lineno", None) and type(exc).__name__ == "TemplateSyntaxError":
-        text = f"line {exc.lineno}: {text}"
+    lineno = getattr(exc, "lineno", None)
+    if lineno and type(exc).__name__ == "TemplateSyntaxError":
+        text = f"line {lineno}: {text}"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -183,11 +184,11 @@ def _bounded_transformers() -> Iterator[Any]:
     from transformers.utils import chat_template_utils as ctu
 
     saved = ctu._compile_jinja_template, ctu.ImmutableSandboxedEnvironment
-    ctu._compile_jinja_template, ctu.ImmutableSandboxedEnvironment = compile_bounded, bounded_sandbox_class()
+    vars(ctu).update(_compile_jinja_template=compile_bounded, ImmutableSandboxedEnvironment=bounded_sandbox_class())
     try:
         yield ctu.render_jinja_template
     finally:
-        ctu._compile_jinja_template, ctu.ImmutableSandboxedEnvironment = saved
+        vars(ctu).update(_compile_jinja_template=saved[0], ImmutableSandboxedEnvironment=saved[1])
 
 
 MAX_TEMPLATE_CHARS = 1_000_000  # of Jinja source, as for Go templates: real chat templates are a few KiB to ~50 KiB

@@ -124,7 +124,7 @@ def _char_range(cuts: list[tuple[int, int]], first: int, last: int, length: int)
     return at, at
 
 
-def _merge_across_single_gaps(ops: list[tuple[str, int, int, int, int]], a_lex: list[str]) -> list[tuple[int, int, int, int]]:
+def _merge_across_single_gaps(ops: Sequence[tuple[str, int, int, int, int]], a_lex: list[str]) -> list[tuple[int, int, int, int]]:
     """Join two hunks separated by one space or punctuation lexeme ("26 Jul 2024" vs "15 Jan 2025" is one hunk)."""
     merged: list[list[int]] = []
     for _, i1, i2, j1, j2 in ops:
@@ -245,8 +245,10 @@ def default_system_prompt(user_only: str, system_and_user: str, system: str, use
     return before_user[len(prefix) : len(before_user) - len(middle)]
 
 
-def window(text: str, start: int, end: int, context: int = 20, longest: int = 60) -> str:
-    """``text[start:end]`` between ⟨ ⟩ with some context, whitespace visible, quoted; a long middle is cut."""
+def window(text: str | None, start: int, end: int, context: int = 20, longest: int = 60) -> str:
+    """``text[start:end]`` between ⟨ ⟩ with some context, whitespace visible, quoted; a long middle is cut (a side
+    not rendered reads as empty text)."""
+    text = text or ""
     head = ("…" if start > context else "") + visible(text[max(0, start - context) : start])
     tail = visible(text[end : end + context]) + ("…" if end + context < len(text) else "")
     middle = text[start:end]

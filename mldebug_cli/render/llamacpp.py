@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any, cast
 
 import jinja2
 from jinja2 import nodes
@@ -416,7 +416,7 @@ def _renders_arguments(source: str, arguments: Any) -> bool:
 @lru_cache(maxsize=64)
 def probe_caps(source: str) -> TemplateCaps:
     """Probe a template as llama.cpp's ``caps_get`` does."""
-    content_probe = type("_ContentProbe", (_ListAccessTracker,), {})
+    content_probe: type[_ListAccessTracker] = type("_ContentProbe", (_ListAccessTracker,), {})
     _probe(source, [_ReadTracker(role="user", content=content_probe("content"))], None)
 
     system = _ReadTracker(role="system", content="System message")
@@ -449,7 +449,7 @@ class _TooSlow(InputError):
 class _GenerationTags(Extension):
     """``{% generation %}`` blocks (transformers' assistant masks): llama.cpp ignores the tags."""
 
-    tags: ClassVar[set[str]] = {"generation"}
+    tags = {"generation"}
 
     def parse(self, parser: Any) -> nodes.Node:
         lineno = next(parser.stream).lineno
@@ -543,7 +543,7 @@ def _tojson(
         value,
         ensure_ascii=ensure_ascii,
         indent=indent,
-        separators=tuple(separators),
+        separators=cast("tuple[str, str]", tuple(separators)),  # another length: json.dumps raises, as Python's would
         sort_keys=sort_keys,
         default=_json_fallback,
     )

@@ -75,9 +75,8 @@ def layout_chat(
         text = rendered.text
     else:
         text = renderer.render(messages, tools).text
-        turns = shapes.turns(messages, tools, text) if shapes is not None else None
-        if turns is None:
-            turns = _turns_by_diff(renderer, messages, tools, text, end_texts, turn_end)
+        found = shapes.turns(messages, tools, text) if shapes is not None else None
+        turns = found if found is not None else _turns_by_diff(renderer, messages, tools, text, end_texts, turn_end)
         method = "turn-diff"
     if train_on == "last" and turns:
         last = max(t.message_index for t in turns)
@@ -95,11 +94,12 @@ def layout_completion(
 ) -> ChatLayout:
     """Prompt/completion rows as TRL renders them: everything after the prompt is trained."""
     if isinstance(prompt, str):
+        assert isinstance(completion, str)  # TRL refuses a text prompt with a conversational completion
         full = prompt + completion
         if eos_text and not full.endswith(eos_text):
             full += eos_text
         return ChatLayout(full, (), ((len(prompt), len(full)),), "completion", prompt_end=len(prompt))
-    assert renderer is not None
+    assert renderer is not None and not isinstance(completion, str)
     prompt_text = renderer.render(prompt, tools, add_generation_prompt=True).text
     full = renderer.render(prompt + completion, tools).text
     start = len(prompt_text) if full.startswith(prompt_text) else common_prefix(prompt_text, full)
@@ -209,7 +209,7 @@ def _by_content(
     else:
         # the template dropped or rewrote the content: the turn runs to its end-of-turn token
         closing = full.find(turn_end, start, limit) if turn_end else -1
-        if closing < 0:
+        if closing < 0 or not turn_end:
             return Turn(index, start, start, False, "unlocated", False)
         at, end = start, closing + len(turn_end)
         tail = generated[generated.find(turn_end) + len(turn_end):] if generated and turn_end in generated else ""

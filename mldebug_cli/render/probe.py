@@ -30,7 +30,7 @@ def probe_template(renderer: ChatRenderer, bos_text: str | None, added_tokens: l
     footer = full[after + len(SENTINEL):] if after >= 0 else None
     generation_prompt = prompt[len(bare):] if prompt.startswith(bare) and len(prompt) > len(bare) else None
     return TemplateFacts(
-        writes_bos=bool(bos_text) and full.startswith(bos_text),
+        writes_bos=bool(bos_text) and full.startswith(bos_text or ""),
         footer=footer,
         end_of_turn=_first_token_in(footer, added_tokens) if footer else None,
         generation_prompt=generation_prompt,

@@ -51,6 +51,7 @@ def grpo_dataloader_length(rows: int, spec: RunSpec) -> int:
     generation batches of ``generation_batch_size / num_generations`` prompts (the remainder is never sampled) and
     yields each ``num_iterations * steps_per_generation`` times, one micro-batch per process each time."""
     batching = spec.generation
+    assert batching is not None  # a GRPO run's spec
     return (rows // batching.prompts_per_generation) * batching.num_iterations * batching.steps_per_generation
 
 

@@ -140,6 +140,11 @@ def _at(lr_at, index: int) -> float | None:
         return None
 
 
+def _stepped(lr_at, factor: int, offset: int) -> Callable[[int], float | None]:
+    """The LR of logged step k when the scheduler steps ``factor`` times per optimizer step, ``offset`` in."""
+    return lambda k: _at(lr_at, (k - 1) * factor + offset)
+
+
 def _count(logged: Sequence[LoggedLR], predict: Callable[[int], float | None]) -> int:
     matched = 0
     for point in logged:
@@ -166,8 +171,8 @@ def _faster_stepping(sim: Simulation, logged, lr_at) -> list[Explanation]:
     probe = logged[: min(len(logged), 8)]
     for factor in factors:
         # the scheduler may step before or after the optimizer inside each window: any offset 0..factor
-        offsets = [o for o in range(factor + 1) if _count(probe, lambda k, f=factor, o=o: _at(lr_at, (k - 1) * f + o))]
-        matched = max((_count(logged, lambda k, f=factor, o=o: _at(lr_at, (k - 1) * f + o)) for o in offsets), default=0)
+        offsets = [o for o in range(factor + 1) if _count(probe, _stepped(lr_at, factor, o))]
+        matched = max((_count(logged, _stepped(lr_at, factor, o)) for o in offsets), default=0)
         if matched:
             found.append(Explanation(*_stepping_story(factor, accumulation, processes), matched, len(logged)))
         if matched == len(logged):
@@ -198,7 +203,10 @@ def _resumed(sim: Simulation, logged, lr_at, run_max_steps: int | None) -> Expla
     offset = sim.spec.log_offset
     follows = [_at(lr_at, p.step - 1 + offset) for p in logged]
     prefix = 0
-    while prefix < len(logged) and follows[prefix] is not None and close(logged[prefix].lr, follows[prefix]):
+    while prefix < len(logged):
+        predicted = follows[prefix]
+        if predicted is None or not close(logged[prefix].lr, predicted):
+            break
         prefix += 1
     if prefix == 0 or prefix == len(logged):
         return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ def simulate(config: ConfigFile, spec: RunSpec, size: DatasetSize | None, engine
     """The schedule ``spec`` (read from ``config``) produces on a dataset of ``size``."""
     plan = plan_steps(spec, size)
     sampled = None
+    steps: Sequence[int]
     if plan.steps_run > MAX_SCHEDULE_STEPS:  # the step counts stay exact; the curve is computed where it matters
         steps = sampled_steps(plan.warmup_steps, plan.steps_run)
         result = simulate_sampled(spec.scheduler, spec.learning_rate, plan.warmup_steps, plan.total_steps, steps)

@@ -365,7 +365,7 @@ def _first_line_is_json(path: Path) -> bool:
     return True
 
 
-def _parse_line(index: int, number: int, raw: bytes | str) -> Record:
+def _parse_line(index: int, number: int | None, raw: bytes | str) -> Record:
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
@@ -381,7 +381,7 @@ def _parse_line(index: int, number: int, raw: bytes | str) -> Record:
     return _shaped(index, number, data, text)
 
 
-def _shaped(index: int, line: int, data: Any, text: str) -> Record:
+def _shaped(index: int, line: int | None, data: Any, text: str) -> Record:
     """The parsed row, or its shape problem (``text`` is its JSON: fewer brackets than the limit, and no escaped
     surrogate, need no walk)."""
     if text.count("[") + text.count("{") > MAX_DEPTH or "\\ud" in text.lower():

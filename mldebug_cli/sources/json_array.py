@@ -73,7 +73,8 @@ class _Buffer:
     def peek(self) -> str:
         """The next character after white space, or '' at the end of the file."""
         while True:
-            self.advance(_SPACE.match(self.text, self.pos).end())
+            spaces = _SPACE.match(self.text, self.pos)  # matches (maybe nothing) at any position
+            self.advance(spaces.end() if spaces else self.pos)
             if self.pos < len(self.text):
                 return self.text[self.pos]
             if not self.more():

@@ -105,7 +105,8 @@ def _sharegpt(turns: Any, system: Any = None) -> list[dict[str, Any]]:
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
             raise RowProblem("DP013", f"turn {i} is not a ShareGPT turn with a text value", i)
-        role = SHAREGPT_ROLES.get(turn.get("from"))
+        tag = turn.get("from")
+        role = SHAREGPT_ROLES.get(tag) if isinstance(tag, str) else None
         if role is None:
             raise RowProblem("DP013", f"turn {i}: ShareGPT role {turn.get('from')!r} is not mapped to a chat role", i)
         out.append({"role": role, "content": turn["value"]})

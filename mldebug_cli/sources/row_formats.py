@@ -8,7 +8,7 @@ Formats: ``messages`` (OpenAI/HF chat, with tool_calls, tools, reasoning_content
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,8 +124,7 @@ def to_sample(row: Any, detection: Detection) -> Sample:
     """Convert one raw row; raises RowProblem when it does not fit."""
     if not isinstance(row, dict):
         raise RowProblem("DS010", f"row is a JSON {type(row).__name__}, not an object")
-    convert = _CONVERTERS[detection.row_format]
-    return convert(row, detection)
+    return _CONVERTERS[detection.row_format](row, detection)
 
 
 def _tools(row: dict[str, Any]) -> list[Any] | None:
@@ -189,7 +188,9 @@ def _typed_parts(message: dict[str, Any], index: int) -> dict[str, Any]:
     if not _has_typed_parts(message):
         return message
     allowed = ("text", "reasoning", "tool_call") if message.get("role") == "assistant" else ("text",)
-    text, reasoning, calls = [], [], []
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[Any] = []
     for part in content:
         kind, value = part["type"], part["value"]
         if kind not in allowed or not isinstance(value, str):
@@ -384,7 +385,7 @@ def _kind(value: Any) -> str:
     )
 
 
-_CONVERTERS = {
+_CONVERTERS: dict[str, Callable[[dict[str, Any], Detection], Sample]] = {
     "messages": _messages,
     "sharegpt": _sharegpt,
     "alpaca": _alpaca,

@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,7 +209,7 @@ def single_id(tok, text: str) -> int | None:
     return ids[0] if len(ids) == 1 else None
 
 
-def token_pieces(tokenizer: Any, ids: list[int]) -> list[str]:
+def token_pieces(tokenizer: Any, ids: Sequence[int]) -> list[str]:
     """Each id's piece; an id the tokenizer does not have (a pre-tokenized row's id past the vocabulary) is shown as
     ``<id N: not in the vocabulary>`` instead of transformers' None."""
     pieces = tokenizer.convert_ids_to_tokens(list(ids)) if ids else []

@@ -41,7 +41,7 @@ def run(row: Row, setup: Setup) -> Iterator[Hit]:
     if not (isinstance(sample, Text) or (isinstance(sample, PromptCompletion) and not sample.conversational)):
         return
     last = row.last_id_before_truncation
-    if last not in setup.stop_ids:
+    if last is not None and last not in setup.stop_ids:
         yield Hit(
             f"the row ends with {setup.id_to_piece(last)!r}, not EOS {setup.eos_text!r}"
             f" ({setup.framework} does not append one)",

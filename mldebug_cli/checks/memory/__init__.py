@@ -13,6 +13,7 @@ def g(n: float) -> str:
 
 def gpu_label(review: MemoryReview) -> str:
     """"the H100-80GB's 79.6 GiB", or "the 40.0 GiB given" for --gpu-memory."""
+    assert review.gpu_bytes is not None  # the checks that name the GPU run only when its size is known
     if review.gpu and review.gpu.endswith("GiB"):
         return f"the {g(review.gpu_bytes)} given"
     return f"the {review.gpu}'s {g(review.gpu_bytes)}"

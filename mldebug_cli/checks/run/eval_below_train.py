@@ -60,6 +60,7 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
         return  # RN009's pattern: a train loss logged × accumulation
     i, train, value = low[0]
     evals = subject.get("eval_loss")
+    assert evals is not None  # the pairs are read from it
     yield hit(subject, evals, low[0][0], low[-1][0],
               f"eval_loss {fmt(value)} vs train loss {fmt(train)} at step {evals.steps[i]} (below "
               f"{ctx.limit('ratio'):g}× at {len(low)} of {len(pairs)} evaluations)",

@@ -54,6 +54,7 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     factor, near = found
     i, train, value = pairs[near[0]]
     evals = subject.get("eval_loss")
+    assert evals is not None  # the pairs are read from it
     source = (f"gradient accumulation is {factor} ({ctx.config_key('gradient_accumulation_steps')})"
               if known else f"is gradient_accumulation_steps {factor}? (pass --config to confirm)")
     yield hit(subject, evals, i, pairs[near[-1]][0],

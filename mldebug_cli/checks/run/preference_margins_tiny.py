@@ -41,7 +41,9 @@ THRESHOLDS = {"min_points": 8, "loss_drop": 0.8, "max_margin": 0.1, "together": 
 def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     loss, margins = subject.get("loss"), subject.get("rewards/margins")
     chosen, rejected = subject.get("logps/chosen"), subject.get("logps/rejected")
-    if subject.preference_loss not in ("dpo", "orpo") or None in (loss, margins, chosen, rejected):
+    if subject.preference_loss not in ("dpo", "orpo"):
+        return
+    if loss is None or margins is None or chosen is None or rejected is None:
         return
     if len(loss) < ctx.limit("min_points"):
         return

@@ -175,7 +175,7 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
 def _template_warnings(subject, errors):
     boundary = [e for e in errors if e.kind == "template-boundary"]
     if boundary:
-        _name, text, fix = _cause(boundary[0].text)  # type: ignore[misc]
+        _name, text, fix = _cause(boundary[0].text)
         count = subject.meta.get("errors_seen", len(errors)) if len(boundary) == len(errors) else len(boundary)
         yield run_hit(subject, f"line {boundary[0].line}: {_quote(boundary[0].text)} ({count} such line"
                       f"{'s' if count != 1 else ''}): {text}", fix, line=boundary[0].line, severity=Severity.WARNING)

@@ -42,7 +42,8 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     last = subject.last_step
     if not isinstance(planned, int) or planned <= 0 or last is None:
         return
-    interval = subject.meta.get("logging_steps") if isinstance(subject.meta.get("logging_steps"), int) else 1
+    logged = subject.meta.get("logging_steps")
+    interval = logged if isinstance(logged, int) else 1
     global_step = subject.meta.get("global_step")
     reached = max(last, global_step) if isinstance(global_step, int) else last
     if planned - reached <= max(interval, 1) or subject.meta.get("train_runtime") is not None:

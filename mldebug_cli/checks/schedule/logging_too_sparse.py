@@ -37,7 +37,8 @@ def logging_interval(subject: Simulation) -> int | None:
         return None
     steps = spec.logging_steps
     counting = spec.counting
-    if steps is None and counting.kind == PRECOMPUTED_STEPS:  # its default interval follows its own step count
+    if (steps is None and counting.kind == PRECOMPUTED_STEPS and counting.logging_steps is not None
+            and counting.total_steps is not None):  # its default interval follows its own step count
         rows = plan.train_rows
         steps = counting.logging_steps(counting.total_steps(spec, rows) if rows is not None else plan.total_steps)
     if steps is None:

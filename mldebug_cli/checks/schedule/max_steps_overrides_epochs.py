@@ -47,12 +47,13 @@ def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
         return
     ends = "before" if plan.total_steps < by_epochs else "after"
     ends = f"the run stops {ends} the requested {_epochs(spec.num_epochs)}, after {_epochs(run_epochs)}"
-    if spec.counting.kind == PRECOMPUTED_STEPS and spec.max_steps <= 0:
+    total_steps = spec.counting.total_steps
+    if spec.counting.kind == PRECOMPUTED_STEPS and spec.max_steps <= 0 and total_steps and plan.train_rows is not None:
         rounding = "floor" if spec.packing.enabled else "ceil"  # packed: rounded down, as axolotl does
         message = (
             f"axolotl passes its own step count as max_steps: {rounding}({plural(plan.train_rows, 'row')} x "
             f"{_epochs(spec.num_epochs)} / global batch {spec.batch_size * spec.grad_accum * spec.world_size}) = "
-            f"{spec.counting.total_steps(spec, plan.train_rows)}, while {_epochs(spec.num_epochs)} of "
+            f"{total_steps(spec, plan.train_rows)}, while {_epochs(spec.num_epochs)} of "
             f"{plural(per_epoch, 'step')} are {by_epochs}: {ends}"
         )
         where = at_key(subject, spec.key("epochs"), "num_epochs")
@@ -67,6 +68,8 @@ def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
 
 def _torchtune(subject: Simulation) -> Iterator[Hit]:
     spec, plan = subject.spec, subject.plan
+    if not plan.micro_batches_per_epoch or plan.epochs_run is None:
+        return
     full = plan.micro_batches_per_epoch // spec.grad_accum
     if spec.max_steps_per_epoch is None or spec.max_steps_per_epoch >= full:
         return

@@ -36,7 +36,7 @@ SUBJECT = "schedule"
 
 def run(subject: Simulation, ctx: None) -> Iterator[Hit]:
     spec, plan = subject.spec, subject.plan
-    if not spec.packing.enabled or plan.total_steps_range is None:
+    if not spec.packing.enabled or plan.total_steps_range is None or plan.packed_rows_range is None:
         return
     low, high = plan.total_steps_range
     rows_low, rows_high = plan.packed_rows_range

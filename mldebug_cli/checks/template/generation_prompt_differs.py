@@ -36,6 +36,8 @@ def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
     if subject.deploy.fallback or not subject.generation_prompt_differs:
         return
     user = subject.result("user")
+    if user is None or user.train_text is None or user.deploy_text is None:
+        return
     hunk = next(h for h in user.hunks if h.kind == "generation-prompt")
     served = subject.deploy_generation_prompt
     served_text = served if served is not None else user.deploy_text[hunk.deploy_start :]

@@ -132,7 +132,7 @@ class ScheduleSection:
     @classmethod
     def from_details(cls, details: Mapping[str, Any]) -> ScheduleSection:
         schedule = tuple(SchedulePoint.from_dict(p) for p in details.get("schedule") or ())
-        values = {name: details.get(name) for name in _FIELDS}
+        values: dict[str, Any] = {name: details.get(name) for name in _FIELDS}
         values["scheduler_kwargs"] = details.get("scheduler_kwargs") or {}
         return cls(schedule=schedule, simulated="framework" in details, overlay=Overlay.from_dict(details.get("overlay")),
                    **values)

@@ -47,6 +47,7 @@ def _panel(key: str, points: Sequence[Sequence[Any]], ranges: list[FindingRange]
 
 
 def _shade(frame: svg.Frame, found: FindingRange) -> Html:
+    assert found.first is not None and found.last is not None  # only ranges with steps are shaded
     x0, x1 = frame.x(max(found.first, frame.x_lo)), frame.x(min(found.last, frame.x_hi))
     width = max(x1 - x0, 3.0)
     return void("rect", x=svg.num(x0 - (1.5 if x1 - x0 < 3 else 0)), y=frame.top, width=svg.num(width),

@@ -67,7 +67,7 @@ def _logged(frame: svg.Frame, logged: tuple[LoggedPoint, ...]) -> Html | None:
     points = [p for p in logged if p.lr is not None and p.step is not None]
     if not points:
         return None
-    dots = [el("circle", el("title", _logged_title(p)), cx=svg.num(frame.x(p.step)), cy=svg.num(frame.y(p.lr)),
+    dots = [el("circle", el("title", _logged_title(p)), cx=svg.num(frame.x(p.step or 0)), cy=svg.num(frame.y(p.lr or 0.0)),
                r=3) for p in _thin(points, set())]
     return el("g", dots, class_="logged", data_count=len(points))
 

@@ -153,6 +153,7 @@ def read(spec: Prompter | str, raw: Any, text_field: str = "text") -> Prompted:
         return read_segments(raw, spec)
     if not isinstance(raw, dict):
         raise RowProblem("DS010", f"row is a JSON {type(raw).__name__}, not an object")
+    assert isinstance(spec, Prompter), spec  # the two prompter names are read above
     instruction_key, input_key, output_key = spec.fields
     if instruction_key not in raw:
         raise RowProblem("DS010", f"no {instruction_key!r} field: axolotl's {spec.kind} prompter stops on this row (KeyError)")
@@ -248,7 +249,11 @@ def _completion(sample: Prompted, tokenizer, sequence_len: int) -> EncodedRow:
 
 
 def _segments(sample: Prompted, tokenizer, sequence_len: int, train_on_inputs: bool) -> EncodedRow:
-    ids, labels, offsets, text, turns = [], [], [], "", []
+    ids: list[int] = []
+    labels: list[int] = []
+    offsets: list[tuple[int, int]] = []
+    turns: list[Any] = []
+    text = ""
     for k, (trained, part) in enumerate(sample.segments):
         encoded = tokenizer(part, add_special_tokens=False, return_offsets_mapping=True)
         start = len(ids)

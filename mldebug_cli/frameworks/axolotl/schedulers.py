@@ -110,6 +110,7 @@ def _ax_one_cycle(base_lr, warmup, total, kwargs) -> LrAt:
     initial = base_lr / kwargs.get("div_factor", 25.0)
     final = initial / kwargs.get("final_div_factor", 1e4)
     rise_end = float(pct_start * total) - 1
+    phases: tuple[tuple[float, float, float], ...]
     if kwargs.get("three_phase", False):
         phases = ((rise_end, initial, base_lr), (float(2 * pct_start * total) - 2, base_lr, initial),
                   (total - 1, initial, final))

@@ -152,6 +152,7 @@ class Reading:
     def _openai(self, row: dict[str, Any]) -> list[TtMessage]:
         messages = self._system()
         content: Any
+        assert self.column is not None  # chat_dataset's rows: the builder names its column
         for message in row[self.column]:
             if message["role"] == "system" and self.system_prompt is not None:
                 continue
@@ -174,6 +175,7 @@ class Reading:
             raise NotEmulated("the row has an image column: torchtune loads the image, and mldebug does not emulate "
                               "image rows")
         messages = self._system()
+        assert self.column is not None  # chat_dataset's rows: the builder names its column
         for message in row[self.column]:
             role = SHAREGPT_ROLES[message["from"]]
             content = message["value"]

@@ -81,7 +81,7 @@ def with_eos(text: str, eos: str | None) -> str:
     return text if not eos or text.endswith(eos) else text + eos
 
 
-def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+def common_prefix_length(a: Sequence[object], b: Sequence[object]) -> int:
     shorter = min(len(a), len(b))
     if a[:shorter] == b[:shorter]:  # the usual case, compared in one step
         return shorter
@@ -143,7 +143,7 @@ def orpo_sides(prompt_ids: Sequence[int], joint: dict[str, list[int]], bos_id: i
         split = len(prompt)
         if bos_id is not None and (not prompt or prompt[0] != bos_id):
             prompt = [bos_id, *prompt]
-        if not answer or answer[-1] != eos_id:
+        if eos_id is not None and (not answer or answer[-1] != eos_id):
             answer = [*answer, eos_id]
         kept = answer if max_length is None else answer[: max(0, max_length - len(prompt))]
         out[side] = (split, answer, Collated(prompt + kept, [IGNORE_INDEX] * len(prompt) + kept, len(prompt),

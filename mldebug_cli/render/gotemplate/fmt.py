@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -219,7 +219,7 @@ def _format_arg(value: Any, spec: _Spec) -> str:
     if kind == "slice" and spec.verb != "v":
         inner = _Spec(spec.flags, None, spec.precision, spec.verb)
         return _pad("[" + " ".join(_format_arg(item, inner) for item in value) + "]", spec)
-    formatter = {"string": _format_string, "bool": _format_bool, "int": _format_int, "float": _format_float}.get(kind)
+    formatter = _FORMATTERS.get(kind)
     if spec.verb == "v" and formatter is None:
         return _pad(_fmt_value(value), spec)
     if formatter is None:
@@ -338,3 +338,8 @@ def _url_query_escape(text: str) -> str:
         else:
             out.append(f"%{byte:02X}")
     return "".join(out)
+
+
+_FORMATTERS: dict[str, Callable[[Any, _Spec], str]] = {
+    "string": _format_string, "bool": _format_bool, "int": _format_int, "float": _format_float,
+}

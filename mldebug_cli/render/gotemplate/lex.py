@@ -270,8 +270,8 @@ def _parse_number(text: str, kind: str) -> int | float:
     looks_float = any(c in digits for c in ".pP") or (not is_hex and any(c in digits for c in "eE"))
     if not looks_float:
         return _parse_int(digits, text) * (-1 if negative else 1)
-    value = float.fromhex(digits.replace("_", "")) if is_hex else float(digits.replace("_", ""))
-    return -value if negative else value
+    number = float.fromhex(digits.replace("_", "")) if is_hex else float(digits.replace("_", ""))
+    return -number if negative else number
 
 
 def _parse_int(digits: str, text: str) -> int:
