@@ -67,6 +67,8 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS035", "assistant-text-in-user-content", "data.assistant_text_in_user_content"),
     CheckRef("DS036", "image-row-over-max-length", "data.image_row_over_max_length"),
     CheckRef("DS037", "image-resized", "data.image_resized"),
+    CheckRef("DS060", "tokenizer-loaded-differently", "data.tokenizer_loaded_differently"),
+    CheckRef("DS061", "declared-class-mismatch", "data.declared_class_mismatch"),
     CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),
     CheckRef("LR002", "warmup-fraction", "schedule.warmup_fraction"),
     CheckRef("LR003", "first-step-zero-lr", "schedule.first_step_zero_lr"),

@@ -34,7 +34,7 @@ def read_spec(config: ConfigFile, name: str | None, world_size: int, targets: Ta
     name = checked_framework(name or detect_framework(config))
     if world_size < 1:
         raise UsageError(f"--world-size must be at least 1, got {world_size}")
-    targets = targets or versions.resolve(config.path)
+    targets = targets or versions.resolve(config.path, framework=name)
     reader = framework(name).read_spec
     assert reader is not None  # checked_framework: it serves "schedule", whose part this is
     return reader(config, name, world_size, targets, task)

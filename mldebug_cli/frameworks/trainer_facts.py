@@ -466,7 +466,7 @@ def _llama_factory(config: ConfigFile, framework: str, world_size: int) -> Train
 def _task(config: ConfigFile, framework: str) -> str:
     from mldebug_cli.frameworks.preference_config import read_preference
 
-    preference = read_preference(config, framework, None, versions.resolve(config.path))
+    preference = read_preference(config, framework, None, versions.resolve(config.path, framework=framework))
     return preference.task if preference is not None else "sft"
 
 

@@ -59,7 +59,7 @@ def build_report(
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="LR")]
     config_file = load_config(config)
     framework = checked_framework(framework or detect_framework(config_file))
-    targets = versions.resolve(config, target_versions, configured_versions)
+    targets = versions.resolve(config, target_versions, configured_versions, framework)
     try:
         spec = read_spec(config_file, framework, world_size, targets, task)
     except InputError as exc:  # a typo behind the error is a finding with its line, not a bare refusal
