@@ -29,6 +29,14 @@ class Detection:
 
 
 @dataclass(frozen=True)
+class VisionRows:
+    """Image rows its trainer takes and mldebug emulates (inspect-data's vision path)."""
+
+    tasks: tuple[str, ...]  # the tasks whose image rows are emulated (sft)
+    emulated: str  # what is emulated, for messages: "TRL's SFT collator"
+
+
+@dataclass(frozen=True)
 class Framework:
     """What one training framework does, as plain callables and facts; a part it lacks is None."""
 
@@ -57,3 +65,4 @@ class Framework:
     # (tokenizer folder, its flag settings) -> (the tokenizer folder those settings make, the report context lines
     # saying so), or None when they change nothing
     flagged_tokenizer: Callable[[str, Any], tuple[str, Mapping[str, str]] | None] | None = None
+    vision: VisionRows | None = None  # None: its image rows are refused, never read as text

@@ -12,15 +12,6 @@ from mldebug_cli.core.numbers import plural
 from mldebug_cli.memory.estimate import Estimate
 from mldebug_cli.memory.setup import PeftSetup
 
-# the fused loss each framework offers: (the change, the estimator's loss kernel)
-FUSED_LOSS = {
-    "axolotl": ("plugins: [axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin] + cut_cross_entropy: true",
-                "cce"),
-    "llamafactory": ("enable_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),
-    "transformers": ("use_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),
-    "trl": ("use_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),
-}
-
 
 @dataclass(frozen=True)
 class Fix:
@@ -45,8 +36,7 @@ def fixes(current: Estimate, rerun: Callable[..., Estimate | None], cut_rows: Ca
             found.append(Fix(key, change, before, new.per_gpu, note))
 
     if setup.loss_kernel == "full":  # first: it changes no number the run computes, only how the loss is tiled
-        change, kernel = FUSED_LOSS.get(setup.framework, FUSED_LOSS["transformers"])
-        add("loss_kernel", change, "the logits are never built whole", loss_kernel=kernel)
+        add("loss_kernel", setup.fused_loss_change, "the logits are never built whole", loss_kernel=setup.fused_loss_kernel)
     batch = setup.micro_batch_size
     if batch > 1:
         for smaller in _halvings(batch):

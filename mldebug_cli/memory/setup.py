@@ -56,6 +56,9 @@ class MemorySetup:
     unquantized_dtype: str | None = None  # embeddings, norms, LM head beside bitsandbytes layers (None: compute)
     transformers_version: tuple[int, ...] = (5, 24)  # the model's own loss: <= 4.45 keeps an fp32 copy, >= 4.46 not
     drop_last: bool = False  # dataloader_drop_last
+    # the fused loss the framework's config can turn on: the change to suggest, and its loss kernel
+    fused_loss_change: str = "use_liger_kernel: true (Liger's fused linear cross-entropy)"
+    fused_loss_kernel: str = "liger"
 
     @property
     def weight_bytes(self) -> int:
@@ -100,9 +103,9 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
     ds = facts.deepspeed
     fsdp = facts.fsdp
     adapter_dtype, unquantized = "fp32", None
-    if facts.quantization and facts.framework == "trl":
-        # trl/trainer/sft_trainer.py (1.16): on a quantized model the trainable adapter weights go to bf16, and the
-        # layers bitsandbytes leaves alone keep the load dtype (float32 unless model_init_kwargs.dtype says)
+    if facts.quantization and facts.quantized_adapter_bf16:
+        # the trainable adapter weights go to bf16, and the layers bitsandbytes leaves alone keep the load dtype
+        # (float32 unless model_init_kwargs.dtype says)
         adapter_dtype, unquantized = "bf16", weights
     sampler = getattr(facts, "sampler", None)
     return MemorySetup(
@@ -122,4 +125,5 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
         dataset_num_proc=facts.dataset_num_proc or 0, adapter_dtype=adapter_dtype, unquantized_dtype=unquantized,
         seed=seed if sampler is None else sampler.data_seed if sampler.data_seed is not None else sampler.seed,
         shuffle=sampler is None or sampler.order != "sequential", drop_last=bool(sampler and sampler.drop_last),
+        fused_loss_change=facts.fused_loss.change, fused_loss_kernel=facts.fused_loss.kernel,
     )

@@ -16,7 +16,7 @@ from mldebug_cli.core.findings import ContextValue, Finding, Hit, Location, Repo
 from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks import versions
 from mldebug_cli.frameworks.hf import tokenizer_resolution
-from mldebug_cli.frameworks.registry import DEFAULT_ROWS, chosen, names_for
+from mldebug_cli.frameworks.registry import DEFAULT_ROWS, chosen, framework, frameworks, names_for
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
 from mldebug_cli.frameworks.selector import profile_class, row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
@@ -169,9 +169,14 @@ def _vision_rows(source, options: InspectOptions) -> bool:
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
     if not is_vision_row(first):
         return False
-    if options.framework != "trl" or options.task not in (None, "sft"):
-        raise UsageError(f"the rows have images: mldebug emulates image rows for TRL's SFT collator only, not "
-                         f"{options.framework} {options.task or 'sft'}", hint="use --framework trl (SFT), or drop the "
+    vision = framework(options.framework).vision
+    if vision is None or (options.task or "sft") not in vision.tasks:
+        emulating = [f for f in frameworks() if f.vision]
+        what = " and ".join(f.vision.emulated for f in emulating if f.vision)
+        use = " or ".join(f"--framework {f.name} ({'/'.join(t.upper() for t in f.vision.tasks)})"
+                          for f in emulating if f.vision)
+        raise UsageError(f"the rows have images: mldebug emulates image rows for {what} only, not "
+                         f"{options.framework} {options.task or 'sft'}", hint=f"use {use}, or drop the "
                          "image columns to check the text alone")
     if options.engine != "local":
         raise UsageError("the rows have images: --engine ray does not run image rows yet", hint="use --engine local")

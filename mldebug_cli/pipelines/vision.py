@@ -13,7 +13,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, Hit, Location, Report
-from mldebug_cli.core.sections.rows import ImageLine, LengthPercentiles, RowsSection, RowsSummary, RowView
+from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.trl import vision as trl_vision
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, encode_row, load_processor
 from mldebug_cli.render.labels import IGNORE_INDEX
@@ -153,8 +153,7 @@ def _assistant_header(processor: VisionProcessor) -> str:
 def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView:
     error = row.refused.message if row.refused else (
         "; ".join(f"image {i} ({p.source}) {p.what}" for i, p in row.image_problems) if row.image_problems else None)
-    images = tuple(ImageLine(i.index, i.source, i.width, i.height, i.mode, i.resized_width, i.resized_height, i.tokens,
-                             i.start) for i in row.images)
+    images = tuple(row.images)
     return RowView(row.index, row.rendered, row.input_ids, row.labels,
                    processor.tokenizer.convert_ids_to_tokens(row.input_ids) if row.input_ids else [],
                    row.offsets, row.full_length if row.truncated else None, record.line, masking=None, error=error,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mldebug_cli.core.labels import IGNORE_INDEX
@@ -11,7 +11,7 @@ from mldebug_cli.core.labels import IGNORE_INDEX
 
 @dataclass(frozen=True)
 class ImageLine:
-    """One image of a shown row: its source size, the processor's resize and where its tokens are."""
+    """One image of a row: its source size, the size the processor resizes it to, and where its tokens are."""
 
     index: int  # the image's position in the row's images
     source: str
@@ -22,6 +22,16 @@ class ImageLine:
     resized_height: int
     tokens: int
     start: int  # position of its first token in the row's ids (before truncation)
+    message_index: int | None = field(default=None, compare=False)  # the message it is in (findings; not reported)
+
+    @property
+    def end(self) -> int:
+        return self.start + self.tokens
+
+    @property
+    def scale(self) -> float:
+        """The processor's area change: resized pixels / source pixels."""
+        return (self.resized_width * self.resized_height) / (self.width * self.height)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ImageLine:

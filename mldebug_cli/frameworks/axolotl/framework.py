@@ -16,20 +16,19 @@ from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.axolotl.schedulers import COUNTING, SCHEDULERS
+from mldebug_cli.frameworks.axolotl.trainer_facts import DEFAULT_SEQUENCE_LEN, axolotl_trainer_facts
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.hf.framework import hf_scheduler_choice
 from mldebug_cli.frameworks.hf.schedulers import HF_SCHEDULER_TYPES
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
-from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.versions import TargetVersions
 from mldebug_cli.schedule.model import Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, local, set_key, template_setting
 
-DEFAULT_SEQUENCE_LEN = 512  # axolotl 0.19.0 utils/schemas/config.py: sequence_len Field(default=512)
 STORED_TEMPLATES = "axolotl-0.19.0-chat-templates.json"  # tools/axolotl_chat_templates.py
 FALLBACK_PREFIX = "tokenizer_default_fallback_"
 ON_UNKNOWN = "axolotl's pydantic schema drops it without a word (the run trains as if it were absent)"
@@ -643,5 +642,5 @@ FRAMEWORK = Framework(
     end_of_turn_keys=("eot_tokens", "train_on_eot", "train_on_eos"),
     rows=Rows,
     row_profile=row_profile,
-    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_axolotl"),
+    trainer_facts=axolotl_trainer_facts,
 )

@@ -26,8 +26,9 @@ from mldebug_cli.frameworks.hf.schedulers import (
     HF_SCHEDULER_TYPES,
     SCHEDULERS,
 )
-from mldebug_cli.frameworks.registry import borrowed, lazily
+from mldebug_cli.frameworks.registry import borrowed
 from mldebug_cli.frameworks.rows import RowProfile
+from mldebug_cli.frameworks.trl.trainer_facts import transformers_trainer_facts
 from mldebug_cli.schedule.model import GenerationBatching, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 
@@ -267,5 +268,5 @@ FRAMEWORK = Framework(
     read_preference=borrowed("trl", "read_preference"),
     rows=Rows,
     row_profile=row_profile,
-    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
+    trainer_facts=transformers_trainer_facts,
 )

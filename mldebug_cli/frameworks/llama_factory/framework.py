@@ -27,8 +27,8 @@ from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework
 from mldebug_cli.frameworks.hf import framework as hf
 from mldebug_cli.frameworks.llama_factory.templates import VERSION, LfTemplate, Settings
+from mldebug_cli.frameworks.llama_factory.trainer_facts import llama_factory_trainer_facts
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
-from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile
 from mldebug_cli.schedule.model import Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile
@@ -437,5 +437,5 @@ FRAMEWORK = Framework(
     rows=Rows,
     row_profile=row_profile,
     encodes_pairs=True,
-    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_llama_factory"),
+    trainer_facts=llama_factory_trainer_facts,
 )

@@ -36,7 +36,7 @@ from typing import Any
 
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.framework import Detection, Framework
+from mldebug_cli.frameworks.framework import Detection, Framework, VisionRows
 from mldebug_cli.frameworks.hf import framework as hf
 from mldebug_cli.frameworks.preference_config import (
     EMULATED_TRL,
@@ -49,6 +49,7 @@ from mldebug_cli.frameworks.preference_config import (
 from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.subjects import NotEmulated, TrainingTemplate
+from mldebug_cli.frameworks.trl.trainer_facts import trl_trainer_facts
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import Truncated, truncate
 from mldebug_cli.schedule.model import Packing, RunSpec
@@ -533,6 +534,7 @@ FRAMEWORK = Framework(
     read_preference=read_preference,
     rows=Rows,
     row_profile=row_profile,
-    trainer_facts=lazily("mldebug_cli.frameworks.trainer_facts", "_trl"),
+    trainer_facts=trl_trainer_facts,
     pair_refusal=lazily("mldebug_cli.frameworks.trl.preference", "refusal"),
+    vision=VisionRows(("sft",), "TRL's SFT collator"),  # vision.py: SFTTrainer's DataCollatorForVisionLanguageModeling
 )

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.sections.rows import ImageLine
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
 
@@ -51,31 +52,6 @@ class RowRefused(Exception):
         self.message_index = message_index
 
 
-@dataclass(frozen=True)
-class ImageTokens:
-    """One image of a row: its source size, the size the processor resizes it to, and its tokens in the row."""
-
-    index: int  # the image's position in the row's images
-    source: str
-    width: int
-    height: int
-    mode: str
-    resized_width: int
-    resized_height: int
-    tokens: int
-    start: int  # position of its first image token in the row's ids (before truncation)
-    message_index: int | None = None
-
-    @property
-    def end(self) -> int:
-        return self.start + self.tokens
-
-    @property
-    def scale(self) -> float:
-        """The processor's area change: resized pixels / source pixels."""
-        return (self.resized_width * self.resized_height) / (self.width * self.height)
-
-
 @dataclass
 class VisionRow:
     """One row as TRL's vision collator makes it."""
@@ -88,7 +64,7 @@ class VisionRow:
     input_ids: list[int] = field(default_factory=list)  # after truncation
     labels: list[int] = field(default_factory=list)
     full_length: int = 0  # before truncation
-    images: list[ImageTokens] = field(default_factory=list)
+    images: list[ImageLine] = field(default_factory=list)
     image_problems: list[tuple[int, ImageProblem]] = field(default_factory=list)  # (image index, what is wrong)
     refused: RowRefused | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)  # as prepared for the template
@@ -99,7 +75,7 @@ class VisionRow:
         return self.full_length > len(self.input_ids)
 
     @property
-    def cut_images(self) -> list[ImageTokens]:
+    def cut_images(self) -> list[ImageLine]:
         """Images whose tokens the cut splits or removes."""
         kept = len(self.input_ids)
         return [image for image in self.images if image.end > kept]
@@ -333,7 +309,7 @@ def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcess
     ids = encoding.ids
     starts = _runs(ids, processor.image_token_id, [tokens for _, _, tokens in sizes])
     for i, (info, (resized_h, resized_w, tokens), start) in enumerate(zip(infos, sizes, starts)):
-        row.images.append(ImageTokens(i, info.source, info.width, info.height, info.mode, resized_w, resized_h, tokens,
+        row.images.append(ImageLine(i, info.source, info.width, info.height, info.mode, resized_w, resized_h, tokens,
                                       start, _message_of(row.messages, i)))
     row.full_length = len(ids)
     row.text_length = len(ids) - sum(tokens for _, _, tokens in sizes)

@@ -1,0 +1,85 @@
+"""What a LLaMA-Factory config makes the trainer do: LLaMA-Factory 0.9.5's hparams (``frameworks.trainer_facts``
+holds the record)."""
+
+from __future__ import annotations
+
+from mldebug_cli.frameworks.common import SpecReader
+from mldebug_cli.frameworks.trainer_facts import (
+    LossFacts,
+    LossTerm,
+    PeftFacts,
+    TrainerFacts,
+    compute_dtype,
+    deepspeed_facts,
+    key_names,
+    training_arguments_fsdp,
+)
+from mldebug_cli.sources.config_file import ConfigFile
+
+
+def llama_factory_trainer_facts(config: ConfigFile, framework: str, world_size: int) -> TrainerFacts:
+    """LLaMA-Factory 0.9.5's hparams (finetuning_args.py, model_args.py, data_args.py) on Seq2SeqTrainingArguments;
+    it turns gradient checkpointing on (reentrant) unless ``disable_gradient_checkpointing``."""
+    r = SpecReader(config)
+    stage = str(r.text("stage", "stage", "sft"))
+    pref_loss = str(r.text("pref_loss", "pref_loss", "sigmoid"))
+    task = {"dpo": "orpo" if pref_loss == "orpo" else "dpo", "kto": "kto"}.get(stage, stage)
+    fp16 = r.flag("fp16", "fp16", False)
+    bf16 = r.flag("bf16", "bf16", False)
+    finetuning = str(r.text("finetuning_type", "finetuning_type", "lora"))
+    peft = None
+    if finetuning == "lora":
+        rank = r.integer("lora_r", "lora_rank", 8)
+        target = str(r.text("lora_target", "lora_target", "all"))
+        peft = PeftFacts(
+            method="dora" if r.flag("use_dora", "use_dora", False) else "lora", r=rank,
+            alpha=float(r.number("lora_alpha", "lora_alpha", rank * 2)),
+            dropout=float(r.number("lora_dropout", "lora_dropout", 0.0)),
+            target_modules="all-linear" if target == "all" else tuple(t.strip() for t in target.split(",")),
+            modules_to_save=key_names(r.raw("modules_to_save", "additional_target")),
+            use_rslora=r.flag("use_rslora", "use_rslora", False),
+        )
+    bits = r.integer("quantization", "quantization_bit", None)
+    beta = float(r.number("beta", "pref_beta", 0.1)) if task in ("dpo", "orpo", "kto") else None
+    ftx = float(r.number("pref_ftx", "pref_ftx", 0.0))
+    if task == "dpo":
+        loss = LossFacts((LossTerm(pref_loss, 1.0),) + ((LossTerm("sft", ftx),) if ftx else ()), beta, (pref_loss,))
+    elif task == "orpo":
+        loss = LossFacts((LossTerm("nll", 1.0), LossTerm("orpo-odds-ratio", beta or 0.1)), beta, ("orpo",))
+    elif task == "kto":
+        loss = LossFacts((LossTerm("kto", 1.0),) + ((LossTerm("sft", ftx),) if ftx else ()), beta, ("kto",))
+    else:
+        loss = LossFacts((LossTerm("nll", 1.0),))
+    attn = {"fa2": "flash_attention_2", "sdpa": "sdpa", "disabled": "eager", "eager": "eager"}.get(
+        str(r.text("attn_implementation", "flash_attn", "auto")))
+    has_ref_model = r.has("ref_model")
+    reference = "none" if task in ("orpo", "sft", "pt", "rm") or pref_loss in ("orpo", "simpo") else (
+        "copy" if has_ref_model or peft is None else "adapter-disabled")
+    gc_off = r.flag("gradient_checkpointing", "disable_gradient_checkpointing", False)
+    return TrainerFacts(
+        framework=framework, task=task, model=r.text("model", "model_name_or_path", None),
+        micro_batch_size=r.integer("micro_batch_size", "per_device_train_batch_size", 8),
+        gradient_accumulation_steps=r.integer("gradient_accumulation_steps", "gradient_accumulation_steps", 1),
+        world_size=world_size, max_length=r.integer("max_length", "cutoff_len", 2048),
+        max_prompt_length=None, max_completion_length=None,
+        packing=bool(r.flag("packing", "packing", False) or r.flag("packing", "neat_packing", False)),
+        padding_free=False, pad_to_max_length=False, gradient_checkpointing=not gc_off,
+        gradient_checkpointing_kwargs={} if gc_off else {"use_reentrant": r.flag(
+            "gradient_checkpointing_kwargs", "use_reentrant_gc", True)},
+        dtype=compute_dtype(bf16, fp16), model_dtype=compute_dtype(bf16, fp16),
+        quantization={4: "4bit", 8: "8bit"}.get(bits) if bits else None,
+        double_quant=bool(bits == 4 and r.flag("double_quant", "double_quantization", True)),
+        quant_type=r.text("quant_type", "quantization_type", "nf4") if bits == 4 else None,
+        optimizer=r.text("optimizer", "optim", "adamw_torch_fused"),
+        learning_rate=float(r.number("learning_rate", "learning_rate", 5e-5)),
+        weight_decay=float(r.number("weight_decay", "weight_decay", 0.0)),
+        peft=peft, attn_implementation=attn,
+        liger_kernel=r.flag("liger_kernel", "enable_liger_kernel", False), cut_cross_entropy=False, fused_lm_head=False,
+        enables_input_require_grads=True, loss=loss,  # model/model_utils/checkpointing.py
+        num_generations=None, generation_batch_size=None, use_vllm=False, vllm_mode=None,
+        vllm_gpu_memory_utilization=None, reference_model=reference,
+        deepspeed=deepspeed_facts(config, r.raw("deepspeed", "deepspeed")), fsdp=training_arguments_fsdp(r),
+        dataset_num_proc=r.integer("dataset_num_proc", "preprocessing_num_workers", None),
+        dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", 0),
+        keys=dict(r.keys),
+    )
