@@ -71,7 +71,9 @@ def venv_for(version: str) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)], check=True)
     wheels = ["--find-links", str(WHEELS)] if WHEELS.is_dir() else []
     major = version.split(".")[0]
-    donor = next((v for v in VERSIONS if v.split(".")[0] == major and v != version
+    # from 5.22 transformers needs tokenizers 0.23, which the shared environment has: no donor
+    donor = None if _key(version) >= (5, 22) else next((v for v in VERSIONS if v.split(".")[0] == major and v != version
+                                                         and _key(v) < (5, 22)
                   and (VENVS / f"tf-{v}" / "bin" / "python").exists()
                   and not (_site(VENVS / f"tf-{v}") / "deps.pth").exists()), None)
     no_deps = ["--no-deps"] if donor else []
@@ -80,6 +82,10 @@ def venv_for(version: str) -> Path:
     if donor:
         (_site(folder) / "deps.pth").write_text(str(_site(VENVS / f"tf-{donor}")) + "\n", encoding="utf-8")
     return python
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in version.split(".")[:3])
 
 
 def _site(folder: Path) -> Path:
@@ -106,7 +112,7 @@ def main() -> None:
                 raise SystemExit(f"transformers {version}: {done.stderr[-2000:]}")
             result = json.loads(done.stdout.strip().splitlines()[-1])
             record["releases"][result["transformers"]] = result["cases"]
-            print(f"transformers {version}: " + ", ".join(f"{n} {c['class']}/{c['pre_tokenizer']}"
+            print(f"transformers {version}: " + ", ".join(f"{n} {c['class']}/{c.get('pre_tokenizer')}"
                                                         for n, c in result["cases"].items()), file=sys.stderr)
             args.out.parent.mkdir(parents=True, exist_ok=True)  # written after each release: a long run keeps its part
             args.out.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
