@@ -70,10 +70,10 @@ def venv_for(version: str) -> Path:
         return python
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)], check=True)
     wheels = ["--find-links", str(WHEELS)] if WHEELS.is_dir() else []
-    major = version.split(".")[0]
-    # from 5.22 transformers needs tokenizers 0.23, which the shared environment has: no donor
-    donor = None if _key(version) >= (5, 22) else next((v for v in VERSIONS if v.split(".")[0] == major and v != version
-                                                         and _key(v) < (5, 22)
+    # 5.0-5.19 share one set (tokenizers 0.22); from 5.20 the shared environment's tokenizers 0.23 serves; each
+    # 4.x minor pins its own tokenizers, so pip resolves them
+    donor = None if not (5, 0) <= _key(version) < (5, 20) else next((v for v in VERSIONS if v != version
+                                                                     and (5, 0) <= _key(v) < (5, 20)
                   and (VENVS / f"tf-{v}" / "bin" / "python").exists()
                   and not (_site(VENVS / f"tf-{v}") / "deps.pth").exists()), None)
     no_deps = ["--no-deps"] if donor else []
