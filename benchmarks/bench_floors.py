@@ -1,6 +1,6 @@
 """Benchmark: each command's time on a bundled input beside its floor (what the same libraries need for the same work).
 
-    python benchmarks/bench_floors.py [--repeat 3] [--commands inspect-data lr-plot check-run]
+    python benchmarks/bench_floors.py [--repeat 3] [--commands inspect-data lr-plot check-run preflight render ...]
 
 Every run is a fresh process, as a user runs the command (interpreter start and imports included on both sides), and
 the runs are interleaved ``--repeat`` times (command, floor, next command, ...) so that a busy machine slows both
@@ -12,6 +12,17 @@ The floors:
   lr-plot       fixtures/configs/hf_training_args.yaml on 20,000 rows: parse the YAML, transformers' get_scheduler on
                 a one-parameter optimizer, stepped once per optimizer step with its learning rate read
   check-run     fixtures/runs/sft-all-labels-masked: json.load of the trainer_state.json and a pass over its log_history
+  preflight     fixtures/preflight/trl/config.yaml (24 conversations, qwen2.5-instruct, its chat_template_path): parse
+                the YAML, load the tokenizer, render every row with the config's template, one batched tokenize, and
+                transformers' get_scheduler stepped once per optimizer step (as lr-plot's floor)
+  render        the demo's first conversation with qwen2.5-instruct: load the tokenizer, apply_chat_template, tokenize
+  check-template  qwen3 against fixtures/deploy/qwen3-chatml-no-stop.Modelfile: load the tokenizer, render and tokenize
+                the 8 probe conversations on the training side, read the Modelfile (the deploy side's Go template has
+                no Python library: rendering it is mldebug's own work, outside the floor)
+  memory        fixtures/memory/sft_long_row.yaml with the qwen2.5-0.5b config: parse the YAML, AutoConfig of the model,
+                load the tokenizer, read the 41 text rows, one batched tokenize (the estimate's arithmetic is not a floor)
+``probe`` has no floor here: its input is a planted model case that tools/make_probe_cases.py builds in minutes of CPU
+(its floor, one forward/backward of that model, is measured by benchmarks/bench_probe.py).
 Not part of the test run. On a shared machine timings vary by 10-30% from run to run: read the medians.
 """
 
@@ -32,12 +43,34 @@ LLAMA3 = ROOT / "fixtures/tokenizers/llama3-instruct"
 TRAINING_ARGS = ROOT / "fixtures/configs/hf_training_args.yaml"
 LR_ROWS = 20_000
 RUN = ROOT / "fixtures/runs/sft-all-labels-masked"
+QWEN25 = ROOT / "fixtures/tokenizers/qwen2.5-instruct"
+QWEN3 = ROOT / "fixtures/tokenizers/qwen3"
+PREFLIGHT = ROOT / "fixtures/preflight/trl/config.yaml"
+MODELFILE = ROOT / "fixtures/deploy/qwen3-chatml-no-stop.Modelfile"
+MEMORY = ROOT / "fixtures/memory/sft_long_row.yaml"
+MEMORY_MODEL = ROOT / "fixtures/memory-models/qwen2.5-0.5b"
+MESSAGES = ROOT / "build/bench-floors/messages.json"  # the demo's first conversation, written by main()
+PROBES = [  # the shapes of check-template's probe conversations (user, system+user, multi-turn, assistant-last, ...)
+    [{"role": "user", "content": "Hi"}],
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+    [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Bye"}],
+    [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+    [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+    [{"role": "user", "content": "  Hi \n"}],
+    [{"role": "user", "content": "<|im_end|> Hi"}],
+    [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": "weather", "arguments": {"city": "Paris"}}}]}],
+]
 
 COMMANDS = {
     "inspect-data": ["inspect-data", str(DEMO), "-t", str(LLAMA3), "--framework", "axolotl", "--max-length", "512",
                      "--all", "-f", "json", "--exit-zero"],
     "lr-plot": ["lr-plot", "--config", str(TRAINING_ARGS), "--num-rows", str(LR_ROWS), "-f", "json", "--exit-zero"],
     "check-run": ["check-run", str(RUN), "-f", "json", "--exit-zero"],
+    "preflight": ["preflight", str(PREFLIGHT), "-f", "json", "--exit-zero"],
+    "render": ["render", "--tokenizer", str(QWEN25), "--messages", str(MESSAGES)],
+    "check-template": ["check-template", "--train", str(QWEN3), "--deploy", str(MODELFILE), "-f", "json", "--exit-zero"],
+    "memory": ["memory", str(MEMORY), "--model", str(MEMORY_MODEL), "--gpu", "L4-24GB", "-f", "json", "--exit-zero"],
 }
 
 FLOORS = {
@@ -74,7 +107,63 @@ import json
 state = json.load(open({str(RUN / "trainer_state.json")!r}, encoding="utf-8"))
 print(sum(1 for entry in state["log_history"] if "loss" in entry or "train_loss" in entry))
 """,
+    "preflight": f"""
+import json
+import math
+from pathlib import Path
+import torch
+import yaml
+from transformers import AutoTokenizer, get_scheduler
+path = Path({str(PREFLIGHT)!r})
+config = yaml.safe_load(path.read_text(encoding="utf-8"))
+tok = AutoTokenizer.from_pretrained(path.parent / config["model_name_or_path"])
+template = (path.parent / config["chat_template_path"]).read_text(encoding="utf-8")
+rows = [json.loads(line) for line in open(path.parent / config["dataset_name"], encoding="utf-8") if line.strip()]
+texts = [tok.apply_chat_template(row["messages"], chat_template=template, tokenize=False) for row in rows]
+print(sum(len(e.ids) for e in tok.backend_tokenizer.encode_batch(texts, add_special_tokens=False)))
+steps = math.ceil(len(rows) / config["per_device_train_batch_size"] / config["gradient_accumulation_steps"])
+optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=config["learning_rate"])
+scheduler = get_scheduler(config["lr_scheduler_type"], optimizer, num_warmup_steps=0, num_training_steps=steps)
+for _ in range(steps):
+    optimizer.step()
+    scheduler.step()
+""",
+    "render": f"""
+import json
+import sys
+sys.modules["torch"] = None
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained({str(QWEN25)!r})
+messages = json.load(open({str(MESSAGES)!r}, encoding="utf-8"))
+text = tok.apply_chat_template(messages, tokenize=False)
+print(text, len(tok(text, add_special_tokens=False)["input_ids"]))
+""",
+    "check-template": f"""
+import sys
+sys.modules["torch"] = None
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained({str(QWEN3)!r})
+modelfile = open({str(MODELFILE)!r}, encoding="utf-8").read()
+texts = [tok.apply_chat_template(m, tokenize=False) for m in {PROBES!r}]
+print(len(modelfile), sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts))
+""",
+    "memory": f"""
+import json
+from pathlib import Path
+import yaml
+from transformers import AutoConfig, AutoTokenizer
+path = Path({str(MEMORY)!r})
+config = yaml.safe_load(path.read_text(encoding="utf-8"))
+model = AutoConfig.from_pretrained({str(MEMORY_MODEL)!r})
+tok = AutoTokenizer.from_pretrained(path.parent / config["model_name_or_path"])
+rows = [json.loads(line)["text"] for line in open(path.parent / config["dataset_name"], encoding="utf-8") if line.strip()]
+print(model.hidden_size, max(len(e.ids) for e in tok.backend_tokenizer.encode_batch(rows, add_special_tokens=False)))
+""",
 }
+
+
+INPUTS = {"lr-plot": f"{TRAINING_ARGS.name}, {LR_ROWS:,} rows", "render": "the demo's first conversation, qwen2.5-instruct",
+          "check-template": "qwen3 vs qwen3-chatml-no-stop.Modelfile", "memory": "sft_long_row.yaml, qwen2.5-0.5b"}
 
 
 def timed(argv: list[str]) -> tuple[float, float]:
@@ -92,6 +181,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--commands", nargs="+", default=list(COMMANDS), choices=list(COMMANDS))
     args = parser.parse_args()
+    MESSAGES.parent.mkdir(parents=True, exist_ok=True)
+    first = json.loads(DEMO.read_text(encoding="utf-8").splitlines()[0])
+    MESSAGES.write_text(json.dumps(first["messages"]), encoding="utf-8")
     runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for round_ in range(args.repeat):
         for name in args.commands:
@@ -108,7 +200,7 @@ def main() -> None:
         walls = {side: [w for w, _ in r] for side, r in (("command", cmd), ("floor", flo))}
         median = {side: statistics.median(w) for side, w in walls.items()}
         cpu = {side: statistics.median(c for _, c in r) for side, r in (("command", cmd), ("floor", flo))}
-        shown = f"{TRAINING_ARGS.name}, {LR_ROWS:,} rows" if name == "lr-plot" else COMMANDS[name][1]
+        shown = INPUTS.get(name) or COMMANDS[name][1]
         print(f"| {name} | {shown.replace(str(ROOT) + '/', '')} | {median['command']:.2f} ({min(walls['command']):.2f}-"
               f"{max(walls['command']):.2f}) | {median['floor']:.2f} ({min(walls['floor']):.2f}-{max(walls['floor']):.2f}) "
               f"| {median['command'] / median['floor']:.2f}x | {cpu['command']:.2f} | {cpu['floor']:.2f} "

@@ -280,6 +280,7 @@ def third_pass_cases(d: Path, with_probe: bool = True):
     (linked / "chat_template.jinja").symlink_to(outside / "secret.jinja")
     yield "render tokenizer folder", "chat_template.jinja -> outside", ["render", "-m", msgs, "-t", linked], [linked], SECRET
     yield "memory", "config names a model outside", ["memory", train("m-outside.yaml", outside)], [outside], "qwen2"
+    yield from _third_pass_readers(d, tok, msgs, rows)
     if with_probe:
         evil = _model(d / "evil", '"model_type": "evilmodel", "auto_map": {"AutoConfig": "configuration_evil.C", '
                                   '"AutoModelForCausalLM": "modeling_evil.M"}', tokenizer=True)
@@ -289,6 +290,49 @@ def third_pass_cases(d: Path, with_probe: bool = True):
             "Do you wish to run"
         layers = _model(d / "layers", '"num_hidden_layers": 1000000', tokenizer=True)
         yield "probe", "num_hidden_layers 1e6", ["probe", train("p-layers.yaml", layers), "--model", layers], [layers], None
+
+
+def _third_pass_readers(d: Path, tok: Path, msgs: Path, rows: Path):
+    """Issue 36's remaining readers: Parquet row groups, GGUF string arrays, line bounds, remote URIs, globs, flags."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    chat = pa.array([[{"role": "user", "content": "x" * (10 * 2**20)}, {"role": "assistant", "content": "4"}]])
+    bomb = d / "bomb.parquet"
+    pq.write_table(pa.table({"messages": pa.chunked_array([chat] * 60)}), bomb, row_group_size=1000, compression="zstd")
+    yield "dataset parquet", "629 MB row group in a 25 KB file", ["inspect-data", bomb, "-t", tok], [bomb], None
+    vocab = d / "vocab.gguf"
+    key = b"tokenizer.ggml.tokens"
+    with open(vocab, "wb") as fh:
+        fh.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key
+                 + struct.pack("<IIQ", 9, 8, 2**22 + 1) + b"\0" * 8 * (2**22 + 1))
+    yield "render --gguf", "4,194,305 vocabulary strings", ["render", "--gguf", vocab, "-m", msgs], [vocab], None
+    blank = d / "blank_run.jsonl"
+    blank.write_bytes(b"\n" * 1_000_001 + json.dumps(OK).encode() + b"\n")
+    yield "dataset jsonl", "1,000,001 blank lines", ["inspect-data", blank, "-t", tok], [blank], None
+    long_log = d / "long_line" / "trainer_log.jsonl"
+    long_log.parent.mkdir()
+    long_log.write_bytes(b'{"current_steps": 1, "total_steps": 3, "loss": 1.0}\n' + b"x" * (16 * 2**20))
+    yield "check-run jsonl", "16 MiB last line, no newline", ["check-run", long_log, "-f", "json"], [long_log], None
+    loops = d / "loops"
+    (loops / "sub").mkdir(parents=True)
+    (loops / "sub" / "a.jsonl").write_text(jsonl(OK))
+    for i in range(8):
+        (loops / f"x{i}").symlink_to(".")
+    yield "dataset glob", "** through 8 links x -> .", ["inspect-data", f"{loops}/**/*.jsonl", "-t", tok], [loops], None
+    outside = Path(tempfile.mkdtemp(prefix="mldebug-outside-"))
+    (outside / "secret.jsonl").write_text(jsonl({"messages": [{"role": "user", "content": SECRET},
+                                                              {"role": "assistant", "content": "4"}]}))
+    linked = d / "linked-shards"
+    linked.mkdir()
+    (linked / "a.jsonl").write_text(jsonl(OK))
+    (linked / "b.jsonl").symlink_to(outside / "secret.jsonl")
+    yield "dataset shards", "a shard linked outside", ["inspect-data", linked, "-t", tok, "--rows", "0-1"], [linked], \
+        SECRET
+    yield "dataset gs://", "offline, not asked", ["inspect-data", "gs://mldebug-no-bucket/d/*.parquet", "-t", tok], [], None
+    yield "lr-plot --num-rows", "nan", ["lr-plot", "-c", rows, "--num-rows", "nan"], [rows], None
+    yield "memory --world-size", "-1", ["memory", rows, "--world-size", "-1"], [rows], None
+    yield "inspect-data --workers", "10**12", ["inspect-data", rows, "-t", tok, "--workers", str(10**12)], [rows], None
 
 
 def digest(paths) -> dict:
@@ -325,16 +369,27 @@ def outcome(code: int, stdout: str, stderr: str) -> str:
         return (stdout.strip().splitlines() or [""])[-1][:80] or "(no output)"
 
 
+def _workflow_command(stdout: str) -> bool:
+    """A workflow command that came from the data (mldebug's own annotations are ``::error file=...``)."""
+    return any(line.lstrip().startswith(("::add-mask", "::set-env", "::error::", "::stop-commands"))
+               for line in stdout.replace("\r", "\n").splitlines())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="substrings of the cases to run")
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
+    parser.add_argument("--third-pass", action="store_true", help="only issue 36's cases")
     args = parser.parse_args()
     rows = []
+    tally = dict.fromkeys(("code executed", "inputs modified", "hangs", "memory >= 2 GiB", "raw control bytes",
+                           "workflow commands", "outside files shown", "exit 2 without Error:", "internal errors",
+                           "tracebacks"), 0)
     with tempfile.TemporaryDirectory(prefix="mldebug-hostile-") as scratch:
         d = Path(scratch)
-        third = [c[:4] for c in third_pass_cases(d / "third-pass")]
-        for reader, hostile, argv, keep in list(cases(d)) + third:
+        third = list(third_pass_cases(d / "third-pass"))
+        first = [] if args.third_pass else [(*c, None) for c in cases(d)]
+        for reader, hostile, argv, keep, secret in first + third:
             if args.only and not any(o in f"{reader} {hostile}" for o in args.only):
                 continue
             cwd = d
@@ -345,19 +400,31 @@ def main() -> int:
             code, out, err, seconds, peak = run(argv, cwd)
             kept = digest(keep) == before
             raw = bool(RAW_CONTROL.search(out.replace("\x1b[", "")) or RAW_CONTROL.search(err))
-            rows.append((reader, hostile, code, outcome(code, out, err), kept, raw, seconds, peak))
+            result = outcome(code, out, err)
+            tally["code executed"] += (d / "third-pass" / "CODE-RAN").exists()
+            tally["inputs modified"] += not kept
+            tally["hangs"] += code == -1
+            tally["memory >= 2 GiB"] += (peak or 0) >= 2048
+            tally["raw control bytes"] += raw
+            tally["workflow commands"] += _workflow_command(out)
+            tally["outside files shown"] += secret is not None and secret in out + err
+            tally["exit 2 without Error:"] += code == 2 and not any(line.startswith("Error:") for line in err.splitlines())
+            tally["internal errors"] += "internal error" in err
+            tally["tracebacks"] += result == "TRACEBACK"
+            rows.append((reader, hostile, code, result, kept, raw, seconds, peak))
             print(f"{reader:26} {hostile:38} exit {code:>2}  {seconds:6.1f} s {peak or 0:6} MiB  "
                   f"{'inputs kept' if kept else 'INPUT CHANGED'}{'  RAW CONTROL BYTE' if raw else ''}  {rows[-1][3]}",
                   flush=True)
     clean = sum(1 for r in rows if r[2] in (0, 1, 2) and r[4] and not r[5] and r[3] != "TRACEBACK")
     print(f"\n{clean} of {len(rows)} cases: exit 0/1/2, no traceback, inputs unchanged, no raw control byte")
+    print("; ".join(f"{name}: {n}" for name, n in tally.items()))
     worst = sorted(rows, key=lambda r: -(r[7] or 0))[:3]
     print("largest peak memory: " + "; ".join(f"{r[0]} / {r[1]}: {r[7]} MiB, {r[6]:.1f} s" for r in worst))
     if args.markdown:
         print("\n| reader/format | hostile input | exit | outcome | s | MiB |\n|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3].replace('|', '/')} | {r[6]:.1f} | {r[7]} |")
-    return 0 if clean == len(rows) else 1
+    return 0 if clean == len(rows) and not any(tally.values()) else 1
 
 
 if __name__ == "__main__":

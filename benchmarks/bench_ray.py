@@ -1,6 +1,7 @@
 """Benchmark: inspect-data --all in process against --engine ray, rows/s and driver peak RSS.
 
     python benchmarks/bench_ray.py [--sizes 10000 100000] [--repeat 3] [--tokenizer fixtures/tokenizers/qwen2.5-instruct]
+                                   [--modes local-1 ray-1] [--all-findings]
 
 Generates deterministic chat datasets (tests/support.py ``write_chat_shards``: Parquet shards of 10,000 rows, row
 groups of 1,000, planted defects) once per size, then runs, interleaved ``--repeat`` times and each in its own
@@ -12,6 +13,8 @@ process (so its peak RSS is its own):
 The time is that of build_report (the report itself, actors started inside it; starting the local cluster, which a
 real cluster has done already, is not counted). Prints the median rows/s with its range, the driver's peak RSS,
 ray/local throughput and the Ray path's overhead per row. Every Ray report is checked equal to the in-process one.
+The report keeps the first KEPT_PER_CHECK findings of each check and counts the rest (the driver stays flat in rows);
+``--all-findings`` keeps every one, as before, to see what the findings alone cost the driver.
 Not part of the test run. On a shared machine timings vary by 10-30% from run to run: read the medians.
 """
 
@@ -33,7 +36,7 @@ MODES = ("local-2", "ray-2", "local-1", "ray-1")
 RESULT = "RESULT "  # Ray may print its own lines on the child's stdout as it exits
 
 
-def one(mode: str, dataset: str, tokenizer: str) -> dict:
+def one(mode: str, dataset: str, tokenizer: str, all_findings: bool = False) -> dict:
     """One measured run in this process (the child side)."""
     sys.path.insert(0, str(ROOT))
     from mldebug_cli.formats.json_format import report_document
@@ -41,6 +44,8 @@ def one(mode: str, dataset: str, tokenizer: str) -> dict:
 
     engine, cpus = mode.split("-")
     options = InspectOptions(dataset=dataset, tokenizer=tokenizer, all_rows=True, max_length=512)
+    if all_findings:
+        options = InspectOptions(**{**options.__dict__, "findings_kept": None})
     if engine == "ray":
         import ray
 
@@ -56,14 +61,26 @@ def one(mode: str, dataset: str, tokenizer: str) -> dict:
     seconds = time.perf_counter() - start
     doc["context"].pop("engine", None)
     doc["context"].pop("workers", None)
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"seconds": seconds, "rows": doc["summary"]["rows_checked"],
-            "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "cpu_s": own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime,  # the process, all of it
+            "rss_mib": _peak_rss_mib(),
             "report": hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()}
 
 
-def run(mode: str, dataset: Path, tokenizer: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--one", mode, "--dataset", str(dataset), "--tokenizer", tokenizer],
-                         capture_output=True, text=True, check=True)
+def _peak_rss_mib() -> float:
+    """This process's peak RSS since its exec (VmHWM; ru_maxrss keeps the forking parent's peak across exec)."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(mode: str, dataset: Path, tokenizer: str, all_findings: bool = False) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--one", mode, "--dataset", str(dataset), "--tokenizer", tokenizer,
+                          *(["--all-findings"] if all_findings else [])], capture_output=True, text=True, check=True)
     return json.loads(next(line for line in out.stdout.splitlines() if line.startswith(RESULT))[len(RESULT):])
 
 
@@ -73,11 +90,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--modes", nargs="+", default=list(MODES))
     parser.add_argument("--tokenizer", default=str(ROOT / "fixtures/tokenizers/qwen2.5-instruct"))
+    parser.add_argument("--all-findings", action="store_true")
     parser.add_argument("--one")
     parser.add_argument("--dataset")
     args = parser.parse_args()
     if args.one:
-        print(RESULT + json.dumps(one(args.one, args.dataset, args.tokenizer)), flush=True)
+        print(RESULT + json.dumps(one(args.one, args.dataset, args.tokenizer, args.all_findings)), flush=True)
         return
     sys.path.insert(0, str(ROOT / "tests"))
     from support import write_chat_shards
@@ -88,10 +106,11 @@ def main() -> None:
         for round_ in range(args.repeat):
             for n in args.sizes:
                 for mode in args.modes:
-                    result = run(mode, datasets[n], args.tokenizer)
+                    result = run(mode, datasets[n], args.tokenizer, args.all_findings)
                     results.setdefault((n, mode), []).append(result)
                     print(f"round {round_ + 1} {n:>8} rows {mode:8} {result['seconds']:7.1f} s "
-                          f"{result['rows'] / result['seconds']:7.0f} rows/s  driver RSS {result['rss_mib']:5.0f} MiB",
+                          f"{result['rows'] / result['seconds']:7.0f} rows/s  driver RSS {result['rss_mib']:5.0f} MiB  "
+                          f"{result.get('cpu_s', 0):7.1f} CPU s (this process and its forked workers)",
                           file=sys.stderr, flush=True)
     print("| rows | mode | rows/s (median, range) | driver peak RSS MiB | vs local, same CPUs | Ray overhead per row |")
     print("|---:|---|---:|---:|---:|---:|")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -94,6 +96,59 @@ def gguf(data: bytes) -> None:
         pass
 
 
+def parquet_footer(data: bytes) -> None:
+    """A Parquet file as one dataset file (its footer sized before datasets reads it) and as a shard (scanned from
+    its footer, then read chunk by chunk): a bad file is the one-line error or records of its error."""
+    from mldebug_cli.sources.shards import Unreadable, read_chunk, scan_shard
+
+    path = _scratch_file(".parquet", data)
+    try:
+        source = DatasetSource(str(path))
+        for _ in source.records(list(range(4))):
+            pass
+    except InputError:
+        pass
+    chunks = scan_shard(str(path), kind="parquet")
+    for chunk in [] if isinstance(chunks, Unreadable) else chunks[:4]:
+        for _ in read_chunk(chunk, list(range(chunk.first_row, chunk.first_row + 4))):
+            pass
+
+
+def _parquet_seeds() -> dict[str, bytes]:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def written(table: pa.Table, **options) -> bytes:
+        out = io.BytesIO()
+        pq.write_table(table, out, **options)
+        return out.getvalue()
+
+    chat = [{"role": "user", "content": "What is 2 + 2?"}, {"role": "assistant", "content": "4"}]
+    big = pa.array([[{"role": "user", "content": "x" * (10 * 2**20)}, {"role": "assistant", "content": "4"}]])
+    return {
+        "chat.parquet": written(pa.table({"messages": [chat] * 8}), row_group_size=3),
+        "text_nulls.parquet": written(pa.table({"text": ["a", None, "b" * 100]}), compression="zstd"),
+        "bomb.parquet": written(pa.table({"messages": pa.chunked_array([big] * 60)}), row_group_size=1000,
+                                compression="zstd"),
+    }
+
+
+def _gguf_array_seeds() -> dict[str, bytes]:
+    """GGUF files of one array key: an array of arrays, a count past the bytes, strings past the item bound."""
+    def one_key(key: bytes, body: bytes) -> bytes:
+        return b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key + body
+
+    tokens, merges = b"tokenizer.ggml.tokens", b"tokenizer.ggml.merges"
+    return {
+        "nested.gguf": one_key(tokens, struct.pack("<IIQ", 9, 9, 1) + struct.pack("<IQ", 8, 1) + b"\0" * 9),
+        "claims_billions.gguf": one_key(tokens, struct.pack("<IIQ", 9, 8, 400_000_000) + b"\0" * 64),
+        "long_string.gguf": one_key(merges, struct.pack("<IIQ", 9, 8, 2) + struct.pack("<Q", 2**40) + b"ab"),
+        "types.gguf": one_key(b"tokenizer.ggml.token_type", struct.pack("<IIQ", 9, 5, 2**62) + b"\0" * 32),
+    }
+
+
 RUN_LOG_FORMATS = (  # (format, file name): the first input byte picks one
     ("trainer-state", "trainer_state.json"), ("jsonl", "trainer_log.jsonl"), ("console", "train.log"),
     ("csv", "history.csv"), ("torchtune", "log_1.txt"), ("tensorboard", "events.out.tfevents.1.host"),
@@ -164,6 +219,79 @@ def safetensors_header(data: bytes) -> None:
         check_header(_scratch_file(".safetensors", data))
     except InputError:
         pass
+
+
+WATCH_FORMATS = (("jsonl", "trainer_log.jsonl"), ("torchtune", "log_1.txt"), ("console", "train.log"),
+                 ("tensorboard", "events.out.tfevents.1"))
+WATCH_STEP = b"|step|"  # a watch input: the format byte, then steps, each an operation byte and its bytes
+WATCH_OPERATIONS = ("append", "append", "append", "truncate", "replace", "delete", "fifo", "dev-zero")
+
+
+def watch_follow(data: bytes) -> None:
+    """``check-run --watch``'s reader across a followed log's life: appended to (cut mid-line or mid-record),
+    truncated, replaced by a new file, deleted, replaced by a FIFO or a link to /dev/zero; each read after a step
+    returns what was read so far or raises the one-line error (never hangs on the FIFO, never reads /dev/zero)."""
+    from mldebug_cli.sources.runlog.follow import Follower
+
+    if not data:
+        return
+    fmt, name = WATCH_FORMATS[data[0] % len(WATCH_FORMATS)]
+    folder = _scratch() / "watch"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    path = folder / name
+    path.write_bytes(b"")
+    follower = None
+    for step in data[1:].split(WATCH_STEP)[:16]:
+        operation = WATCH_OPERATIONS[step[0] % len(WATCH_OPERATIONS)] if step else "append"
+        body = step[1:]
+        if fmt == "tensorboard" and body:
+            body = tf_record(body)
+        _watch_step(path, operation, body)
+        if not path.exists() and not path.is_symlink():
+            continue  # the watch itself waits for a file that is gone (and ends after 3 reads)
+        try:
+            follower = follower or Follower(path, fmt)
+            follower.poll()
+        except InputError:
+            pass
+
+
+def _watch_step(path: Path, operation: str, body: bytes) -> None:
+    special = path.is_symlink() or (path.exists() and not path.is_file())
+    if (special or operation in ("delete", "fifo", "dev-zero", "replace")) and (path.exists() or path.is_symlink()):
+        path.unlink()  # the writer never opens the FIFO (that would wait for a reader) nor writes /dev/zero
+    if operation == "append":
+        with open(path, "ab") as fh:
+            fh.write(body)
+    elif operation in ("truncate", "replace"):
+        fresh = path.with_suffix(".new") if operation == "replace" else path
+        fresh.write_bytes(body)
+        fresh.rename(path)
+    elif operation == "fifo":
+        os.mkfifo(path)
+    elif operation == "dev-zero":
+        path.symlink_to("/dev/zero")
+
+
+def _watch_seeds() -> dict[str, bytes]:
+    pick = {fmt: bytes([i]) for i, (fmt, _name) in enumerate(WATCH_FORMATS)}
+    op = {name: bytes([WATCH_OPERATIONS.index(name)]) for name in WATCH_OPERATIONS}
+    line = b'{"current_steps": %d, "total_steps": 9, "loss": 1.5}\n'
+    return {
+        "grow_and_cut.bin": pick["jsonl"] + WATCH_STEP.join([op["append"] + line % 1, op["append"] + (line % 2)[:20],
+                                                             op["append"] + (line % 2)[20:] + line % 3]),
+        "truncate_replace.bin": pick["jsonl"] + WATCH_STEP.join([op["append"] + line % 1 + line % 2,
+                                                                 op["truncate"] + line % 1,
+                                                                 op["replace"] + line % 5, op["delete"],
+                                                                 op["append"] + line % 6]),
+        "fifo.bin": pick["jsonl"] + WATCH_STEP.join([op["append"] + line % 1, op["fifo"], op["append"] + line % 2]),
+        "dev_zero.bin": pick["console"] + WATCH_STEP.join([op["append"] + b"{'loss': 2.5, 'epoch': 0.1}\n",
+                                                           op["dev-zero"]]),
+        "torchtune.bin": pick["torchtune"] + WATCH_STEP.join([op["append"] + b"Step 1 | loss:2.5 lr:0.0001\n",
+                                                              op["append"] + b"Step 2 | loss:n", op["append"] + b"an\n"]),
+        "long_line.bin": pick["jsonl"] + WATCH_STEP.join([op["append"] + b"x" * 40_000, op["append"] + b"\n" * 3]),
+    }
 
 
 def _model_config_seeds() -> dict[str, bytes]:
@@ -297,10 +425,12 @@ TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[Path | GeneratedSeeds, .
     "jinja_template": (jinja_template, (FIXTURES / "hostile" / "templates", FIXTURES / "templates")),
     "go_template": (go_template, (FIXTURES / "templates" / "go", FIXTURES / "hostile" / "ollama")),
     "modelfile": (modelfile, (FIXTURES / "hostile" / "ollama",)),
-    "gguf": (gguf, (FIXTURES / "hostile" / "gguf",)),
+    "gguf": (gguf, (FIXTURES / "hostile" / "gguf", GeneratedSeeds("gguf_arrays", _gguf_array_seeds))),
+    "parquet_footer": (parquet_footer, (GeneratedSeeds("parquet", _parquet_seeds),)),
     "run_log": (run_log, (GeneratedSeeds("run_logs", _run_log_seeds),)),
     # not fixtures/hostile/configs: its alias bombs take a second an input (tests/reliability/test_configs.py has them)
     "training_config": (training_config, (GeneratedSeeds("configs", _config_seeds),)),
     "model_config": (model_config, (GeneratedSeeds("model_configs", _model_config_seeds),)),
     "safetensors_header": (safetensors_header, (GeneratedSeeds("safetensors", _safetensors_seeds),)),
+    "watch_follow": (watch_follow, (GeneratedSeeds("watch", _watch_seeds),)),
 }

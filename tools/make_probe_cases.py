@@ -19,6 +19,7 @@ completions, through its ``rollout_func``):
     sft-new-tokens-saved the same with lora_modules_to_save [embed_tokens, lm_head]        quiet
     sft-lr-tiny          learning_rate 1e-10                                              GP007
     sft-fp16-overflow    layer 1's MLP scaled by 3e3, fp16: true                          GP008
+    sft-bf16-scaled      the same scaled model in bf16 (fp32's range: nothing overflows)  quiet
     dpo-healthy          DPO sigmoid + sft, --steps 2 --ablate sigmoid                    quiet
     orpo-healthy         ORPO on the plain pairs (orpo-conflict's twin)                   quiet
     orpo-conflict        ORPO, the rejected answer is the chosen one's opening alone:    GP004
@@ -228,6 +229,12 @@ def sft_fp16_overflow(folder: Path, base: Path) -> None:
     write_case(folder, {**SFT, "fp16": True}, sft_rows(), ["GP008"])
 
 
+def sft_bf16_scaled(folder: Path, base: Path) -> None:
+    """sft-fp16-overflow's twin: the same scaled layer in bf16, whose exponent range is fp32's."""
+    tiny_model(folder / "model", scale_layer=3e3)
+    write_case(folder, {**SFT, "bf16": True}, sft_rows(), [])
+
+
 def orpo_healthy(folder: Path, base: Path) -> None:
     config = {"beta": 1.0, "max_length": 96, "max_completion_length": 48, "learning_rate": 1.0e-4}
     write_case(folder, config, pair_rows(), [], model="../base-model")
@@ -420,6 +427,7 @@ CASES = {
     "sft-new-tokens-saved": sft_new_tokens_saved,
     "sft-lr-tiny": sft_lr_tiny,
     "sft-fp16-overflow": sft_fp16_overflow,
+    "sft-bf16-scaled": sft_bf16_scaled,
     "dpo-healthy": dpo_healthy,
     "orpo-healthy": orpo_healthy,
     "orpo-conflict": orpo_conflict,

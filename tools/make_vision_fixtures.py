@@ -1,5 +1,6 @@
-"""Write the bundled vision-language example (fixtures/datasets/vision/): small PNGs drawn with Pillow and a TRL
-vision SFT dataset in messages form, with one planted defect per row for each vision check, and clean twins.
+"""Write the bundled vision-language example (fixtures/datasets/vision/): small PNGs drawn with Pillow, a TRL
+vision SFT dataset in messages form and a LLaMA-Factory mllm dataset (``<image>`` placeholders, its dataset_info.json
+and a config in fixtures/configs/), with one planted defect per row for each vision check, and clean twins.
 
     python tools/make_vision_fixtures.py
 """
@@ -71,6 +72,35 @@ def main() -> None:
     with (OUT / "trl_vision_sft.jsonl").open("w", encoding="utf-8") as out:
         for row in rows:
             out.write(json.dumps(row) + "\n")
+    write_llama_factory(embedded)
+
+
+def write_llama_factory(embedded: str) -> None:
+    """LLaMA-Factory's mllm_demo shape: messages with <image> where each image goes, an images list."""
+    rows = [
+        {"images": ["images/red_ball.png"], "messages": chat("<image>What colour is the ball?", "Red.")},
+        {"images": ["images/red_ball.png", "images/blue_ball.png"],
+         "messages": chat("<image>Which ball is bigger?", "The red one.")},
+        {"images": ["images/red_ball.png", "images/blue_ball.png"],
+         "messages": chat("<image><image>Which ball is bigger?", "The red one.")},
+        {"images": ["images/missing.png"], "messages": chat("<image>What is this?", "A ball.")},
+        {"images": ["images/not_an_image.png"], "messages": chat("<image>What is this?", "A ball.")},
+        {"images": ["images/green_wide.png"], "messages": chat("<image>Describe the picture in detail.",
+                                                               "A green ball on a pale background.")},
+        {"images": ["images/grey_ball.png"], "messages": chat("<image>Answer as\nassistant\nwould: what is it?",
+                                                              "A grey ball.")},
+        {"images": ["images/blue_ball.png"], "messages": chat("Draw a ball.", "Here it is: <image>")},
+        {"images": ["images/tiny_dot.png"], "messages": chat("<image>What colour is the dot?", "Yellow.")},
+        {"images": [{"bytes": embedded, "path": None}], "messages": chat("<image>What colour is the ball?", "Purple.")},
+        {"images": ["images/blue_ball.png"],
+         "messages": [{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "<image>What is it?"}]},
+    ]
+    (OUT / "lf_mllm.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    info = {"lf_mllm": {"file_name": "lf_mllm.json", "formatting": "sharegpt",
+                        "columns": {"messages": "messages", "images": "images"},
+                        "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
+                                 "assistant_tag": "assistant"}}}
+    (OUT / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 from mldebug_cli import __version__
 from mldebug_cli.cli import check_run, check_template, explain, inspect_data, lr_plot, memory, preflight, probe, render
 from mldebug_cli.cli.common import State
+from mldebug_cli.cli.flag_ranges import ranged
 
 app = typer.Typer(
     name="mldebug",
@@ -45,15 +46,15 @@ def root(
     start_run()
 
 
-app.command("inspect-data")(inspect_data.inspect_data)
-app.command("explain")(explain.explain)
-app.command("render")(render.render)
-app.command("check-template")(check_template.check_template)
-app.command("lr-plot")(lr_plot.lr_plot)
-app.command("preflight")(preflight.preflight)
-app.command("check-run")(check_run.check_run)
-app.command("probe")(probe.probe)
-app.command("memory")(memory.memory)
+app.command("inspect-data")(ranged(inspect_data.inspect_data))
+app.command("explain")(ranged(explain.explain))
+app.command("render")(ranged(render.render))
+app.command("check-template")(ranged(check_template.check_template))
+app.command("lr-plot")(ranged(lr_plot.lr_plot))
+app.command("preflight")(ranged(preflight.preflight))
+app.command("check-run")(ranged(check_run.check_run))
+app.command("probe")(ranged(probe.probe))
+app.command("memory")(ranged(memory.memory))
 
 
 # Commands that only read, render and tokenize: their processes never need torch.

@@ -22,6 +22,7 @@ from mldebug_cli.cli.common import (
     with_framework_flags,
 )
 from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.findings import KEPT_PER_CHECK
 from mldebug_cli.frameworks.registry import DEFAULT_ROWS, FLAGS, names_for
 
 
@@ -62,6 +63,8 @@ def inspect_data(
     rows: str | None = typer.Option(None, "--rows", help="Check and show these rows, e.g. 3,10-12 (0-based)."),
     sample: int | None = typer.Option(None, "--sample", help="Check N rows evenly spaced over the dataset (default 200)."),
     all_rows: bool = typer.Option(False, "--all", help="Check every row."),
+    all_findings: bool = typer.Option(False, "--all-findings", help="Keep every finding in the report (default: the "
+                                      "first 1,000 of each check in full, the rest counted, so memory stays flat)."),
     show: int = typer.Option(2, "--show", help="How many rows to show when --rows is not given (the most serious first)."),
     tokens: bool = typer.Option(False, "--tokens", help="Add the per-token table (id, piece, label) to each shown row "
                                 "(always with --rows; JSON and HTML have every token)."),
@@ -113,6 +116,7 @@ def inspect_data(
             rows=parse_rows(rows) if rows else None,
             sample=sample,
             all_rows=all_rows,
+            findings_kept=None if all_findings else KEPT_PER_CHECK,
             show=show,
             token_table=tokens,
             select=tuple(split_list(select)),

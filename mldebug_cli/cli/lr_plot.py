@@ -41,6 +41,9 @@ def lr_plot(
     plot: Path | None = typer.Option(
         None, "--plot", help="Write the chart to OUT.png or OUT.svg (needs matplotlib)."
     ),
+    allow_outside_paths: bool = typer.Option(
+        False, "--allow-outside-paths", help="Let the config name files outside the working directory and its own folder."
+    ),
     builtin: bool = typer.Option(False, "--builtin-engine", help="Use the built-in formulas even when torch is there."),
     target_versions: dict[str, str | None] = None,  # one --<package>-version flag per framework package
     output_format: str = OutputFormatOpt,
@@ -53,7 +56,13 @@ def lr_plot(
     online: bool = OnlineOpt,
 ) -> None:
     """Simulate the LR schedule of a fine-tuning config and check it (LR001-LR015)."""
+    from mldebug_cli.pipelines.preflight import PreflightOptions, measured_size
     from mldebug_cli.pipelines.schedule import build_report
+
+    def measure():  # the config's own datasets, measured as preflight measures them: one step count for both
+        return measured_size(PreflightOptions(
+            config=str(config), framework=framework, world_size=world_size, allow_outside_paths=allow_outside_paths,
+            target_versions=target_versions or {}, configured_versions=configured_versions()))
 
     def build():
         return build_report(
@@ -69,6 +78,7 @@ def lr_plot(
             engine="builtin" if builtin else "auto",
             target_versions=target_versions,
             configured_versions=configured_versions(),
+            measure=measure,
         )
 
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))

@@ -50,7 +50,12 @@ def memory(
 ) -> None:
     """Estimate the GPU memory of a training config on its data, term by term (MEM001-MEM007)."""
     from mldebug_cli.pipelines.memory import MemoryOptions, build_report
-    from mldebug_cli.pipelines.preflight import memory_lengths
+    from mldebug_cli.pipelines.preflight import PreflightOptions, config_steps, memory_lengths
+
+    def steps(options: MemoryOptions) -> str:  # the count lr-plot and preflight print for this config
+        return config_steps(PreflightOptions(config=options.config, framework=options.framework,
+                                             world_size=options.world_size,
+                                             allow_outside_paths=options.allow_outside_paths))
 
     def build():
         return build_report(MemoryOptions(
@@ -58,6 +63,6 @@ def memory(
             framework=framework, sample=sample, select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
             host_memory=host_memory, allow_outside_paths=allow_outside_paths,
             transformers_version=transformers_version,
-        ), read_lengths=memory_lengths)
+        ), read_lengths=memory_lengths, count_steps=steps)
 
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))

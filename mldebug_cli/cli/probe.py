@@ -1,4 +1,4 @@
-"""`mldebug probe`: why won't this metric move? The gradient chain on the config's own model and rows (GP001-GP009)."""
+"""`mldebug probe`: why won't this metric move? The gradient chain on the config's own model and rows (GP001-GP011)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,12 @@ def probe(
     steps: int = typer.Option(0, "--steps", help="Train K steps on the rows (with --ablate: K with and K without the term)."),
     ablate: str | None = typer.Option(None, "--ablate", help="A loss term to turn off for the second K steps (GP009), "
                                       "e.g. sft, sigmoid, odds_ratio, kl."),
+    metric: str | None = typer.Option(None, "--metric", help="FILE:FUNCTION, your own metric: FUNCTION(outputs, batch) "
+                                      "returns a tensor; d(metric)/d(param) per parameter group (GP010). Your file is "
+                                      "imported only with this flag."),
+    loss_term: list[str] | None = typer.Option(None, "--loss-term", help="FILE:FUNCTION, your own loss term (weight 1) "
+                                               "beside the trainer's: FUNCTION(outputs, batch) returns a tensor "
+                                               "(GP011; with GP004/GP005 against the others). Repeatable."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
                                              "the working directory and its own folder."),
     output_format: str = OutputFormatOpt,
@@ -54,18 +60,24 @@ def probe(
     """Measure the gradient chain of a training config on its model and rows: saturated losses, parameters with no
     gradient, frozen new tokens, conflicting terms, optimizer inertia, update ratio, the first non-finite module."""
     from mldebug_cli.cli.inspect_data import parse_rows
+    from mldebug_cli.pipelines.preflight import PreflightOptions, config_steps
     from mldebug_cli.pipelines.probe import ProbeOptions, build_report
+
+    def optimizer_steps(options: ProbeOptions) -> str:  # the count lr-plot and preflight print for this config
+        return config_steps(PreflightOptions(config=options.config, tokenizer=options.model,
+                                             framework=options.framework,
+                                             allow_outside_paths=options.allow_outside_paths))
 
     def build():
         options = ProbeOptions(
             config=str(config), model=str(model), adapter=str(adapter) if adapter else None,
             checkpoint=str(checkpoint) if checkpoint else None, rows=parse_rows(rows) if rows else None,
             sample=sample, device=device, steps=steps, ablate=ablate, framework=framework,
-            rewards=str(rewards) if rewards else None,
+            rewards=str(rewards) if rewards else None, metric=metric, loss_terms=tuple(loss_term or ()),
             select=tuple(split_list(select)), ignore=tuple(split_list(ignore)),
             thresholds=load_settings().thresholds, allow_outside_paths=allow_outside_paths,
         )
-        return build_report(options, _progress)
+        return build_report(options, _progress, optimizer_steps)
 
     run_report(build, OutputOptions(output_format, output, fail_on, color, exit_zero))
 

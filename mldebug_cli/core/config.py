@@ -73,9 +73,9 @@ class Settings:
         """The report with the configured per-check severities."""
         if not self.severities:
             return report
-        return report.with_findings(tuple(
+        return replace(report.with_findings(tuple(
             replace(f, severity=self.severities.get(f.code, f.severity)) for f in report.findings
-        ))
+        )), not_kept=tuple(replace(n, severity=self.severities.get(n.code, n.severity)) for n in report.not_kept))
 
 
 def load(cwd: Path | None = None, env: Mapping[str, str] | None = None, *,

@@ -24,6 +24,7 @@ class MldebugError(Exception):
 SETTING_CHAT_TEMPLATE = "chat_template"  # the chat template file the run renders with
 SETTING_MAX_LENGTH = "max_length"  # the sequence limit rows are cut to
 SETTING_END_OF_TURN_MASKING = "end_of_turn_masking"  # which end-of-turn tokens are trained (axolotl's eot_tokens, ...)
+SETTING_DATASET_SIZE = "dataset_size"  # the training rows the step count needs
 
 
 class InputError(MldebugError):

@@ -15,6 +15,7 @@ class ExitCode(enum.IntEnum):
 
 def exit_code_for(report: Report, fail_on: Severity) -> ExitCode:
     """1 when any finding is at or above ``fail_on``, else 0."""
-    if any(f.severity.rank >= fail_on.rank for f in report.findings):
+    worst = report.worst()
+    if worst is not None and worst.rank >= fail_on.rank:
         return ExitCode.FINDINGS
     return ExitCode.CLEAN

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 ContextValue = str | int | None  # a context line: words, a number (max_length, world_size, workers) or not set
 CONTEXT_VERSIONS = "versions"  # the context line naming the target versions of the framework's packages
+CONTEXT_OPTIMIZER_STEPS = "optimizer steps"  # the config's step count, one plan for every command (step_plan.py)
 
 
 class Severity(str, enum.Enum):
@@ -88,6 +90,45 @@ class Finding:
                    data.get("message", ""), data.get("hint"), Location.from_dict(data.get("location") or {}))
 
 
+KEPT_PER_CHECK = 1000  # findings kept in full per check of a run; the rest are counted (NotKept), so memory is flat
+
+
+@dataclass(frozen=True)
+class NotKept:
+    """Findings of one check at one severity that were counted but not kept: past the first ``KEPT_PER_CHECK``."""
+
+    code: str
+    name: str
+    severity: Severity
+    count: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "name": self.name, "severity": self.severity.value, "count": self.count}
+
+
+class FindingKeeper:
+    """Keeps the first ``limit`` findings of each check in the order they come (row order) and counts the rest, so
+    what a run holds does not grow with the dataset; ``limit=None`` keeps every finding."""
+
+    def __init__(self, limit: int | None = KEPT_PER_CHECK) -> None:
+        self.limit = limit
+        self.kept: list[Finding] = []
+        self.by_code: Counter[str] = Counter()  # every finding, kept or not
+        self._not_kept: Counter[tuple[str, str, Severity]] = Counter()
+
+    def extend(self, findings: Iterable[Finding]) -> None:
+        for f in findings:
+            if self.limit is None or self.by_code[f.code] < self.limit:
+                self.kept.append(f)
+            else:
+                self._not_kept[(f.code, f.name, f.severity)] += 1
+            self.by_code[f.code] += 1
+
+    def not_kept(self) -> tuple[NotKept, ...]:
+        return tuple(NotKept(code, name, severity, n) for (code, name, severity), n in sorted(
+            self._not_kept.items(), key=lambda kv: (kv[0][0], -kv[0][2].rank)))
+
+
 @dataclass(frozen=True)
 class Report:
     """The result of one command run.
@@ -106,15 +147,19 @@ class Report:
     context: Mapping[str, ContextValue] = field(default_factory=dict)
     summary: Mapping[str, Any] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
+    not_kept: tuple[NotKept, ...] = ()  # findings counted, not kept (past the first KEPT_PER_CHECK of a check)
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}
         for f in self.findings:
             out[f.severity.value] += 1
+        for n in self.not_kept:
+            out[n.severity.value] += n.count
         return out
 
     def worst(self) -> Severity | None:
-        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
+        severities = [f.severity for f in self.findings] + [n.severity for n in self.not_kept]
+        return max(severities, key=lambda s: s.rank, default=None)
 
     def with_findings(self, findings: tuple[Finding, ...]) -> Report:
         return replace(self, findings=findings)

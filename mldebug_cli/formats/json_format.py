@@ -17,6 +17,8 @@ def report_document(report: Report) -> dict[str, Any]:
         "findings": [f.as_dict() for f in report.findings],
         "summary": dict(report.summary),
     }
+    if report.not_kept:  # past the first KEPT_PER_CHECK findings of a check: counted, not listed
+        doc["findings_not_kept"] = [n.as_dict() for n in report.not_kept]
     doc.update(report.details)
     return doc
 

@@ -14,7 +14,7 @@ from typing import IO
 from rich.text import Text
 
 from mldebug_cli.core.console import make_console
-from mldebug_cli.core.findings import Finding, Report, Severity
+from mldebug_cli.core.findings import Finding, NotKept, Report, Severity
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.formats.locations import place
 
@@ -32,11 +32,11 @@ def render(report: Report, stream: IO[str], color: bool = False) -> None:
     details = _details_module(report.command)
     findings_first = getattr(details, "FINDINGS_FIRST", False)
     if findings_first:
-        _render_findings(report.findings, console)
+        _render_findings(report.findings, console, report.not_kept)
     if details is not None:
         details.render_details(report, console)
     if not findings_first:
-        _render_findings(report.findings, console)
+        _render_findings(report.findings, console, report.not_kept)
     _render_verdict(report, console)
 
 
@@ -68,16 +68,19 @@ def _group(findings: tuple[Finding, ...]) -> dict[str, list[Finding]]:
     return dict(sorted(groups.items(), key=lambda kv: (-kv[1][0].severity.rank, kv[0])))
 
 
-def _render_findings(findings: tuple[Finding, ...], console) -> None:
+def _render_findings(findings: tuple[Finding, ...], console, not_kept: tuple[NotKept, ...] = ()) -> None:
     if not findings:
         return
     console.print(Text("Findings", style="bold underline"))
+    uncounted: dict[str, int] = {}
+    for n in not_kept:
+        uncounted[n.code] = uncounted.get(n.code, 0) + n.count
     for code, group in _group(findings).items():
         first = group[0]
         head = Text(f"{first.severity.value:<7} ", style=SEVERITY_STYLE[first.severity])
         head.append(f"{code} {first.name}", style="bold")
         if len(group) > 1 or first.location.row is not None:
-            head.append(f"  ({plural(len(group), 'place')})", style="dim")
+            head.append(f"  ({plural(len(group) + uncounted.get(code, 0), 'place')})", style="dim")
         console.print(head)
         in_full = 1 if len(group) >= MANY else MAX_LOCATIONS_SHOWN
         for f in group[:in_full]:
@@ -90,7 +93,10 @@ def _render_findings(findings: tuple[Finding, ...], console) -> None:
         if len(group) > in_full:
             rest = [place(f.location) for f in group[in_full:]]
             shown = "; ".join(rest[:MAX_MORE_PLACES]) + ("; …" if len(rest) > MAX_MORE_PLACES else "")
-            console.print(Text(f"  … and {len(rest)} more: {shown}", style="dim"))
+            console.print(Text(f"  … and {len(rest) + uncounted.get(code, 0)} more: {shown}", style="dim"))
+        if uncounted.get(code):
+            console.print(Text(f"  (the first {len(group):,} are kept in the report, {uncounted[code]:,} more counted; "
+                               "--all-findings keeps every one)", style="dim"))
         if first.hint:
             console.print(Text(f"  hint: {first.hint}", style="green"))
     console.print()

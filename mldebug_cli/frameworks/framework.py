@@ -29,11 +29,24 @@ class Detection:
 
 
 @dataclass(frozen=True)
+class VisionPath:
+    """How one framework turns a dataset record into a vision row (frameworks/trl/vision.VisionRow), and how the
+    report describes it."""
+
+    encode: Callable[[Any], Any]  # a dataset Record -> its VisionRow
+    max_length: int | None
+    assistant_header: str  # the text before an assistant reply, after its last special token
+    context: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class VisionRows:
     """Image rows its trainer takes and mldebug emulates (inspect-data's vision path)."""
 
     tasks: tuple[str, ...]  # the tasks whose image rows are emulated (sft)
     emulated: str  # what is emulated, for messages: "TRL's SFT collator"
+    # (inspect options, the model's VisionProcessor, the dataset's folder) -> its VisionPath
+    path: Callable[[Any, Any, Any], VisionPath] | None = None
 
 
 @dataclass(frozen=True)

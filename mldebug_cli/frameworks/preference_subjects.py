@@ -63,6 +63,7 @@ class Pair:
     completions: dict[str, list[int]] = field(default_factory=dict)  # side -> completion ids before truncation
     sides: dict[str, Collated] = field(default_factory=dict)  # side -> the collated sequence
     dropped_sides: frozenset[str] = frozenset()  # sides the trainer's length filter removes
+    answers: dict[str, str] = field(default_factory=dict)  # GRPO: answer column -> its text (what rewards compare to)
 
     @property
     def ok(self) -> bool:

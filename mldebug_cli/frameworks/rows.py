@@ -108,6 +108,8 @@ class RowProfile:
     # who maps the chat template over every row before the first step without catching its error (so one row it
     # raises on stops the run), or None where a row that raises is left out or the rows are not prepared up front
     template_error_stops_run: str | None = None
+    # whether the trainer reads a per-message ``loss_weight`` (None: not known, nothing is said)
+    reads_message_weights: bool | None = None
 
     def max_length(self, given: int | None) -> int | None:
         return given
@@ -121,7 +123,8 @@ class RowProfile:
                         not_emulated=tuple(self.not_emulated()), end_of_turn_hint=self.end_of_turn_hint(),
                         assistant_mask_needs_chat=self.assistant_mask_needs_chat,
                         keeps_sharegpt_tags=self.keeps_sharegpt_tags, eos_is_turn_end=self.eos_is_turn_end,
-                        resizes_embeddings=self.resizes_embeddings)
+                        resizes_embeddings=self.resizes_embeddings,
+                        reads_message_weights=self.reads_message_weights, framework=self.framework)
 
     def end_of_turn_hint(self) -> str | None:
         """How the framework's config trains an end-of-turn token the rows leave masked (None: the generic hint)."""

@@ -62,6 +62,8 @@ class RowFacts:
     keeps_sharegpt_tags: bool = False  # ShareGPT rows keep their from tags (human, gpt) as roles
     eos_is_turn_end: bool = False  # the trained tokenizer's EOS is the template's end-of-turn (LLaMA-Factory's replace_eos)
     resizes_embeddings: bool = False  # the framework grows the model's embeddings to the tokenizer's length itself
+    reads_message_weights: bool | None = None  # reads a per-message loss_weight (None: not known)
+    framework: str = ""  # whose row handling these are
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import ContextValue, Finding, Hit, Location, Report
+from mldebug_cli.core.findings import KEPT_PER_CHECK, ContextValue, Finding, FindingKeeper, Hit, Location, Report
 from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks import versions
 from mldebug_cli.frameworks.hf import tokenizer_resolution
@@ -64,12 +64,14 @@ class InspectOptions:
     tokenizer: str
     chat_template: str | None = None
     data_format: str | None = None
+    data_format_from: str = "--data-format"  # who set data_format: the flag, or the config key preflight read it from
     framework: str = DEFAULT_ROWS
     train_on: str | None = None  # None: the framework's default
     max_length: int | None = None
     rows: tuple[int, ...] | None = None
     sample: int | None = None
     all_rows: bool = False
+    findings_kept: int | None = KEPT_PER_CHECK  # per check, in row order; the rest are counted (None: keep all)
     show: int = DEFAULT_SHOWN
     token_table: bool = False  # the text view's per-token table (always with --rows); JSON and HTML have every token
     select: tuple[str, ...] = ()
@@ -125,11 +127,11 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
                         renderer.render(messages, tools, add_generation_prompt).text)
     locator = rows.locator(renderer, setup) if renderer is not None else None
 
-    findings: list[Finding] = []
+    findings = FindingKeeper(options.findings_kept)  # the driver stays flat in rows: past the first K, counted
     for check in checks:
         if check.subject == "setup":
             findings.extend(check.findings(setup, setup))
-    findings += unreadable_shards(source, checks, "DS010")
+    findings.extend(unreadable_shards(source, checks, "DS010"))
     engine = _RowEngine(
         detection, setup, rows, renderer, locator, loaded.tokenizer, source.display,
         row_checks=[c for c in checks if c.subject == "row"],
@@ -147,14 +149,15 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         views = _keep_shown(views + result.views, options)
         if progress is not None:
             progress(stats.rows, checked_total)
-    findings += run_will_not_start(findings, rows, checks, source.display, checked_total)
+    findings.extend(run_will_not_start(findings, rows, checks, source.display, checked_total))
     return Report(
         command="inspect-data",
-        findings=tuple(findings),
+        findings=tuple(findings.kept),
+        not_kept=findings.not_kept(),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
         context=_context(setup, rows, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options),
-        summary=stats.summary(total, findings),
+        summary=stats.summary(total, findings.by_code),
         details=RowsSection(tuple(_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)),
                             options.token_table or bool(options.rows),
                             sorted(stats.sequences) if options.sequence_lengths else None).as_details(),
@@ -162,8 +165,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
 
 
 def _vision_rows(source, options: InspectOptions) -> bool:
-    """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator; refused by
-    name where mldebug does not emulate them, never read as text."""
+    """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator or LLaMA-Factory's
+    mm_plugin; refused by name where mldebug does not emulate them, never read as text."""
     from mldebug_cli.frameworks.trl.vision import has_processor, is_vision_row
 
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
@@ -188,15 +191,18 @@ def _vision_rows(source, options: InspectOptions) -> bool:
 
 
 
-def run_will_not_start(findings: list[Finding], rows: RowProfile, checks: list, path: str, checked: int) -> list[Finding]:
+def run_will_not_start(findings: FindingKeeper, rows: RowProfile, checks: list, path: str, checked: int) -> list[Finding]:
     """One dataset-level DS009 finding when the framework renders every row before the first step and the template
-    raises on some: that one row stops the run (the per-row findings say where)."""
+    raises on some: that one row stops the run (the per-row findings say where). The rows come in order, so the
+    first DS009 row is among the kept findings; every per-row DS009 finding counts, kept or not."""
     check = next((c for c in checks if c.code == "DS009"), None)
-    raised = [f.location.row for f in findings if f.code == "DS009" and f.location.row is not None]
+    raised = [f.location.row for f in findings.kept if f.code == "DS009" and f.location.row is not None]
     if check is None or not raised or rows.template_error_stops_run is None:
         return []
+    dataset_level = sum(1 for f in findings.kept if f.code == "DS009" and f.location.row is None)
+    count = findings.by_code["DS009"] - dataset_level
     return [check.finding(Hit(
-        f"the run will not start: {rows.template_error_stops_run}, and the template raises on {len(raised):,} of the "
+        f"the run will not start: {rows.template_error_stops_run}, and the template raises on {count:,} of the "
         f"{checked:,} rows checked (first: row {min(raised)}); one such row stops it",
         "fix or drop every row the template raises on before training (they are listed under this check), or use a "
         "template that accepts them", Location(path=path)))]
@@ -356,7 +362,7 @@ def _detection(source: DatasetSource, options: InspectOptions):
     key = detected.messages_key if options.data_format in ("messages", "sharegpt") else "messages"
     if options.data_format in ("messages", "sharegpt") and head and isinstance(head[0], dict):
         key = next((k for k in ("messages", "conversations", "conversation") if k in head[0]), key)
-    return Detection(options.data_format, "--data-format", key)
+    return Detection(options.data_format, options.data_format_from, key)
 
 
 def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokenizer, row_format: str, train_on: str,
@@ -661,10 +667,7 @@ class _Stats:
         self.untrained_lengths.update(other.untrained_lengths)
         self.sequences.extend(other.sequences)
 
-    def summary(self, total: int, findings: list[Finding]) -> dict[str, Any]:
-        by_check: dict[str, int] = {}
-        for f in findings:
-            by_check[f.code] = by_check.get(f.code, 0) + 1
+    def summary(self, total: int, by_check: Mapping[str, int]) -> dict[str, Any]:
         return RowsSummary(
             rows=total,
             rows_checked=self.rows,
@@ -722,7 +725,7 @@ def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, o
         method = "generation-markers" if setup.has_generation_markers else "turn-diff (per-turn prefix renders)"
     return {
         "dataset": setup.dataset_path,
-        "format": f"{detection.row_format} ({'assumed from ' + detection.reason if detection.reason != '--data-format' else 'from --data-format'})",
+        "format": f"{detection.row_format} ({('from ' if detection.reason == options.data_format_from else 'assumed from ') + detection.reason})",
         "tokenizer": loaded.source,
         "chat_template": rows.chat_template_line(setup.template_source),
         "framework": rows.describe(),

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.core.findings import Report
+from mldebug_cli.core.findings import CONTEXT_OPTIMIZER_STEPS, Report
 from mldebug_cli.core.sections.memory import (
     BatchView,
     FixView,
@@ -63,9 +63,11 @@ class Lengths:
 
 def build_report(options: MemoryOptions, progress: Callable[[str], None] | None = None,
                  lengths: Lengths | None = None,
-                 read_lengths: Callable[[MemoryOptions], Lengths] | None = None) -> Report:
+                 read_lengths: Callable[[MemoryOptions], Lengths] | None = None,
+                 count_steps: Callable[[MemoryOptions], str] | None = None) -> Report:
     """``lengths``: the rows' token lengths when the caller already has them; else ``read_lengths`` reads them
-    (preflight's ``memory_lengths``: the rows as its inspect-data reads them for this config)."""
+    (preflight's ``memory_lengths``: the rows as its inspect-data reads them for this config); ``count_steps``:
+    the config's optimizer steps as lr-plot and preflight count them (preflight's ``config_steps``)."""
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
 
@@ -101,6 +103,7 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
             "lengths": lengths.source,
             "assumed": assumptions(setup, f"transformers {target.version or 'newest checked'} ({target.source})"),
             "gpu": gpu[0] if gpu else "none given (--gpu NAME or --gpu-memory GIB); judged against the table below",
+            CONTEXT_OPTIMIZER_STEPS: count_steps(options) if count_steps else None,
         },
         summary=_summary(review),
         details=memory_details(review),

@@ -42,6 +42,7 @@ from mldebug_cli.sources.tokenizer import load_tokenizer, single_id, special_tex
 
 SIDES = {"dpo": ("chosen", "rejected"), "orpo": ("chosen", "rejected"), "kto": ("completion",), "grpo": ()}
 PAIR_SIDES = ("chosen", "rejected")
+ANSWER_COLUMNS = ("answer", "solution", "ground_truth")  # GRPO columns reward functions usually compare to
 FRAMEWORK_NOTES = {
     "dpo": "trl 1.16 (prompt and prompt+reply tokenized apart; the completion starts where they diverge)",
     "orpo": "trl 1.16 trl.experimental.orpo (legacy path: string-level template, BOS/EOS ids added, only the "
@@ -224,6 +225,9 @@ class _Engine:
             pair.problem = record.error
         else:
             pair.columns = frozenset(record.data) if isinstance(record.data, dict) else frozenset()
+            if self.setup.task == "grpo" and isinstance(record.data, dict):
+                pair.answers = {c: v.strip() for c in dict.fromkeys((*ANSWER_COLUMNS, *self.setup.reward_columns))
+                                if isinstance(v := record.data.get(c), str) and v.strip()}
         return pair, record.data
 
     def _encoded(self, record: Record) -> Pair:

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import (
     SETTING_CHAT_TEMPLATE,
+    SETTING_DATASET_SIZE,
     SETTING_END_OF_TURN_MASKING,
     SETTING_MAX_LENGTH,
     InputError,
     MldebugError,
     UsageError,
 )
-from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Location, Report
-from mldebug_cli.core.sections.pairs import data_summary
+from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Location, NotKept, Report
 from mldebug_cli.core.sections.preflight import PartView, PreflightSection
 from mldebug_cli.frameworks.registry import PREFLIGHT_NEEDS, chosen
 from mldebug_cli.frameworks.registry import framework as framework_object
@@ -66,6 +66,36 @@ class PreflightOptions:
 
 
 def build_report(options: PreflightOptions, progress: Callable[[str], None] | None = None) -> Report:
+    from mldebug_cli.pipelines.step_plan import size_from_reports
+
+    config, framework, plan, tokenizer, preference = _read(options)
+    data = [_data_section(options, config, plan, tokenizer, d, progress, preference) for d in plan.datasets]
+    size = size_from_reports(s.report for s in data)
+    task = preference.task if preference else None
+    schedule_part = _schedule_section(options, framework, size, progress, task)
+    sections = [*data, schedule_part, *_memory_section(options, framework, data, progress,
+                                                                _steps_of(options, framework, size, task)),
+                *(_template_section(options, tokenizer, plan, d, progress) for d in options.deploy)]
+    findings = tuple(f for s in sections for f in s.report.findings)
+    not_kept = tuple(n for s in sections for n in s.report.not_kept)
+    parts = PreflightSection(tuple(PartView.of_report(s.report, s.target, leave_out=("sequence_lengths",))
+                                   for s in sections))
+    return Report(
+        command=COMMAND,
+        findings=findings,
+        checks_run=tuple(dict.fromkeys(code for s in sections for code in s.report.checks_run)),
+        targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
+        context={**_context(config, plan, tokenizer, options, preference),
+                 CONTEXT_VERSIONS: schedule_part.report.context.get(CONTEXT_VERSIONS)},
+        summary=parts.summary(_by_check(findings, not_kept)),
+        details=parts.as_details(),
+        not_kept=not_kept,
+    )
+
+
+def _read(options: PreflightOptions):
+    """The config, its framework, training plan, tokenizer and preference settings; the tokenizer loaded once and
+    every dataset found, so that an error names the config key behind it."""
     from mldebug_cli.frameworks import versions
     from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
@@ -88,24 +118,36 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
                          hint="pass --tokenizer DIR")
     _require_datasets(config, plan)  # a missing file fails at once, before the tokenizer loads
     _load_tokenizer(config, plan, tokenizer, from_config=options.tokenizer is None)
-    data = [_data_section(options, config, plan, tokenizer, d, progress, preference) for d in plan.datasets]
-    schedule_part = _schedule_section(options, framework, _dataset_size(config, data), progress,
-                                      preference.task if preference else None)
-    sections = [*data, schedule_part, *_memory_section(options, framework, data, progress),
-                *(_template_section(options, tokenizer, plan, d, progress) for d in options.deploy)]
-    findings = tuple(f for s in sections for f in s.report.findings)
-    parts = PreflightSection(tuple(PartView.of_report(s.report, s.target, leave_out=("sequence_lengths",))
-                                   for s in sections))
-    return Report(
-        command=COMMAND,
-        findings=findings,
-        checks_run=tuple(dict.fromkeys(code for s in sections for code in s.report.checks_run)),
-        targets=(config.path, *(d.spec for d in plan.datasets), *options.deploy),
-        context={**_context(config, plan, tokenizer, options, preference),
-                 CONTEXT_VERSIONS: schedule_part.report.context.get(CONTEXT_VERSIONS)},
-        summary=parts.summary(_by_check(findings)),
-        details=parts.as_details(),
-    )
+    return config, framework, plan, tokenizer, preference
+
+
+def measured_size(options: PreflightOptions, progress: Callable[[str], None] | None = None):
+    """The config's datasets measured exactly as preflight measures them for its step count (the same rows, the
+    same sample, the framework's own encoding), and the preference trainer the config runs (None: SFT): the
+    ``DatasetSize`` lr-plot, memory and probe count steps over,
+    so that every command prints preflight's count. Only the length check runs (the counts do not depend on
+    the others)."""
+    from mldebug_cli.pipelines.step_plan import size_from_reports
+
+    options = replace(options, select=("DS001",), ignore=())
+    config, _, plan, tokenizer, preference = _read(options)
+    size = size_from_reports(_data_section(options, config, plan, tokenizer, d, progress, preference).report
+                             for d in plan.datasets)
+    return size, preference.task if preference else None
+
+
+def config_steps(options: PreflightOptions) -> str:
+    """The context line of memory and probe: the config's optimizer steps over its datasets, as preflight and
+    lr-plot count them, or why they could not be counted."""
+    from mldebug_cli.pipelines.step_plan import count_steps
+
+    try:
+        size, task = measured_size(options)
+        return count_steps(options.config, size, framework=options.framework, world_size=options.world_size,
+                           target_versions=options.target_versions, configured_versions=options.configured_versions,
+                           task=task).describe()
+    except MldebugError as exc:
+        return f"not counted: {exc.message}"
 
 
 def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, options: PreflightOptions) -> InputError:
@@ -153,6 +195,8 @@ def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: fro
                 "framework": plan.framework, "train_on": plan.train_on.value, "max_length": plan.max_length.value,
                 "split": dataset.split}
     configured = replace(options, **{name: value for name, value in settings.items() if name not in given})
+    if "data_format" not in given and dataset.data_format:
+        configured = replace(configured, data_format_from=f"the config's {dataset.key}")
     if configured.framework == plan.framework:
         from mldebug_cli.frameworks.selector import dataset_options
 
@@ -335,7 +379,7 @@ def _config_settings(plan: TrainingPlan, dataset: DatasetPlan) -> dict[str, tupl
     """setting -> (value, config key) for what the plan decides (key None: the framework's default)."""
     return {
         "tokenizer": (plan.tokenizer.value, plan.tokenizer.key),
-        "chat_template": (plan.chat_template.value, plan.chat_template.key),
+        "chat_template": (plan.chat_template.label or plan.chat_template.value, plan.chat_template.key),
         "data_format": (dataset.data_format, dataset.key if dataset.data_format else None),
         "train_on": (plan.train_on.value, plan.train_on.key),
         "max_length": (plan.max_length.value, plan.max_length.key),
@@ -401,63 +445,43 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint or "pass --tokenizer DIR") from None
 
 
-def _scaled(counts, scale: float, total: int | None = None) -> dict[int, int]:
-    """(length, rows) counts scaled from the rows checked to the file, rounded so they add up to ``total`` (default:
-    the scaled sum, rounded): largest remainders first, so 200 rows checked of 999 give 999 rows, not 1,000."""
-    counts = list(counts)
-    exact = [(length, n * scale) for length, n in counts]
-    want = round(sum(x for _, x in exact)) if total is None else total
-    out = {length: int(x) for length, x in exact}
-    by_remainder = sorted(exact, key=lambda item: item[1] - int(item[1]), reverse=True)
-    for length, _ in by_remainder[: max(0, want - sum(out.values()))]:
-        out[length] += 1
-    return {length: n for length, n in out.items() if n}
-
-
-def _dataset_size(config: ConfigFile, sections: list[_Part]):
-    """What the data sections measured, for the step count: rows per dataset less the rows the framework
-    drops for length, and the token length of every row (for packing); scaled up from a sample."""
-    from collections import Counter
-
-    from mldebug_cli.schedule.dataset_size import DatasetSize
-
-    per_dataset, tokens, exact = [], 0.0, True
-    lengths: Counter[int] = Counter()
-    untrained: Counter[int] = Counter()
-    for section in sections:
-        summary = data_summary(section.report.summary)
-        rows, checked = summary.rows, summary.rows_checked
-        scale = rows / checked if checked else 0.0
-        exact = exact and checked == rows
-        trained = rows * summary.sequences_per_row  # KTO unpairs each chosen/rejected row into two
-        per_dataset.append(trained - round(summary.rows_dropped * scale))
-        tokens += summary.tokens_kept * scale
-        lengths.update(_scaled(summary.lengths_kept, scale, per_dataset[-1] if trained == rows else None))
-        untrained.update(_scaled(summary.lengths_untrained, scale))
-    if not sum(per_dataset):
-        return None
-    basis = f"{round(tokens)} tokens of the rows that train, " + (
-        "counted" if exact else "scaled up from the rows checked")
-    return DatasetSize(rows=sum(per_dataset), source="the config's datasets: " + " + ".join(map(str, per_dataset)),
-                       token_range=(round(tokens), round(tokens)), tokens_exact=exact, per_dataset=tuple(per_dataset),
-                       token_basis=basis, lengths=tuple(sorted((+lengths).items())),
-                       untrained_lengths=tuple(sorted((+untrained).items())))
-
-
 def _schedule_section(options, framework: str, size, progress, task: str | None = None) -> _Part:
     from mldebug_cli.pipelines import schedule
 
     if progress:
         progress("simulating the LR schedule")
-    report = schedule.build_report(
-        config=options.config, framework=framework, world_size=options.world_size,
-        select=options.select, ignore=options.ignore, size=size,
-        target_versions=options.target_versions, configured_versions=options.configured_versions, task=task,
-    )
+    try:
+        report = schedule.build_report(
+            config=options.config, framework=framework, world_size=options.world_size,
+            select=options.select, ignore=options.ignore, size=size,
+            target_versions=options.target_versions, configured_versions=options.configured_versions, task=task,
+        )
+    except InputError as exc:  # lr-plot's hint names its own flags; preflight counts the config's datasets
+        if exc.setting != SETTING_DATASET_SIZE:
+            raise
+        raise InputError(f"{options.config}: {exc.message}: no dataset of the config was read, or none has rows "
+                         "that train", "name local or cached datasets in the config, check them with "
+                         "`mldebug inspect-data --config CONFIG`, or set max_steps",
+                         exc.setting) from None
     return _Part(options.config, report)
 
 
-def _memory_section(options, framework: str, data: list[_Part], progress) -> list[_Part]:
+def _steps_of(options: PreflightOptions, framework: str, size, task: str | None) -> Callable[[Any], str]:
+    """The memory section's step line: the count of the schedule section (one plan for both)."""
+    from mldebug_cli.pipelines.step_plan import count_steps
+
+    def count(_) -> str:
+        try:
+            return count_steps(options.config, size, framework=framework, world_size=options.world_size,
+                               target_versions=options.target_versions,
+                               configured_versions=options.configured_versions, task=task).describe()
+        except MldebugError as exc:
+            return f"not counted: {exc.message}"
+    return count
+
+
+def _memory_section(options, framework: str, data: list[_Part], progress,
+                    count: Callable[[Any], str] | None = None) -> list[_Part]:
     """The memory estimate on the rows the data sections read, when the model's config.json is readable locally."""
     from mldebug_cli.frameworks.trainer_facts import read_trainer_facts
     from mldebug_cli.pipelines import memory
@@ -473,7 +497,7 @@ def _memory_section(options, framework: str, data: list[_Part], progress) -> lis
         memory.MemoryOptions(config=options.config, model=options.model, gpu=options.gpu, gpu_memory=options.gpu_memory,
                              world_size=options.world_size, framework=framework, select=options.select,
                              ignore=options.ignore, allow_outside_paths=options.allow_outside_paths),
-        lengths=memory.preflight_lengths([s.report for s in data]),
+        lengths=memory.preflight_lengths([s.report for s in data]), count_steps=count,
     )
     return [_Part(options.config, report)]
 
@@ -565,13 +589,15 @@ def _template_line(plan: TrainingPlan) -> str:
     own = getattr(plan.framework_options, "template", None)
     if own:
         return f"{plan.framework}'s own template {own!r}"
-    return plan.chat_template.value or "the tokenizer's"
+    return plan.chat_template.label or plan.chat_template.value or "the tokenizer's"
 
 
-def _by_check(findings: tuple[Finding, ...]) -> dict[str, int]:
+def _by_check(findings: tuple[Finding, ...], not_kept: tuple[NotKept, ...] = ()) -> dict[str, int]:
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.code] = counts.get(f.code, 0) + 1
+    for n in not_kept:
+        counts[n.code] = counts.get(n.code, 0) + n.count
     return dict(sorted(counts.items()))
 
 

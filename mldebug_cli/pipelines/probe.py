@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Report
+from mldebug_cli.core.findings import CONTEXT_OPTIMIZER_STEPS, CONTEXT_VERSIONS, ContextValue, Finding, Report
 from mldebug_cli.core.labels import IGNORE_INDEX
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView
 from mldebug_cli.core.sections.probe import (
     AblationView,
     CosineView,
     MapRow,
+    MetricView,
     NonFiniteView,
     OptimizerView,
     ProbeSection,
@@ -55,19 +56,26 @@ class ProbeOptions:
     allow_outside_paths: bool = False
     framework: str | None = None  # whose trainer runs the config (None: detected from its keys)
     rewards: str | None = None  # GRPO: the completions per prompt and their rewards (sources/rewards.py)
+    metric: str | None = None  # FILE:FUNCTION, the user's own metric: d(metric)/d(param) per parameter group
+    loss_terms: tuple[str, ...] = ()  # FILE:FUNCTION each, the user's own loss terms, added to the trainer's
 
 
-def build_report(options: ProbeOptions, progress: Callable[[str], None] | None = None) -> Report:
+def build_report(options: ProbeOptions, progress: Callable[[str], None] | None = None,
+                 count_steps: Callable[[ProbeOptions], str] | None = None) -> Report:
+    """``count_steps``: the config's optimizer steps as lr-plot and preflight count them (preflight's
+    ``config_steps``), for the report's context."""
     from mldebug_cli.core import registry
     from mldebug_cli.frameworks import versions as target_versions
-    from mldebug_cli.probe.losses import loss_params, term_specs
+    from mldebug_cli.probe.losses import custom_specs, loss_params, term_specs
 
     say = progress or (lambda message: None)
     _require_libraries()
     _validate(options)
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="GP")]
     facts = read_facts(options.config, options.framework)
+    metric, loss_terms = _user_functions(options)
     specs = term_specs(facts)
+    specs += custom_specs(loss_terms, specs)
     loss_params(facts)  # a loss type or reward scaling the probe cannot follow: say so before loading anything
     _check_rewards(options, facts.task)
     if options.ablate is not None and options.ablate not in [s.name for s in specs]:
@@ -80,7 +88,7 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
     estimate = _estimate(options, sequences, len(specs))
     if estimate is not None:
         say(f"estimated {estimate}")
-    subject, notes = _measured(options, facts, specs, versions, sequences, rows, say)
+    subject, notes = _measured(options, facts, specs, versions, sequences, rows, say, metric, loss_terms)
     findings = tuple(f for check in checks for f in check.findings(subject, _context(check, options.thresholds)))
     elapsed = time.monotonic() - started
     return Report(
@@ -88,7 +96,9 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
         findings=findings,
         checks_run=tuple(c.code for c in checks),
         targets=(options.config, options.model) + ((options.rewards,) if options.rewards else ()),
-        context=_report_context(options, facts, versions, subject, _probed(sequences, rows, facts.task), estimate, notes),
+        context={**_report_context(options, facts, versions, subject, _probed(sequences, rows, facts.task), estimate,
+                                   notes),
+                 CONTEXT_OPTIMIZER_STEPS: count_steps(options) if count_steps else None},
         summary=ProbeSummary(len(rows), [t.name for t in subject.terms], len(subject.tensors), round(elapsed, 1),
                              len(findings)).as_dict(),
         details=replace(_details(subject), map=folklore_map(subject, findings)).as_details(),
@@ -130,6 +140,16 @@ def _validate(options: ProbeOptions) -> None:
 
         if not torch.cuda.is_available():
             raise UsageError("--device cuda: torch sees no CUDA device", hint="use --device cpu")
+
+
+def _user_functions(options: ProbeOptions) -> tuple[Any, tuple[Any, ...]]:
+    """The user's own metric and loss terms, imported only when a flag names them (their code runs on request)."""
+    if options.metric is None and not options.loss_terms:
+        return None, ()
+    from mldebug_cli.probe.custom import LOSS_TERM_FLAG, METRIC_FLAG, load_user_function
+
+    metric = load_user_function(options.metric, METRIC_FLAG) if options.metric else None
+    return metric, tuple(load_user_function(spec, LOSS_TERM_FLAG) for spec in options.loss_terms)
 
 
 def _check_rewards(options: ProbeOptions, task: str) -> None:
@@ -283,7 +303,7 @@ def _kto_batch(chunk: list[Any], rows: list[int], max_length: int | None, device
     return batch
 
 
-def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, say):
+def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, say, metric=None, loss_terms=()):
     from mldebug_cli.probe import checkpoint as ckpt
     from mldebug_cli.probe import measure as m
     from mldebug_cli.probe.losses import loss_params
@@ -296,7 +316,7 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
     built = build(policy_dir, facts, versions, adapter, options.device)
     model, dtype, device = built.model, facts.dtype, options.device
     batches = _batches(sequences, rows, facts, device)
-    params = loss_params(facts)
+    params = replace(loss_params(facts), custom=tuple(loss_terms))
     if facts.task == "grpo":  # one generation batch: its micro-batches make one optimizer step
         params = replace(params, accumulation=len(batches), items=int(sum(int((b.labels != -100).sum()) for b in batches)))
     needs_reference = facts.task in ("dpo", "kto") or any(s.name == "kl" for s in specs)
@@ -328,11 +348,14 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
     optimizer = ckpt.compare(options.checkpoint, moments, measured.names, measured.total) if moments else None
     update = m.update_ratio(model, measured, facts.optimizer, facts.learning_rate, moments)
     ablation = _ablation(options, facts, specs, model, batches, references, params, say) if options.steps else None
+    if metric is not None:
+        say(f"measuring d(metric)/d(param) of {metric.spec}")
+    measured_metric = m.metric_gradients(model, batches, metric, device, dtype) if metric is not None else None
     subject = ProbeSubject(
         config=options.config, task=facts.task, terms=tuple(measured.terms), tensors=tuple(tensors), path=built.path
         if measured.error is None else _with_error(built.path, measured.error),
         cosines=tuple(m.cosines(measured)), tokens=tuple(tokens), optimizer=optimizer, update=update,
-        ablation=ablation, keys=dict(facts.keys), lines=config,
+        ablation=ablation, metric=measured_metric, keys=dict(facts.keys), lines=config,
     )
     return subject, notes
 
@@ -457,7 +480,7 @@ def _details(subject) -> ProbeSection:
     return ProbeSection(
         terms=tuple(TermView(t.name, t.weight, t.metric, _num(t.grad_norm), list(t.rows), [_num(v) for v in t.push],
                              [_num(v) for v in t.metric_values], [_num(v) for v in t.losses], tuple(t.row_names or ()),
-                             t.idle or None) for t in subject.terms),
+                             t.idle or None, t.source) for t in subject.terms),
         cosines=tuple(CosineView(c.first, c.second, _num(c.cosine)) for c in subject.cosines),
         tensors=tuple(TensorView(t.name, t.numel, _num(t.grad_norm), t.exempt) for t in subject.tensors),
         tokens=tuple(TokenView(t.token_id, t.piece, list(t.rows), _num(t.norm_ratio), t.learnable, t.how)
@@ -471,6 +494,9 @@ def _details(subject) -> ProbeSection:
         ablation=None if ablation is None else AblationView(ablation.term, ablation.steps, ablation.metric,
                                                             _num(ablation.start), _num(ablation.with_term),
                                                             _num(ablation.without_term)),
+        metric=None if subject.metric is None else MetricView(
+            subject.metric.source, _num(subject.metric.value), _num(subject.metric.grad_norm),
+            [[g.group, g.tensors, _num(g.grad_norm)] for g in subject.metric.groups]),
     )
 
 
@@ -494,7 +520,7 @@ def folklore_map(subject, findings: Iterable[Finding]) -> MapRow:
         row = "numeric"
     elif "GP001" in codes:
         row = "loss"
-    elif codes & {"GP002", "GP003"}:
+    elif codes & {"GP002", "GP003", "GP010", "GP011"}:
         row = "structural"
     elif codes & {"GP004", "GP005", "GP006", "GP007"}:
         row = "competing"

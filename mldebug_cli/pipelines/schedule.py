@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.errors import InputError, MldebugError, UsageError
 from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Report, Severity
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.core.sections.schedule import (
@@ -17,6 +17,7 @@ from mldebug_cli.core.sections.schedule import (
     ScheduleSection,
     ScheduleSummary,
 )
+from mldebug_cli.schedule.dataset_size import DatasetSize
 from mldebug_cli.schedule.model import Simulation
 
 COMMAND = "lr-plot"
@@ -38,8 +39,11 @@ def build_report(
     size=None,
     rows_source: str = "--num-rows",
     task: str | None = None,
+    measure: Callable[[], tuple[DatasetSize | None, str | None]] | None = None,
 ) -> Report:
-    """``target_versions``: the ``--<package>-version`` flags; ``configured_versions``: mldebug.toml's;
+    """``measure``: reads the config's own datasets (preflight's measurement: rows per dataset, length drops, packed
+    sequences) when neither ``num_rows`` nor ``dataset`` is given, and says which trainer the config runs;
+    ``target_versions``: the ``--<package>-version`` flags; ``configured_versions``: mldebug.toml's;
     ``size``: a DatasetSize the caller already measured (preflight), instead of num_rows/dataset;
     ``rows_source``: where ``num_rows`` came from; ``task``: the preference trainer preflight found (dpo, kto,
     orpo, grpo), else the config's keys decide."""
@@ -60,6 +64,13 @@ def build_report(
     config_file = load_config(config)
     framework = checked_framework(framework or detect_framework(config_file))
     targets = versions.resolve(config, target_versions, configured_versions, framework)
+    unmeasured = None
+    if size is None and num_rows is None and dataset is None and measure is not None:
+        try:
+            size, found_task = measure()
+            task = task or found_task
+        except MldebugError as exc:
+            unmeasured = exc.message
     try:
         spec = read_spec(config_file, framework, world_size, targets, task)
     except InputError as exc:  # a typo behind the error is a finding with its line, not a bare refusal
@@ -71,7 +82,13 @@ def build_report(
         size = dataset_size.from_num_rows(num_rows, rows_source)
     elif size is None and dataset is not None:
         size = dataset_size.count_dataset(dataset, spec.packing.sequence_len if spec.packing.enabled else None)
-    sim = simulate(config_file, spec, size, engine)
+    try:
+        sim = simulate(config_file, spec, size, engine)
+    except InputError as exc:
+        if size is not None or unmeasured is None:
+            raise
+        raise InputError(f"{exc.message}: the config's datasets could not be read ({unmeasured})", exc.hint,
+                         exc.setting) from None
     if trainer_state is not None:
         sim = replace(sim, overlay=compare(sim, trainer_state))
     reported = frozenset(ignored.key for ignored in spec.ignored)
@@ -144,10 +161,18 @@ def _context(sim: Simulation, size, engine: str = "auto") -> dict[str, ContextVa
         "engine": sim.engine + (" (torch is not installed; pip install 'mldebug[schedule]' to run the framework's own "
                                 "schedulers)" if fallback else ""),
         "scheduler": spec.scheduler.name,
-        "dataset": None if size is None else f"{plural(size.rows, 'row')} ({size.source})",
+        "dataset": None if size is None else f"{plural(size.rows, 'row')} ({size.source})" + _one_total(spec, size),
         "world_size": spec.world_size,
         "notes": "; ".join(spec.notes) or None,
     }
+
+
+def _one_total(spec, size) -> str:
+    """A total from --num-rows or one file under a cap that applies to each dataset (LLaMA-Factory's max_samples)."""
+    if spec.max_samples is None or size.per_dataset or size.rows <= spec.max_samples:
+        return ""  # a total within the cap: every dataset is within it too, so the count is the same
+    return (f"; {spec.key('max_samples') or 'max_samples'} caps each of the config's datasets on its own, and this "
+            "total is capped as one dataset: leave out --num-rows/--dataset to count each as preflight does")
 
 
 def _summary(sim: Simulation, findings: tuple[Finding, ...]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""inspect-data on vision-language rows (TRL's vision SFT path): dataset + the model's processor -> each row's ids and
-labels with its images expanded -> the vision checks -> Report."""
+"""inspect-data on vision-language rows: dataset + the model's processor -> each row's ids and labels with its images
+expanded, as the framework's vision path makes them (Framework.vision) -> the vision checks -> Report."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, Hit, Location, Report
 from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
-from mldebug_cli.frameworks.trl import vision as trl_vision
-from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, encode_row, load_processor
+from mldebug_cli.frameworks.registry import framework
+from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
-from mldebug_cli.sources.images import ImageReader
 
 # the vision checks, by code (the text checks look at rendered text rows and do not run on image rows)
 VISION_CHECKS = ("DS009", "DS010", "DS011", "DS031", "DS032", "DS033", "DS034", "DS035", "DS036", "DS037")
@@ -39,15 +38,17 @@ class VisionSetup:
 def build_report(options: Any, source: Any, progress: Callable[[int, int], None] | None = None) -> Report:
     from mldebug_cli.pipelines.row_batches import sample_indices
 
-    _refuse_settings(options)
     processor = load_processor(options.tokenizer)
-    max_length = options.max_length if options.max_length is not None else trl_vision.DEFAULT_MAX_LENGTH
+    base = Path(options.dataset).parent if Path(options.dataset).is_file() else Path(options.dataset)
+    vision = framework(options.framework).vision
+    if vision is None or vision.path is None:
+        raise UsageError(f"the rows have images: mldebug does not emulate {options.framework}'s image rows")
+    path = vision.path(options, processor, base)
+    max_length = path.max_length
     setup = VisionSetup(source.display, max_length, processor.image_token, processor.image_token_id,
-                        _assistant_header(processor), processor.describe())
+                        path.assistant_header, processor.describe())
     wanted = registry.selected(options.select, options.ignore, family="DS")
     checks = [registry.load(ref) for ref in wanted if ref.code in VISION_CHECKS]
-    base = Path(options.dataset).parent if Path(options.dataset).is_file() else Path(options.dataset)
-    images = ImageReader(base)
     total = len(source)
     indices = sample_indices(options, total)
     findings: list[Finding] = []
@@ -56,7 +57,7 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     stats = _Stats()
     checked = total if indices is None else len(indices)
     for record in source.records(indices):
-        row = _row(record, processor, images, max_length)
+        row = path.encode(record)
         row_findings = [f for check in checks for f in _findings(check, row, setup, record)]
         findings += row_findings
         stats.add(row)
@@ -72,13 +73,8 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
         targets=(source.display,),
         context={
             "dataset": source.display,
-            "format": "messages with images (TRL vision SFT: images column, image content parts)",
             "processor": processor.describe(),
-            "chat_template": processor.template_source,
-            "framework": f"TRL {trl_vision.EMULATED_TRL} DataCollatorForVisionLanguageModeling: max_length "
-                         f"{max_length if max_length is not None else 'None'}, the first tokens kept, no row dropped, "
-                         "labels = input ids (image tokens included)",
-            "train_on": "all",
+            **path.context,
             "max_length": max_length,
             "rows_checked": f"{checked} of {total}",
         },
@@ -88,32 +84,11 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     )
 
 
-def _refuse_settings(options: Any) -> None:
-    """What TRL's SFTTrainer raises for a vision dataset with these settings."""
-    own = getattr(options, "framework_options", None)
-    if getattr(own, "packing", False):
-        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with packing: \"Packing is not supported "
-                         "for vision datasets\"", hint="set packing: false")
-    if getattr(own, "padding_free", False):
-        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with padding_free", hint="set padding_free: false")
-    if options.truncation_mode == "keep_end":
-        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with truncation_mode keep_end",
-                         hint="use keep_start (the default) or max_length: null")
-    if options.train_on not in (None, "all"):
-        raise UsageError(f"--train-on {options.train_on} on image rows is not emulated: mldebug emulates TRL's vision "
-                         "collator with every token trained (its default)", hint="leave --train-on unset")
-
-
-def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
-    if record.error is not None:
-        row = VisionRow(record.index, record.line)
-        row.refused = trl_vision.RowRefused("DS010", record.error, "fix the line")
-        return row
-    return encode_row(record.index, record.line, record.data, processor, images, max_length)
-
-
 def _findings(check: registry.Check, row: VisionRow, setup: VisionSetup, record: Record) -> list[Finding]:
-    if check.code in ("DS009", "DS010", "DS011"):  # the text checks' codes, for what TRL raises on the row
+    if check.code == "DS010" and row.dropped:  # the framework leaves the row out, as for text rows
+        return [check.finding(Hit(row.dropped, "fix the row's roles and turns, or remove it",
+                                  _location(setup, record, None)))]
+    if check.code in ("DS009", "DS010", "DS011"):  # the text checks' codes, for what the framework raises on the row
         refused = row.refused
         if refused is None or refused.code != check.code:
             return []
@@ -133,25 +108,8 @@ def _location(setup: VisionSetup, record: Record, message_index: int | None) -> 
                     message_index=message_index)
 
 
-def _assistant_header(processor: VisionProcessor) -> str:
-    """What the template writes between a user turn and the assistant's words, after its last special token."""
-    probe = [{"role": "user", "content": [{"type": "text", "text": "\x00U"}]},
-             {"role": "assistant", "content": [{"type": "text", "text": "\x00A"}]}]
-    try:
-        text = processor.tokenizer.apply_chat_template(probe, chat_template=processor.chat_template, tokenize=False)
-    except Exception:  # noqa: BLE001 - a template that cannot render the probe has no header to look for
-        return ""
-    start, end = text.find("\x00U"), text.find("\x00A")
-    if start < 0 or end < start:
-        return ""
-    header = text[start + 2:end]
-    specials = [t for t in processor.tokenizer.all_special_tokens + list(processor.tokenizer.get_added_vocab()) if t]
-    cut = max((header.rfind(s) + len(s) for s in specials if s in header), default=0)
-    return header[cut:]
-
-
 def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView:
-    error = row.refused.message if row.refused else (
+    error = row.refused.message if row.refused else row.dropped if row.dropped else (
         "; ".join(f"image {i} ({p.source}) {p.what}" for i, p in row.image_problems) if row.image_problems else None)
     images = tuple(row.images)
     return RowView(row.index, row.rendered, row.input_ids, row.labels,

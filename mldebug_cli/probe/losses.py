@@ -17,7 +17,7 @@ B·max_completion_length, dapo: the sum over the generation batch's completion t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ class LossParams:
     max_completion_length: int | None = None
     accumulation: int = 1  # GRPO: micro-batches per optimizer step (the normaliser of grpo/bnpo/dr_grpo)
     items: int = 1  # GRPO dapo: completion tokens in the generation batch
+    custom: tuple[Any, ...] = ()  # the user's own loss terms (probe.custom.UserFunction), added with weight 1
 
 
 def loss_params(facts: Any) -> LossParams:
@@ -87,6 +88,8 @@ class Sequences:
     desirable: Any = None  # KTO: [B/2] bool per row (the batch's second half is its KL rows)
     advantages: Any = None  # GRPO: [B] per completion
     whole: Sequences | None = None  # every attended token as a label (ORPO's NLL: prompt and response)
+    outputs: Any = None  # the model's forward output (the user's own terms read its logits)
+    inputs: Mapping[str, Any] | None = None  # the batch's input_ids, attention_mask and labels
 
     def summed(self) -> Any:
         return (self.logps * self.mask).sum(-1)
@@ -146,10 +149,38 @@ def sequences(logits: Any, labels: Any, rows: list[int], temperature: float = 1.
     return out
 
 
+CUSTOM_METRIC = "its value"  # what a user's loss term is read by: there is no per-row metric it pushes
+
+
+def custom_specs(users: tuple[Any, ...], specs: list[TermSpec]) -> list[TermSpec]:
+    """One term per ``--loss-term`` function (weight 1), named after it; a name the trainer's terms use is refused."""
+    taken = {s.name for s in specs}
+    out = []
+    for user in users:
+        if user.name in taken:
+            raise UsageError(f"{user.flag} {user.spec}: the config's loss already has a term {user.name!r}",
+                             hint="rename the function")
+        taken.add(user.name)
+        out.append(TermSpec(user.name, 1.0, CUSTOM_METRIC, None))
+    return out
+
+
 def term_values(task: str, specs: list[TermSpec], policy: Sequences, reference: Any,
                 params: LossParams) -> dict[str, TermValue]:
-    """Each term's unweighted loss, metric and push for one batch. ``reference``: the reference's per-token
-    log-probs of the labels (DPO, KTO, GRPO with β > 0), or None."""
+    """Each term's unweighted loss, metric and push for one batch, the user's own terms last. ``reference``: the
+    reference's per-token log-probs of the labels (DPO, KTO, GRPO with β > 0), or None."""
+    from mldebug_cli.probe.custom import user_value
+
+    users = {user.name: user for user in params.custom}
+    out = _trainer_terms(task, [s for s in specs if s.name not in users], policy, reference, params)
+    for name, user in users.items():
+        loss = user_value(user, policy.outputs, policy.inputs or {})
+        out[name] = TermValue(loss, loss.detach().reshape(1), loss.detach().reshape(1)[:0], [])
+    return out
+
+
+def _trainer_terms(task: str, specs: list[TermSpec], policy: Sequences, reference: Any,
+                   params: LossParams) -> dict[str, TermValue]:
     if task == "sft":
         return {"nll": _nll(policy, slice(None))}
     if task == "kto":

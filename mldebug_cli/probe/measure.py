@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mldebug_cli.probe.losses import PAIRED, LossParams, Sequences, TermSpec, sequences, term_values
-from mldebug_cli.probe.subject import NonFinite, TensorGrad, TermCosine, TermMeasure, UpdateRatio
+from mldebug_cli.probe.subject import (
+    GroupGradient,
+    MetricMeasure,
+    NonFinite,
+    TensorGrad,
+    TermCosine,
+    TermMeasure,
+    UpdateRatio,
+)
 
 SEED = 0
 ADAM_BETAS = (0.9, 0.999)
@@ -63,10 +71,12 @@ def autocast(device: str, dtype: str):
 
 
 def forward(model: Any, batch: Batch) -> Sequences:
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False).logits
+    outputs = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
     whole = batch.input_ids.masked_fill(batch.attention_mask == 0, -100)
-    seq = sequences(logits, batch.labels, batch.rows, batch.temperature, whole)
+    seq = sequences(outputs.logits, batch.labels, batch.rows, batch.temperature, whole)
     seq.desirable, seq.advantages = batch.desirable, batch.advantages
+    seq.outputs = outputs
+    seq.inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask, "labels": batch.labels}
     return seq
 
 
@@ -122,11 +132,45 @@ def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], 
     if any(g is not None and not bool(torch.isfinite(g).all()) for g in total):
         return Measured([], totals.names, {}, [], non_finite=_locate_non_finite(model, batches[0], device, dtype))
     norms = totals.norms()
+    sources = {user.name: user.spec for user in params.custom}
     terms = [TermMeasure(s.name, s.weight, s.metric, tuple(per_term[s.name]["rows"]), tuple(per_term[s.name]["push"]),
                          tuple(per_term[s.name]["metric"]), norms.get(s.name, 0.0), s.key,
-                         losses=tuple(per_term[s.name]["loss"]))
+                         losses=tuple(per_term[s.name]["loss"]), source=sources.get(s.name))
              for s in specs]
     return Measured(terms, totals.names, totals.grads, total, error)
+
+
+def metric_gradients(model: Any, batches: list[Batch], user: Any, device: str, dtype: str) -> MetricMeasure:
+    """The user's metric (``--metric``), its mean over the batches, and d(metric)/d(param): the norm per parameter
+    group (a layer's block, the embedding, the head) and over all trainable tensors (None: nothing reaches them)."""
+    import torch
+
+    from mldebug_cli.probe.api import TermGradients, term_gradients
+    from mldebug_cli.probe.custom import parameter_group, user_value
+
+    named = trainable(model)
+    totals = TermGradients([n for n, _ in named], {})
+    values = []
+    model.train()
+    for batch in batches:
+        with autocast(device, dtype):
+            seq = forward(model, batch)
+        value = user_value(user, seq.outputs, seq.inputs or {})
+        values.append(float(value.detach()))
+        totals.add(term_gradients({"metric": value / len(batches)}, named))
+    grads = totals.grads.get("metric", [None] * len(named))
+    groups: dict[str, list[Any]] = {}
+    for name, grad in zip(totals.names, grads):
+        groups.setdefault(parameter_group(name), []).append(grad)
+    reached = [g for g in grads if g is not None]
+    total = math.sqrt(sum(float(g.double().pow(2).sum()) for g in reached)) if reached else None
+    finite = total is None or math.isfinite(total)
+    group_norms = tuple(
+        GroupGradient(group, len(parts), None if all(g is None for g in parts)
+                      else math.sqrt(sum(float(g.double().pow(2).sum()) for g in parts if g is not None)))
+        for group, parts in groups.items())
+    return MetricMeasure(user.spec, statistics.fmean(values) if values else math.nan, total, group_norms,
+                         len(named), finite and bool(torch.isfinite(torch.tensor(values)).all()))
 
 
 def tensor_grads(model: Any, measured: Measured) -> list[TensorGrad]:

@@ -127,7 +127,13 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
             modules_to_save=list(peft_facts.modules_to_save) or None,
             trainable_token_indices=list(peft_facts.trainable_token_indices) or None,
         )
-        wrapped = get_peft_model(model, config)
+        try:
+            wrapped = get_peft_model(model, config)
+        except ValueError as exc:  # peft refuses the config (NoMatchingPeftModuleError: no module matches): so does the run
+            raise InputError(f"lora_target_modules {config.target_modules!r}: peft refuses it "
+                             f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})",
+                             hint="target_modules as a string is a regular expression over the full module name; "
+                                  "a list names modules") from None
     targets = sorted(config.target_modules) if isinstance(config.target_modules, (set, list)) else config.target_modules
     saved = f", modules_to_save {', '.join(config.modules_to_save)}" if config.modules_to_save else ""
     tokens = ", trainable tokens" if getattr(config, "trainable_token_indices", None) else ""

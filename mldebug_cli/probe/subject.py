@@ -24,6 +24,7 @@ class TermMeasure:
     row_names: tuple[str, ...] = ()  # what each row is, where a row number says too little (GRPO: the prompt)
     losses: tuple[float, ...] = ()  # the term's value on each batch, before its coefficient
     idle: str | None = None  # why the term's gradient is zero by design here (GRPO's KL while policy = reference)
+    source: str | None = None  # FILE:FUNCTION of a user's own term (--loss-term); None: the trainer's
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,27 @@ class Ablation:
 
 
 @dataclass(frozen=True)
+class GroupGradient:
+    """d(metric)/d(param) over one parameter group: its norm (None: no gradient reaches the group)."""
+
+    group: str  # "layers.0.self_attn", "embed_tokens", "lm_head" ...
+    tensors: int
+    grad_norm: float | None
+
+
+@dataclass(frozen=True)
+class MetricMeasure:
+    """The user's own metric (--metric FILE:FUNCTION): its value and how much each parameter group can move it."""
+
+    source: str  # FILE:FUNCTION
+    value: float  # its mean over the probed batches
+    grad_norm: float | None  # over all trainable tensors; None: nothing trainable reaches it
+    groups: tuple[GroupGradient, ...]
+    tensors: int
+    finite: bool = True
+
+
+@dataclass(frozen=True)
 class GradientPath:
     """How the model was built, for the reasons behind missing gradients."""
 
@@ -120,6 +142,7 @@ class ProbeSubject:
     update: UpdateRatio | None = None
     non_finite: NonFinite | None = None
     ablation: Ablation | None = None
+    metric: MetricMeasure | None = None
     keys: Mapping[str, str] = field(default_factory=dict)  # fact -> config key
     lines: Mapping[str, int] = field(default_factory=dict)  # config key -> line
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import SETTING_DATASET_SIZE, InputError
 from mldebug_cli.schedule.dataset_size import DatasetSize, PackedRows, packed_rows
 from mldebug_cli.schedule.model import EPOCH_LOOP_STEPS, RunSpec, StepPlan
 
@@ -117,6 +117,7 @@ def missing_rows(spec: RunSpec) -> InputError:
     return InputError(
         "the step count needs the dataset size",
         hint="pass --num-rows N or --dataset PATH" + ("" if spec.counting.kind == EPOCH_LOOP_STEPS else ", or set max_steps"),
+        setting=SETTING_DATASET_SIZE,
     )
 
 

@@ -23,12 +23,14 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import note_inputs, open_regular, read_bytes, require_regular
 from mldebug_cli.sources.hub import require_local_or_cached, stay_offline
 from mldebug_cli.sources.json_array import NESTED_TOO_DEEPLY, json_array_elements, number_too_long
+from mldebug_cli.sources.parquet_bounds import check_parquet_footer
 
 BINARY_SNIFF_BYTES = 8192
 MIB = 2**20
 MAX_ROW_BYTES = 8 * MIB  # ~2M tokens, twice the longest context windows
 MAX_DEPTH = 100  # real rows (tool schemas included) nest a few dozen levels; Python recursion gives out near 500
 MAX_CSV_COLUMNS = 10_000
+MAX_BLANK_RUN = 1_000_000  # blank lines in a row in a JSON Lines file
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _DATASETS_BUILDERS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv", ".arrow": "arrow"}
 
@@ -98,7 +100,7 @@ class DatasetSource:
     def _jsonl_lines(self) -> Iterator[tuple[int, bytes | int]]:
         """(line number, raw line) for every non-blank line; the size instead of the line when it is over the limit."""
         with self._open_text() as fh:
-            for number, raw in enumerate(_bounded_lines(fh), start=1):
+            for number, raw in enumerate(_bounded_lines(fh, self.spec), start=1):
                 if number == 1 and isinstance(raw, bytes):
                     raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not part of row 0
                 if isinstance(raw, int) or raw.strip():
@@ -172,12 +174,25 @@ def _rows_of_batch(batch: dict[str, list], indices) -> Iterator[Record]:
         yield Record(index, None, error=problem) if problem else Record(index, None, row)
 
 
-def _bounded_lines(fh) -> Iterator[bytes | int]:
-    """Lines of a binary file; a line longer than MAX_ROW_BYTES is read in chunks and given as its size."""
+def _bounded_lines(fh, name: str = "", first_line: int = 1) -> Iterator[bytes | int]:
+    """Lines of a binary file; a line longer than MAX_ROW_BYTES is read in chunks and given as its size. Over
+    ``MAX_BLANK_RUN`` blank lines in a row (200 MB of newlines is 200 million Python loop turns in every pass) is a
+    one-line error naming the file (``name``) and the run's first line (``first_line``: the number of the first)."""
+    blank = 0
+    number = first_line - 1
     while line := fh.readline(MAX_ROW_BYTES + 1):
+        number += 1
         if len(line) <= MAX_ROW_BYTES or line.endswith(b"\n"):
+            if not line.isspace():
+                blank = 0
+            else:
+                blank += 1
+                if blank > MAX_BLANK_RUN:
+                    raise InputError(f"{name}:{number - blank + 1}: over {MAX_BLANK_RUN:,} blank lines in a row; "
+                                     "mldebug stops reading there", hint="remove the blank lines")
             yield line
             continue
+        blank = 0
         size = len(line)
         for chunk in iter(lambda: fh.readline(MIB), b""):
             size += len(chunk)
@@ -241,6 +256,9 @@ def _kind_of(path: Path, spec: str) -> str:
         if suffix in _DATASETS_BUILDERS:
             if suffix in (".csv", ".tsv"):
                 _check_csv_header(path, "\t" if suffix == ".tsv" else ",")
+            elif suffix == ".parquet":
+                with open_regular(path) as fh:
+                    check_parquet_footer(fh, spec)
             return _DATASETS_BUILDERS[suffix]
         raise InputError(
             f"{spec}: unsupported file type {suffix or '(none)'!r}",

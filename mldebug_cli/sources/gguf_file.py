@@ -32,6 +32,12 @@ _MAX_TENSOR_DIMS = 4  # GGML_MAX_DIMS
 _DEFAULT_ALIGNMENT = 32
 _MIN_KV_BYTES = 8 + 4 + 1  # key length, value type, smallest value
 _MIN_TENSOR_INFO_BYTES = 8 + 1 + 4 + 4 + 8  # name length, 1-byte name, n_dims, type, offset
+# An array of strings (the vocabulary, the merges) of more items than this is refused before its items are walked:
+# the largest real vocabularies hold ~262k tokens and ~500k merges; 400 M empty strings fit in a 3.2 GB file and
+# would take minutes to step over and tens of GiB as Python strings.
+MAX_STRING_ARRAY_ITEMS = 2**22
+MAX_DECODED_ARRAY_ITEMS = 2**22  # a decoded array of numbers (token types, EOS ids)
+MAX_DECODED_STRING_BYTES = 256 * 2**20  # the text of one decoded array of strings (a real vocabulary: a few MB)
 
 _SCALAR_FORMATS = {
     GGUFValueType.UINT8: "B",
@@ -293,6 +299,15 @@ class _Cursor:
             raise self.fail(f"{what} claims {value} entries, more than the {self.remaining} bytes left can hold")
         return value
 
+    def bounded_count(self, what: str, min_item_bytes: int, most: int) -> int:
+        """An array's item count, within what the bytes left can hold and at most ``most`` (before any item is read)."""
+        value = self.count(what, min_item_bytes)
+        if value > most:
+            self.offset -= 8
+            raise self.fail(f"{what} claims {value:,} entries; mldebug reads at most {most:,} (no real vocabulary or "
+                            "merge list comes near)")
+        return value
+
     def string_spans(self, count: int, what: str) -> Iterator[tuple[int, int]]:
         """Where each of ``count`` length-prefixed strings (an array's elements) starts and ends, in one tight loop."""
         buffer, offset, end = self.buffer, self.offset, len(self.buffer)
@@ -393,16 +408,29 @@ def _read_value(cursor: _Cursor, value_type: GGUFValueType, key: str) -> _Field:
         return _Field((value_type,), _decode(buffer[start : cursor.offset]))
     item_type = _item_type(cursor, key)
     if item_type == GGUFValueType.STRING:
-        spans = cursor.string_spans(cursor.count(f"array {key}", 8), f"an element of {key}")
-        items: tuple[Any, ...] = tuple([buffer[start:end].decode("utf-8", "replace") for start, end in spans])
+        items: tuple[Any, ...] = _decoded_strings(cursor, key)
     else:
         item_size = _SCALAR_SIZES[item_type]
-        count = cursor.count(f"array {key}", item_size)
+        count = cursor.bounded_count(f"array {key}", item_size, MAX_DECODED_ARRAY_ITEMS)
         start = cursor.offset
         cursor.skip(count * item_size, f"array {key}")
         items = struct.unpack_from(f"<{count}{_SCALAR_FORMATS[item_type]}", buffer, start)
     # An empty array has no element to give its item type (as GGUFReader reports it).
     return _Field((value_type, item_type) if items else (value_type,), items)
+
+
+def _decoded_strings(cursor: _Cursor, key: str) -> tuple[str, ...]:
+    """An array of strings, decoded; its text within ``MAX_DECODED_STRING_BYTES`` (checked as it is decoded)."""
+    count = cursor.bounded_count(f"array {key}", 8, MAX_STRING_ARRAY_ITEMS)
+    items: list[str] = []
+    total = 0
+    for start, end in cursor.string_spans(count, f"an element of {key}"):
+        total += end - start
+        if total > MAX_DECODED_STRING_BYTES:
+            raise cursor.fail(f"array {key} holds over {MAX_DECODED_STRING_BYTES // 2**20} MiB of text; mldebug "
+                              "reads at most that much")
+        items.append(cursor.buffer[start:end].decode("utf-8", "replace"))
+    return tuple(items)
 
 
 def _skip_value(cursor: _Cursor, value_type: GGUFValueType, key: str) -> None:
@@ -413,7 +441,8 @@ def _skip_value(cursor: _Cursor, value_type: GGUFValueType, key: str) -> None:
     else:
         item_type = _item_type(cursor, key)
         if item_type == GGUFValueType.STRING:
-            for _ in cursor.string_spans(cursor.count(f"array {key}", 8), f"an element of {key}"):
+            count = cursor.bounded_count(f"array {key}", 8, MAX_STRING_ARRAY_ITEMS)
+            for _ in cursor.string_spans(count, f"an element of {key}"):
                 pass  # merges: stepped over by their lengths, nothing copied
         else:
             item_size = _SCALAR_SIZES[item_type]

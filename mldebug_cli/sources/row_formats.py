@@ -163,14 +163,30 @@ def conversation_without_assistant(row: dict[str, Any], key: str) -> Chat | None
     return Chat(_validated_messages(messages, key, require_assistant=False), _tools(row))
 
 
+def conversation_with_typed_parts(row: dict[str, Any], key: str) -> Chat | None:
+    """A messages row whose content holds LLaMA-Factory's typed parts (``{"type": "text", "value": ...}``), read as
+    a trainer that hands the messages to ``apply_chat_template`` unchanged reads it (TRL's SFTTrainer): the parts
+    stay as they are, for the template to render as it does (most print the list's Python repr); None when no
+    message holds such parts."""
+    messages = row.get(key)
+    if not (isinstance(messages, list) and any(isinstance(m, dict) and _has_typed_parts(m) for m in messages)):
+        return None
+    return Chat(_validated_messages(messages, key, require_assistant=False), _tools(row))
+
+
+def _has_typed_parts(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(p, dict) and "type" in p and "value" in p and "text" not in p for p in content)
+
+
 def _typed_parts(message: dict[str, Any], index: int) -> dict[str, Any]:
     """A message whose content is LLaMA-Factory's typed parts (``{"type": "text", "value": ...}``, its v1 data format)
     read as its renderers read them: text parts joined into the content; in assistant turns ``reasoning`` parts are
     the reasoning and ``tool_call`` parts (JSON of name and arguments) the tool calls. Any other part type, or one in
     another role, LLaMA-Factory refuses ("Unsupported content type"), and so does this reader (DS010)."""
     content = message.get("content")
-    if not (isinstance(content, list) and content and all(isinstance(p, dict) and "type" in p and "value" in p
-                                                          and "text" not in p for p in content)):
+    if not _has_typed_parts(message):
         return message
     allowed = ("text", "reasoning", "tool_call") if message.get("role") == "assistant" else ("text",)
     text, reasoning, calls = [], [], []

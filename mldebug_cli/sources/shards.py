@@ -6,19 +6,27 @@ JSON Lines, its line there. The shards are cut into chunks of whole rows (JSON L
 one scan; Parquet: its row groups), so that any process can read any chunk by itself: in this process one after
 the other, or in Ray Data's read tasks. A shard that cannot be opened or scanned is set aside with its reason and
 the rest are still read.
+
+Remote URIs need the network: they are read only when the user asked for it (``--online`` / ``MLDEBUG_ONLINE=1``),
+through filesystems given a time limit (pyarrow's GCS client retries for 15 minutes by default), and the listing
+gives up after ``REMOTE_TIMEOUT_SECONDS``. Local globs and folders never follow a link to a folder (``x -> .`` makes
+``**`` exponential), and every shard they find must resolve inside the folder the glob starts from.
 """
 
 from __future__ import annotations
 
+import datetime
 import fnmatch
-import glob
 import io
 import os
+import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.safe_io import inside
 from mldebug_cli.sources.dataset import (
     MIB,
     DatasetSource,
@@ -28,10 +36,14 @@ from mldebug_cli.sources.dataset import (
     _rows_of_batch,
     _too_large,
 )
+from mldebug_cli.sources.parquet_bounds import check_row_groups
 
 SHARD_KINDS = {".parquet": "parquet", ".jsonl": "jsonl"}
 CHUNK_ROWS = 1024  # rows of JSON Lines per chunk: a multiple of the pipelines' batch size
 PARQUET_BATCH = 1000
+LOCAL_SCHEMES = ("file",)
+REMOTE_TIMEOUT_SECONDS = 30.0  # to connect, and to list a remote dataset
+_WILDCARDS = "*?["
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,7 @@ class ShardPlan:
 
 def is_sharded(spec: str) -> bool:
     """A glob, a remote URI, or a local folder of Parquet/JSON Lines files (not one written by save_to_disk)."""
-    if "://" in spec or any(c in spec for c in "*?["):
+    if "://" in spec or any(c in spec for c in _WILDCARDS):
         return True
     path = Path(spec)
     if not path.is_dir() or any((path / name).exists() for name in ("dataset_info.json", "dataset_dict.json", "state.json")):
@@ -78,30 +90,132 @@ def list_shards(spec: str) -> list[str]:
     """The shard files of ``spec`` in name order (a folder is read with its subfolders); a file is its one shard."""
     if os.path.isfile(spec):
         return [spec]
-    if "://" in spec:
-        names = _remote_files(spec)
-    elif any(c in spec for c in "*?["):
-        names = [p for p in glob.glob(spec, recursive=True) if os.path.isfile(p)]
-    else:
-        names = [str(p) for p in Path(spec).rglob("*") if p.is_file()]
+    names = _remote_files(spec) if "://" in spec else _local_files(spec)
     shards = sorted(n for n in names if Path(n).suffix.lower() in SHARD_KINDS)
     if not shards:
         raise InputError(f"{spec}: no Parquet (.parquet) or JSON Lines (.jsonl) files here")
     return shards
 
 
+def _local_files(spec: str) -> list[str]:
+    """The files of a local folder or glob, found without following a link to a folder, each inside the glob's base."""
+    parts = Path(spec).parts
+    fixed = next((i for i, part in enumerate(parts) if any(c in part for c in _WILDCARDS)), len(parts))
+    base = Path(*parts[:fixed]) if fixed else Path(".")
+    pattern = _glob_pattern(parts[fixed:]) if fixed < len(parts) else None
+    names = []
+    for folder, subfolders, files in os.walk(base, followlinks=False):
+        subfolders.sort()
+        for name in files:
+            path = os.path.join(folder, name)
+            if (pattern is None or pattern.fullmatch(os.path.relpath(path, base))) and os.path.isfile(path):
+                names.append(path)
+    return [str(p) for p in inside(base, [Path(n) for n in names])]
+
+
+def _glob_pattern(parts: tuple[str, ...]) -> re.Pattern[str]:
+    """The path below the base that a glob's remaining ``parts`` match (``**`` any number of folders, ``*`` within one)."""
+    sep = re.escape(os.sep)
+    pieces = []
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if part == "**":
+            visible = f"(?!\\.)[^{sep}]+"  # as glob's: a wildcard matches no name starting with a dot
+            pieces.append(f"(?:{visible}{sep})*{visible}" if last else f"(?:{visible}{sep})*")
+        else:
+            hidden = "" if part.startswith(".") else "(?!\\.)"
+            pieces.append(hidden + _component(part, sep) + ("" if last else sep))
+    return re.compile("".join(pieces), re.DOTALL)
+
+
+def _component(part: str, sep: str) -> str:
+    """One path component of a glob as a regular expression that never crosses a separator."""
+    out, i = [], 0
+    while i < len(part):
+        char = part[i]
+        close = part.find("]", i + 2) if char == "[" else -1
+        if char == "*":
+            out.append(f"[^{sep}]*")
+        elif char == "?":
+            out.append(f"[^{sep}]")
+        elif close > 0:
+            inner = part[i + 1 : close]
+            negated = inner.startswith("!")
+            body = re.escape(inner[1:] if negated else inner).replace("\\-", "-")
+            out.append(f"[{'^' if negated else ''}{body}]")
+            i = close
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _require_network(uri: str) -> str:
+    """The URI's scheme; a one-line error when it needs the network and the user did not ask for it."""
+    from mldebug_cli.sources.hub import ONLINE_ENV, online
+
+    scheme = uri.split("://", 1)[0].lower()
+    if scheme not in LOCAL_SCHEMES and not online():
+        raise InputError(f"{uri}: a {scheme}:// dataset needs the network, and mldebug runs offline",
+                         hint=f"pass --online (or set {ONLINE_ENV}=1) to read it")
+    return scheme
+
+
+def _remote(uri: str):
+    """(pyarrow filesystem, path) for a URI: local schemes at once; a remote one only when the user asked for the
+    network, with a time limit on connecting."""
+    from pyarrow import fs
+
+    scheme = _require_network(uri)
+    if scheme in LOCAL_SCHEMES:
+        return fs.FileSystem.from_uri(uri)
+    path = uri.split("://", 1)[1]
+    if scheme == "gs":
+        limit = datetime.timedelta(seconds=REMOTE_TIMEOUT_SECONDS)
+        return fs.GcsFileSystem(retry_time_limit=limit), path
+    if scheme == "s3":
+        return fs.S3FileSystem(connect_timeout=REMOTE_TIMEOUT_SECONDS, request_timeout=REMOTE_TIMEOUT_SECONDS), path
+    return fs.FileSystem.from_uri(uri)
+
+
+def _within_time(uri: str, work: Callable[[], list[str]]) -> list[str]:
+    """``work()``'s result, or a one-line error when it has not finished in ``REMOTE_TIMEOUT_SECONDS`` (a client
+    stuck in a network call cannot be interrupted: it is left in a daemon thread, which the exit does not wait for)."""
+    result: list[list[str] | BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            result.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True, name="mldebug-remote-listing")
+    thread.start()
+    thread.join(REMOTE_TIMEOUT_SECONDS)
+    if not result:
+        raise InputError(f"{uri}: no answer in {REMOTE_TIMEOUT_SECONDS:.0f} s listing it (no network, or no such host)")
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
+
+
 def _remote_files(spec: str) -> list[str]:
     from pyarrow import fs
 
+    _require_network(spec)
     scheme = spec.split("://", 1)[0] + "://"
-    pattern = spec if any(c in spec for c in "*?[") else None
+    pattern = spec if any(c in spec for c in _WILDCARDS) else None
     base = spec.split("*")[0].split("?")[0].split("[")[0].rsplit("/", 1)[0] if pattern else spec
-    try:
-        filesystem, root = fs.FileSystem.from_uri(base)
+
+    def listing() -> list[str]:
+        filesystem, root = _remote(base)
         infos = filesystem.get_file_info(fs.FileSelector(root, recursive=True))
+        return [scheme + info.path for info in infos if info.type == fs.FileType.File]
+
+    try:
+        names = _within_time(spec, listing)
     except (OSError, ValueError) as exc:
         raise InputError(f"{spec}: cannot list it: {' '.join(str(exc).split())[:300]}") from None
-    names = [scheme + info.path for info in infos if info.type == fs.FileType.File]
     return [n for n in names if pattern is None or fnmatch.fnmatch(n, pattern)]
 
 
@@ -109,9 +223,7 @@ def _open(shard: str):
     """A binary input stream on a local or remote shard."""
     if "://" not in shard:
         return open(shard, "rb")
-    from pyarrow import fs
-
-    filesystem, path = fs.FileSystem.from_uri(shard)
+    filesystem, path = _remote(shard)
     return io.BufferedReader(filesystem.open_input_file(path), buffer_size=MIB)  # pyarrow's files have no readline
 
 
@@ -121,6 +233,8 @@ def scan_shard(shard: str, chunk_rows: int = CHUNK_ROWS, kind: str | None = None
     kind = kind or SHARD_KINDS[Path(shard).suffix.lower()]
     try:
         return _scan_parquet(shard) if kind == "parquet" else _scan_jsonl(shard, chunk_rows)
+    except InputError as exc:  # a bound of mldebug's: its message names the shard already
+        return Unreadable(shard, exc.message.removeprefix(f"{shard}: "))
     except Exception as exc:  # noqa: BLE001 - pyarrow and the filesystems raise many types for an unreadable file
         return Unreadable(shard, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
 
@@ -130,6 +244,7 @@ def _scan_parquet(shard: str) -> list[Chunk]:
 
     with _open(shard) as fh:
         meta = pq.ParquetFile(fh).metadata
+    check_row_groups(meta, shard)
     chunks, first = [], 0
     for group in range(meta.num_row_groups):
         rows = meta.row_group(group).num_rows
@@ -147,7 +262,7 @@ def _scan_jsonl(shard: str, chunk_rows: int) -> list[Chunk]:
         fh.seek(0)
         chunks: list[Chunk] = []
         offset = start = line = lines_before = rows = 0
-        for raw in _bounded_lines(fh):
+        for raw in _bounded_lines(fh, shard):
             if rows == 0:
                 start, lines_before = offset, line
             line += 1  # noqa: SIM113 - counted beside the byte offset, both saved at chunk starts
@@ -179,6 +294,9 @@ def plan_shards(spec: str, scan: Callable[[list[str]], list[list[Chunk] | Unread
         first += sum(c.rows for c in result)
     if not chunks and not unreadable:
         raise InputError(f"{spec}: the shards have no rows")
+    if not chunks:
+        first = unreadable[0]
+        raise InputError(f"{spec}: no shard can be read ({first.shard}: {first.reason})")
     return ShardPlan(spec, tuple(chunks), tuple(unreadable))
 
 
@@ -204,7 +322,7 @@ def _read_jsonl(chunk: Chunk, parse: bool) -> Iterator[Record]:
         fh.seek(chunk.start)
         index, line = chunk.first_row, chunk.lines_before
         while index < chunk.first_row + chunk.rows:
-            raw = next(_bounded_lines(fh), None)
+            raw = next(_bounded_lines(fh, chunk.shard), None)
             if raw is None:
                 raise EOFError(f"the file ends before line {line + 1}")
             line += 1

@@ -23,6 +23,7 @@ class Setting:
     value: Any
     key: str | None = None
     own: bool = False  # a file mldebug picked for the framework (axolotl's named template), not a path the config names
+    label: str | None = None  # what the header calls an ``own`` file (its name, not mldebug's private copy's path)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ CASES = Path(__file__).parent / "cases"
 BUILD = ROOT / "build"  # files conftest derives from the corpus (the Phi-3 GGUFs and Modelfile)
 COMMANDS = ("inspect-data", "preflight", "lr-plot", "check-template", "check-run", "probe")
 OUTCOMES = ("fail", "pass")
+PROBE_SAMPLE = pytest.mark.replay(by="code", keep=1)
 CASE_KEYS = {"name", "expect", "at", "message", "severity", "tokenizer", "rows", "config", "log", "state", "files",
              "options", "why"}
 
@@ -54,11 +55,17 @@ def _load_case_files() -> list[Any]:
             assert not unknown, f"{path.name}: case {case.get('name')!r} has unknown keys {sorted(unknown)}"
             assert case["expect"] in OUTCOMES, f"{path.name}: case {case['name']!r}: expect is fail or pass"
             marks = [needs_corpus] if "$corpus" in json.dumps(case) or "$build" in json.dumps(case) else []
+            if document["command"] == "probe":  # each runs a tiny model, some after TRL trained it: the first in the
+                marks.append(PROBE_SAMPLE)     # fast tier, the others in the slow tier (tests/tiers.py)
             params.append(pytest.param(document["command"], code, case, id=f"{code}-{case['name']}", marks=marks))
     return params
 
 
-PARAMS = _load_case_files()
+ALL_PARAMS = _load_case_files()
+# the probe cases run tiny models: their own module (tests/checks/test_probe_case_files.py), so that pytest-xdist's
+# --dist loadscope runs them on one worker while the other runs the rest of the case files
+PARAMS = [p for p in ALL_PARAMS if p.values[0] != "probe"]
+PROBE_PARAMS = [p for p in ALL_PARAMS if p.values[0] == "probe"]
 
 
 def _expand(value: Any, tmp: Path) -> Any:
@@ -149,6 +156,11 @@ def _report(command: str, code: str, case: dict[str, Any], tmp: Path, probe_case
 
 @pytest.mark.parametrize("command,code,case", PARAMS)
 def test_case(command: str, code: str, case: dict[str, Any], tmp_path: Path, request) -> None:
+    run_case(command, code, case, tmp_path, request)
+
+
+def run_case(command: str, code: str, case: dict[str, Any], tmp_path: Path, request) -> None:
+    """One case through its command's pipeline: the check fires where the case says, or stays quiet."""
     if command == "probe":
         for library in ("torch", "peft", "trl"):
             pytest.importorskip(library)

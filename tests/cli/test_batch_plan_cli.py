@@ -48,7 +48,7 @@ def test_step_on_two_ranks_lists_each_ranks_micro_batches():
 
 @pytest.mark.parametrize("args, words", [
     (("--step", 4), "step 4 is past the end of the run (3 optimizer steps)"),
-    (("--step", 0), "--step must be 1 or more"),
+    (("--step", 0), "--step must be from 1 to 1,000,000,000,000, got 0"),
 ])
 def test_a_step_outside_the_run_is_a_one_line_error(args, words):
     result = run("inspect-data", "--config", TRL, *args)

@@ -181,3 +181,32 @@ def test_a_preference_config_inspects_its_pairs_as_the_preference_trainer_prepar
 def test_flags_win_over_a_preference_config():
     doc = report("--config", PREFERENCE / "trl_dpo.yaml", "--max-length", "4096")
     assert doc["context"]["max_length"] == 4096 and "max_length" in doc["context"]["flags_over_config"]
+
+
+def test_the_header_names_axolotls_named_template_and_where_the_format_came_from(tmp_path):
+    """Issue 34 friction: a named axolotl template is named in the header, not the private file mldebug wrote it to;
+    a format the config sets is said to come from the config, not from --data-format."""
+    text = AXOLOTL.read_text().replace("chat_template: tokenizer_default", "chat_template: chatml").replace(
+        "../../tokenizers/", str(FIXTURES / "tokenizers") + "/")
+    config = tmp_path / "config.yml"
+    config.write_text(text)
+    (tmp_path / "train.jsonl").write_text((PREFLIGHT / "axolotl" / "train.jsonl").read_text())
+    context = report("--config", config, "--allow-outside-paths")["context"]
+    assert context["chat_template"] == "axolotl's 'chatml' template, from axolotl 0.19.0 (stored copy; axolotl is not installed)"
+    assert "mldebug-axolotl-templates" not in json.dumps(context)
+
+
+
+def test_a_format_the_config_sets_is_said_to_come_from_the_config(tmp_path):
+    from mldebug_cli.pipelines.inspect import InspectOptions, _detection
+    from mldebug_cli.sources.shards import open_dataset
+    from support import write_jsonl
+
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"messages": [{"role": "user", "content": "a"},
+                                                               {"role": "assistant", "content": "b"}]}])
+    options = InspectOptions(dataset=str(rows), tokenizer=str(QWEN25), data_format="sharegpt",
+                             data_format_from="the config's datasets.0.path")
+    found = _detection(open_dataset(str(rows)), options)
+    assert (found.row_format, found.reason) == ("sharegpt", "the config's datasets.0.path")
+    assert _detection(open_dataset(str(rows)), InspectOptions(dataset=str(rows), tokenizer="", data_format="sharegpt")
+                      ).reason == "--data-format"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 
 import pytest
@@ -85,7 +86,18 @@ def test_real_report_has_findings_with_explanations_linked_to_rows(demo):
     assert {"s0-row-6", "s0-row-14", "s0-check-DS024", "s0-findings", "s0-summary"} <= set(page.ids)
     assert len(page.ids) == len(set(page.ids))
     assert page.all("span", id="verdict") and "Errors found" in html
-    assert "transformers" not in dict(demo.context) and "versions" in html
+    assert "transformers" not in dict(demo.context) and "written by" in html
+
+
+def test_the_header_names_versions_once(demo):
+    """The target versions (the context's line) and the versions that wrote the page are two lines, not two
+    "versions"."""
+    from mldebug_cli.core.findings import CONTEXT_VERSIONS
+    from mldebug_cli.formats.html_parts.page import _checked
+
+    report = replace(demo, context={**demo.context, CONTEXT_VERSIONS: "transformers 5.6.0 (llamafactory's pin)"})
+    labels = [label for label, _ in _checked(report, {"mldebug": "1.0"})]
+    assert labels.count("versions") == 1 and "written by" in labels
 
 
 def test_every_token_of_a_shown_row_is_a_chip_with_its_id_and_label(demo):

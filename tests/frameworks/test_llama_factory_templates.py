@@ -40,10 +40,10 @@ def test_template_needs_the_llama_factory_framework():
 
 def test_a_template_llama_factory_has_but_mldebug_does_not_emulate_is_a_finding():
     status, report = inspect(str(ROWS / "sharegpt.json"), "-t", str(QWEN25), "--framework", "llama-factory",
-                             "--template", "qwen2_vl", "--rows", "0")
+                             "--template", "qwen3_vl", "--rows", "0")
     assert status == 0
     [gap] = [f for f in report["findings"] if f["code"] == "DS026"]
-    assert "'qwen2_vl' is LLaMA-Factory's, but mldebug does not emulate it" in gap["message"]
+    assert "'qwen3_vl' is LLaMA-Factory's, but mldebug does not emulate it" in gap["message"]
     status, report = inspect(str(ROWS / "sharegpt.json"), "-t", str(QWEN25), "--framework", "llama-factory",
                              "--template", "qwen", "--rows", "0")
     assert "DS026" not in codes(report)

@@ -117,3 +117,19 @@ def test_grpo_policy_facts_are_what_grpoconfig_holds(tmp_path, extra):
         args.scale_rewards, args.temperature, args.epsilon, args.epsilon_high)
     assert policy.importance_sampling_level == args.importance_sampling_level
     assert facts.loss.loss_type == (args.loss_type,)
+
+
+@pytest.mark.parametrize("targets", [["qkv_proj"], ["q_proj", "v_proj"], "q_proj", "all-linear", ["all-linear"],
+                                     ".*\\.(q|v)_proj", ["o_proj", "down_proj", "gate_proj"]])
+def test_trl_lora_target_modules_are_what_trls_model_config_hands_peft(targets, tmp_path):
+    """TRL's ModelConfig turns a one-item list into its item (a string: peft's regular expression over the full
+    module name), the way `trl dpo --config` builds its LoraConfig with get_peft_config."""
+    trl = pytest.importorskip("trl")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"model_name_or_path": "m", "output_dir": str(tmp_path), "use_cpu": True, "use_peft": True,
+                                      "lora_target_modules": targets, "beta": 0.1}))
+    _, _, model_args = trl.TrlParser((trl.ScriptArguments, trl.DPOConfig, trl.ModelConfig)).parse_yaml_file(str(config))
+    peft_config = trl.get_peft_config(model_args)
+    expected = peft_config.target_modules
+    mine = read_trainer_facts(config, "trl").peft.target_modules
+    assert (mine if isinstance(mine, str) else set(mine)) == (expected if isinstance(expected, str) else set(expected))

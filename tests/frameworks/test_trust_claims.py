@@ -490,8 +490,10 @@ def test_llama_factory_typed_content_parts_are_read_as_its_renderer_reads_them(t
     assert not [f for f in doc["findings"] if f["code"] in ("DS010", "DS012")]
     bad = [{"messages": [{"role": "user", "content": [{"type": "image_url", "value": "x.png"}]},
                          {"role": "assistant", "content": [{"type": "text", "value": "A cat."}]}]}]
-    found = inspect_rows(bad, QWEN3, tmp_path)["findings"]
+    found = inspect_rows(bad, QWEN3, tmp_path, "--framework", "transformers")["findings"]
     assert [f["code"] for f in found] == ["DS010"] and "Unsupported content type" in found[0]["message"]
+    # under TRL the parts reach Qwen3's template unread (test_typed_content_parts_*): what the template does decides
+    assert "DS010" not in [f["code"] for f in inspect_rows(bad, QWEN3, tmp_path)["findings"]]
 
 
 NO_ASSISTANT_ROWS = [{"messages": [{"role": "user", "content": "Is the chain worn?"}]},
@@ -545,3 +547,62 @@ def test_a_template_that_raises_on_one_row_stops_trls_run_and_mldebug_says_so(tm
     assert "raises on 1 of the 2 rows checked (first: row 1)" in ds009[1]["message"]
     lf = inspect_rows(TOOL_ID_ROWS, NEMO, tmp_path, "--framework", "transformers")
     assert not any(f["message"].startswith("the run will not start") for f in lf["findings"])
+
+
+TYPED_PART_ROWS = [  # LLaMA-Factory's v1 rows: typed parts and a per-message loss_weight
+    {"messages": [{"role": "user", "content": [{"type": "text", "value": "hi"}], "loss_weight": 0.0},
+                  {"role": "assistant", "content": [{"type": "text", "value": "hello there"}], "loss_weight": 1.0}]},
+    {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]},
+]
+
+
+def test_typed_content_parts_reach_the_template_as_trl_hands_them_over(tmp_path):
+    """Issue 34 item 1: TRL 1.16 hands LLaMA-Factory's ``{"type": "text", "value": ...}`` parts to apply_chat_template
+    unread; Llama 3's template prints their Python repr (trained), and mldebug shows the same ids and labels, with
+    the repr in the trained text, not the parts' text."""
+    from support import TOKENIZERS
+
+    trl_rows = run_trl("sft", TYPED_PART_ROWS, TOKENIZERS / "llama3-instruct", tmp_path)
+    assert not isinstance(trl_rows, BaseException), trl_rows
+    doc = inspect_rows(TYPED_PART_ROWS, TOKENIZERS / "llama3-instruct", tmp_path)
+    got = {r["row"]: r for r in doc["rows"]}
+    for index, want in enumerate(trl_rows):
+        assert got[index]["input_ids"] == want["input_ids"], index
+        assert got[index]["labels"] == want["labels"], index
+    assert "[{'type': 'text', 'value': 'hi'}]" in json.dumps(got[0], ensure_ascii=False)
+    assert not [f for f in doc["findings"] if f["code"] == "DS012"]  # the parts are not an empty turn
+
+
+def test_typed_content_parts_stop_trls_run_where_the_template_concatenates_strings(tmp_path):
+    """Qwen2.5's template adds the content to a string: TRL's SFTTrainer raises TypeError while it is built, and
+    mldebug says the run will not start (DS009)."""
+    from support import QWEN25
+
+    with pytest.raises(TypeError, match="can only concatenate str"):
+        run_trl("sft", TYPED_PART_ROWS, QWEN25, tmp_path)
+    doc = inspect_rows(TYPED_PART_ROWS, QWEN25, tmp_path)
+    ds009 = [f for f in doc["findings"] if f["code"] == "DS009"]
+    assert [f["location"].get("row") for f in ds009] == [0, None]
+    assert ds009[1]["message"].startswith("the run will not start: TRL's SFTTrainer")
+
+
+EARLIER_TURN_PAIR = {
+    "chosen": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+               {"role": "user", "content": "q2"}, {"role": "assistant", "content": "good"}],
+    "rejected": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1 other"},
+                 {"role": "user", "content": "q2"}, {"role": "assistant", "content": "bad"}]}
+
+
+def test_an_implicit_pair_differing_in_an_earlier_assistant_turn_puts_the_user_turn_in_the_reply(tmp_path):
+    """Issue 34 item 9: TRL 1.16's extract_prompt keeps the common leading messages as the prompt, so a pair whose
+    earlier assistant turns differ trains the later user turn as reply; mldebug says so (DP003)."""
+    pytest.importorskip("trl")
+    from trl.data_utils import extract_prompt
+
+    from support import QWEN25
+
+    extracted = extract_prompt(EARLIER_TURN_PAIR)
+    assert [m["role"] for m in extracted["chosen"]] == ["assistant", "user", "assistant"]
+    found = [f for f in inspect_rows([EARLIER_TURN_PAIR], QWEN25, tmp_path, "--task", "dpo")["findings"]
+             if f["code"] == "DP003"]
+    assert len(found) == 2 and "holds a user message (its message 1)" in found[0]["message"]

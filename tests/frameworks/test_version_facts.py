@@ -27,7 +27,8 @@ def _releases():
             yield pytest.param(package, version, id=f"{package}-{version}")
 
 
-@pytest.mark.parametrize(("package", "version"), list(_releases()))
+@pytest.mark.replay(by="package")  # a replay of the stored facts against each release's wheel: 4 releases of each
+@pytest.mark.parametrize(("package", "version"), list(_releases()))  # package in the fast tier, all in the slow
 def test_each_stored_fact_is_what_the_wheel_has(package, version):
     found = version_facts._archives(WHEELS, package, version)
     if not found:

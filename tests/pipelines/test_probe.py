@@ -17,6 +17,7 @@ pytest.importorskip("peft")
 pytest.importorskip("trl")
 
 CASES = ("sft-healthy", "sft-reentrant", "sft-trl-cli-reentrant", "lf-lora-dpo", "sft-new-tokens", "sft-new-tokens-saved", "sft-lr-tiny", "sft-fp16-overflow",
+         "sft-bf16-scaled",
          "dpo-healthy", "orpo-healthy", "orpo-conflict", "dpo-sft-tiny", "dpo-saturated", "dpo-opposite-optim", "kto-healthy",
          "kto-saturated", "grpo-healthy", "grpo-equal-rewards", "grpo-kl-conflict")
 
@@ -48,7 +49,7 @@ def _options(folder, **extra):
                         **{**args, **extra})
 
 
-@pytest.mark.replay
+@pytest.mark.replay(keep=1)  # each case trains a tiny model with TRL; the case files keep one case of each GP check
 @pytest.mark.parametrize("name", CASES)
 def test_each_finding_fires_on_its_case_and_healthy_runs_stay_quiet(probe_cases, name):
     from mldebug_cli.pipelines.probe import build_report
@@ -236,6 +237,7 @@ TWINS = [  # (planted, loud case, its quiet twin, the code the loud one gives)
     ("frozen new tokens", "sft-new-tokens", "sft-new-tokens-saved", "GP003"),
     ("a term saturated", "dpo-saturated", "dpo-healthy", "GP001"),
     ("conflicting terms", "orpo-conflict", "orpo-healthy", "GP004"),
+    ("a non-finite module", "sft-fp16-overflow", "sft-bf16-scaled", "GP008"),
 ]
 
 

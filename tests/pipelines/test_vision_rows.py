@@ -158,3 +158,29 @@ def test_preflight_reads_image_rows_from_a_trl_config(tmp_path: Path) -> None:
     config.write_text(f"model_name_or_path: {PROCESSOR}\ndataset_name: {EXAMPLE}\npacking: true\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["preflight", str(config)])
     assert "Packing is not supported for vision datasets" in result.stdout + result.stderr
+
+
+LF_EXAMPLE = FIXTURES / "datasets" / "vision" / "lf_mllm.json"
+LF_CONFIG = FIXTURES / "preflight" / "llama-factory-vision" / "config.yaml"
+
+
+def test_the_bundled_llama_factory_example_fires_each_check_on_its_row() -> None:
+    code, out, _ = run("--config", str(LF_CONFIG), "--all", "--show", "11", "-f", "json")
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["context"]["chat_template"].startswith("LLaMA-Factory's template 'qwen2_vl'")
+    assert "image_max_pixels 262,144" in doc["context"]["framework"]  # read from the config
+    fired = {(f["code"], f["location"]["row"]) for f in doc["findings"]}
+    assert fired == {("DS031", 1), ("DS032", 3), ("DS032", 4), ("DS033", 5), ("DS036", 5), ("DS035", 6),
+                     ("DS034", 7), ("DS037", 8), ("DS010", 10)}
+    rows = {r["row"]: r for r in doc["rows"]}
+    [image] = rows[0]["images"]  # 96x64: within image_max_pixels, the image processor makes it 84x56, 6 tokens
+    assert (image["width"], image["height"], image["tokens"]) == (96, 64, 6)
+    labels = rows[0]["labels"]
+    assert all(label == -100 for label in labels[:image["start"] + image["tokens"]])  # the prompt's image is masked
+
+
+def test_llama_factory_image_rows_need_a_template_with_an_mm_plugin() -> None:
+    code, _, err = run(str(LF_EXAMPLE), "-t", str(PROCESSOR), "--framework", "llama-factory", "--template", "qwen")
+    assert code == 2
+    assert "does not support image input" in err and "qwen2_vl" in err

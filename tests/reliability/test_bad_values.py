@@ -131,8 +131,8 @@ def test_an_integer_of_thousands_of_digits_in_a_training_config_is_a_one_line_er
 @pytest.mark.parametrize(("flags", "message", "hint"), [
     (("--rows", "0-99999999999999"), "--rows: '0-99999999999999' names over 1,000,000 rows",
      "check every row with --all, or a sample with --sample N"),
-    (("--sample", "-1"), "--sample must be at least 1 (got -1)", "--all checks every row"),
-    (("--sample", "0"), "--sample must be at least 1 (got 0)", "--all checks every row"),
+    (("--sample", "-1"), "--sample must be from 1 to 1,000,000,000, got -1", "--all checks every row"),
+    (("--sample", "0"), "--sample must be from 1 to 1,000,000,000, got 0", "--all checks every row"),
 ])
 def test_row_flags_out_of_range_are_one_line_errors(tmp_path, flags, message, hint):
     path = tmp_path / "d.jsonl"

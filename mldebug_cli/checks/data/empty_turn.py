@@ -33,8 +33,24 @@ def run(row: Row, setup: Setup) -> Iterator[Hit]:
         return
     empty = [
         i for i, m in enumerate(row.messages)
-        if m.get("role") in ("assistant", "user") and not content_text(m.get("content")).strip() and not m.get("tool_calls")
+        if m.get("role") in ("assistant", "user") and _empty(m.get("content")) and not m.get("tool_calls")
     ]
     if empty:
         roles = ", ".join(f"{i} ({row.messages[i]['role']})" for i in empty)
         yield Hit(f"empty content in message {roles}", "drop or fill empty turns", row.location(empty[0]))
+
+
+def _empty(content) -> bool:
+    """No text to train: an empty string, or parts none of which holds text (``text``, or LLaMA-Factory's
+    ``value``) or anything else (an image)."""
+    if not isinstance(content, list):
+        return not content_text(content).strip()
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") not in (None, "text"):
+            return False
+        text = part.get("text", part.get("value"))
+        if isinstance(text, str) and text.strip():
+            return False
+    return True

@@ -33,9 +33,8 @@ def run(row: VisionRow, setup: VisionSetup) -> Iterator[Hit]:
     if not cut:
         return
     first = cut[0]
-    kept = max(0, len(row.input_ids) - first.start)
+    kept = row.kept_tokens(first)
     yield Hit(f"max_length {setup.max_length} cuts image {first.index} ({first.source}): {kept} of its {first.tokens} "
-              f"tokens kept, the row is {row.full_length} tokens: the processor raises ValueError (image token count "
-              "mismatch) and the run fails",
+              f"tokens kept, the row is {row.full_length} tokens: {row.cut_consequence}",
               f"raise max_length to at least {row.full_length}, lower the processor's max_pixels, or drop the row",
               Location(message_index=first.message_index))

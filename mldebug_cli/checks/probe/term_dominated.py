@@ -30,7 +30,8 @@ THRESHOLDS = {"ratio_above": 100.0}
 
 
 def run(subject: ProbeSubject, ctx: ProbeContext) -> Iterator[Hit]:
-    terms = [t for t in subject.terms if t.weight != 0 and t.idle is None]
+    # a user's term with no gradient at all is GP011's (loss-term-no-gradient), not a dominated one
+    terms = [t for t in subject.terms if t.weight != 0 and t.idle is None and (t.source is None or t.grad_norm)]
     if len(terms) < 2:
         return
     large = max(terms, key=lambda t: t.grad_norm)

@@ -23,18 +23,19 @@ class TermView:
     losses: Sequence[float | None] = ()  # the term's loss on each probed batch
     row_names: Sequence[str] = ()  # how the rows are named when they are not dataset rows (GRPO: prompts)
     idle: str | None = None  # why a term has no gradient by design (GRPO's KL before the policy leaves the reference)
+    source: str | None = None  # FILE:FUNCTION of the user's own term (--loss-term)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TermView:
         return cls(data.get("name", ""), data.get("weight", 1.0), data.get("metric", ""), data.get("grad_norm"),
                    data.get("rows") or [], data.get("push") or [], data.get("metric_values") or [],
-                   data.get("losses") or [], data.get("row_names") or (), data.get("idle"))
+                   data.get("losses") or [], data.get("row_names") or (), data.get("idle"), data.get("source"))
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "weight": self.weight, "metric": self.metric, "grad_norm": self.grad_norm,
                 "rows": list(self.rows), "push": list(self.push), "metric_values": list(self.metric_values),
                 "losses": list(self.losses), **({"row_names": list(self.row_names)} if self.row_names else {}),
-                **({"idle": self.idle} if self.idle else {})}
+                **({"idle": self.idle} if self.idle else {}), **({"source": self.source} if self.source else {})}
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,25 @@ class AblationView:
 
 
 @dataclass(frozen=True)
+class MetricView:
+    """The user's own metric: its value and d(metric)/d(param) over all trainable tensors and per parameter group."""
+
+    source: str
+    value: float | None
+    grad_norm: float | None
+    groups: Sequence[Sequence[Any]] = ()  # [group, tensors, gradient norm or None]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> MetricView | None:
+        return None if not data else cls(data.get("source", ""), data.get("value"), data.get("grad_norm"),
+                                         data.get("groups") or [])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "value": self.value, "grad_norm": self.grad_norm,
+                "groups": [list(g) for g in self.groups]}
+
+
+@dataclass(frozen=True)
 class MapRow:
     """The row of the debugging map the run falls in: its name, when it applies, how to read it."""
 
@@ -190,6 +210,7 @@ class ProbeSection:
     update_ratio: UpdateRatioView | None = None
     non_finite: NonFiniteView | None = None
     ablation: AblationView | None = None
+    metric: MetricView | None = None
     map: MapRow | None = None
 
     @classmethod
@@ -202,7 +223,8 @@ class ProbeSection:
                    optimizer=OptimizerView.from_dict(probe.get("optimizer")),
                    update_ratio=UpdateRatioView.from_dict(probe.get("update_ratio")),
                    non_finite=NonFiniteView.from_dict(probe.get("non_finite")),
-                   ablation=AblationView.from_dict(probe.get("ablation")), map=MapRow.from_dict(details.get("map")))
+                   ablation=AblationView.from_dict(probe.get("ablation")),
+                   metric=MetricView.from_dict(probe.get("metric")), map=MapRow.from_dict(details.get("map")))
 
     def as_details(self) -> dict[str, Any]:
         def part(view):
@@ -211,7 +233,7 @@ class ProbeSection:
         probe = {"terms": [t.as_dict() for t in self.terms], "cosines": [c.as_dict() for c in self.cosines],
                  "tensors": [t.as_dict() for t in self.tensors], "tokens": [t.as_dict() for t in self.tokens],
                  "optimizer": part(self.optimizer), "update_ratio": part(self.update_ratio),
-                 "non_finite": part(self.non_finite), "ablation": part(self.ablation)}
+                 "non_finite": part(self.non_finite), "ablation": part(self.ablation), "metric": part(self.metric)}
         return {"probe": probe, "map": part(self.map)}
 
 

@@ -98,7 +98,8 @@ def _checked(report: Report, versions: Mapping[str, str]) -> list[tuple[str, Any
     named = {value for _, value in context}
     facts = [("inputs", ", ".join(t for t in report.targets if t not in named) or None), *context]
     facts.append(("checks", _checks_line(report)))
-    facts.append(("versions", ", ".join(f"{name} {version}" for name, version in versions.items()) or None))
+    # the context's "versions" line is the versions the run is judged at; these are the ones that wrote the page
+    facts.append(("written by", ", ".join(f"{name} {version}" for name, version in versions.items()) or None))
     return facts
 
 

@@ -260,7 +260,9 @@ def _chat_template(config: ConfigFile, notes: list[str]) -> Setting:
         raise InputError(f"{at(config, 'chat_template')}: axolotl has no chat template named {name!r} (it raises "
                          "\"Template not found\")", hint=f"did you mean {near[0]!r}?" if near else "use tokenizer_default or jinja")
     notes.append(f"chat_template {choice!r}: axolotl's {name} template, read from {source}")
-    return Setting(str(path), "chat_template", own=True)  # axolotl's own file: the path guard is for the config's
+    label = f"axolotl's {name!r} template, from {source}"
+    NAMED_TEMPLATES[str(path)] = label
+    return Setting(str(path), "chat_template", own=True, label=label)  # the path guard is for the config's files
 
 
 def _has_template(tokenizer: str) -> bool:
@@ -302,6 +304,7 @@ def named_template(name: str):
 
 
 _FOLDER: list = []
+NAMED_TEMPLATES: dict[str, str] = {}  # the file of each named template read → its name, for the report's header
 
 
 def _private_folder():
@@ -475,6 +478,10 @@ class Rows(RowProfile):
         self.unemulated = unemulated
         if prompter is not None and tokenizer is not None:  # a prompter's prompt and reply: one call per batch
             self.batched = BatchTokenizer(tokenizer)
+
+    def chat_template_line(self, source: str | None) -> str | None:
+        """A named template by its name, not the path of the file mldebug wrote it to."""
+        return NAMED_TEMPLATES.get(source or "", source)
 
     @property
     def masking_method(self) -> str | None:

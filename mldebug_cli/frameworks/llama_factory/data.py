@@ -281,6 +281,7 @@ class Supervised:
     replies: list[tuple[int, int, int, bool, bool]]  # (reply's pair number, start, end, trained, cut) in the kept ids
     cut_ids: list[int]
     cut_labels: list[int]
+    kept: list[tuple[int, int]] = field(default_factory=list)  # (source, target) tokens kept of each pair, in order
 
 
 def supervise(pairs: list[tuple[Piece, Piece]], settings: Settings, chosen: LfTemplate, eos_id: int | None) -> Supervised:
@@ -301,9 +302,11 @@ def supervise(pairs: list[tuple[Piece, Piece]], settings: Settings, chosen: LfTe
         kept[n] = (source_len, target_len, source_label[:source_len], target_label[:target_len])
     text = "".join(s.text + t.text for s, t in pairs)
     ids, labels, offsets, replies, cut_ids, cut_labels = [], [], [], [], [], []
+    lengths = []
     shift = 0
     for n, (source, target) in enumerate(pairs):
         source_len, target_len, source_label, target_label = kept.get(n, (0, 0, [], []))
+        lengths.append((source_len, target_len))
         full_source, full_target = _labels(source.ids, target.ids, order.index(n), settings, efficient, eos_id)
         cut_ids += source.ids[source_len:] + target.ids[target_len:]
         cut_labels += full_source[source_len:] + full_target[target_len:]
@@ -325,7 +328,7 @@ def supervise(pairs: list[tuple[Piece, Piece]], settings: Settings, chosen: LfTe
         offsets.append((len(text), len(text)))
         full_length += 1
         trained_before += 1
-    return Supervised(text, ids, labels, offsets, full_length, trained_before, replies, cut_ids, cut_labels)
+    return Supervised(text, ids, labels, offsets, full_length, trained_before, replies, cut_ids, cut_labels, lengths)
 
 
 def _labels(source: list[int], target: list[int], turn_idx: int, settings: Settings, efficient: bool,

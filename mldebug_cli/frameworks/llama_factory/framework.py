@@ -24,11 +24,12 @@ from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.framework import Detection, Framework
+from mldebug_cli.frameworks.framework import Detection, Framework, VisionRows
 from mldebug_cli.frameworks.hf import framework as hf
 from mldebug_cli.frameworks.llama_factory.templates import VERSION, LfTemplate, Settings
 from mldebug_cli.frameworks.llama_factory.trainer_facts import llama_factory_trainer_facts
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
+from mldebug_cli.frameworks.registry import lazily
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile
 from mldebug_cli.schedule.model import Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile
@@ -189,7 +190,8 @@ def check_ranking(config: ConfigFile, task: str, entries: Mapping[str, Any]) -> 
 
 
 SETTING_KEYS = {"template": str, "default_system": str, "tool_format": str, "enable_thinking": bool,
-                "preserve_thinking": bool, "train_on_prompt": bool, "mask_history": bool, "cutoff_len": int}
+                "preserve_thinking": bool, "train_on_prompt": bool, "mask_history": bool, "cutoff_len": int,
+                "image_max_pixels": int, "image_min_pixels": int, "media_dir": str}
 
 
 def lf_options(config: ConfigFile) -> LlamaFactoryOptions:
@@ -214,6 +216,9 @@ class LlamaFactoryOptions(Settings):
     config_path: str | None = None
     lines: dict[str, int | None] = field(default_factory=dict, compare=False)
     packing: tuple[str, ...] = ()  # packing keys set: rows are packed into cutoff_len blocks (not emulated per row)
+    image_max_pixels: int = 768 * 768  # ModelArguments: images are shrunk to this area before the image processor
+    image_min_pixels: int = 32 * 32
+    media_dir: str | None = None  # DataArguments: where image paths are joined (None: the dataset's folder)
 
 
 class Rows(RowProfile):
@@ -438,4 +443,7 @@ FRAMEWORK = Framework(
     row_profile=row_profile,
     encodes_pairs=True,
     trainer_facts=llama_factory_trainer_facts,
+    # vision.py: <image> rows through the template's mm_plugin (qwen2_vl) and the supervised processor
+    vision=VisionRows(("sft",), "LLaMA-Factory's supervised stage (template qwen2_vl)",
+                      lazily("mldebug_cli.frameworks.llama_factory.vision", "vision_path"))
 )

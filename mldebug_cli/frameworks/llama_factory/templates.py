@@ -156,6 +156,10 @@ for _name, _kind, _system in (("qwen", "plain", "You are Qwen, created by Alibab
     _register(_name, user=(_CHATML_USER,), assistant=("{{content}}<|im_end|>\n",), system=(_CHATML_SYSTEM,),
               function=("{{content}}<|im_end|>\n",), function_format="qwen", observation=(_QWEN_TOOL_RESPONSE,),
               tools="qwen", default_system=_system, stop_words=("<|im_end|>",), replace_eos=True, kind=_kind)
+# qwen2_vl: the qwen template with its own default system and the Qwen2-VL mm_plugin (frameworks/llama_factory/vision.py)
+_register("qwen2_vl", user=(_CHATML_USER,), assistant=("{{content}}<|im_end|>\n",), system=(_CHATML_SYSTEM,),
+          function=("{{content}}<|im_end|>\n",), function_format="qwen", observation=(_QWEN_TOOL_RESPONSE,), tools="qwen",
+          default_system="You are a helpful assistant.", stop_words=("<|im_end|>",), replace_eos=True, multimodal=True)
 _register("vicuna", user=("USER: {{content}} ASSISTANT:",),
           default_system="A chat between a curious user and an artificial intelligence assistant. The assistant "
                          "gives helpful, detailed, and polite answers to the user's questions.",

@@ -406,6 +406,7 @@ class Rows(RowProfile):
     appends_eos = True  # its collator masks padding by position
     keeps_sharegpt_tags = True  # maybe_convert_to_chatml renames the keys, not the roles
     template_error_stops_run = "TRL's SFTTrainer renders every row in one datasets.map while it is built"
+    reads_message_weights = False  # TRL 1.16's SFT code has no loss_weight (only DPOConfig.loss_weights, per loss)
     assistant_mask_needs_chat = True  # SFTTrainer: "You set `assistant_only_loss=True`, but the dataset is not conversational"
     row_format = ""
 
@@ -413,11 +414,14 @@ class Rows(RowProfile):
         if self.row_format == "sharegpt" and isinstance(raw, dict) and is_sharegpt_conversations(raw):
             return sharegpt_sample(raw)
         if self.row_format == "messages" and isinstance(raw, dict):
-            from mldebug_cli.sources.row_formats import conversation_without_assistant
+            from mldebug_cli.sources.row_formats import conversation_with_typed_parts, conversation_without_assistant
 
-            # apply_chat_template on the whole conversation: a row with no assistant turn is kept, and trained
+            # apply_chat_template on the whole conversation, messages as given: a row with no assistant turn is kept
+            # and trained; LLaMA-Factory's typed parts reach the template unread (most print their Python repr)
             key = next((k for k in ("messages", "conversations", "conversation") if _conversational(raw.get(k))), None)
-            return conversation_without_assistant(raw, key) if key else None
+            if key is None:
+                return None
+            return conversation_with_typed_parts(raw, key) or conversation_without_assistant(raw, key)
         return None
 
     def refusal(self, first: Any) -> tuple[str, str] | None:
@@ -536,5 +540,6 @@ FRAMEWORK = Framework(
     row_profile=row_profile,
     trainer_facts=trl_trainer_facts,
     pair_refusal=lazily("mldebug_cli.frameworks.trl.preference", "refusal"),
-    vision=VisionRows(("sft",), "TRL's SFT collator"),  # vision.py: SFTTrainer's DataCollatorForVisionLanguageModeling
+    # vision.py: SFTTrainer's DataCollatorForVisionLanguageModeling
+    vision=VisionRows(("sft",), "TRL's SFT collator", lazily("mldebug_cli.frameworks.trl.vision", "vision_path")),
 )

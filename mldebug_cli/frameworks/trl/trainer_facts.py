@@ -144,6 +144,17 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+def _trl_targets(value: Any) -> tuple[str, ...] | str:
+    """``lora_target_modules`` as TRL's ModelConfig hands it to peft: a one-item list becomes its item
+    (trl/trainer/model_config.py:177, TRL 1.16), and peft reads a string other than "all-linear" as a regular
+    expression over the full module name, so ``[qkv_proj]`` matches no module and get_peft_model refuses the run."""
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, str):
+        return "all-linear" if value.strip() == "all-linear" else value
+    return target_modules_of(value)
+
+
 def _trl_peft(r: SpecReader) -> PeftFacts | None:
     if not r.flag("peft", "use_peft", False):
         return None
@@ -152,7 +163,7 @@ def _trl_peft(r: SpecReader) -> PeftFacts | None:
     return PeftFacts(
         method="dora" if dora else "lora", r=r.integer("lora_r", "lora_r", 16),
         alpha=float(r.number("lora_alpha", "lora_alpha", 32)), dropout=float(r.number("lora_dropout", "lora_dropout", 0.05)),
-        target_modules=target_modules_of(targets), modules_to_save=key_names(r.raw("modules_to_save", "lora_modules_to_save")),
+        target_modules=_trl_targets(targets), modules_to_save=key_names(r.raw("modules_to_save", "lora_modules_to_save")),
         use_rslora=r.flag("use_rslora", "use_rslora", False),
     )
 

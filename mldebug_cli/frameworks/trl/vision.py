@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.sections.rows import ImageLine
+from mldebug_cli.frameworks.framework import VisionPath
 from mldebug_cli.render.labels import IGNORE_INDEX
+from mldebug_cli.sources.dataset import Record
 from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
 
 EMULATED_TRL = "1.16.0"
@@ -69,16 +71,25 @@ class VisionRow:
     refused: RowRefused | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)  # as prepared for the template
     text_length: int = 0  # tokens of the row with no image token
+    dropped: str | None = None  # why the framework leaves the row out of training (it never reaches a batch)
+    # image index -> its tokens the cut kept, where the framework cuts elsewhere than at the row's end (LLaMA-Factory)
+    kept_image_tokens: dict[int, int] = field(default_factory=dict)
+    cut_consequence: str = "the processor raises ValueError (image token count mismatch) and the run fails"
 
     @property
     def truncated(self) -> bool:
         return self.full_length > len(self.input_ids)
 
+    def kept_tokens(self, image: ImageLine) -> int:
+        """How many of an image's tokens the cut kept."""
+        if image.index in self.kept_image_tokens:
+            return self.kept_image_tokens[image.index]
+        return max(0, min(image.tokens, len(self.input_ids) - image.start))
+
     @property
     def cut_images(self) -> list[ImageLine]:
         """Images whose tokens the cut splits or removes."""
-        kept = len(self.input_ids)
-        return [image for image in self.images if image.end > kept]
+        return [image for image in self.images if self.kept_tokens(image) < image.tokens]
 
 
 @dataclass(frozen=True)
@@ -314,12 +325,12 @@ def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcess
     row.full_length = len(ids)
     row.text_length = len(ids) - sum(tokens for _, _, tokens in sizes)
     kept = ids if max_length is None else ids[:max_length]
-    row.offsets = _rendered_offsets(encoding.offsets[:len(kept)], pieces, [t for _, _, t in sizes], processor.image_token)
+    row.offsets = rendered_offsets(encoding.offsets[:len(kept)], pieces, [t for _, _, t in sizes], processor.image_token)
     row.input_ids = kept
     row.labels = list(kept)  # labels = input_ids; only padding is masked
 
 
-def _rendered_offsets(offsets: Sequence[tuple[int, int]], pieces: Sequence[str], tokens: Sequence[int],
+def rendered_offsets(offsets: Sequence[tuple[int, int]], pieces: Sequence[str], tokens: Sequence[int],
                       image_token: str) -> list[tuple[int, int]]:
     """Token spans in the expanded text mapped onto the rendered text: an image's tokens all cover its placeholder."""
     blocks, expanded, rendered = [], 0, 0  # (expanded start, expanded end, rendered start, rendered end)
@@ -370,3 +381,65 @@ def _message_of(messages: Sequence[Mapping[str, Any]], image: int) -> int | None
 
 def trained_image_tokens(row: VisionRow, image_token_id: int) -> int:
     return sum(1 for label in row.labels if label == image_token_id and label != IGNORE_INDEX)
+
+
+# --- inspect-data's vision path (Framework.vision) ------------------------------------------------------------
+
+def vision_path(options: Any, processor: VisionProcessor, base: Path) -> VisionPath:
+    """inspect-data's vision path for TRL's SFT collator."""
+    _refuse_settings(options)
+    images = ImageReader(base)
+    max_length = options.max_length if options.max_length is not None else DEFAULT_MAX_LENGTH
+    return VisionPath(
+        lambda record: _row(record, processor, images, max_length), max_length, assistant_header(processor),
+        {"format": "messages with images (TRL vision SFT: images column, image content parts)",
+         "chat_template": processor.template_source,
+         "framework": f"TRL {EMULATED_TRL} DataCollatorForVisionLanguageModeling: max_length "
+                      f"{max_length if max_length is not None else 'None'}, the first tokens kept, no row dropped, "
+                      "labels = input ids (image tokens included)",
+         "train_on": "all"})
+
+
+def _refuse_settings(options: Any) -> None:
+    """What TRL's SFTTrainer raises for a vision dataset with these settings."""
+    own = getattr(options, "framework_options", None)
+    if getattr(own, "packing", False):
+        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with packing: \"Packing is not supported "
+                         "for vision datasets\"", hint="set packing: false")
+    if getattr(own, "padding_free", False):
+        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with padding_free", hint="set padding_free: false")
+    if options.truncation_mode == "keep_end":
+        raise UsageError("TRL's SFTTrainer raises ValueError on image rows with truncation_mode keep_end",
+                         hint="use keep_start (the default) or max_length: null")
+    if options.train_on not in (None, "all"):
+        raise UsageError(f"--train-on {options.train_on} on image rows is not emulated: mldebug emulates TRL's vision "
+                         "collator with every token trained (its default)", hint="leave --train-on unset")
+
+
+def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
+    if record.error is not None:
+        row = VisionRow(record.index, record.line)
+        row.refused = RowRefused("DS010", record.error, "fix the line")
+        return row
+    return encode_row(record.index, record.line, record.data, processor, images, max_length)
+
+
+def assistant_header(processor: VisionProcessor) -> str:
+    """What the template writes between a user turn and the assistant's words, after its last special token."""
+    probe = [{"role": "user", "content": [{"type": "text", "text": "\x00U"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "\x00A"}]}]
+    try:
+        text = processor.tokenizer.apply_chat_template(probe, chat_template=processor.chat_template, tokenize=False)
+    except Exception:  # noqa: BLE001 - a template that cannot render the probe has no header to look for
+        return ""
+    start, end = text.find("\x00U"), text.find("\x00A")
+    if start < 0 or end < start:
+        return ""
+    return header_after_specials(text[start + 2:end], processor)
+
+
+def header_after_specials(header: str, processor: VisionProcessor) -> str:
+    """The header's text after its last special token (what a text search for the assistant span matches)."""
+    specials = [t for t in processor.tokenizer.all_special_tokens + list(processor.tokenizer.get_added_vocab()) if t]
+    cut = max((header.rfind(s) + len(s) for s in specials if s in header), default=0)
+    return header[cut:]

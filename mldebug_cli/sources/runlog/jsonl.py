@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, as_step, number
+from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, LongLine, as_step, number
 
 STEP_KEYS = ("current_steps", "step", "global_step", "iteration", "_step")
 PROGRESS_KEYS = ("current_steps", "total_steps", "percentage", "step", "global_step", "iteration", "_step")
@@ -52,6 +52,10 @@ class JsonlReader:
         except OSError as exc:
             raise InputError(f"{self.path}: cannot read the log ({exc})") from None
         if final:
+            if self.lines.skipping:
+                line = self.lines.line + 1
+                sink.note("bad-record", f"the last line ({line}) is {LongLine.of(self.lines.skipping).reason()}; "
+                          "ignored", line)
             tail = self.lines.tail.decode("utf-8", "replace")
             if tail.strip():  # a last line without its newline: whole if it parses, else cut off mid-write
                 line = self.lines.line + 1
@@ -64,6 +68,9 @@ class JsonlReader:
                 sink.note("bad-record", f"{self.bad} lines in all were not JSON objects and were skipped")
 
     def _line(self, line: str, number_: int, sink: LogSink) -> None:
+        if isinstance(line, LongLine):
+            sink.note("bad-record", f"line {number_} is {line.reason()}; skipped", number_)
+            return
         entry = _entry(line)
         if entry is not None:
             self._row(entry, number_, sink)

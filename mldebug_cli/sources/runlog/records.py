@@ -95,12 +95,32 @@ def as_step(value: Any) -> int | None:
     return int(parsed)
 
 
+MAX_LINE_BYTES = 8 * 2**20  # a log line longer than this is no metric record: stepped over, never held whole
+
+
+class LongLine(str):
+    """Stands in for a line over ``MAX_LINE_BYTES`` (its size in ``size``): readers note it at its line."""
+
+    size: int = 0
+
+    @classmethod
+    def of(cls, size: int) -> LongLine:
+        line = cls("")
+        line.size = size
+        return line
+
+    def reason(self) -> str:
+        return f"{self.size:,} bytes long, over the {MAX_LINE_BYTES // 2**20} MiB mldebug reads per log line"
+
+
 class AppendedLines:
     """The complete lines of a text file from where the last read stopped, read in chunks.
 
     ``--watch`` keeps one per growing file (JSONL, torchtune and console logs, MLflow metric files) and
     parses only what was appended; a last line without its newline waits for the next read (``tail``
-    says whether one is waiting). ``line`` is the 1-based number of the last line handed out.
+    says whether one is waiting). ``line`` is the 1-based number of the last line handed out. A line over
+    ``MAX_LINE_BYTES`` (a 300 MB line, a file with no newline at all) is stepped over chunk by chunk and handed out
+    as a ``LongLine``; ``skipping`` says the file ends inside one.
     """
 
     CHUNK = 1 << 18
@@ -110,6 +130,7 @@ class AppendedLines:
         self.offset = 0
         self.line = 0
         self.tail = b""
+        self.skipping = 0  # bytes of an over-long line stepped over so far (0: not inside one)
 
     def __iter__(self):
         for first, lines in self.batches():
@@ -122,18 +143,35 @@ class AppendedLines:
         with open_regular(self.path) as stream:
             stream.seek(self.offset)
             pending = b""
-            while True:
-                chunk = stream.read(self.CHUNK)
-                if not chunk:
-                    break
+            while chunk := stream.read(self.CHUNK):
+                if self.skipping:
+                    chunk = yield from self._step_over(chunk)
                 pending += chunk
                 end = pending.rfind(b"\n") + 1
                 if not end:
+                    if len(pending) > MAX_LINE_BYTES:
+                        self.offset += len(pending)
+                        self.skipping, pending = len(pending), b""
                     continue
                 complete, pending = pending[:end], pending[end:]
                 self.offset += end
+                if complete.isspace():  # a run of blank lines (200 MB of them): counted in C, nothing to parse
+                    self.line += complete.count(b"\n")
+                    continue
                 lines = [raw.decode("utf-8", "replace") for raw in complete.splitlines()]
                 first = self.line + 1
                 self.line += len(lines)
                 yield first, lines
             self.tail = pending
+
+    def _step_over(self, chunk: bytes):
+        """The rest of ``chunk`` after the over-long line it continues (handed out once its newline comes)."""
+        end = chunk.find(b"\n") + 1
+        self.offset += end or len(chunk)
+        if not end:
+            self.skipping += len(chunk)
+            return b""
+        size, self.skipping = self.skipping + end - 1, 0
+        self.line += 1
+        yield self.line, [LongLine.of(size)]
+        return chunk[end:]
