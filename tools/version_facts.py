@@ -1,6 +1,6 @@
 """Record what each release of transformers, TRL, axolotl and LLaMA-Factory really has, read from its wheel.
 
-    python tools/version_facts.py [--wheels /work/venvs/wheels] [--offline]
+    python tools/version_facts.py [--wheels /work/venvs/wheels] [--offline] [--only tokenizers|pins]
 
 The one tool behind every version table mldebug ships. For every minor release of transformers from 4.46 to the
 newest and of TRL from 0.12 (the first and the last patch of each), axolotl from 0.5 (the first release on PyPI;
@@ -20,6 +20,17 @@ with ``ast``:
 - a few behaviours mldebug's tables depend on: what ``TrainingArguments.__post_init__`` does with ``warmup_ratio``,
   whether ``warmup_steps`` is a float, the eval strategy key's name, which classes axolotl's ``datasets`` union
   validates an entry with.
+
+- how ``AutoTokenizer`` builds a tokenizer (``tokenizers`` behaviours, per transformers release): which tokenizer
+  classes rebuild their pre-tokenizer from their own defaults instead of taking tokenizer.json's (4.x: none, the
+  fast class loads the file as it is; 5.x: ``LlamaTokenizer`` hardcodes Metaspace, ``GPT2Tokenizer`` ByteLevel,
+  ...), and whether ``AutoTokenizer`` loads ``TokenizersBackend`` when a declared ``LlamaTokenizer`` meets a
+  ByteLevel tokenizer.json (the guard transformers added in 5.22);
+- each framework's pin on transformers (``Requires-Dist`` of its wheel's METADATA, markers and extras left out), in
+  ``pins``: for the recorded releases of LLaMA-Factory, TRL and axolotl and the releases of Unsloth and torchtune
+  mldebug checks against (``PINNED``).
+
+``--only tokenizers`` or ``--only pins`` rewrites that part of the existing record alone (the wheels it needs only).
 
 Output: mldebug_cli/frameworks/keys/version-facts.json. Delta-encoded: a field lists only the releases where it
 appears, disappears or changes (its default or its type), so a key that lives through 60 releases unchanged is
@@ -78,6 +89,9 @@ ENUMS = {"transformers": ("transformers/training_args.py", "transformers/trainer
          "llamafactory": ("llamafactory/hparams", "llamafactory/extras/constants.py")}
 # TrainingArguments' __post_init__ turns ``SchedulerType | str`` text into the enum: only its values pass
 TEXT_BECOMES_ENUM = {"transformers"}
+# framework -> the releases whose transformers pin is recorded besides the record's own releases of it
+PINNED = {"unsloth": ("2026.10.9",), "torchtune": ("0.6.1",)}
+PIN_PACKAGES = ("llamafactory", "trl", "axolotl", "unsloth", "torchtune")
 SKIPPED_ATTRIBUTES = {"model_config"}  # pydantic's own settings, not a config key
 
 
@@ -87,8 +101,18 @@ def main() -> None:
     parser.add_argument("--offline", action="store_true", help="use the wheels already in --wheels")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="wheels read at once")
+    parser.add_argument("--only", choices=("tokenizers", "pins"), help="rewrite this part of the record alone")
     args = parser.parse_args()
     args.wheels.mkdir(parents=True, exist_ok=True)
+    if args.only:
+        record = json.loads(args.out.read_text(encoding="utf-8"))
+        if args.only == "tokenizers":
+            _update_tokenizers(record, args.wheels, args.offline)
+        else:
+            record["pins"] = _pins(record, args.wheels, args.offline)
+        args.out.write_text(dumps(record), encoding="utf-8")
+        print(f"{args.out}: {args.only} updated")
+        return
     record: dict = {"generated_by": "tools/version_facts.py", "packages": {}}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for package, (oldest, patches) in RANGES.items():
@@ -204,7 +228,8 @@ def facts_of(package: str, wheel: Path) -> dict:
             fields[key] = [default, "|".join(kind["kinds"])] + ([kind["choices"]] if "choices" in kind else [])
         out["classes"][record] = fields
     if package == "transformers":
-        out["behaviours"] = transformers_behaviours(sources["transformers/training_args.py"])
+        out["behaviours"] = {**transformers_behaviours(sources["transformers/training_args.py"]),
+                             **tokenizer_behaviours(read_sources(wheel, TOKENIZER_PLACES))}
     if package == "axolotl":
         out["behaviours"] = axolotl_behaviours(_under(sources, _AXOLOTL))
     return out
@@ -363,6 +388,97 @@ def transformers_behaviours(source: str) -> dict:
         "eval_strategy_key": "eval_strategy" if "eval_strategy" in fields else "evaluation_strategy",
         "evaluation_strategy_alias": "evaluation_strategy" in fields,
     }
+
+
+TOKENIZER_PLACES = ("transformers/models/", "transformers/models/auto/tokenization_auto.py")
+
+
+def tokenizer_behaviours(sources: dict[str, str]) -> dict:
+    """How AutoTokenizer builds a tokenizer, read from tokenization_auto.py and each model's tokenization_*.py:
+    ``tokenizer_rebuilds`` maps each class whose ``__init__`` sets its own pre-tokenizer to that pre-tokenizer's
+    type (the file's is replaced; 4.x fast classes set none: tokenizer.json loads as it is);
+    ``byte_level_llama_guard``: a declared LlamaTokenizer with a ByteLevel tokenizer.json loads TokenizersBackend."""
+    rebuilds: dict[str, str] = {}
+    for path, text in sources.items():
+        if not re.search(r"/tokenization_\w+\.py$", path) or "pre_tokenizer" not in text:
+            continue
+        for node in ast.walk(_parse(text)):
+            if isinstance(node, ast.ClassDef):
+                init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+                found = re.search(r"self\._tokenizer\.pre_tokenizer\s*=\s*(pre_tokenizers\.\w+\(.*)",
+                                  ast.unparse(init)) if init else None
+                if found:
+                    rebuilds[node.name] = _pre_tokenizer_kind(re.findall(r"pre_tokenizers\.(\w+)\(", found.group(1)))
+    auto = sources.get("transformers/models/auto/tokenization_auto.py", "")
+    return {"tokenizer_rebuilds": dict(sorted(rebuilds.items())),
+            "byte_level_llama_guard": "_tokenizer_json_has_byte_level" in auto}
+
+
+def _pre_tokenizer_kind(types: list[str]) -> str:
+    """A pipeline's kind as mldebug compares it with a file's: ByteLevel or Metaspace wherever it sits in a
+    Sequence, else the first type."""
+    return next((kind for kind in ("ByteLevel", "Metaspace") if kind in types), types[0] if types else "None")
+
+
+def _update_tokenizers(record: dict, folder: Path, offline: bool) -> None:
+    """The tokenizer behaviours of every recorded transformers release, the other behaviours kept."""
+    package = record["packages"]["transformers"]
+    per_version = {}
+    for version in package["versions"]:
+        wheel = _wheel("transformers", version, folder, offline)
+        if wheel is None:
+            raise SystemExit(f"transformers {version}: no wheel")
+        facts = decode(package, version)
+        facts["behaviours"].update(tokenizer_behaviours(read_sources(wheel, TOKENIZER_PLACES)))
+        per_version[version] = facts
+        print(f"transformers {version}: {len(facts['behaviours']['tokenizer_rebuilds'])} classes rebuild",
+              file=sys.stderr)
+    package["behaviours"] = _histories(per_version, package["versions"], "behaviours")
+
+
+def requires_transformers(archive: Path) -> str | None:
+    """The wheel's (or sdist's PKG-INFO) ``Requires-Dist: transformers...`` specifier that holds on Linux without
+    extras (None: the package does not depend on transformers)."""
+    text = ""
+    if archive.name.endswith(".whl"):
+        with zipfile.ZipFile(archive) as zipped:
+            name = next((n for n in zipped.namelist() if n.endswith(".dist-info/METADATA")), None)
+            text = zipped.read(name).decode("utf-8") if name else ""
+    else:
+        with tarfile.open(archive) as tarred:
+            member = next((m for m in tarred.getmembers() if m.name.count("/") == 1 and m.name.endswith("PKG-INFO")),
+                          None)
+            text = tarred.extractfile(member).read().decode("utf-8") if member else ""
+    from packaging.markers import Marker
+
+    linux = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "python_version": "3.11",
+             "extra": ""}
+    for line in text.splitlines():
+        found = re.match(r"Requires-Dist:\s*transformers\s*(?:\[[^\]]*\])?\s*\(?([^;()]*)\)?\s*(?:;(.*))?$", line)
+        if found and (not found.group(2) or Marker(found.group(2)).evaluate(linux)):
+            return found.group(1).strip()
+    return None
+
+
+def _pins(record: dict, folder: Path, offline: bool) -> dict:
+    """framework -> [[release, its transformers specifier ("" when unpinned, null when it does not depend on it)]],
+    at the releases where the pin changes."""
+    out = {}
+    for package in PIN_PACKAGES:
+        releases = record["packages"].get(package, {}).get("versions", []) or list(PINNED.get(package, ()))
+        history: list = []
+        for version in sorted(releases, key=_key):
+            archive = _wheel(package, version, folder, offline)
+            if archive is None:
+                print(f"{package} {version}: no wheel", file=sys.stderr)
+                continue
+            pin = requires_transformers(archive)
+            if pin is None and not archive.name.endswith(".whl"):
+                continue  # an sdist's PKG-INFO often lists no requirements at all: the pin is unknown, not absent
+            if not history or history[-1][1] != pin:
+                history.append([version, pin])
+        out[package] = history
+    return out
 
 
 def axolotl_behaviours(sources: dict[str, str]) -> dict:

@@ -50,6 +50,10 @@ def inspect_data(
     truncation_mode: str | None = typer.Option(None, "--truncation-mode", help="TRL SFT and DPO: keep_start (default) or keep_end."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, e.g. answer."),
     framework_flags=None,  # each framework's own flags (frameworks.registry.Flag), filled in by with_framework_flags
+    transformers_version: str | None = typer.Option(None, "--transformers-version", help="The transformers the run "
+                                                    "uses: its tokenizer is built as that release builds it (default: "
+                                                    "the newest the framework's pin allows when the installed one is "
+                                                    "outside it, else the installed one)."),
     model: Path | None = typer.Option(None, "--model", help="A model folder (or its config.json): ids at or beyond "
                                       "its embedding rows are flagged (default: the tokenizer folder's config.json)."),
     step: int | None = typer.Option(None, "--step", help="With --config: check and show the rows of optimizer step "
@@ -128,6 +132,7 @@ def inspect_data(
             reward_columns=tuple(split_list(reward_columns)),
             framework_flags=read_framework_flags(framework_flags),
             model=str(model) if model else None,
+            transformers_version=transformers_version,
         )
         if config is not None:
             build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {

@@ -98,6 +98,17 @@ def behaviour(name: str, what: str, version: str | None) -> Any:
     return _at(package(name)["behaviours"].get(what, []), release_for(name, version))
 
 
+def newest_release(name: str) -> str | None:
+    """The newest recorded release of ``name``, its classes' or its pin's (None: not recorded)."""
+    found = _record()["packages"].get(name, {}).get("versions") or [h[0] for h in _record().get("pins", {}).get(name, [])]
+    return found[-1] if found else None
+
+
+def pins(name: str) -> list:
+    """[[release, transformers specifier or None], ...] of framework ``name`` at the releases its pin changes."""
+    return _record().get("pins", {}).get(name, [])
+
+
 def behaviour_history(name: str, what: str) -> list:
     return package(name)["behaviours"].get(what, [])
 

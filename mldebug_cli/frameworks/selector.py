@@ -60,7 +60,7 @@ def read_spec(config: ConfigFile, name: FrameworkRef | None, world_size: int, ta
     found = name if isinstance(name, Framework) else resolve(config, name, "schedule")
     if world_size < 1:
         raise UsageError(f"--world-size must be at least 1, got {world_size}")
-    targets = targets or versions.resolve(config.path)
+    targets = targets or versions.resolve(config.path, framework=found.name)
     reader = found.read_spec
     assert reader is not None  # it serves "schedule", whose part this is
     return reader(config, found.name, world_size, targets, task)

@@ -8,12 +8,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.findings import Location
 from mldebug_cli.render.masking import ChatLayout
 from mldebug_cli.render.probe import TemplateFacts
 from mldebug_cli.sources.row_formats import RowProblem, Sample
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.hf.tokenizer_resolution import RunTokenizer
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ class Setup:
     vocab_size: int | None = None  # ids the tokenizer knows (len(tokenizer): its vocabulary and added tokens)
     embedding_rows: int | None = None  # the model's input embedding rows (its config.json vocab_size), when known
     model_config: str | None = None  # the config.json that gave embedding_rows
+    run_tokenizer: RunTokenizer | None = None  # how the run's transformers loads the tokenizer, where a release differs
 
     @property
     def chat(self) -> bool:

@@ -4,6 +4,11 @@ A target version comes from (highest first): a ``--transformers-version``-style 
 ``mldebug.toml``, a requirements file or lockfile beside the training config (``requirements.txt``,
 ``uv.lock``, ``poetry.lock``, ``pylock.toml``), else the installed package. Package metadata is read
 without importing the package.
+
+transformers not given: where the framework's own pin on transformers (its wheel's ``Requires-Dist``, recorded in
+the version facts' ``pins``) excludes the installed release, the run cannot use it (LLaMA-Factory refuses to start
+outside its range), so mldebug assumes the newest recorded transformers release the pin allows, and the header
+says so.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from pathlib import Path
 
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record
-from mldebug_cli.frameworks.lines import DISTRIBUTIONS, VERSION_PACKAGES
+from mldebug_cli.frameworks.lines import DISTRIBUTIONS, VERSION_LABELS, VERSION_PACKAGES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,6 +36,7 @@ _DISTRIBUTIONS = {**DISTRIBUTIONS, **{package: package for package in DISTRIBUTI
 REQUIREMENTS_FILES = ("requirements.txt",)
 LOCK_FILES = ("uv.lock", "poetry.lock", "pylock.toml")
 INSTALLED = "installed"
+ASSUMED = "assumed"  # a source that begins so: chosen by mldebug (a framework's pin), not given by the user
 
 
 def installed(framework: str) -> str | None:
@@ -49,7 +55,7 @@ class TargetVersion:
     @property
     def given(self) -> bool:
         """The user said which version runs (a flag, mldebug.toml, a requirements file or lockfile)."""
-        return self.source not in (INSTALLED, "not installed")
+        return self.source not in (INSTALLED, "not installed") and not self.source.startswith(ASSUMED)
 
     def describe(self) -> str:
         return f"{self.package} {self.version} ({self.source})" if self.version else f"{self.package} not installed"
@@ -75,8 +81,10 @@ class TargetVersions:
 
 
 def resolve(config_path: str | None = None, flags: Mapping[str, str | None] | None = None,
-            configured: Mapping[str, str] | None = None) -> TargetVersions:
-    """Target versions for PACKAGES: flags, then mldebug.toml's ``[versions]``, then files beside the config."""
+            configured: Mapping[str, str] | None = None, framework: str | None = None) -> TargetVersions:
+    """Target versions for PACKAGES: flags, then mldebug.toml's ``[versions]``, then files beside the config, then
+    (transformers, when ``framework`` is named) the newest release ``framework``'s pin allows where it excludes the
+    installed one."""
     beside = pinned_beside(Path(config_path).parent) if config_path else {}
     entries: dict[str, TargetVersion] = {}
     for package in PACKAGES:
@@ -89,7 +97,51 @@ def resolve(config_path: str | None = None, flags: Mapping[str, str | None] | No
             entries[package] = TargetVersion(package, *beside[package])
         else:
             entries[package] = TargetVersions().get(package)
+    if framework is not None and entries.get("transformers") and not entries["transformers"].given:
+        entries["transformers"] = assumed_transformers(framework, TargetVersions(entries)) or entries["transformers"]
     return TargetVersions(entries)
+
+
+def framework_pin(framework: str, version: str | None) -> tuple[str, str] | None:
+    """(``version`` of ``framework``, else its newest recorded release; the transformers specifier its wheel's
+    metadata gives at the newest recorded pin change at or below it) (None: no pin recorded, or the framework does
+    not depend on transformers)."""
+    package = _DISTRIBUTIONS.get(framework, framework)
+    history = record.pins(package)
+    if not history:
+        return None
+    release = version or record.newest_release(package) or history[-1][0]
+    below = [h for h in history if parse(h[0]) <= parse(release)]
+    pin = (below or history[:1])[-1][1]
+    return (release, pin) if pin else None
+
+
+def assumed_transformers(framework: str, targets: TargetVersions) -> TargetVersion | None:
+    """The transformers the run must use when ``framework``'s pin excludes the target one: the newest recorded
+    release inside the pin (None: the target one is allowed, or nothing is pinned)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    package = _DISTRIBUTIONS.get(framework, framework)
+    own = targets.get(package)
+    found = framework_pin(framework, own.version)
+    current = targets.get("transformers")
+    if found is None:
+        return None
+    release, pin = found
+    try:
+        allowed = SpecifierSet(pin)
+        if current.version and Version(current.version) in allowed:
+            return None
+    except (InvalidSpecifier, InvalidVersion):
+        return None
+    inside = [r for r in record.releases("transformers") if Version(r) in allowed]
+    if not inside:
+        return None
+    shown = VERSION_LABELS.get(package, framework)
+    outside = f"; installed {current.version} is outside it" if current.version else ""
+    return TargetVersion("transformers", inside[-1],
+                         f"{ASSUMED}: the newest {shown} {release} allows, transformers{pin}{outside}")
 
 
 def _checked(version: str, where: str) -> str:

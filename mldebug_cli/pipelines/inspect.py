@@ -15,7 +15,9 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import KEPT_PER_CHECK, ContextValue, Finding, FindingKeeper, Hit, Location, Report
 from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
+from mldebug_cli.frameworks import versions
 from mldebug_cli.frameworks.framework import Framework
+from mldebug_cli.frameworks.hf import tokenizer_resolution
 from mldebug_cli.frameworks.registry import DEFAULT_ROWS, frameworks, load, resolve, serving
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
 from mldebug_cli.frameworks.selector import row_profile
@@ -91,6 +93,7 @@ class InspectOptions:
     ray_concurrency: int | None = None  # --engine ray: actors in the pool; None: one per CPU of the cluster
     sequence_lengths: bool = False  # RowsSection.sequence_lengths: every kept row's sequence lengths (memory)
     model: str | None = None  # a model folder or its config.json: its embedding rows (DS030); None: the tokenizer folder's
+    transformers_version: str | None = None  # the transformers the run uses (None: the framework's pin decides, else installed)
 
     @cached_property
     def rows_framework(self) -> Framework:
@@ -117,13 +120,15 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     indices = sample_indices(options, total)
     detection = _detection(source, options)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
+    target = versions.resolve(None, {"transformers": options.transformers_version}, framework=options.framework)
+    run_tokenizer, loaded = tokenizer_resolution.run_tokenizer(loaded, target.get("transformers"), options.framework)
     rows = row_profile(options.rows_framework, options, loaded, detection.row_format)
     train_on = rows.train_on(options.train_on, detection.row_format)
     loaded, training_template = rows.training_template(loaded, detection.row_format, train_on)
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
     text_rows = detection.row_format == "prompt-completion" and isinstance(first, dict) and isinstance(first.get("prompt"), str)
     setup = replace(_setup(options, source, loaded, detection.row_format, train_on, rows), training_template=training_template,
-                    refusal=rows.refusal(first), text_rows=text_rows)
+                    refusal=rows.refusal(first), text_rows=text_rows, run_tokenizer=run_tokenizer)
     renderer = ChatRenderer.for_tokenizer(loaded.tokenizer, setup.template) if setup.template else None
     if renderer is not None:
         setup = replace(setup, render=lambda messages, tools, add_generation_prompt=False:
@@ -740,7 +745,21 @@ def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, o
         "max_length": setup.max_length,
         "rows_checked": f"{checked} of {total}" + _which_rows(options, checked, total),
         "workers": workers if workers > 1 else None,
+        "tokenizer_built_as": _built_as(setup),
     }
+
+
+def _built_as(setup: Setup) -> str | None:
+    """How the run's transformers builds the tokenizer, where some release builds it otherwise than the file says."""
+    run = setup.run_tokenizer
+    if run is None:
+        return None
+    resolution = run.resolution
+    if not resolution.disagrees:
+        return f"{resolution.loaded_as}, as tokenizer.json says, by transformers {run.target}"
+    shown = "ids below are that tokenizer's" if run.round_trip else "not emulated: ids below are the file's"
+    return (f"{resolution.loaded_as} with a {resolution.class_pre_tokenizer} pre-tokenizer over a "
+            f"{resolution.file_pre_tokenizer} tokenizer.json, by transformers {run.target} ({shown})")
 
 
 def _which_rows(options: InspectOptions, checked: int, total: int) -> str:

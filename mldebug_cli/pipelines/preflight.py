@@ -108,7 +108,7 @@ def _read(options: PreflightOptions):
     framework = options.framework or detect_framework(config)
     try:
         plan = read_plan(config, framework, options.allow_outside_paths)
-        targets = versions.resolve(config.path, options.target_versions, options.configured_versions)
+        targets = versions.resolve(config.path, options.target_versions, options.configured_versions, framework)
         preference = read_preference(config, framework, options.task, targets)
     except InputError as exc:
         raise _with_config_errors(exc, config, framework, options) from None
@@ -155,7 +155,7 @@ def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, opt
     from mldebug_cli.frameworks import versions
     from mldebug_cli.pipelines.schedule import config_findings
 
-    targets = versions.resolve(config.path, options.target_versions, options.configured_versions)
+    targets = versions.resolve(config.path, options.target_versions, options.configured_versions, framework)
     errors = [f for f in config_findings(config, framework, targets, task=options.task)
               if f.code in ("CF001", "CF002")]
     if not errors:
@@ -183,6 +183,7 @@ def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: st
             ignore=options.ignore,
             **_engine(options),
             sequence_lengths=True,
+            transformers_version=(options.target_versions or {}).get("transformers"),
         ), plan, dataset)
     report = _inspected(inspect_options, config, plan, dataset, preference=preference)
     return _Part(dataset.spec, report)
@@ -283,7 +284,7 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
     framework = options.framework if "framework" in given else detected
     try:
         plan = read_plan(config, framework, allow_outside_paths)
-        preference = read_preference(config, framework, options.task, versions.resolve(config.path))
+        preference = read_preference(config, framework, options.task, versions.resolve(config.path, framework=framework))
     except InputError as exc:
         raise _with_config_errors(exc, config, framework, PreflightOptions(config=config_path)) from None
     chosen, note = _chosen_dataset(config, plan, dataset)

@@ -68,7 +68,7 @@ def build_report(
     checks = [registry.load(ref) for ref in registry.selected(select, ignore, family="LR")]
     config_file = load_config(config)
     chosen = framework if isinstance(framework, Framework) else resolve(config_file, framework, "schedule")
-    targets = versions.resolve(config, target_versions, configured_versions)
+    targets = versions.resolve(config, target_versions, configured_versions, chosen.name)
     unmeasured = None
     if size is None and num_rows is None and dataset is None and measure is not None:
         try:

@@ -270,7 +270,9 @@ def _sharegpt(row: dict[str, Any], detection: Detection) -> Chat:
     if not isinstance(turns, list) or not turns:
         raise RowProblem("DS010", f"{detection.messages_key} is {_kind(turns)}, expected a list of turns")
     messages: list[dict[str, Any]] = []
-    if isinstance(row.get("system"), str) and row["system"]:
+    first = turns[0].get("from") if isinstance(turns[0], dict) else None
+    # LLaMA-Factory's converter takes a leading system turn over the system column (the column is then unused)
+    if isinstance(row.get("system"), str) and row["system"] and SHAREGPT_ROLES.get(first) != "system":
         messages.append({"role": "system", "content": row["system"]})
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict):

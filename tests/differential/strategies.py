@@ -185,12 +185,16 @@ def sharegpt_dataset(draw, ranking: bool = False) -> tuple[str, list[dict]]:
         for _ in range(draw(st.integers(1, 3))):
             turns.append({"from": "human", "value": draw(text(long=shape == "sharegpt_long"))})
             if shape == "sharegpt_tools" and draw(st.booleans()):
-                turns.append({"from": "function_call", "value": '{"name": "get_weather", "arguments": {"city": "Oslo"}}'})
+                # arguments as an object or as a JSON string (LLaMA-Factory writes the string double-encoded)
+                arguments = draw(st.sampled_from(['{"city": "Oslo"}', '"{\\"city\\": \\"Oslo\\"}"']))
+                turns.append({"from": "function_call", "value": f'{{"name": "get_weather", "arguments": {arguments}}}'})
                 turns.append({"from": "observation", "value": draw(st.sampled_from(['{"temp": 21}', "sunny"]))})
             turns.append({"from": "gpt", "value": draw(text(long=shape == "sharegpt_long"))})
         row = {"conversations": turns}
         if shape == "sharegpt_system":
             row["system"] = draw(text())
+            if draw(st.booleans()):  # a system turn too: LLaMA-Factory takes the turn and keeps the row
+                turns.insert(0, {"from": "system", "value": draw(text())})
         if shape == "sharegpt_tools":
             row["tools"] = '[{"name": "get_weather", "description": "Weather in a city", "parameters": ' \
                            '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]'
@@ -241,3 +245,68 @@ def axolotl_dataset(draw) -> tuple[str, list[dict]]:
         else:
             rows.append({"messages": messages})
     return shape, rows
+
+
+# Tokenizers whose declared class and tokenizer.json disagree (DeepSeek-V3 declares LlamaTokenizerFast over a
+# byte-level BPE file): name -> (npm tokenizer folder under fixtures/tokenizers/, tokenizer_config.json keys written
+# over the folder's; {} keeps the files as shipped)
+DECLARED_CLASS_VARIANTS: dict[str, tuple[str, dict]] = {
+    "deepseek-v3": ("deepseek-v3", {}),
+    "llama3-instruct": ("llama3-instruct", {}),
+    "qwen2.5-instruct": ("qwen2.5-instruct", {}),
+    "qwen2.5-as-llama": ("qwen2.5-instruct", {"tokenizer_class": "LlamaTokenizerFast"}),
+    "qwen2.5-as-llama-not-legacy": ("qwen2.5-instruct", {"tokenizer_class": "LlamaTokenizer", "legacy": False}),
+    "llama3-as-llama-no-prefix": ("llama3-instruct", {"tokenizer_class": "LlamaTokenizerFast", "legacy": True,
+                                                      "add_prefix_space": False}),
+    "deepseek-v3-as-backend": ("deepseek-v3", {"tokenizer_class": "PreTrainedTokenizerFast"}),
+}
+
+
+def declared_class_folder(name: str, scratch) -> object:
+    """A tokenizer folder for DECLARED_CLASS_VARIANTS[name] under ``scratch`` (tokenizer.json linked, the config
+    rewritten); returns its path."""
+    import json
+    import os
+    from pathlib import Path
+
+    source, overrides = DECLARED_CLASS_VARIANTS[name]
+    origin = Path(__file__).resolve().parents[2] / "fixtures" / "tokenizers" / source
+    folder = Path(scratch) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "tokenizer.json").exists():
+        os.symlink(origin / "tokenizer.json", folder / "tokenizer.json")
+    config = json.loads((origin / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, **overrides}), encoding="utf-8")
+    return folder
+
+
+TOKENIZER_PIECES = ("saddle", "spoke", "and the chain", "数据", "定谔", "naïve café", "🙂", "42", "3.14159", "x=1;",
+                    "def f():", "don't", "HTTP/2", "Ünïcödé")
+SEPARATORS = (" ", "  ", "\n", "\n\n", "\t", " \n ", "", "   ")
+
+
+@st.composite
+def tokenizer_text(draw) -> str:
+    """Text in the shapes a tokenizer's pre-tokenizer and decoder disagree on: whitespace runs, newlines, tabs,
+    leading and trailing spaces, CJK, emoji, digits, code."""
+    pieces = draw(st.lists(st.sampled_from(TOKENIZER_PIECES), min_size=1, max_size=6))
+    gaps = draw(st.lists(st.sampled_from(SEPARATORS), min_size=len(pieces) + 1, max_size=len(pieces) + 1))
+    return "".join(g + p for g, p in zip(gaps, pieces)) + gaps[-1]
+
+
+def tokenizer_texts(seed: int, count: int) -> list[str]:
+    """``count`` texts drawn by ``tokenizer_text`` with a fixed seed (the goldens store them)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    drawn: list[str] = []
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(tokenizer_text())
+    def collect(value):
+        drawn.append(value)
+
+    collect()
+    return ["saddle\nspoke and the chain", *dict.fromkeys(drawn)][:count]

@@ -135,10 +135,25 @@ def test_torchtune_unknown_scheduler_component_is_an_input_error(simulate_config
         simulate_config(config, 100, name="tt.yaml")
 
 
-def test_llama_factory_caps_rows_with_max_samples_and_flags_warmup_ratio():
+def test_llama_factory_caps_rows_with_max_samples_and_reads_warmup_ratio_at_the_transformers_it_allows():
+    # LLaMA-Factory 0.9.5 requires transformers <= 5.6.0 (its wheel's metadata): 5.6.0 is assumed, where
+    # warmup_ratio is deprecated and copied into warmup_steps, not the installed 5.24 where it is gone (no LR004)
     simulation = simulate_fixture("llama_factory_llama3_lora_sft.yaml", 5000)
     assert simulation.plan.train_rows == 1000  # max_samples: 1000
-    assert simulation.plan.total_steps == 3 * 125 and simulation.plan.warmup_steps == 0
+    assert simulation.plan.total_steps == 3 * 125 and simulation.plan.warmup_steps == math.ceil(0.1 * 375)
+    assert simulation.spec.ignored == ()
+    assert simulation.spec.transformers_version == "5.6.0"
+
+
+def test_llama_factory_at_a_transformers_the_user_names_flags_warmup_ratio():
+    from mldebug_cli.frameworks import read_spec, versions
+    from mldebug_cli.schedule.dataset_size import from_num_rows
+    from mldebug_cli.schedule.simulation import simulate
+    from mldebug_cli.sources.config_file import load_config
+
+    config = load_config(FIXTURE_CONFIGS / "llama_factory_llama3_lora_sft.yaml")
+    targets = versions.resolve(str(config.path), {"transformers": "5.24.0"}, framework="llama-factory")
+    simulation = simulate(config, read_spec(config, "llama-factory", 1, targets), from_num_rows(5000), "auto")
     [ignored] = simulation.spec.ignored
     assert ignored.key == "warmup_ratio" and simulation.line("warmup_ratio") == config_line("llama_factory_llama3_lora_sft.yaml", "warmup_ratio")
 

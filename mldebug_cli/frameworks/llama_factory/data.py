@@ -96,13 +96,9 @@ def typed_parts(raw: Any) -> tuple[int, list[str]] | None:
 
 def _call(call: dict[str, Any]) -> tuple[str, Any]:
     function = call.get("function", call)
-    arguments = function.get("arguments", {})
-    if isinstance(arguments, str):  # OpenAI-style string arguments: LLaMA-Factory reads the JSON inside
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            pass
-    return function.get("name", ""), arguments
+    # arguments given as a JSON string stay a string: LLaMA-Factory's FunctionFormatter json.dumps them again, so the
+    # trained text holds them double-encoded ("parameters": "{\"item\": ...}")
+    return function.get("name", ""), function.get("arguments", {})
 
 
 def _text(content: Any) -> str:

@@ -174,5 +174,5 @@ def _trl_peft(r: SpecReader) -> PeftFacts | None:
 
 
 def _task(config: ConfigFile, framework: str) -> str:
-    preference = read_preference(config, framework, None, versions.resolve(config.path))
+    preference = read_preference(config, framework, None, versions.resolve(config.path, framework=framework))
     return preference.task if preference is not None else "sft"
