@@ -23,6 +23,7 @@ from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_
 from mldebug_cli.frameworks.selector import row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
 from mldebug_cli.pipelines.row_batches import (
+    RowSource,
     batch_results,
     engine_line,
     first_records,
@@ -36,7 +37,7 @@ from mldebug_cli.render.chat import ChatRenderer, TemplateRenderError, template_
 from mldebug_cli.render.labels import IGNORE_INDEX, labels_from_encoding, token_range
 from mldebug_cli.render.masking import TRAIN_ON, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
-from mldebug_cli.sources.dataset import DatasetSource, Record
+from mldebug_cli.sources.dataset import Record
 from mldebug_cli.sources.hub import require_local_or_cached
 from mldebug_cli.sources.preference_rows import preference_task
 from mldebug_cli.sources.row_formats import (
@@ -44,6 +45,7 @@ from mldebug_cli.sources.row_formats import (
     Chat,
     PromptCompletion,
     RowProblem,
+    Sample,
     Text,
     Tokens,
     detect,
@@ -314,11 +316,11 @@ def _keep_shown(views: list[_View], options: InspectOptions) -> list[_View]:
 def _shown(views: list[_View], options: InspectOptions) -> list[RowView]:
     """--rows: those rows in order; otherwise the most serious flagged rows first, topped up with clean ones."""
     if options.rows:
-        return [v.view for v in sorted(views, key=lambda v: v.row)]
+        return [v.view for v in sorted(views, key=lambda v: v.row) if v.view is not None]
     limit = max(options.show, 1) if options.show else 0
     chosen = _most_serious([v for v in views if v.flagged], limit)
     chosen += sorted((v for v in views if v.ok and not v.flagged), key=lambda v: v.row)[: limit - len(chosen)]
-    return [v.view for v in chosen]
+    return [v.view for v in chosen if v.view is not None]
 
 
 def _validate(options: InspectOptions) -> None:
@@ -352,14 +354,14 @@ def _own_templates(framework: Framework) -> bool:
     return bool(framework.rows and framework.rows.own_templates)
 
 
-def _preference_task(source: DatasetSource, options: InspectOptions) -> str | None:
+def _preference_task(source: RowSource, options: InspectOptions) -> str | None:
     """dpo, kto or grpo when --task says so or the rows' columns do (and --data-format does not say otherwise)."""
     if options.data_format is not None and options.task is None:
         return None
     return preference_task([r.data for r in first_records(source, 1) if r.error is None], options.task)
 
 
-def _detection(source: DatasetSource, options: InspectOptions):
+def _detection(source: RowSource, options: InspectOptions):
     from mldebug_cli.sources.row_formats import Detection
 
     head = [r.data for r in first_records(source, 50) if r.error is None]
@@ -377,7 +379,7 @@ def _detection(source: DatasetSource, options: InspectOptions):
     return Detection(options.data_format, options.data_format_from, key)
 
 
-def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokenizer, row_format: str, train_on: str,
+def _setup(options: InspectOptions, source: RowSource, loaded: LoadedTokenizer, row_format: str, train_on: str,
            rows: RowProfile) -> Setup:
     tok = loaded.tokenizer
     template = loaded.chat_template
@@ -420,7 +422,7 @@ def _setup(options: InspectOptions, source: DatasetSource, loaded: LoadedTokeniz
         tokenizer_adds_bos=_adds_bos(tok),
         template=template,
         template_facts=facts,
-        has_generation_markers=bool(template) and ChatRenderer(template, {}).has_generation_markers,
+        has_generation_markers=ChatRenderer(template, {}).has_generation_markers if template else False,
         special_texts=tuple(specials),
         special_pattern=re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) if specials else None,
         id_to_piece=tok.convert_ids_to_tokens,
@@ -441,7 +443,8 @@ def _embedding_rows(source: str) -> dict[str, Any]:
         return {}
     if not isinstance(config, dict):
         return {}
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text_config = config.get("text_config")
+    text = text_config if isinstance(text_config, dict) else config
     rows = text.get("vocab_size")
     return {"embedding_rows": rows, "model_config": str(path)} if isinstance(rows, int) and rows > 0 else {}
 
@@ -458,8 +461,8 @@ def _process(batch: list[Record], detection, setup: Setup, profile: RowProfile, 
     """Convert, render and lay out every row of a batch, then tokenize the batch in one call (rows the framework
     encodes itself: in one call of its own)."""
     rows = [_prepare(record, detection, setup, profile, renderer, locator, path) for record in batch]
-    own = [row for row in rows if row.ok and profile.encodes(row.sample)]
-    for row, encoded in zip(own, profile.encode_batch([row.sample for row in own], setup)):
+    own = [row for row in rows if row.ok and profile.encodes(_sample(row))]
+    for row, encoded in zip(own, profile.encode_batch([_sample(row) for row in own], setup)):
         if isinstance(encoded, TemplateRenderError):
             row.render_error = str(encoded)
         elif isinstance(encoded, RowProblem):
@@ -503,8 +506,14 @@ def _prepare(record: Record, detection, setup: Setup, profile: RowProfile, rende
     return row
 
 
+def _sample(row: Row) -> Sample:
+    """The converted row of a row that converted (``row.ok``)."""
+    assert row.sample is not None, row.index
+    return row.sample
+
+
 def _lay_out(row: Row, setup: Setup, profile: RowProfile, renderer, locator) -> None:
-    sample = row.sample
+    sample = _sample(row)
     own = profile.lay_out(sample, setup, renderer, locator) if renderer is not None else None
     if own is not None:
         row.layout = own
@@ -569,6 +578,7 @@ def _label(row: Row, encoding, setup: Setup, profile: RowProfile) -> None:
     if trains_everything:
         labels, straddles = list(ids), []
     else:
+        assert layout is not None  # no layout trains everything
         labels, straddles = labels_from_encoding(encoding, layout.trained_spans, ids)
     if layout is not None:
         for turn in layout.turns:
@@ -579,6 +589,7 @@ def _label(row: Row, encoding, setup: Setup, profile: RowProfile) -> None:
 
 def _label_pretokenized(row: Row, setup: Setup, profile: RowProfile) -> None:
     sample = row.sample
+    assert isinstance(sample, Tokens)  # called for pre-tokenized rows
     labels = sample.labels if sample.labels is not None else list(sample.input_ids)
     _store(row, list(sample.input_ids), list(labels), [], setup, profile)
 
@@ -624,7 +635,7 @@ def _first_trained(labels: list[int]) -> int:
 
 
 def _row_view(row: Row) -> RowView:
-    masking = row.masking or row.layout.method if row.masking or row.layout is not None else None
+    masking = row.masking or (row.layout.method if row.layout is not None else None)
     error = None if row.ok else row.problem.message if row.problem else row.render_error
     return RowView(row.index, row.text, row.input_ids, row.labels, None, [list(o) for o in row.offsets],
                    row.full_length if row.truncated else None, row.line, bool(row.dropped), masking, error)

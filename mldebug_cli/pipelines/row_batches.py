@@ -19,6 +19,8 @@ from mldebug_cli.pipelines import ray_engine
 from mldebug_cli.sources.dataset import DatasetSource, Record
 from mldebug_cli.sources.shards import ShardedSource, open_dataset
 
+RowSource = DatasetSource | ShardedSource  # a dataset read in this process: one file or folder, or its shards
+
 DEFAULT_SAMPLE = 200
 BATCH_SIZE = 256
 
@@ -52,7 +54,7 @@ def rows_past_the_end(options: Any, total: int) -> str:
     return f"; {shown} past the end of the {total}-row dataset left out"
 
 
-def first_records(source: DatasetSource, n: int) -> list[Record]:
+def first_records(source: RowSource, n: int) -> list[Record]:
     out = []
     for record in source.records(list(range(n))):
         out.append(record)

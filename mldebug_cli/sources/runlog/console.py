@@ -91,15 +91,15 @@ class _Steps:
             self.eval_dicts += 1
             self.bar = None
             return self.step
-        fresh = self.bar is not None and self.bar > self.last_bar
-        if fresh:
-            self.last_bar = self.bar
+        bar = self.bar if self.bar is not None and self.bar > self.last_bar else None  # a fresh bar count
+        if bar is not None:
+            self.last_bar = bar
         else:
             self.bars_ok = False
         if not self.use_bars:
             self.step += self.interval
-        elif fresh:
-            self.step = self.bar
+        elif bar is not None:
+            self.step = bar
         self.bar = None
         return self.step
 
@@ -146,7 +146,7 @@ def _line(line: str, number_: int, sink: LogSink | None, steps: _Steps) -> None:
         steps.progress(line[position:match.start()])
         position = match.end()
         if sink is None:  # the first pass only needs the keys: what kind of dict this is
-            keys, values = tuple(_KEY.findall(match.group(0))), None
+            keys, values = tuple(_KEY.findall(match.group(0))), {}
         else:
             entry = _literal(match.group(0))
             if entry is None:
@@ -159,12 +159,12 @@ def _line(line: str, number_: int, sink: LogSink | None, steps: _Steps) -> None:
         if kind == "final":
             steps.last_metric_line = number_  # the run's summary: it finished training
             if sink is not None:
-                sink.meta.update({k: v for k, v in values.items() if k.startswith("train_")})  # type: ignore[union-attr]
+                sink.meta.update({k: v for k, v in values.items() if k.startswith("train_")})
         elif kind != "other":
             steps.last_metric_line = number_
             step = steps.next(evaluation=kind == "eval")
             if sink is not None:
-                sink.add(step, values, number_)  # type: ignore[arg-type]
+                sink.add(step, values, number_)
     steps.progress(line[position:])
 
 

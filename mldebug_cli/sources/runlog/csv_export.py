@@ -59,9 +59,9 @@ def _columns(path: Path, header: list[str], sink: LogSink) -> tuple[int, list[tu
         sink.note("bad-record", f"the CSV has {len(columns):,} metric columns; the first {MAX_METRIC_COLUMNS:,} "
                   "were read (mldebug's limit)")
         columns = columns[:MAX_METRIC_COLUMNS]
-    runs = list(runs)  # type: ignore[assignment]
-    if len(runs) > 1:
-        sink.note("bad-record", f"the CSV holds {len(runs)} runs; only the first ({runs[0]!r}) was read")
-    if runs:
+    names = list(runs)
+    if len(names) > 1:
+        sink.note("bad-record", f"the CSV holds {len(names)} runs; only the first ({names[0]!r}) was read")
+    if names:
         sink.note("sampled", "a W&B panel export may be down-sampled: single-step spikes can be missing")
     return step_index, columns

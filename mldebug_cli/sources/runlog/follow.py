@@ -11,7 +11,9 @@ read again from its start, and a note says so.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from mldebug_cli.sources.runlog import detect, read_raw
 from mldebug_cli.sources.runlog.model import RowStore, Run, finish
@@ -20,6 +22,12 @@ from mldebug_cli.sources.runlog.records import LogSink
 INCREMENTAL = ("jsonl", "torchtune", "console", "tensorboard", "mlflow")
 
 
+
+class _Reader(Protocol):
+    """One followed file's incremental reader (jsonl, console, tensorboard, mlflow, torchtune)."""
+
+    def feed(self, sink: LogSink) -> object: ...
+
 class Follower:
     def __init__(self, path: str | Path, fmt: str | None = None, run_id: str | None = None) -> None:
         path = Path(path)
@@ -27,7 +35,7 @@ class Follower:
         self.run_id = run_id
         self.incremental = self.fmt in INCREMENTAL and not (self.fmt == "mlflow" and self.path.is_file())
         self.store, self.sink = self._fresh()
-        self.readers: dict[Path, object] = {}
+        self.readers: dict[Path, _Reader] = {}
         self.identities: dict[Path, tuple[int, int, int]] = {}  # (device, inode, size) when last read
         self.mlflow_run: Path | None = None
 
@@ -95,7 +103,7 @@ class Follower:
             if reader.feed(self.sink) is False:  # a console log whose steps now need the whole file
                 self.incremental = False
 
-    def _readers(self) -> dict[Path, object]:
+    def _readers(self) -> dict[Path, _Reader]:
         from mldebug_cli.sources.runlog import console, jsonl, mlflow, tensorboard, torchtune
 
         if self.fmt == "tensorboard":
@@ -107,7 +115,9 @@ class Follower:
             for file, key in mlflow.metric_files(self.mlflow_run):
                 self.readers.setdefault(file, mlflow.MetricFile(file, key))
         elif not self.readers:
-            maker = {"jsonl": jsonl.JsonlReader, "torchtune": torchtune.LogReader, "console": console.ConsoleFollower}
-            file = torchtune.newest_log(self.path) if self.fmt == "torchtune" and self.path.is_dir() else self.path
-            self.readers[file] = maker[self.fmt](file)
+            maker: dict[str, Callable[[Path], _Reader]] = {
+                "jsonl": jsonl.JsonlReader, "torchtune": torchtune.LogReader, "console": console.ConsoleFollower}
+            log = torchtune.newest_log(self.path) if self.fmt == "torchtune" and self.path.is_dir() else self.path
+            if log is not None:  # a torchtune folder with no log yet: the next poll looks again
+                self.readers[log] = maker[self.fmt](log)
         return self.readers

@@ -244,10 +244,11 @@ def _read_database(path: Path, sink: LogSink, run_id: str | None) -> None:
         points = bad = 0
         for key, value, step, is_nan in rows:
             points += 1
-            if as_step(step) is None:  # a step of Inf (SQLite keeps it), NaN or beyond any run's length
+            at = as_step(step)
+            if at is None:  # a step of Inf (SQLite keeps it), NaN or beyond any run's length
                 bad += 1
                 continue
-            _add(sink, str(key), as_step(step), _db_value(value, is_nan))
+            _add(sink, str(key), at, _db_value(value, is_nan))
         if bad:
             sink.note("bad-record", f"{path}: {bad} metric rows of run {run.run_id} have a step that is not a "
                       "whole number (Inf, NaN or over 2^62); skipped")

@@ -62,9 +62,9 @@ class Column:
 @dataclass(frozen=True)
 class Series:
     key: str
-    steps: array | range  # a range when the steps are evenly spaced
+    steps: array | range | Repeated  # a range when the steps are evenly spaced
     values: array
-    lines: array | range  # 1-based line in the log, 0 when unknown
+    lines: array | range | Repeated  # 1-based line in the log, 0 when unknown (Repeated: none known)
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -154,18 +154,18 @@ class Axis:
 class Repeated(Sequence):
     """One value ``count`` times: the line column of a log without line numbers."""
 
-    __slots__ = ("value", "count")
+    __slots__ = ("value", "times")  # (not `count`: Sequence.count is a method)
 
     def __init__(self, value: int, count: int) -> None:
-        self.value, self.count = value, count
+        self.value, self.times = value, count
 
     def __len__(self) -> int:
-        return self.count
+        return self.times
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return Repeated(self.value, len(range(self.count)[index]))
-        if not -self.count <= index < self.count:
+            return Repeated(self.value, len(range(self.times)[index]))
+        if not -self.times <= index < self.times:
             raise IndexError(index)
         return self.value
 
@@ -248,6 +248,7 @@ class RowStore:
         """The metric's series in step order (a step logged twice keeps its last write) and what was repaired."""
         column = self.columns[name]
         index = column.index()
+        lines_of: array | range | Repeated
         if column.steps is not None:
             steps_of, lines_of = column.steps.view(), Repeated(0, len(column.steps))
         else:
@@ -293,7 +294,7 @@ class Disorder:
         return not (self.backs or self.dups)
 
     @classmethod
-    def of(cls, steps: array | range, lines: array | range, index) -> Disorder:
+    def of(cls, steps: array | range | Repeated, lines: array | range | Repeated, index) -> Disorder:
         if isinstance(steps, range) and steps.step > 0 or all(a < b for a, b in zip(steps, islice(steps, 1, None))):
             return cls()
         backs = dups = 0

@@ -26,7 +26,7 @@ def varint(data: bytes, pos: int) -> tuple[int, int]:
 VARINT, FIXED64, BYTES, FIXED32 = 0, 1, 2, 5
 
 
-def fields(data: bytes, expected: dict[int, tuple[int, ...]] | None = None) -> Iterator[tuple[int, int, object]]:
+def fields(data: bytes, expected: dict[int, tuple[int, ...]] | None = None) -> Iterator[tuple[int, int, int | bytes]]:
     """(field number, wire type, value): int for varint, bytes for the others.
 
     ``expected`` maps the field numbers a reader uses to the wire types it can take: one of another type (a
@@ -35,6 +35,7 @@ def fields(data: bytes, expected: dict[int, tuple[int, ...]] | None = None) -> I
     while pos < end:
         key, pos = varint(data, pos)
         number, wire = key >> 3, key & 7
+        value: int | bytes
         if wire == 0:
             value, pos = varint(data, pos)
         elif wire == 1:
@@ -55,6 +56,20 @@ def fields(data: bytes, expected: dict[int, tuple[int, ...]] | None = None) -> I
         if expected is not None and number in expected and wire not in expected[number]:
             raise WireError(f"field {number} has wire type {wire}, expected {' or '.join(map(str, expected[number]))}")
         yield number, wire, value
+
+
+def as_bytes(value: int | bytes) -> bytes:
+    """A length-delimited or fixed field's bytes (a varint where bytes belong is a WireError)."""
+    if isinstance(value, int):
+        raise WireError("a varint where a length-delimited or fixed field belongs")
+    return value
+
+
+def as_int(value: int | bytes) -> int:
+    """A varint field's value (bytes where a varint belongs is a WireError)."""
+    if not isinstance(value, int):
+        raise WireError("a length-delimited or fixed field where a varint belongs")
+    return value
 
 
 def as_float32(raw: bytes) -> float:

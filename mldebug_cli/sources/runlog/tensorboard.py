@@ -21,8 +21,10 @@ from mldebug_cli.sources.runlog.protobuf import (
     FIXED64,
     VARINT,
     WireError,
+    as_bytes,
     as_double,
     as_float32,
+    as_int,
     fields,
     signed64,
 )
@@ -110,15 +112,15 @@ def _event(payload: bytes, sink: LogSink) -> None:
     step, summary = 0, None
     for number, _wire, value in fields(payload, {2: (VARINT,), 5: (BYTES,)}):
         if number == 2:
-            step = signed64(value)  # type: ignore[arg-type]
+            step = signed64(as_int(value))
         elif number == 5:
-            summary = value
+            summary = as_bytes(value)
     if summary is None:
         return
     values: dict[str, float] = {}
-    for number, _wire, value in fields(summary, {1: (BYTES,)}):  # type: ignore[arg-type]
+    for number, _wire, value in fields(summary, {1: (BYTES,)}):
         if number == 1:
-            tag_value = _scalar(value)  # type: ignore[arg-type]
+            tag_value = _scalar(as_bytes(value))
             if tag_value is not None:
                 values[tag_value[0]] = tag_value[1]
     if values:
@@ -129,11 +131,11 @@ def _scalar(value: bytes) -> tuple[str, float] | None:
     tag, scalar = None, None
     for number, _wire, item in fields(value, {1: (BYTES,), 2: (FIXED32,), 8: (BYTES,)}):
         if number == 1:
-            tag = item.decode("utf-8", "replace")  # type: ignore[union-attr]
+            tag = as_bytes(item).decode("utf-8", "replace")
         elif number == 2:
-            scalar = as_float32(item)  # type: ignore[arg-type]
+            scalar = as_float32(as_bytes(item))
         elif number == 8:
-            scalar = _tensor_scalar(item)  # type: ignore[arg-type]
+            scalar = _tensor_scalar(as_bytes(item))
     return None if tag is None or scalar is None else (tag, scalar)
 
 
@@ -142,15 +144,15 @@ def _tensor_scalar(tensor: bytes) -> float | None:
     for number, wire, item in fields(tensor, {1: (VARINT,), 2: (BYTES,), 4: (BYTES,), 5: (FIXED32, BYTES),
                                               6: (FIXED64, BYTES)}):
         if number == 1:
-            dtype = item
+            dtype = as_int(item)
         elif number == 2:
-            dims = sum(1 for n, _w, _v in fields(item, {2: (BYTES,)}) if n == 2)  # type: ignore[arg-type]
+            dims = sum(1 for n, _w, _v in fields(as_bytes(item), {2: (BYTES,)}) if n == 2)
         elif number == 4:
-            found = _unpack(item, dtype)  # type: ignore[arg-type]
+            found = _unpack(as_bytes(item), dtype)
         elif number == 5:
-            found = [as_float32(item)] if wire == 5 else _unpack(item, DT_FLOAT)  # type: ignore[arg-type]
+            found = [as_float32(as_bytes(item))] if wire == 5 else _unpack(as_bytes(item), DT_FLOAT)
         elif number == 6:
-            found = [as_double(item)] if wire == 1 else _unpack(item, DT_DOUBLE)  # type: ignore[arg-type]
+            found = [as_double(as_bytes(item))] if wire == 1 else _unpack(as_bytes(item), DT_DOUBLE)
     if dtype not in (DT_FLOAT, DT_DOUBLE) or dims or len(found) != 1:
         return None
     return found[0]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import inside, read_bytes
-from mldebug_cli.sources.runlog.protobuf import BYTES, WireError, fields
+from mldebug_cli.sources.runlog.protobuf import BYTES, WireError, as_bytes, as_int, fields
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
 MAGIC = b":W&B"
@@ -96,18 +96,18 @@ def _history(record: bytes, sink: LogSink) -> int:
         return 0
     values: dict[str, float] = {}
     step = None
-    for number_, wire, value in fields(history):  # type: ignore[arg-type]
+    for number_, wire, value in fields(as_bytes(history)):
         if number_ == 1 and wire == 2:
-            key, parsed = _item(value)  # type: ignore[arg-type]
+            key, parsed = _item(as_bytes(value))
             if key is not None and parsed is not None:
                 values[key] = parsed
         elif number_ == 2 and wire == 2:
-            for n, w, v in fields(value):  # type: ignore[arg-type]
+            for n, w, v in fields(as_bytes(value)):
                 if n == 1 and w == 0:
                     step = v
     global_step = as_step(values.pop("train/global_step", None))
     if global_step is None and step is not None:
-        global_step = int(step) + 1  # type: ignore[arg-type]
+        global_step = as_int(step) + 1
     for key in [k for k in values if k.startswith("_")]:
         values.pop(key)
     if values:
@@ -119,11 +119,11 @@ def _item(item: bytes) -> tuple[str | None, float | None]:
     key, nested, raw = None, [], None
     for number_, _wire, value in fields(item, {1: (BYTES,), 2: (BYTES,), 16: (BYTES,)}):
         if number_ == 1:
-            key = value.decode("utf-8")  # type: ignore[union-attr]
+            key = as_bytes(value).decode("utf-8")
         elif number_ == 2:
-            nested.append(value.decode("utf-8"))  # type: ignore[union-attr]
+            nested.append(as_bytes(value).decode("utf-8"))
         elif number_ == 16:
-            raw = value.decode("utf-8")  # type: ignore[union-attr]
+            raw = as_bytes(value).decode("utf-8")
     if nested and key is None:
         key = "/".join(nested)
     if raw is None:
