@@ -31,7 +31,7 @@ def explain(
                                   for c in checks))
             typer.echo("\nmldebug explain CODE|NAME for one check's documentation; --all for every one.")
             return
-        refs = registry.REGISTRY if all_checks else (registry.lookup(check),)
+        refs = registry.REGISTRY if check is None else (registry.lookup(check),)  # (no check here: --all)
         checks = [registry.load(ref) for ref in refs]
         if output_format == "markdown":
             typer.echo(_markdown(checks), nl=False)

@@ -73,7 +73,7 @@ def numeric_flags(command: Callable[..., Any]) -> dict[str, str]:
         default = parameter.default
         if not isinstance(default, typer.models.OptionInfo) or not _is_number(hints.get(name, parameter.annotation)):
             continue
-        decls = [d for d in (default.default, *default.param_decls) if isinstance(d, str) and d.startswith("--")]
+        decls = [d for d in (default.default, *(default.param_decls or ())) if isinstance(d, str) and d.startswith("--")]
         found[name] = decls[0] if decls else "--" + name.replace("_", "-")
     return found
 

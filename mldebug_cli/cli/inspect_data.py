@@ -157,7 +157,9 @@ def read_framework_flags(given: dict[str, str]):
         raise UsageError(f"{'/'.join(given)}: these flags belong to different frameworks ({', '.join(sorted(owners))})")
     from mldebug_cli.frameworks.registry import framework
 
-    return framework(owners.pop()).read_flags(given)
+    read_flags = framework(owners.pop()).read_flags
+    assert read_flags is not None  # FLAGS holds only frameworks with their own flags
+    return read_flags(given)
 
 
 def _with_flagged_tokenizer(build, given: dict[str, str], chosen: str):

@@ -45,7 +45,7 @@ def lr_plot(
         False, "--allow-outside-paths", help="Let the config name files outside the working directory and its own folder."
     ),
     builtin: bool = typer.Option(False, "--builtin-engine", help="Use the built-in formulas even when torch is there."),
-    target_versions: dict[str, str | None] = None,  # one --<package>-version flag per framework package
+    target_versions: dict[str, str | None] | None = None,  # one --<package>-version flag per framework package
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
     fail_on=FailOnOpt,

@@ -48,7 +48,7 @@ def preflight(
     model: str | None = typer.Option(None, "--model", help="A model folder with config.json for the GPU memory estimate (default: the config's model, when its config.json is local)."),
     gpu: str | None = typer.Option(None, "--gpu", help="Judge the memory estimate against this GPU (H100-80GB, A100-40GB, ...)."),
     gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="Judge the memory estimate against this many GiB per GPU."),
-    target_versions: dict[str, str | None] = None,  # one --<package>-version flag per framework package
+    target_versions: dict[str, str | None] | None = None,  # one --<package>-version flag per framework package
     sarif: Path | None = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0 to FILE."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML to FILE."),
     output_format: str = OutputFormatOpt,
@@ -83,7 +83,7 @@ def preflight(
         model=model,
         gpu=gpu,
         gpu_memory=gpu_memory,
-        target_versions=target_versions,
+        target_versions=target_versions or {},
     )
     extra = [(fmt, path) for fmt, path in (("sarif", sarif), ("junit", junit)) if path is not None]
 

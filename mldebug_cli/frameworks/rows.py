@@ -70,7 +70,7 @@ class PairPreparation:
     tokenizer: Any  # as the framework fixes it: decodes the ids, names the EOS
     stop_ids: frozenset[int]  # the ids a trained reply should end with
     max_length: int | None  # the length the framework cuts to
-    context: dict[str, str]  # the report's format, chat_template and framework lines
+    context: dict[str, str | None]  # the report's format, chat_template and framework lines
     not_emulated: tuple[str, ...] = ()  # settings whose effect on the pairs mldebug does not reproduce
 
 

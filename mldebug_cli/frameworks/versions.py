@@ -91,7 +91,7 @@ def resolve(config_path: str | None = None, flags: Mapping[str, str | None] | No
         flag = (flags or {}).get(package)
         if flag:
             entries[package] = TargetVersion(package, _checked(flag, f"--{package}-version"), f"--{package}-version")
-        elif (configured or {}).get(package):
+        elif configured and configured.get(package):
             entries[package] = TargetVersion(package, _checked(configured[package], "mldebug.toml"), "mldebug.toml")
         elif package in beside:
             entries[package] = TargetVersion(package, *beside[package])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -170,6 +170,7 @@ def _rollouts(options: ProbeOptions, facts) -> tuple[list[Any], list[Any]]:
     from mldebug_cli.sources.rewards import read_rewards
     from mldebug_cli.sources.tokenizer import load_tokenizer
 
+    assert options.rewards is not None  # GRPO is probed on the rewards file's completions
     groups = read_rewards(options.rewards, facts.num_generations)
     if options.rows:
         missing = [r for r in options.rows if r >= len(groups)]
@@ -204,9 +205,11 @@ def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
     configured = configured_inspect(options.config, None, inspect, frozenset({"tokenizer", "rows", "sample", "framework"}),
                                     options.allow_outside_paths)
     report = inspect_with_config(configured)
-    views = (PairsSection.from_details(report.details).rows if PairsSummary.describes(report.summary)
-             else RowsSection.from_details(report.details).rows)
-    out, rows = [], []
+    views: Sequence[PairView | RowView] = (
+        PairsSection.from_details(report.details).rows if PairsSummary.describes(report.summary)
+        else RowsSection.from_details(report.details).rows)
+    out: list[Any] = []
+    rows: list[int] = []
     for view in sorted(views, key=lambda v: v.row):
         if not view.ok or view.dropped:
             continue
@@ -214,7 +217,7 @@ def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
             paired = [view.side(s) for s in ("chosen", "rejected")] if isinstance(view, PairView) else [None]
             if any(side is None for side in paired):
                 continue
-            sides = [(side.input_ids, side.labels) for side in paired]
+            sides = [(side.input_ids, side.labels) for side in paired if side is not None]
             if all(any(label != IGNORE_INDEX for label in labels) for _, labels in sides):
                 out.append(tuple(sides))
                 rows.append(view.row)
@@ -345,7 +348,8 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
     moments = ckpt.read_moments(options.checkpoint, model) if options.checkpoint else None
     if options.checkpoint and moments is None:
         notes.append(f"{options.checkpoint} has no optimizer.pt: GP006 not measured")
-    optimizer = ckpt.compare(options.checkpoint, moments, measured.names, measured.total) if moments else None
+    optimizer = (ckpt.compare(options.checkpoint, moments, measured.names, measured.total)
+                 if moments and options.checkpoint else None)
     update = m.update_ratio(model, measured, facts.optimizer, facts.learning_rate, moments)
     ablation = _ablation(options, facts, specs, model, batches, references, params, say) if options.steps else None
     if metric is not None:

@@ -111,7 +111,7 @@ class RunSpec:
     framework: str
     learning_rate: float
     scheduler: SchedulerChoice
-    warmup_steps: float  # as the framework receives it: a count, or a ratio below 1 (transformers >= 5)
+    warmup_steps: float | None  # as the framework receives it: a count, a ratio below 1 (transformers >= 5), None: its default
     warmup_ratio: float | None  # transformers 4.x and axolotl only (5.0-5.14 copy it into warmup_steps)
     num_epochs: float
     max_steps: int  # <= 0: not set

@@ -187,6 +187,7 @@ def _typed_parts(message: dict[str, Any], index: int) -> dict[str, Any]:
     content = message.get("content")
     if not _has_typed_parts(message):
         return message
+    assert isinstance(content, list)  # _has_typed_parts: a list of typed parts
     allowed = ("text", "reasoning", "tool_call") if message.get("role") == "assistant" else ("text",)
     text: list[str] = []
     reasoning: list[str] = []
@@ -272,7 +273,8 @@ def _sharegpt(row: dict[str, Any], detection: Detection) -> Chat:
     messages: list[dict[str, Any]] = []
     first = turns[0].get("from") if isinstance(turns[0], dict) else None
     # LLaMA-Factory's converter takes a leading system turn over the system column (the column is then unused)
-    if isinstance(row.get("system"), str) and row["system"] and SHAREGPT_ROLES.get(first) != "system":
+    if isinstance(row.get("system"), str) and row["system"] and (
+            not isinstance(first, str) or SHAREGPT_ROLES.get(first) != "system"):
         messages.append({"role": "system", "content": row["system"]})
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict):

@@ -295,8 +295,8 @@ def plan_shards(spec: str, scan: Callable[[list[str]], list[list[Chunk] | Unread
     if not chunks and not unreadable:
         raise InputError(f"{spec}: the shards have no rows")
     if not chunks:
-        first = unreadable[0]
-        raise InputError(f"{spec}: no shard can be read ({first.shard}: {first.reason})")
+        reason = unreadable[0]
+        raise InputError(f"{spec}: no shard can be read ({reason.shard}: {reason.reason})")
     return ShardPlan(spec, tuple(chunks), tuple(unreadable))
 
 

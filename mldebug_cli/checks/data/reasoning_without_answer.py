@@ -40,7 +40,7 @@ def run(row: Row, setup: Setup) -> Iterator[Hit]:
         if not isinstance(message, dict) or message.get("role") != "assistant" or message.get("tool_calls"):
             continue
         content = content_text(message.get("content"))
-        has_field = any(isinstance(message.get(k), str) and message.get(k).strip() for k in REASONING_KEYS)
+        has_field = any(isinstance(field, str) and field.strip() for field in map(message.get, REASONING_KEYS))
         start, end = content.find(THINK_OPEN), content.rfind(THINK_CLOSE)
         closed = 0 <= start < end
         if not (has_field or closed):

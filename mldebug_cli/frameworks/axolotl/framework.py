@@ -9,6 +9,7 @@ schedulers and that step counting are ``axolotl.schedulers``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -163,6 +164,7 @@ def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
     reads: SFTDataset, DPODataset, KTODataset, ...): installed, else the wheels' record at the target release."""
     installed = versions.installed("axolotl")
     target = targets.get("axolotl")
+    deprecated: Mapping[str, object]  # its keys: the deprecated parameters
     try:
         if not installed or target.version not in (None, installed):
             raise ImportError

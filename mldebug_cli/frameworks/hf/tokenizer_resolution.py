@@ -99,7 +99,8 @@ def resolve(folder: str | Path, transformers_version: str | None) -> Resolution 
 
 def _resolution(folder: str, declared: str | None, kind: str | None, version: str | None) -> Resolution:
     name = (declared or "").removesuffix("Fast")
-    rebuilds = versions.behaviour("transformers", "tokenizer_rebuilds", version) or {}
+    recorded = versions.behaviour("transformers", "tokenizer_rebuilds", version)
+    rebuilds = recorded if isinstance(recorded, dict) else {}
     own = rebuilds.get(name) if name and name not in FILE_AS_IS else None
     own = own if own in COMPARED and kind in COMPARED else None  # a class that rebuilds what the file has, or
     # a pair mldebug does not judge (BertPreTokenizer, Split...), reads as the file's

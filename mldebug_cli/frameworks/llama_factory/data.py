@@ -336,7 +336,8 @@ def _labels(source: list[int], target: list[int], turn_idx: int, settings: Setti
     if settings.train_on_prompt:
         source_label = list(source)
     elif efficient and turn_idx != 0:
-        source_label = ([eos_id] + [IGNORE_INDEX] * (len(source) - 1)) if source else []
+        # (a tokenizer without EOS under an efficient-EOS template: LLaMA-Factory's None label fails; masked here)
+        source_label = ([IGNORE_INDEX if eos_id is None else eos_id] + [IGNORE_INDEX] * (len(source) - 1)) if source else []
     else:
         source_label = [IGNORE_INDEX] * len(source)
     target_label = [IGNORE_INDEX] * len(target) if settings.mask_history and turn_idx != 0 else list(target)
@@ -376,8 +377,9 @@ def ranked_row(row: dict[str, Any]) -> RankedRow:
         replies = []
         for name in ("chosen", "rejected"):
             reply = row.get(name)
-            role = SHAREGPT_TAGS.get(reply.get("from")) if isinstance(reply, dict) else None
-            if role not in REPLY_ROLES:
+            tag = reply.get("from") if isinstance(reply, dict) else None
+            role = SHAREGPT_TAGS.get(tag) if isinstance(tag, str) else None
+            if role not in REPLY_ROLES or not isinstance(reply, dict):
                 raise InvalidRow(f"{name} is not an assistant or function_call turn: LLaMA-Factory drops the row")
             replies.append(_ranked_message(role, reply.get("value", ""), len(prompt)))
         return RankedRow(system, prompt, replies[0], replies[1], tools)
@@ -396,7 +398,8 @@ def _sharegpt_turns(turns: list[dict[str, Any]]) -> list[LfMessage]:
     assistant/function, alternating); raises InvalidRow as it drops a row out of order."""
     out = []
     for i, turn in enumerate(turns):
-        role = SHAREGPT_TAGS.get(turn.get("from"))
+        tag = turn.get("from")
+        role = SHAREGPT_TAGS.get(tag) if isinstance(tag, str) else None
         if role not in (PROMPT_ROLES if i % 2 == 0 else REPLY_ROLES):
             raise InvalidRow(f"turn {i} ({turn.get('from')}) is out of order: LLaMA-Factory drops the row (Invalid role tag)")
         out.append(_ranked_message(role, turn.get("value", ""), i))

@@ -421,6 +421,7 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
                              f"template ({type(exc).__name__}: {exc}): its run stops before training",
                              hint="name LLaMA-Factory's template for the model (`template:` in the config, or "
                                   "--template), e.g. mistral") from None
+    assert chosen is not None  # named, parsed from the tokenizer, or the empty placeholder
     if settings.tool_format:
         chosen = chosen.with_tool_format(settings.tool_format)
     refused = settings.conflicts(chosen)

@@ -77,7 +77,7 @@ def plan(spec: RunSpec, rows: int | None) -> StepPlan:
         optimizer_steps_per_epoch=per_epoch,
         total_steps=total,
         steps_run=total,
-        warmup_steps=int(spec.warmup_steps),
+        warmup_steps=int(spec.warmup_steps or 0),
         epochs_requested=spec.num_epochs,
         epochs_run=(epochs - 1) + per_epoch * spec.grad_accum / length if per_epoch else 0.0,
         epoch_loops=epochs,

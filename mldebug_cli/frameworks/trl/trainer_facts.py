@@ -134,8 +134,7 @@ def _trl_loss(r: SpecReader, task: str, beta: float | None) -> LossFacts:
     terms = (LossTerm("grpo-policy", 1.0),) + ((LossTerm("kl", beta),) if beta else ())
     scale = r.raw("scale_rewards", "scale_rewards")
     policy = PolicyFacts(
-        scale_rewards={True: "group", False: "none", None: "group"}.get(scale, scale) if isinstance(scale, (bool, type(None)))
-        else str(scale), temperature=float(r.number("temperature", "temperature", 1.0)),
+        scale_rewards="none" if scale is False else "group" if scale is None or scale is True else str(scale), temperature=float(r.number("temperature", "temperature", 1.0)),
         epsilon=float(r.number("epsilon", "epsilon", 0.2)), epsilon_high=_float(r.number("epsilon_high", "epsilon_high", None)),
         delta=_float(r.number("delta", "delta", None)),
         importance_sampling_level=str(r.text("importance_sampling_level", "importance_sampling_level", "token")),
