@@ -90,7 +90,7 @@ def build_report(
     try:
         sim = simulate(config_file, spec, size, engine)
     except InputError as exc:
-        if size is not None or unmeasured is None:
+        if size is not None or unmeasured is None or spec.max_steps > 0:  # (max_steps: the rows were not needed)
             raise
         raise InputError(f"{exc.message}: the config's datasets could not be read ({unmeasured})", exc.hint,
                          exc.setting) from None

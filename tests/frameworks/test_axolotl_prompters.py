@@ -130,7 +130,7 @@ def test_axolotls_named_chat_templates_give_its_own_ids_and_labels(golden, tmp_p
     n = len(expected["rows"])
     with golden_clock(expected):  # mistral_v7_tekken writes today's date into the system prompt
         report = report_for(cfg, str(ROOT / expected["tokenizer"]), tmp_path, rows=tuple(range(n)), show=n)
-    assert report.context["chat_template"].endswith(f"{cfg['chat_template']}.jinja")
+    assert report.context["chat_template"].startswith(f"axolotl's {cfg['chat_template']!r} template, from axolotl ")
     got = {view["row"]: view for view in report.details["rows"]}
     for want in expected["rows"]:
         row = got[want["row"]]
@@ -188,7 +188,7 @@ def test_tokenizer_default_fallback_takes_the_named_template_only_when_the_token
         chat_template.unlink(missing_ok=True)
     cfg = {"chat_template": "tokenizer_default_fallback_chatml", "datasets": [{"path": str(rows), "type": "chat_template"}]}
     fallback = report_for(cfg, str(bare), tmp_path, rows=(0,), show=1)
-    assert fallback.context["chat_template"].endswith("chatml.jinja")
+    assert fallback.context["chat_template"].startswith("axolotl's 'chatml' template, from axolotl ")
     assert fallback.details["rows"][0]["prompt"] == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello<|im_end|>\n"
     own = report_for(cfg, str(QWEN25), tmp_path, rows=(0,), show=1)
     assert own.context["chat_template"] == report_for({"datasets": cfg["datasets"]}, str(QWEN25), tmp_path).context["chat_template"]

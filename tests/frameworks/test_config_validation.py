@@ -55,7 +55,10 @@ def test_typos_are_cf001_with_line_and_suggestion_and_bad_values_cf002(name, unk
 @pytest.mark.parametrize("name", ["axolotl_clean.yml", "hf_clean.yaml", "trl_clean.yaml", "llama_factory_clean.yaml"])
 def test_clean_configs_get_no_config_finding(name):
     report, findings = config_findings(VALIDATION / name)
-    assert findings == [] and {"CF001", "CF002", "CF003"} <= set(report.checks_run)
+    assert [f for f in findings if f.code in ("CF001", "CF002", "CF003")] == []  # the key checks: nothing
+    assert {"CF001", "CF002", "CF003"} <= set(report.checks_run)
+    # the stability checks may say what the guide suggests (e.g. CF006: no eval set), never more than information
+    assert all(f.severity.value == "info" for f in findings), findings
 
 
 def test_a_misspelt_required_key_is_reported_not_refused():

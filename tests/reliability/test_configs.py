@@ -29,7 +29,7 @@ def test_yaml_alias_bombs_are_read_once(name):
     keys = [f["location"]["key"] for f in report["findings"] if f["code"] == "CF001"]  # no TrainingArguments field
     prefix = {"billion_laughs.yaml": "lol", "mapping_bomb.yaml": "map"}[name]
     assert keys == [f"{prefix}{i}" for i in range(10)]
-    assert [f["code"] for f in report["findings"] if f["code"] != "CF001"] == ["LR002", "LR008"]
+    assert [f["code"] for f in report["findings"] if f["code"].startswith("LR")] == ["LR002", "LR008"]
     assert report["total_optimizer_steps"] == 13
 
 
