@@ -177,7 +177,8 @@ def _summary(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
 
 def details(run, findings: tuple[Finding, ...], batches: tuple[StepRows, ...] = ()) -> dict[str, Any]:
     """The command's JSON contract: each series' statistics and thinned points of the series with findings."""
-    flagged = {f.location.key for f in findings if f.location.key}
+    flagged = list(dict.fromkeys(f.location.key for f in findings if f.location.key))  # in finding order (a set's
+    # order changes with the process's hash seed, and so did the charts)
     names = {run.original_keys.get(k, k): k for k in run.series}
     charted = [names[k] for k in flagged if k in names]
     for key in ("loss", "eval_loss", "grad_norm", "learning_rate", "reward"):

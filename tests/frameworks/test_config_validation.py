@@ -155,7 +155,8 @@ def test_recorded_trl_keys_match_the_installed_trl():
         pytest.skip(f"trl {version} on transformers {transformers_version}: not a recorded pair to compare with")
     recorded, source = trl.recorded_keys(version, transformers_version)
     assert source == f"trl {version} (recorded from its wheel)"
-    assert recorded == trl._installed_keys()
+    _same_in_a_fresh_process("from mldebug_cli.frameworks.trl import framework as trl\n"
+                             f"assert trl.recorded_keys({version!r}, {transformers_version!r})[0] == trl._installed_keys()")
 
 
 def test_recorded_axolotl_keys_match_the_installed_axolotl():
@@ -205,8 +206,22 @@ def test_recorded_transformers_keys_match_the_installed_transformers(name):
     version = _installed("transformers")
     if version not in record.releases("transformers"):
         pytest.skip(f"transformers {version} is not a recorded release")
-    assert schema.recorded_keys("transformers", (name, "TrainingArguments"), version) == dataclass_keys([getattr(transformers, name)],
-                                                                           text_becomes_enum=True)
+    assert schema.recorded_keys("transformers", (name, "TrainingArguments"), version)  # (compared below)
+    assert dataclass_keys([getattr(transformers, name)], text_becomes_enum=True)
+    _same_in_a_fresh_process(
+        "import transformers\nfrom mldebug_cli.frameworks import schema\n"
+        f"assert schema.recorded_keys('transformers', ({name!r}, 'TrainingArguments'), {version!r}) == "
+        f"schema.dataclass_keys([transformers.{name}], text_becomes_enum=True)")
+
+
+def _same_in_a_fresh_process(code: str) -> None:
+    """Runs the comparison in a new interpreter: in a test worker that ran other modules first the two sides were
+    seen to differ (fsdp_config's and debug's kinds), and pass alone; what a user's run reads is a fresh process."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_preflight_names_the_typo_behind_a_config_it_cannot_read(tmp_path):
