@@ -109,6 +109,10 @@ class StabilityFacts:
     max_grad_norm: float = 1.0  # TrainingArguments' default; the Trainer clips only when it is above 0
     eval_split: str | None = None  # the key and value that give the run an eval set; None: the run evaluates nothing
     async_prefetch: bool = False  # axolotl's trl.async_prefetch: rollouts made in a background thread
+    eval_split_key: str = "eval_strategy"  # the key that gives the run an eval set, and how the fix sets it
+    eval_split_fix: str = "eval_strategy: steps with an eval dataset"
+    policy_key_prefix: str = ""  # where the GRPO settings sit in the config (axolotl: under trl.)
+    grpo_forces_reentrant: bool = False  # the GRPO trainer sets use_reentrant with PEFT + ZeRO-3 (TRL's GRPOTrainer)
 
 
 @dataclass(frozen=True)

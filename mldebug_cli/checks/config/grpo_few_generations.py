@@ -40,7 +40,7 @@ def run(review: ConfigReview, ctx: None) -> Iterator[Hit]:
     wanted = THRESHOLDS["min_generations"]
     if facts is None or facts.task != "grpo" or facts.num_generations is None or facts.num_generations >= wanted:
         return
-    key = "trl.num_generations" if facts.framework == "axolotl" else "num_generations"
+    key = facts.stability.policy_key_prefix + "num_generations"
     yield Hit(
         message=f"num_generations is {facts.num_generations}: GRPO's advantages come from groups of "
                 f"{facts.num_generations} completions per prompt (the guide: {wanted}+ gives better estimates)",

@@ -40,7 +40,7 @@ def run(review: ConfigReview, ctx: None) -> Iterator[Hit]:
     temperature, low = facts.loss.policy.temperature, THRESHOLDS["min_temperature"]
     if temperature >= low:
         return
-    key = "trl.temperature" if facts.framework == "axolotl" else "temperature"
+    key = facts.stability.policy_key_prefix + "temperature"
     yield Hit(
         message=f"GRPO samples at temperature {temperature:g}: completions of a prompt come out alike, rewards tie "
                 "and entropy collapses",

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 SEVERITY = "info"
 SUBJECT = "config"
-_SPLIT_KEY = {"axolotl": "val_set_size: 0.05", "llama-factory": "val_size: 0.05 with eval_strategy: steps"}
 _ONLINE = ("grpo", "ppo")
 
 
@@ -41,10 +40,9 @@ def run(review: ConfigReview, ctx: None) -> Iterator[Hit]:
     facts = review.facts
     if facts is None or facts.task in _ONLINE or facts.stability.eval_split is not None:
         return
-    fix = _SPLIT_KEY.get(facts.framework, "eval_strategy: steps with an eval dataset")
     yield Hit(
         message=f"the {facts.task.upper()} run has no eval set: overfitting and a train/eval overlap will not show "
                 "in its logs",
-        hint=f"hold out rows for evaluation: {fix}",
-        location=at_setting(review, "eval_split", _SPLIT_KEY.get(facts.framework, "eval_strategy").split(":")[0]),
+        hint=f"hold out rows for evaluation: {facts.stability.eval_split_fix}",
+        location=at_setting(review, "eval_split", facts.stability.eval_split_key),
     )

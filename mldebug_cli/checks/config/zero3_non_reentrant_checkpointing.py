@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 SEVERITY = "error"
 SUBJECT = "config"
-_TRL_FORCES_REENTRANT = ("trl",)  # GRPOTrainer.__init__: PEFT + ZeRO-3 + checkpointing -> use_reentrant True
 
 
 def run(review: ConfigReview, ctx: None) -> Iterator[Hit]:
@@ -45,7 +44,7 @@ def run(review: ConfigReview, ctx: None) -> Iterator[Hit]:
         return
     if facts.gradient_checkpointing_kwargs.get("use_reentrant", False):
         return
-    if facts.framework in _TRL_FORCES_REENTRANT and facts.task == "grpo" and facts.peft is not None:
+    if facts.stability.grpo_forces_reentrant and facts.task == "grpo" and facts.peft is not None:
         return
     given = "use_reentrant" in facts.gradient_checkpointing_kwargs
     why = "gradient_checkpointing_kwargs sets use_reentrant: false" if given else (

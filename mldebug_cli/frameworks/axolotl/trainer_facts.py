@@ -100,7 +100,8 @@ def axolotl_trainer_facts(config: ConfigFile, framework: str, world_size: int) -
         dataset_num_proc=r.integer("dataset_num_proc", "dataset_processes", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", None),
         stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)), _eval_split(r),
-                                 bool(trl.get("async_prefetch", False))),
+                                 bool(trl.get("async_prefetch", False)), eval_split_key="val_set_size",
+                                 eval_split_fix="val_set_size: 0.05", policy_key_prefix="trl."),
         keys=dict(r.keys),
         fused_loss=FusedLoss("plugins: [axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin] + "
                              "cut_cross_entropy: true", "cce"),

@@ -85,7 +85,8 @@ def llama_factory_trainer_facts(config: ConfigFile, framework: str, world_size: 
         dataset_num_proc=r.integer("dataset_num_proc", "preprocessing_num_workers", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", 0),
         stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)),
-                                 training_arguments_eval_split(r, _eval_split(r))),
+                                 training_arguments_eval_split(r, _eval_split(r)), eval_split_key="val_size",
+                                 eval_split_fix="val_size: 0.05 with eval_strategy: steps"),
         keys=dict(r.keys),
         fused_loss=FusedLoss("enable_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),  # ModelArguments
     )

@@ -91,7 +91,9 @@ def _facts(config: ConfigFile, framework: str, world_size: int, trl: bool) -> Tr
         dataset_num_proc=r.integer("dataset_num_proc", "dataset_num_proc", None),
         dataloader_num_workers=r.integer("dataloader_num_workers", "dataloader_num_workers", 0),
         sampler=_trl_sampler(r, task, r.flag("packing", "packing", False)),
-        stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)), training_arguments_eval_split(r)),
+        # GRPOTrainer.__init__ sets use_reentrant for PEFT + ZeRO-3 + checkpointing (a plain Trainer does not)
+        stability=StabilityFacts(float(r.number("max_grad_norm", "max_grad_norm", 1.0)), training_arguments_eval_split(r),
+                                 grpo_forces_reentrant=trl),
         keys=dict(r.keys),
         # trl/trainer/sft_trainer.py (1.16): on a quantized model the trainable adapter weights go to bf16
         quantized_adapter_bf16=trl,
