@@ -148,14 +148,14 @@ def _installed(distribution):
 
 def test_recorded_trl_keys_match_the_installed_trl():
     from mldebug_cli.frameworks import record
-    from mldebug_cli.frameworks.trl import framework as trl
+    from mldebug_cli.frameworks.trl import config_classes as trl
 
     version, transformers_version = _installed("trl"), _installed("transformers")
     if version not in record.releases("trl") or transformers_version not in record.releases("transformers"):
         pytest.skip(f"trl {version} on transformers {transformers_version}: not a recorded pair to compare with")
     recorded, source = trl.recorded_keys(version, transformers_version)
     assert source == f"trl {version} (recorded from its wheel)"
-    _same_in_a_fresh_process("from mldebug_cli.frameworks.trl import framework as trl\n"
+    _same_in_a_fresh_process("from mldebug_cli.frameworks.trl import config_classes as trl\n"
                              f"assert trl.recorded_keys({version!r}, {transformers_version!r})[0] == trl._installed_keys()")
 
 

@@ -41,16 +41,14 @@ def _count(*args: str) -> tuple[int, Counter[str]]:
 def test_lr_plot_detects_the_framework_once_and_looks_no_name_up(config: str) -> None:
     code, seen = _count("lr-plot", "-c", str(CONFIGS / config), "--num-rows", "1000", "--builtin-engine", "-f", "json")
     assert code in (0, 1)
-    # TRL's trainer facts (read for the stability checks, CF004-CF012) still find its preference class by name: two
-    # look-ups left to remove (issue 32); axolotl's read none
-    assert seen == Counter({"detection": 1, **({"look-up": 2} if config.startswith("trl") else {})})
+    assert seen == Counter({"detection": 1})
 
 
 def test_lr_plot_looks_its_framework_flag_up_once() -> None:
     code, seen = _count("lr-plot", "-c", str(CONFIGS / "trl_open_r1_sft_demo.yaml"), "--num-rows", "1000",
                         "--framework", "trl", "--builtin-engine", "-f", "json")
     assert code in (0, 1)
-    assert seen == Counter({"look-up": 1 + 2})  # + TRL's trainer facts finding its preference class by name (above)
+    assert seen == Counter({"look-up": 1})
 
 
 def test_an_unknown_framework_is_still_refused_by_name() -> None:
@@ -64,4 +62,4 @@ def test_inspect_data_looks_its_framework_up_once() -> None:
     code, seen = _count("inspect-data", str(REPO / "fixtures" / "datasets" / "demo" / "support_chat.jsonl"),
                         "-t", str(REPO / "fixtures" / "tokenizers" / "qwen2.5-instruct"), "-f", "json")
     assert code in (0, 1)
-    assert seen == Counter({"look-up": 1 + 2})  # + TRL's trainer facts finding its preference class by name (above)
+    assert seen == Counter({"look-up": 1})

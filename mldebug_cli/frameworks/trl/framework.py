@@ -48,6 +48,12 @@ from mldebug_cli.frameworks.preference_config import (
 )
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.subjects import NotEmulated, TrainingTemplate
+from mldebug_cli.frameworks.trl.config_classes import (
+    CONFIG_CLASSES,
+    GRPO_SCRIPT_CLASS,
+    SCRIPT_CLASSES,
+    trl_keys,
+)
 from mldebug_cli.frameworks.trl.preference import refusal
 from mldebug_cli.frameworks.trl.trainer_facts import trl_trainer_facts
 from mldebug_cli.render.labels import IGNORE_INDEX
@@ -61,16 +67,6 @@ DEFAULT_LR = 2e-5
 DEFAULT_LOGGING_STEPS = 10
 DEFAULT_MAX_LENGTH = 1024
 TRUNCATION = "keep_start"  # truncation_mode keep_start, the default
-CONFIG_CLASSES = {
-    "SFTConfig": "trl.trainer.sft_config",
-    "DPOConfig": "trl.trainer.dpo_config",
-    "GRPOConfig": "trl.trainer.grpo_config",
-    "KTOConfig": "trl.trainer.kto_config",
-    "ORPOConfig": "trl.experimental.orpo.orpo_config",
-}
-SCRIPT_CLASSES = {"ScriptArguments": "trl.scripts.utils", "DatasetMixtureConfig": "trl.scripts.utils",
-                  "ModelConfig": "trl.trainer.model_config"}
-GRPO_SCRIPT_CLASS = ("GRPOScriptArguments", "trl.scripts.grpo")  # `trl grpo` also parses reward_funcs
 ON_UNKNOWN = ("TrlParser rejects the file (unused keys are an error), and TRL's config classes raise "
               "TypeError on an unknown keyword")
 PACKING_STRATEGIES = ("bfd", "bfd_split", "wrapped")
@@ -105,29 +101,6 @@ def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str |
     trl = schema.KeySchema("trl", f"{source} {name}", keys, ON_UNKNOWN, renamed=renamed)
     return trl.merged(base, source=f"{trl.source} over {base.source}")
 
-
-def trl_keys(targets: versions.TargetVersions) -> tuple[dict[str, dict[str, schema.KeyType]], str]:
-    installed = versions.installed("trl")
-    target = targets.get("trl")
-    if installed and target.version in (None, installed):
-        try:
-            return _installed_keys(), f"trl {installed} (installed)"
-        except ImportError:
-            pass
-    return recorded_keys(target.version, targets.version("transformers"))
-
-
-def recorded_keys(version: str | None, transformers_version: str | None) -> tuple[dict[str, dict[str, schema.KeyType]], str]:
-    """TRL's config classes (their fields beyond TrainingArguments') and the script's arguments, at the recorded
-    release standing for ``version`` (tools/version_facts.py, from the wheels)."""
-    release = record.release_for("trl", version)
-    base = record.fields("transformers", "TrainingArguments", transformers_version)
-    keys = {name: {k: v for k, v in schema.recorded_keys("trl", (name,), release).items() if k not in base}
-            for name in CONFIG_CLASSES}
-    keys["script"] = schema.recorded_keys("trl", tuple(SCRIPT_CLASSES), release)
-    keys["grpo_script"] = schema.recorded_keys("trl", (GRPO_SCRIPT_CLASS[0],), release)
-    wanted = "" if release == version else f", standing in for trl {version}" if version else ""
-    return keys, f"trl {release} (recorded from its wheel{wanted})"
 
 
 # --- the schedule: TrainingArguments with SFTConfig's (or the preference config class's) defaults ------------
@@ -205,25 +178,6 @@ def _reward_columns(config: ConfigFile, notes: list[str]) -> Setting:
             notes.append(f"reward function {name!r}: mldebug cannot tell which columns it reads (pass --reward-columns)")
     return Setting(tuple(columns), "reward_funcs")
 
-
-def _installed_keys() -> dict[str, dict[str, schema.KeyType]]:
-    """Each installed TRL config class's fields beyond TrainingArguments', and the trl script's arguments."""
-    import dataclasses
-    import warnings
-
-    from transformers import TrainingArguments
-
-    base = {f.name for f in dataclasses.fields(TrainingArguments)}
-    out = {}
-    for name, module in CONFIG_CLASSES.items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # ORPOConfig lives in trl.experimental, which warns on import
-            cls = getattr(importlib.import_module(module), name)
-        out[name] = {k: v for k, v in schema.dataclass_keys([cls]).items() if k not in base}
-    out["script"] = schema.dataclass_keys([getattr(importlib.import_module(m), n) for n, m in SCRIPT_CLASSES.items()])
-    grpo_script = getattr(importlib.import_module(GRPO_SCRIPT_CLASS[1]), GRPO_SCRIPT_CLASS[0])
-    out["grpo_script"] = schema.dataclass_keys([grpo_script])
-    return out
 
 
 def read_plan(config: ConfigFile) -> TrainingPlan:

@@ -7,7 +7,6 @@ from typing import Any
 
 from mldebug_cli.frameworks import versions
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.selector import read_preference
 from mldebug_cli.frameworks.trainer_facts import (
     LossFacts,
     LossTerm,
@@ -25,6 +24,7 @@ from mldebug_cli.frameworks.trainer_facts import (
     training_arguments_eval_split,
     training_arguments_fsdp,
 )
+from mldebug_cli.frameworks.trl.config_classes import config_task
 from mldebug_cli.sources.config_file import ConfigFile
 
 
@@ -175,5 +175,4 @@ def _trl_peft(r: SpecReader) -> PeftFacts | None:
 
 
 def _task(config: ConfigFile, framework: str) -> str:
-    preference = read_preference(config, framework, None, versions.resolve(config.path, framework=framework))
-    return preference.task if preference is not None else "sft"
+    return config_task(config, versions.resolve(config.path, framework=framework))
