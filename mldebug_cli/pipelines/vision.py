@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +16,12 @@ from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.registry import framework
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
+from mldebug_cli.frameworks.vision_subjects import VisionSetup
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
 
 # the vision checks, by code (the text checks look at rendered text rows and do not run on image rows)
 VISION_CHECKS = (Code.TEMPLATE_ERROR, Code.INVALID_MESSAGES, Code.UNMAPPED_ROLE, Code.IMAGE_PLACEHOLDER_MISMATCH, Code.IMAGE_UNREADABLE, Code.IMAGE_TOKENS_TRUNCATED, Code.IMAGE_TOKENS_TRAINED, Code.ASSISTANT_TEXT_IN_USER_CONTENT, Code.IMAGE_ROW_OVER_MAX_LENGTH, Code.IMAGE_RESIZED)
-
-
-@dataclass(frozen=True)
-class VisionSetup:
-    """What the vision checks compare each row with."""
-
-    dataset_path: str
-    max_length: int | None
-    image_token: str
-    image_token_id: int
-    assistant_header: str  # the text the template puts before an assistant reply, after its last special token
-    processor: str
 
 
 def build_report(options: Any, source: Any, progress: Callable[[int, int], None] | None = None) -> Report:
