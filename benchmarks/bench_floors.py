@@ -26,6 +26,9 @@ The floors:
                 tokenizer's vocabulary; random weights, seeded, written once by main() under build/bench-floors/):
                 load the tokenizer and the model, render and tokenize the 8 rows, one forward and backward with torch
                 (what probe measures its gradients on; its own checks, hooks and the trainer's setup are its work)
+``--imports`` instead runs each command once under ``python -X importtime`` and prints its start-up: the time its
+imports took (every top-level import's cumulative time, summed) and the heavy libraries among them, each with its
+cumulative import time (none of them should be imported by a command that does not use it).
 Not part of the test run. On a shared machine timings vary by 10-30% from run to run: read the medians.
 """
 
@@ -220,16 +223,47 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+HEAVY = ("torch", "transformers", "tokenizers", "datasets", "pyarrow", "jinja2", "peft", "trl", "ray", "matplotlib",
+         "numpy", "yaml", "rich", "typer")
+
+
+def imports(name: str) -> tuple[float, dict[str, float]]:
+    """(seconds of imports, {heavy library: its cumulative import seconds}) of one run under -X importtime."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "mldebug_cli", *COMMANDS[name]], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    total, heavy = 0, {}
+    for line in out.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, module = line[len("import time:"):].split("|")
+        top = module.rstrip()
+        if not top.startswith("  "):  # a top-level import (its cumulative time holds every import below it)
+            total += int(cumulative)
+        package = top.strip()
+        if package in HEAVY and package not in heavy:
+            heavy[package] = int(cumulative) / 1e6
+    return total / 1e6, heavy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--commands", nargs="+", default=list(COMMANDS), choices=list(COMMANDS))
+    parser.add_argument("--imports", action="store_true", help="each command's import time and heavy imports")
     args = parser.parse_args()
     MESSAGES.parent.mkdir(parents=True, exist_ok=True)
     first = json.loads(DEMO.read_text(encoding="utf-8").splitlines()[0])
     MESSAGES.write_text(json.dumps(first["messages"]), encoding="utf-8")
     if "probe" in args.commands:
         make_probe_input()
+    if args.imports:
+        print("| command | imports s | heavy libraries imported (cumulative s) |")
+        print("|---|---:|---|")
+        for name in args.commands:
+            total, heavy = imports(name)
+            listed = ", ".join(f"{k} {v:.2f}" for k, v in sorted(heavy.items(), key=lambda kv: -kv[1]))
+            print(f"| {name} | {total:.2f} | {listed} |", flush=True)
+        return
     runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for round_ in range(args.repeat):
         for name in args.commands:
