@@ -13,6 +13,8 @@ process (so its peak RSS is its own):
 The time is that of build_report (the report itself, actors started inside it; starting the local cluster, which a
 real cluster has done already, is not counted). Prints the median rows/s with its range, the driver's peak RSS,
 ray/local throughput and the Ray path's overhead per row. Every Ray report is checked equal to the in-process one.
+Each run's result (with its report's sha256, the engine line left out) is also appended to ``results.jsonl`` beside
+the datasets, so a long run that is stopped still leaves what it measured.
 The report keeps the first KEPT_PER_CHECK findings of each check and counts the rest (the driver stays flat in rows);
 ``--all-findings`` keeps every one, as before, to see what the findings alone cost the driver.
 Not part of the test run. On a shared machine timings vary by 10-30% from run to run: read the medians.
@@ -135,7 +137,10 @@ def main() -> None:
     parser.add_argument("--dataset")
     args = parser.parse_args()
     if args.one:
-        print(RESULT + json.dumps(one(args.one, args.dataset, args.tokenizer, args.all_findings)), flush=True)
+        result = one(args.one, args.dataset, args.tokenizer, args.all_findings)
+        print(RESULT + json.dumps(result), flush=True)
+        with (Path(args.dataset).parent / "results.jsonl").open("a", encoding="utf-8") as log:  # beside the datasets
+            log.write(json.dumps({"mode": args.one, "dataset": args.dataset, **result}) + "\n")
         return
     sys.path.insert(0, str(ROOT / "tests"))
     from support import write_chat_shards
