@@ -58,18 +58,20 @@ def test_the_goldens_span_three_releases_on_each_side_of_each_change():
 def test_emulation_gives_the_ids_of_the_real_release(release, name, folders):
     from tokenizers import Tokenizer
 
-    from mldebug_cli.frameworks.hf.tokenizer_resolution import emulate, resolve
+    from mldebug_cli.frameworks.hf.tokenizer_resolution import REFUSAL, emulate, resolve
     from mldebug_cli.frameworks.record import number
 
     golden = _goldens()["releases"][release][name]
-    if "error" in golden:  # 4.x's LlamaTokenizerFast converts from the slow tokenizer to honour add_prefix_space,
-        # and a folder with tokenizer.json alone has none: the release refuses it
-        config = json.loads((folders[name] / "tokenizer_config.json").read_text(encoding="utf-8"))
-        assert number(release) < (5,) and config.get("add_prefix_space") is not None, golden["error"]
-        assert "Cannot instantiate this tokenizer from a slow version" in golden["error"]
-        return
     resolution = resolve(folders[name], release)
     assert resolution is not None
+    if "error" in golden:  # 4.x's LlamaTokenizerFast converts from the slow tokenizer to honour add_prefix_space,
+        # and a folder with tokenizer.json alone has none: the release refuses it, and mldebug says so (DS062)
+        config = json.loads((folders[name] / "tokenizer_config.json").read_text(encoding="utf-8"))
+        assert number(release) < (5,) and config.get("add_prefix_space") is not None, golden["error"]
+        assert REFUSAL in golden["error"]
+        assert resolution.refused_without == "tokenizer.model"
+        return
+    assert resolution.refused_without is None, f"{release} loads {name} as {golden['class']}"
     file_kind = resolution.file_pre_tokenizer
     assert resolution.disagrees == (golden["pre_tokenizer"] != file_kind and golden["class"] != "TokenizersBackend"
                                     and golden["pre_tokenizer"] == "Metaspace"), golden["class"]
@@ -93,6 +95,8 @@ def test_the_record_holds_both_changes():
     assert versions.behaviour("transformers", "tokenizer_rebuilds", "4.57.6") == {}
     assert versions.behaviour("transformers", "tokenizer_rebuilds", "5.0.0")["LlamaTokenizer"] == "Metaspace"
     assert versions.behaviour("transformers", "tokenizer_rebuilds", "5.24.0")["GPT2Tokenizer"] == "ByteLevel"
+    assert versions.behaviour("transformers", "prefix_space_needs_slow", "4.57.6") == {"LlamaTokenizer": "tokenizer.model"}
+    assert versions.behaviour("transformers", "prefix_space_needs_slow", "5.0.0") == {}
     assert not versions.behaviour("transformers", "byte_level_llama_guard", "5.21.1")
     assert versions.behaviour("transformers", "byte_level_llama_guard", "5.22.2")
 
