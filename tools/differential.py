@@ -233,9 +233,11 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
         "llamafactory-tokenizers": strategies.sharegpt_dataset(),
     }[suite]
     drawn: list = []
+    # the grid joins drawn groups (4-10 rows each) into files of LLT_ROWS: enough of each shape for every file
+    draws = groups * (LLT_ROWS // 4 + 1) if suite == "llamafactory-tokenizers" else groups
 
     @hypothesis_seed(seed)
-    @settings(max_examples=groups, database=None, phases=[Phase.generate], deadline=None,
+    @settings(max_examples=draws, database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(strategy)
     def collect(value):
@@ -243,10 +245,34 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
 
     collect()
     if suite == "llamafactory-tokenizers":
-        return [{"id": n, "shape": shape, "tokenizer": LLT_GRID[n % len(LLT_GRID)][0],
-                 "setting": LLT_GRID[n % len(LLT_GRID)][1], "config": LLT_GRID[n % len(LLT_GRID)][2], "rows": rows}
-                for n, (shape, rows) in enumerate(drawn[:groups])]
+        return grid_groups(drawn, groups)
     return assemble(suite, seed, drawn[:groups], GROUP_SIZE.get(suite, 200))
+
+
+LLT_ROWS = 18  # rows per config at least (drawn groups of one shape joined: a framework run costs per file)
+
+
+def grid_groups(drawn: list[tuple[str, list[dict]]], groups: int) -> list[dict]:
+    """One file per config of the grid (``groups`` of them, the grid in turn): the shapes in turn, each file the
+    next drawn groups of its shape joined to at least LLT_ROWS rows."""
+    pools: dict[str, list[list[dict]]] = {}
+    for shape, rows in drawn:
+        pools.setdefault(shape, []).append(rows)
+    shapes = sorted(pools)
+    out = []
+    for n in range(groups):
+        # the shapes in turn, skipping one whose drawn rows are spent
+        shape = next((shapes[(n + k) % len(shapes)] for k in range(len(shapes))
+                      if sum(map(len, pools[shapes[(n + k) % len(shapes)]])) >= LLT_ROWS), None)
+        if shape is None:
+            raise SystemExit(f"not enough rows drawn for {groups} configs")
+        rows: list[dict] = []
+        while len(rows) < LLT_ROWS:
+            rows += pools[shape].pop(0)
+        tokenizer, setting, config = LLT_GRID[n % len(LLT_GRID)]
+        out.append({"id": n, "shape": shape, "tokenizer": tokenizer, "setting": setting, "config": config,
+                    "rows": rows})
+    return out
 
 
 def tokenizer_folder(name: str) -> Path:
