@@ -178,6 +178,7 @@ LLT_TOKENIZERS = {"llama3-instruct": "llama3", "deepseek-v3": "deepseek3", "qwen
                   "mistral-nemo-instruct": "mistral"}
 LLT_TEMPLATES = ("auto", "named", "default", "empty")
 LLT_CUTOFFS = (None, SMALL, 96)
+LOSS = "DS060"  # the error that names the characters a row loses to the run's tokenizer
 
 
 def _llt_grid() -> list[tuple[str, str, dict]]:
@@ -919,17 +920,24 @@ def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
 def compare_and_store(suite: str, seed: int, drawn: list[dict], framed: dict, write: bool,
                       groups: int | None = None) -> Counter:
     counts: Counter = Counter()
+    losses: Counter = Counter()
     stored = []
     with tempfile.TemporaryDirectory() as tmp:
         for group in drawn:
             theirs = framed["results"][str(group["id"])]
             mine = ours(suite, group, Path(tmp))
+            named = {row for row, errors in mine.get("errors", {}).items() if any(e.startswith(LOSS) for e in errors)}
+            if named:  # rows whose text the run's tokenizer cannot carry, named on the row (DS060)
+                losses[group["tokenizer"].split("@")[-1]] += len(named)
             for row, verdict, detail in verdicts(group, theirs, mine):
                 counts[verdict] += 1
                 if verdict in ("silent", "flagged"):
                     print(f"{suite} group {group['id']} ({group['shape']}, {group['tokenizer']}, {group['setting']}) "
                           f"row {row}: {verdict}: {detail}", file=sys.stderr)
             stored.append({**{k: v for k, v in group.items() if k != "trl"}, "framework": _stored_result(theirs)})
+    for name, n in sorted(losses.items()):
+        rows = sum(len(g["rows"]) for g in drawn if g["tokenizer"].split("@")[-1] == name)
+        print(f"{suite}: {name}: {LOSS} on {n} of {rows} rows", file=sys.stderr)
     if write:
         OUT.mkdir(parents=True, exist_ok=True)
         document = {"suite": suite, "seed": seed, "versions": framed["versions"], "groups": stored,
