@@ -264,9 +264,21 @@ def run_tokenizer(loaded: LoadedTokenizer, target: versions.TargetVersion, frame
     found = versions.framework_pin(framework, versions.installed(framework))
     pin = found[1] if found else None
     backend = run_loaded.tokenizer.backend_tokenizer if run_loaded is not loaded else None
+    if backend is None and resolution.disagrees and builds_alike(resolution, versions.installed("transformers")):
+        backend = loaded.tokenizer.backend_tokenizer  # the installed release rebuilds it as the run's does
     return RunTokenizer(resolution, target.describe().removeprefix("transformers "), pin,
                         round_trip(backend) if backend is not None else None,
                         loads_right(resolution, pin), loads_right(resolution)), run_loaded
+
+
+def builds_alike(resolution: Resolution, installed: str | None) -> bool:
+    """The installed transformers builds the same class with the same pipeline as ``resolution``'s release (both
+    rebuild it from the class's defaults): the tokenizer mldebug loaded is then the one the run trains with, e.g.
+    ``Qwen2Tokenizer`` declared over a Metaspace file, rebuilt ByteLevel by every 5.x release."""
+    if installed is None:
+        return False
+    here = _resolution(resolution.folder, resolution.declared, resolution.file_pre_tokenizer, installed)
+    return (here.loaded_as, here.class_pre_tokenizer) == (resolution.loaded_as, resolution.class_pre_tokenizer)
 
 
 def _ever_disagrees(resolution: Resolution) -> bool:
