@@ -72,6 +72,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS052", "reasoning-without-answer", "data.reasoning_without_answer"),
     CheckRef("DS060", "tokenizer-loaded-differently", "data.tokenizer_loaded_differently"),
     CheckRef("DS061", "declared-class-mismatch", "data.declared_class_mismatch"),
+    CheckRef("DS062", "tokenizer-refused-by-run", "data.tokenizer_refused_by_run"),
     CheckRef("DS065", "content-parts-as-text", "data.content_parts_as_text"),
     CheckRef("DS066", "message-weight-ignored", "data.message_weight_ignored"),
     CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),

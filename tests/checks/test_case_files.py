@@ -91,6 +91,13 @@ def _write(path: Path, content: Any) -> None:
 
 
 def _tokenizer(name: str, tmp: Path) -> str:
+    if name.startswith("$declared/"):  # a declared-class variant (tests/differential/strategies.py), made in tmp
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "differential"))
+        from strategies import declared_class_folder
+
+        return str(declared_class_folder(name.removeprefix("$declared/"), tmp / "declared"))
     return _expand(name, tmp) if name.startswith("$") else str(TOKENIZERS / name)
 
 
