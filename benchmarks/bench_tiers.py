@@ -1,6 +1,6 @@
 """Benchmark: the CPU seconds each test tier costs, summed from a junit file (not part of the test run).
 
-    python benchmarks/bench_tiers.py run.xml [more.xml ...] [--top 25]
+    python benchmarks/bench_tiers.py run.xml [more.xml or CPU_COST_LOG files ...] [--top 25]
     python benchmarks/bench_tiers.py --run fast [--workers 2] [--top 25]     # runs the tier, then reports it
 
 A junit file made with ``benchmarks/cpu_cost.py`` loaded (``PYTHONPATH=benchmarks python -m pytest -p cpu_cost
@@ -40,7 +40,19 @@ class Case:
     outcome: str
 
 
+def read_log(path: Path) -> list[Case]:
+    """A ``CPU_COST_LOG`` file: one ``cpu_s<TAB>tier<TAB>nodeid`` line per test that ended."""
+    cases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cpu, tier, nodeid = line.split("\t", 2)
+        module, _, name = nodeid.partition("::")
+        cases.append(Case(module, name, tier, float(cpu), True, "ended"))
+    return cases
+
+
 def read_junit(path: Path, default_tier: str) -> list[Case]:
+    if not path.read_bytes().lstrip().startswith(b"<"):
+        return read_log(path)
     cases = []
     for case in ET.parse(path).iter("testcase"):
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
@@ -75,6 +87,32 @@ def report(cases: list[Case], top: int) -> None:
             print(f"   {c.seconds:8.1f} s  {c.module}::{c.name}")
 
 
+def makespan(costs: list[list[float]], workers: int) -> float:
+    """The wall seconds ``workers`` quiet cores need for these units of work handed out in order, each to the first
+    worker free (xdist's scheduling, with no start-up): the units are modules under ``--dist loadscope``, tests
+    under ``--dist worksteal`` (which also splits a module between workers)."""
+    free = [0.0] * workers
+    for unit in costs:
+        at = free.index(min(free))
+        free[at] += sum(unit)
+    return max(free)
+
+
+def schedules(cases: list[Case], workers: int) -> None:
+    """What the fast tier's test CPU time comes to in wall time on ``workers`` quiet cores, module by module
+    (loadscope) and test by test (worksteal), in collection order (modules sorted by path, as pytest collects)."""
+    modules: dict[str, list[float]] = defaultdict(list)
+    for case in cases:
+        modules[case.module].append(case.seconds)
+    ordered = [modules[m] for m in sorted(modules)]
+    loadscope = makespan(ordered, workers)
+    worksteal = makespan([[t] for unit in ordered for t in unit], workers)
+    total = sum(map(sum, ordered))
+    print(f"== on {workers} quiet cores the tests' {total:.0f} CPU s take at least {total / workers:.0f} s: "
+          f"{loadscope:.0f} s scheduled module by module (--dist loadscope), {worksteal:.0f} s test by test "
+          f"(--dist worksteal); add each worker's start-up and collection")
+
+
 def run_tier(tier: str, workers: int, out: Path) -> float:
     """Runs the tier with the CPU plugin into ``out``; returns the collection's CPU seconds in one process."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "benchmarks"),
@@ -98,6 +136,7 @@ def main() -> None:
     parser.add_argument("--run", choices=sorted(TIER_MARKS), help="run this tier first (with the CPU plugin)")
     parser.add_argument("--workers", default="auto")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--cores", type=int, default=2, help="the quiet cores the schedule estimate assumes")
     args = parser.parse_args()
     files = list(args.junit)
     if args.run:
@@ -108,6 +147,7 @@ def main() -> None:
         parser.error("give a junit file or --run TIER")
     cases = [case for path in files for case in read_junit(path, args.run or "fast")]
     report(cases, args.top)
+    schedules([case for case in cases if case.tier == "fast"], args.cores)
 
 
 if __name__ == "__main__":

@@ -6,11 +6,14 @@ A test's CPU time is what its process and its waited-for child processes spent, 
 its set-up to the end of its tear-down (so a module- or session-scoped fixture counts in the first test that asks
 for it). It is added to the test's report as the user property ``cpu_s``, which ``--junitxml`` writes as a
 ``<property>``; ``tier`` records whether the test was marked ``slow`` when it ran. On a loaded machine a test's
-wall time is mostly waiting for a core; its CPU time is what it costs.
+wall time is mostly waiting for a core; its CPU time is what it costs. With ``CPU_COST_LOG=FILE`` each test's line
+(CPU seconds, tier, node id; tab-separated) is also appended to FILE as it ends, so a run stopped before its end
+still leaves what it measured (``bench_tiers.py`` reads such a file as well as a junit file).
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from collections.abc import Generator
@@ -34,6 +37,9 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     if call.when == "teardown" and _STARTED in item.stash:
-        item.user_properties.append(("cpu_s", f"{_cpu() - item.stash[_STARTED]:.4f}"))
-        item.user_properties.append(("tier", "slow" if item.get_closest_marker("slow") else "fast"))
+        cpu, tier = _cpu() - item.stash[_STARTED], "slow" if item.get_closest_marker("slow") else "fast"
+        item.user_properties.extend([("cpu_s", f"{cpu:.4f}"), ("tier", tier)])
+        if os.environ.get("CPU_COST_LOG"):
+            with open(os.environ["CPU_COST_LOG"], "a", encoding="utf-8") as log:
+                log.write(f"{cpu:.4f}\t{tier}\t{item.nodeid}\n")
     return (yield)
