@@ -41,10 +41,12 @@ class Case:
 
 
 def read_log(path: Path) -> list[Case]:
-    """A ``CPU_COST_LOG`` file: one ``cpu_s<TAB>tier<TAB>nodeid`` line per test that ended."""
+    """A ``CPU_COST_LOG`` file: one ``cpu_s<TAB>wall_s<TAB>tier<TAB>nodeid`` line per test that ended (wall_s is
+    absent in the first version's lines)."""
     cases = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        cpu, tier, nodeid = line.split("\t", 2)
+        fields = line.split("\t", 3)
+        cpu, tier, nodeid = (fields[0], fields[2], fields[3]) if fields[1].replace(".", "", 1).isdigit() else fields
         module, _, name = nodeid.partition("::")
         cases.append(Case(module, name, tier, float(cpu), True, "ended"))
     return cases
