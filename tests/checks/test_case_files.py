@@ -62,8 +62,7 @@ def _load_case_files() -> list[Any]:
 
 
 ALL_PARAMS = _load_case_files()
-# the probe cases run tiny models: their own module (tests/checks/test_probe_case_files.py), so that pytest-xdist's
-# --dist loadscope runs them on one worker while the other runs the rest of the case files
+# the probe cases run tiny models: their own module (tests/checks/test_probe_case_files.py)
 PARAMS = [p for p in ALL_PARAMS if p.values[0] != "probe"]
 PROBE_PARAMS = [p for p in ALL_PARAMS if p.values[0] == "probe"]
 
