@@ -620,3 +620,27 @@ def test_an_implicit_pair_differing_in_an_earlier_assistant_turn_puts_the_user_t
     found = [f for f in inspect_rows([EARLIER_TURN_PAIR], QWEN25, tmp_path, "--task", "dpo")["findings"]
              if f["code"] == "DP003"]
     assert len(found) == 2 and "holds a user message (its message 1)" in found[0]["message"]
+
+
+@pytest.mark.slow
+def test_a_reply_ending_with_the_eos_text_is_flagged_exactly_where_trl_trains_the_eos_twice_or_mid_reply(tmp_path):
+    """Issue 34 item 9's special-token-in-reply report: a chosen reply ending with the EOS text. Standard rows: TRL
+    1.16's add_eos leaves it alone (one EOS), and mldebug flags nothing. Conversational rows: the template closes the
+    turn after it, so TRL trains the EOS and then the turn end (Qwen2.5: '<|im_end|><|im_end|>'), and DP008 says so."""
+    from transformers import AutoTokenizer
+
+    from support import QWEN25
+
+    tok = AutoTokenizer.from_pretrained(str(QWEN25))
+    eos = tok.eos_token
+    standard = [{"prompt": "Hi?", "chosen": "Yes." + eos, "rejected": "No."},
+                {"prompt": "Ok?", "chosen": "Fine.", "rejected": "Bad."}]
+    chosen = trl_dpo_completions(standard, QWEN25, tmp_path / "standard")
+    assert chosen[0].count(tok.eos_token_id) == 1
+    doc = inspect_rows(standard, QWEN25, tmp_path, "--task", "dpo")
+    assert not [f for f in doc["findings"] if f["code"] in ("DP007", "DP008")]
+    chat = [{"prompt": [{"role": "user", "content": "Hi?"}], "chosen": [{"role": "assistant", "content": "Yes." + eos}],
+             "rejected": [{"role": "assistant", "content": "No."}]}]
+    assert trl_dpo_completions(chat, QWEN25, tmp_path / "chat")[0].count(tok.eos_token_id) == 2
+    codes = [f["code"] for f in inspect_rows(chat, QWEN25, tmp_path, "--task", "dpo")["findings"]]
+    assert "DP008" in codes and "DP007" in codes
