@@ -18,6 +18,7 @@ ROWS = GOLDENS / "rows.json"
 WEIGHTED = (0, 6)  # rows with a per-message loss_weight
 PART_FLAGS = (7, 8)  # rows with axolotl's per-part train/weight flags: their labels are not emulated (ids are)
 runner = CliRunner()
+pytestmark = pytest.mark.slow  # each case inspects 15 rows with a real tokenizer: 4-20 s on 2 shared cores
 
 
 def inspect(framework: str, tokenizer: str, *flags: str) -> dict:
@@ -50,7 +51,6 @@ def replay(doc: dict, cases: list[dict], ids_only: tuple[int, ...] = ()) -> None
             assert rows[index]["labels"] == want["labels"], index
 
 
-@pytest.mark.replay
 @pytest.mark.parametrize("tokenizer", list(golden("transformers")))
 def test_transformers_hands_every_part_form_to_the_template_as_apply_chat_template_does(tokenizer):
     """A bare Trainer's user calls apply_chat_template on the messages as they are: Llama 3 prints each list's repr
@@ -60,7 +60,6 @@ def test_transformers_hands_every_part_form_to_the_template_as_apply_chat_templa
     assert {f["location"]["row"] for f in doc["findings"] if f["code"] == "DS066"} == set(WEIGHTED)
 
 
-@pytest.mark.replay
 @pytest.mark.parametrize("tokenizer", list(golden("axolotl")))
 def test_axolotl_flattens_parts_and_ignores_message_weights_as_its_chat_template_strategy_does(tokenizer):
     """axolotl joins each part's text/content/value (an image part adds nothing) and never reads a message's
@@ -72,7 +71,6 @@ def test_axolotl_flattens_parts_and_ignores_message_weights_as_its_chat_template
     assert {f["location"]["row"] for f in doc["findings"] if f["code"] == "DS066"} == set(WEIGHTED)
 
 
-@pytest.mark.replay
 @pytest.mark.parametrize("case", list(golden("llamafactory")))
 def test_llama_factory_refuses_parts_and_ignores_message_weights_as_its_converter_does(case):
     """`llamafactory-cli train` (v0 data path): any list content stops the run (its template formatters, or
