@@ -70,6 +70,8 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS050", "reasoning-unclosed", "data.reasoning_unclosed"),
     CheckRef("DS051", "reasoning-repetition", "data.reasoning_repetition"),
     CheckRef("DS052", "reasoning-without-answer", "data.reasoning_without_answer"),
+    CheckRef("DS053", "eval-row-in-train", "data.eval_row_in_train"),
+    CheckRef("DS054", "eval-row-near-train", "data.eval_row_near_train"),
     CheckRef("DS060", "tokenizer-loaded-differently", "data.tokenizer_loaded_differently"),
     CheckRef("DS061", "declared-class-mismatch", "data.declared_class_mismatch"),
     CheckRef("DS065", "content-parts-as-text", "data.content_parts_as_text"),
