@@ -13,8 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from mldebug_cli.core.errors import UsageError
@@ -36,11 +38,11 @@ class RowText:
     reply: str
     preview: str = ""  # the prompt's last turn (or the reply), as a message names the row
 
-    @property
+    @cached_property
     def key(self) -> bytes:
         return hashlib.blake2b(f"{self.prompt}\x00{self.reply}".encode(), digest_size=8).digest()
 
-    @property
+    @cached_property
     def shingles(self) -> frozenset[str]:
         words = f"{self.prompt} {self.reply}".split()
         if len(words) < SHINGLE_WORDS:
@@ -120,7 +122,11 @@ def _minhash():
 def signatures(texts: list[RowText]) -> list[Any]:
     """MinHash signatures of the rows' word 5-grams (one set of permutations for all of them)."""
     MinHash, _ = _minhash()
-    return MinHash.bulk([[s.encode() for s in t.shingles] for t in texts], num_perm=NUM_PERM, seed=SEED)
+    # crc32 (C, stable across processes: the eval signatures are made here, the training ones on workers) instead of
+    # datasketch's default SHA-1, which took most of the time; a weaker hash can only cost recall, never a false
+    # flag: every candidate's similarity is computed exactly
+    return MinHash.bulk([[s.encode() for s in t.shingles] for t in texts], num_perm=NUM_PERM, seed=SEED,
+                        hashfunc=zlib.crc32)
 
 
 @dataclass
