@@ -42,6 +42,11 @@ def check_run(
     log_format: str | None = typer.Option(None, "--format", help=runlog_formats.format_help()),
     run_id: str | None = typer.Option(None, "--run-id", help="MLflow: the run to read (an id, its prefix or the run "
                                       "name; default: the newest)."),
+    compare: Path | None = typer.Option(None, "--compare", help="Another run (any format above): where the two "
+                                        "runs' loss, eval loss, grad norm and LR part (RN049), and whether their final "
+                                        "eval losses differ by more than noise (RN050)."),
+    align: str = typer.Option("step", "--align", help="With --compare: step, or tokens (the tokens seen each run "
+                              "logs: num_input_tokens_seen or num_tokens)."),
     watch: bool = typer.Option(False, "--watch", help="Follow a running job's log and print new findings."),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="With --watch: exit 1 at the first error."),
     interval: float = typer.Option(10.0, "--interval", help="With --watch: seconds between reads."),
@@ -71,6 +76,8 @@ def check_run(
             world_size=world_size,
             gpu=gpu,
             gpu_memory=gpu_memory,
+            compare=None if compare is None else str(compare),
+            align=align,
         )
 
     if watch:

@@ -76,6 +76,10 @@ def inspect_data(
     ray_address: str | None = RayAddressOpt,
     ray_concurrency: int | None = RayConcurrencyOpt,
     split: str | None = typer.Option(None, "--split", help="Split of a hub or save_to_disk dataset."),
+    eval_dataset: str | None = typer.Option(None, "--eval-dataset", help="The eval set: every training row is compared "
+                                            "with it for exact (DS053) and near (DS054) duplicates."),
+    eval_split: str | None = typer.Option(None, "--eval-split", help="Split of --eval-dataset (a hub or save_to_disk "
+                                          "dataset)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder (off by default)."),
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
@@ -133,6 +137,8 @@ def inspect_data(
             framework_flags=read_framework_flags(framework_flags),
             model=str(model) if model else None,
             transformers_version=transformers_version,
+            eval_dataset=eval_dataset,
+            eval_split=eval_split,
         )
         if config is not None:
             build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {

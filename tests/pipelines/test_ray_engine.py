@@ -199,3 +199,18 @@ def test_cli_prints_the_same_json_on_stdout_and_names_an_unreachable_cluster(tmp
                           env=env)
     assert gone.returncode == 2 and gone.stdout == ""
     assert gone.stderr.splitlines()[0] == "Error: cannot reach the Ray cluster at 127.0.0.1:9: [Errno 111] Connection refused"
+
+
+def test_train_eval_overlap_is_the_same_on_ray(tmp_path):
+    """--eval-dataset: the training rows stream past the eval index on Ray's actors; the same findings."""
+    pytest.importorskip("datasketch")
+    train = [generated_chat(i) for i in range(3_000)]
+    write_jsonl(tmp_path / "train.jsonl", train)
+    near = json.loads(json.dumps(train[1_234]))
+    near["messages"][-1]["content"] = (near["messages"][-1]["content"] or "") + " extra"
+    write_jsonl(tmp_path / "eval.jsonl", [train[7], train[2_999], near, {"messages": [
+        {"role": "user", "content": "a row of its own"}, {"role": "assistant", "content": "not in training"}]}])
+    local = same_reports(InspectOptions(dataset=str(tmp_path / "train.jsonl"), tokenizer=str(QWEN25), sample=20,
+                                        eval_dataset=str(tmp_path / "eval.jsonl"), select=("DS053", "DS054")))
+    found = {(f["code"], f["location"]["row"]) for f in local["findings"]}
+    assert {("DS053", 0), ("DS053", 1)} <= found and not {r for _, r in found} & {3}
