@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,18 +52,20 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     total = len(source)
     indices = sample_indices(options, total)
     findings: list[Finding] = []
-    shown: list[tuple[int, int, RowView]] = []  # (-rank, row, view): the rows to show, most serious first
+    shown: list[tuple[int, int, tuple[RowView, ...]]] = []  # (-rank, row, its views): the rows to show, most serious first
     limit = len(options.rows) if options.rows else options.show
     stats = _Stats()
     checked = total if indices is None else len(indices)
     for record in source.records(indices):
         row = path.encode(record)
-        row_findings = [f for check in checks for f in _findings(check, row, setup, record)]
+        sides = [row] if row.rejected is None else [row, row.rejected]
+        row_findings = _pair_findings(checks, sides, setup, record)
         findings += row_findings
         stats.add(row)
         rank = -max((f.severity.rank for f in row_findings), default=-1)
         if len(shown) < limit or (rank, record.index) < shown[-1][:2]:  # views only for rows that may be shown
-            shown = sorted([*shown, (rank, record.index, _view(row, processor, record))], key=lambda s: s[:2])[:limit]
+            views = tuple(_view(side, processor, record) for side in sides)
+            shown = sorted([*shown, (rank, record.index, views)], key=lambda s: s[:2])[:limit]
         if progress is not None:
             progress(stats.rows, checked)
     return Report(
@@ -79,9 +81,22 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
             "rows_checked": f"{checked} of {total}",
         },
         summary=stats.summary(total, checked, max_length, findings),
-        details=RowsSection(tuple(sorted((view for _, _, view in shown), key=lambda v: v.row)),
+        details=RowsSection(tuple(view for _, _, views in sorted(shown, key=lambda s: s[1]) for view in views),
                             options.token_table or bool(options.rows)).as_details(),
     )
+
+
+def _pair_findings(checks: list[registry.Check], sides: list[VisionRow], setup: VisionSetup,
+                   record: Record) -> list[Finding]:
+    """The checks' findings on a row; for a preference row, on each side, a finding both sides share said once (the
+    prompt and its images are the same) and one of a single side located on it."""
+    if len(sides) == 1:
+        return [f for check in checks for f in _findings(check, sides[0], setup, record)]
+    by_side = [[f for check in checks for f in _findings(check, side, setup, record)] for side in sides]
+    shared = [f for f in by_side[0] if f in by_side[1]]
+    own = [replace(f, location=replace(f.location, side=side.side)) for side, found in zip(sides, by_side)
+           for f in found if f not in shared]
+    return shared + own
 
 
 def _findings(check: registry.Check, row: VisionRow, setup: VisionSetup, record: Record) -> list[Finding]:
@@ -97,8 +112,6 @@ def _findings(check: registry.Check, row: VisionRow, setup: VisionSetup, record:
 
 
 def replace_location(finding: Finding, setup: VisionSetup, record: Record) -> Finding:
-    from dataclasses import replace
-
     location = finding.location
     return replace(finding, location=_location(setup, record, location.message_index))
 
@@ -115,7 +128,7 @@ def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView
     return RowView(row.index, row.rendered, row.input_ids, row.labels,
                    processor.tokenizer.convert_ids_to_tokens(row.input_ids) if row.input_ids else [],
                    row.offsets, row.full_length if row.truncated else None, record.line, masking=None, error=error,
-                   images=images)
+                   images=images, side=row.side)
 
 
 class _Stats:
@@ -128,10 +141,12 @@ class _Stats:
         if not row.input_ids:
             self.failed += 1
             return
-        self.tokens += len(row.input_ids)
-        self.trained += sum(1 for label in row.labels if label != IGNORE_INDEX)
-        self.truncated += row.truncated
-        self.lengths.append(row.full_length)
+        sides = [row] if row.rejected is None else [row, row.rejected]  # a preference row: both sequences
+        self.truncated += any(side.truncated for side in sides)
+        for side in sides:
+            self.tokens += len(side.input_ids)
+            self.trained += sum(1 for label in side.labels if label != IGNORE_INDEX)
+            self.lengths.append(side.full_length)
 
     def summary(self, total: int, checked: int, max_length: int | None, findings: list[Finding]) -> dict[str, Any]:
         lengths = sorted(self.lengths)

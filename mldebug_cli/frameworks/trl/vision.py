@@ -75,6 +75,8 @@ class VisionRow:
     # image index -> its tokens the cut kept, where the framework cuts elsewhere than at the row's end (LLaMA-Factory)
     kept_image_tokens: dict[int, int] = field(default_factory=dict)
     cut_consequence: str = "the processor raises ValueError (image token count mismatch) and the run fails"
+    side: str | None = None  # preference rows: "chosen" or "rejected" (None: a single sequence)
+    rejected: VisionRow | None = None  # preference rows: the rejected side, on the chosen side's row
 
     @property
     def truncated(self) -> bool:
@@ -296,11 +298,11 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     row.rendered = row.text
     if row.image_problems:
         return row
-    _expand(row, [info for info in infos if info is not None], processor, max_length)
+    expand_images(row, [info for info in infos if info is not None], processor, max_length)
     return row
 
 
-def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcessor, max_length: int | None) -> None:
+def expand_images(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcessor, max_length: int | None) -> None:
     """Each placeholder replaced by its image's tokens, then the whole text tokenized once, as the processor does."""
     pieces = row.text.split(processor.image_token)
     if len(pieces) - 1 != len(infos):  # the template wrote more or fewer placeholders than the parts it was given
