@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.registry import Code
 from mldebug_cli.frameworks.framework import VisionPath
 from mldebug_cli.frameworks.trl.vision import (
     DEFAULT_MAX_LENGTH,
@@ -86,9 +87,9 @@ def _texts(raw: Any, processor: VisionProcessor) -> tuple[list[dict[str, Any]], 
     """(the prompt's messages, its text, (chosen's text, rejected's text), the row's images) as TRL prepares them and
     its apply_chat_template cuts them."""
     if not isinstance(raw, Mapping):
-        raise RowRefused("DS010", f"the row is a {type(raw).__name__}, not an object", "write one object per row")
+        raise RowRefused(Code.INVALID_MESSAGES, f"the row is a {type(raw).__name__}, not an object", "write one object per row")
     if "prompt" not in raw:
-        raise RowRefused("DS010", "no prompt column: TRL's DataCollatorForVisionPreference raises KeyError: 'prompt' "
+        raise RowRefused(Code.INVALID_MESSAGES, "no prompt column: TRL's DataCollatorForVisionPreference raises KeyError: 'prompt' "
                          "(image rows are not prepared ahead, so no prompt is extracted from chosen/rejected)",
                          "add a prompt column (the messages before the replies); chosen/rejected keep the replies")
     if not _conversational(raw["prompt"]):
@@ -100,7 +101,7 @@ def _texts(raw: Any, processor: VisionProcessor) -> tuple[list[dict[str, Any]], 
     replies = [_reply(raw, side) for side in SIDES]
     last = prompt[-1]["role"]
     if last not in ("user", "tool", "assistant"):
-        raise RowRefused("DS011", f"the prompt ends with a {last} turn: TRL's apply_chat_template raises ValueError "
+        raise RowRefused(Code.UNMAPPED_ROLE, f"the prompt ends with a {last} turn: TRL's apply_chat_template raises ValueError "
                          f"(Invalid role in the last message: {last})", "end the prompt with a user turn", len(prompt) - 1)
     render = _renderer(processor)
     continued = last == "assistant"
@@ -117,18 +118,18 @@ def _reply(raw: Mapping[str, Any], side: str) -> list[dict[str, Any]]:
     try:
         return prepare_messages(_messages(raw, side), 0)
     except RowRefused as refused:
-        hint = "images go in the prompt: take the image parts out of the replies" if refused.code == "DS031" else \
+        hint = "images go in the prompt: take the image parts out of the replies" if refused.code == Code.IMAGE_PLACEHOLDER_MISMATCH else \
             refused.hint
         raise RowRefused(refused.code, f"{side}: {refused.message}", hint, refused.message_index) from None
 
 
 def _messages(raw: Mapping[str, Any], side: str) -> Any:
     if side not in raw:
-        raise RowRefused("DS010", f"no {side} column: TRL's preference collator raises KeyError: {side!r}",
+        raise RowRefused(Code.INVALID_MESSAGES, f"no {side} column: TRL's preference collator raises KeyError: {side!r}",
                          f"give each row a {side} reply")
     value = raw[side]
     if not isinstance(value, list):
-        raise RowRefused("DS010", f"{side} is a {type(value).__name__}, not a list of messages",
+        raise RowRefused(Code.INVALID_MESSAGES, f"{side} is a {type(value).__name__}, not a list of messages",
                          f"write {side} as [{{\"role\": \"assistant\", \"content\": ...}}]")
     return value
 
@@ -139,7 +140,7 @@ def _renderer(processor: VisionProcessor) -> Any:
             return str(processor.tokenizer.apply_chat_template(messages, chat_template=processor.chat_template,
                                                                tokenize=False, **flags))
         except Exception as exc:  # noqa: BLE001 - jinja2 and the template's raise_exception raise anything
-            raise RowRefused("DS009", f"the chat template raises: {str(exc).splitlines()[0] if str(exc) else exc}",
+            raise RowRefused(Code.TEMPLATE_ERROR, f"the chat template raises: {str(exc).splitlines()[0] if str(exc) else exc}",
                              "fix the row or the template") from None
     return render
 
@@ -158,7 +159,7 @@ def _side(prompt: VisionRow, side: str, reply: str, processor: VisionProcessor, 
     row = replace(prompt, side=side, cut_consequence=CUT_CONSEQUENCE, rendered=prompt.rendered + reply)
     placeholders = reply.count(processor.image_token)
     if placeholders:
-        row.refused = RowRefused("DS031", f"the {side} reply has {placeholders} {processor.image_token} token(s) and "
+        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the {side} reply has {placeholders} {processor.image_token} token(s) and "
                                  "no image: the processor raises ValueError (tokens in the text but no images were "
                                  "passed)", "take image placeholders out of the replies; images go in the prompt")
         return row
@@ -208,6 +209,6 @@ def _refuse_settings(options: Any) -> None:
 def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
     if record.error is not None:
         row = VisionRow(record.index, record.line)
-        row.refused = RowRefused("DS010", record.error, "fix the line")
+        row.refused = RowRefused(Code.INVALID_MESSAGES, record.error, "fix the line")
         return row
     return encode_pair(record.index, record.line, record.data, processor, images, max_length)
