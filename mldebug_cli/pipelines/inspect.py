@@ -195,8 +195,6 @@ def _vision_task(source, options: InspectOptions) -> str | None:
         raise UsageError(f"the rows have images: mldebug emulates image rows for {what} only, not "
                          f"{options.framework} {task}", hint=f"use {use}, or drop the "
                          "image columns to check the text alone")
-    if options.engine != "local":
-        raise UsageError("the rows have images: --engine ray does not run image rows yet", hint="use --engine local")
     if not has_processor(options.tokenizer):
         raise InputError(f"{options.tokenizer}: the rows have images, and this folder has no processor files "
                          "(preprocessor_config.json)", hint="point --tokenizer at the model folder with its processor "

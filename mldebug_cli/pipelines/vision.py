@@ -37,7 +37,7 @@ class VisionSetup:
 
 
 def build_report(options: Any, source: Any, progress: Callable[[int, int], None] | None = None) -> Report:
-    from mldebug_cli.pipelines.row_batches import sample_indices
+    from mldebug_cli.pipelines.row_batches import batch_results, engine_line, sample_indices, workers_for
 
     processor = load_processor(options.tokenizer)
     base = Path(options.dataset).parent if Path(options.dataset).is_file() else Path(options.dataset)
@@ -52,21 +52,17 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     checks = [registry.load(ref) for ref in wanted if ref.code in VISION_CHECKS]
     total = len(source)
     indices = sample_indices(options, total)
-    findings: list[Finding] = []
-    shown: list[tuple[int, int, tuple[RowView, ...]]] = []  # (-rank, row, its views): the rows to show, most serious first
     limit = len(options.rows) if options.rows else options.show
+    engine = _VisionEngine(path, checks, setup, processor, limit)
+    findings: list[Finding] = []
+    shown: list[_Shown] = []
     stats = _Stats()
     checked = total if indices is None else len(indices)
-    for record in source.records(indices):
-        row = path.encode(record)
-        sides = [row] if row.rejected is None else [row, row.rejected]
-        row_findings = _pair_findings(checks, sides, setup, record)
-        findings += row_findings
-        stats.add(row)
-        rank = -max((f.severity.rank for f in row_findings), default=-1)
-        if len(shown) < limit or (rank, record.index) < shown[-1][:2]:  # views only for rows that may be shown
-            views = tuple(_view(side, processor, record) for side in sides)
-            shown = sorted([*shown, (rank, record.index, views)], key=lambda s: s[:2])[:limit]
+    workers = workers_for(options.workers, checked) if options.engine == "local" else 1
+    for result in batch_results(engine, source, indices, options, workers):
+        findings += result.findings
+        stats.merge(result.stats)
+        shown = _most_serious([*shown, *result.shown], limit)
         if progress is not None:
             progress(stats.rows, checked)
     return Report(
@@ -80,11 +76,52 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
             **path.context,
             "max_length": max_length,
             "rows_checked": f"{checked} of {total}",
-        },
+        } | engine_line(options),
         summary=stats.summary(total, checked, max_length, findings),
         details=RowsSection(tuple(view for _, _, views in sorted(shown, key=lambda s: s[1]) for view in views),
                             options.token_table or bool(options.rows)).as_details(),
     )
+
+
+_Shown = tuple[int, int, tuple[RowView, ...]]  # (-rank, row, its views): a row that may be shown, most serious first
+
+
+def _most_serious(shown: list[_Shown], limit: int) -> list[_Shown]:
+    return sorted(shown, key=lambda s: s[:2])[:limit]
+
+
+@dataclass
+class _BatchResult:
+    findings: list[Finding]
+    stats: _Stats
+    shown: list[_Shown]
+
+
+@dataclass
+class _VisionEngine:
+    """Everything a batch of image rows needs: runs here, in forked workers, or in Ray actors (cloudpickled)."""
+
+    path: Any  # the framework's VisionPath
+    checks: list[registry.Check]
+    setup: VisionSetup
+    processor: VisionProcessor
+    limit: int  # rows that can be shown
+
+    def process(self, batch: list[Record]) -> _BatchResult:
+        result = _BatchResult([], _Stats(), [])
+        for record in batch:
+            record = record.parsed()
+            row = self.path.encode(record)
+            sides = [row] if row.rejected is None else [row, row.rejected]
+            row_findings = _pair_findings(self.checks, sides, self.setup, record)
+            result.findings += row_findings
+            result.stats.add(row)
+            rank = -max((f.severity.rank for f in row_findings), default=-1)
+            shown = result.shown
+            if len(shown) < self.limit or (rank, record.index) < shown[-1][:2]:  # views only for rows that may be shown
+                views = tuple(_view(side, self.processor, record) for side in sides)
+                result.shown = _most_serious([*shown, (rank, record.index, views)], self.limit)
+        return result
 
 
 def _pair_findings(checks: list[registry.Check], sides: list[VisionRow], setup: VisionSetup,
@@ -148,6 +185,14 @@ class _Stats:
             self.tokens += len(side.input_ids)
             self.trained += sum(1 for label in side.labels if label != IGNORE_INDEX)
             self.lengths.append(side.full_length)
+
+    def merge(self, other: _Stats) -> None:
+        self.rows += other.rows
+        self.failed += other.failed
+        self.tokens += other.tokens
+        self.trained += other.trained
+        self.truncated += other.truncated
+        self.lengths += other.lengths
 
     def summary(self, total: int, checked: int, max_length: int | None, findings: list[Finding]) -> dict[str, Any]:
         lengths = sorted(self.lengths)

@@ -199,3 +199,13 @@ def test_cli_prints_the_same_json_on_stdout_and_names_an_unreachable_cluster(tmp
                           env=env)
     assert gone.returncode == 2 and gone.stdout == ""
     assert gone.stderr.splitlines()[0] == "Error: cannot reach the Ray cluster at 127.0.0.1:9: [Errno 111] Connection refused"
+
+
+@pytest.mark.parametrize("dataset", ["trl_vision_sft.jsonl", "trl_vision_dpo.jsonl"])
+def test_image_rows_give_the_same_report(dataset):
+    """Image rows (TRL SFT and DPO) on Ray: every row's images read in the actors, the same findings and views."""
+    vision = FIXTURES / "datasets" / "vision"
+    doc = same_reports(InspectOptions(dataset=str(vision / dataset), tokenizer=str(FIXTURES / "processors" / "qwen2-vl"),
+                                      all_rows=True, max_length=300, show=10))
+    assert {"DS031", "DS032", "DS033", "DS036"} <= set(doc["summary"]["by_check"])
+    assert any(image for row in doc["rows"] for image in row.get("images", ()))
