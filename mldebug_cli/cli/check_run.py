@@ -24,12 +24,11 @@ from mldebug_cli.cli.common import (
     split_list,
 )
 from mldebug_cli.core.registry import Code
+from mldebug_cli.sources.runlog import registry as runlog_formats
 
 
 def check_run(
-    run: Path = typer.Argument(..., help="trainer_state.json (or a checkpoint/output folder), trainer_log.jsonl, "
-                               "a console log, a TensorBoard event file or folder, a .wandb file, a W&B CSV export, "
-                               "an MLflow store (mlruns/, an experiment or run folder, mlflow.db), a torchtune log."),
+    run: Path = typer.Argument(..., help=runlog_formats.run_help()),
     config: Path | None = typer.Option(None, "--config", "-c", help="The run's training config (gradient "
                                        "accumulation, max_completion_length, beta... and their lines)."),
     world_size: int = typer.Option(1, "--world-size", help="With --config: the run's data-parallel processes (the "
@@ -40,8 +39,7 @@ def check_run(
     gpu: str | None = typer.Option(None, "--gpu", help="The GPU the run trained on (H100-80GB, A100-40GB, ...): its "
                                    "logged peak memory is judged against it (RN042)."),
     gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="The GPU's GiB, instead of --gpu."),
-    log_format: str | None = typer.Option(None, "--format", help="trainer-state, jsonl, console, tensorboard, wandb, "
-                                          "csv, mlflow or torchtune (default: detected)."),
+    log_format: str | None = typer.Option(None, "--format", help=runlog_formats.format_help()),
     run_id: str | None = typer.Option(None, "--run-id", help="MLflow: the run to read (an id, its prefix or the run "
                                       "name; default: the newest)."),
     watch: bool = typer.Option(False, "--watch", help="Follow a running job's log and print new findings."),
