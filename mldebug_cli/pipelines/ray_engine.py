@@ -110,14 +110,16 @@ def batch_results(engine, source, indices: list[int] | None, options, batch_size
                          compute=ActorPoolStrategy(size=concurrency), num_cpus=1,
                          max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS)
         )
-    done: set[int] = set()  # a batch retried after its actor died may come back twice: it is counted once
+    # a batch retried after its actor died may come back twice: it is counted once. The batches come in row order
+    # (preserve_order), so the last first row seen is all the driver keeps (a set of every batch would grow with rows)
+    last = -1
     # Ray prints its raylet's messages (a worker died, a task retried) on stdout, where the report goes
     with contextlib.redirect_stdout(sys.stderr):
         try:
             for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
                 for first, blob in zip(block.column("first").to_pylist(), block.column("result").to_pylist()):
-                    if first not in done:
-                        done.add(first)
+                    if first > last:
+                        last = first
                         yield pickle.loads(blob)
         except ray.exceptions.RayError as exc:
             raise _reported(exc, ray) from None

@@ -12,28 +12,17 @@ from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
-from mldebug_cli.core.findings import Finding, Hit, Location, Report
+from mldebug_cli.core.findings import Finding, FindingKeeper, Hit, Location, Report
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.registry import framework
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
+from mldebug_cli.frameworks.vision_subjects import VisionSetup
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
 
 # the vision checks, by code (the text checks look at rendered text rows and do not run on image rows)
 VISION_CHECKS = (Code.TEMPLATE_ERROR, Code.INVALID_MESSAGES, Code.UNMAPPED_ROLE, Code.IMAGE_PLACEHOLDER_MISMATCH, Code.IMAGE_UNREADABLE, Code.IMAGE_TOKENS_TRUNCATED, Code.IMAGE_TOKENS_TRAINED, Code.ASSISTANT_TEXT_IN_USER_CONTENT, Code.IMAGE_ROW_OVER_MAX_LENGTH, Code.IMAGE_RESIZED)
-
-
-@dataclass(frozen=True)
-class VisionSetup:
-    """What the vision checks compare each row with."""
-
-    dataset_path: str
-    max_length: int | None
-    image_token: str
-    image_token_id: int
-    assistant_header: str  # the text the template puts before an assistant reply, after its last special token
-    processor: str
 
 
 def build_report(options: Any, source: Any, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -54,20 +43,21 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     indices = sample_indices(options, total)
     limit = len(options.rows) if options.rows else options.show
     engine = _VisionEngine(path, checks, setup, processor, limit)
-    findings: list[Finding] = []
+    findings = FindingKeeper(options.findings_kept)  # flat in rows: past the first K of a check, counted
     shown: list[_Shown] = []
     stats = _Stats()
     checked = total if indices is None else len(indices)
     workers = workers_for(options.workers, checked) if options.engine == "local" else 1
     for result in batch_results(engine, source, indices, options, workers):
-        findings += result.findings
+        findings.extend(result.findings)
         stats.merge(result.stats)
         shown = _most_serious([*shown, *result.shown], limit)
         if progress is not None:
             progress(stats.rows, checked)
     return Report(
         command="inspect-data",
-        findings=tuple(findings),
+        findings=tuple(findings.kept),
+        not_kept=findings.not_kept(),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
         context={
@@ -77,7 +67,7 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
             "max_length": max_length,
             "rows_checked": f"{checked} of {total}",
         } | engine_line(options),
-        summary=stats.summary(total, checked, max_length, findings),
+        summary=stats.summary(total, checked, max_length, findings.by_code),
         details=RowsSection(tuple(view for _, _, views in sorted(shown, key=lambda s: s[1]) for view in views),
                             options.token_table or bool(options.rows)).as_details(),
     )
@@ -170,9 +160,11 @@ def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView
 
 
 class _Stats:
+    """Running statistics; lengths are kept as a histogram so memory stays flat as the dataset grows."""
+
     def __init__(self) -> None:
         self.rows = self.failed = self.tokens = self.trained = self.truncated = 0
-        self.lengths: list[int] = []
+        self.lengths: Counter[int] = Counter()
 
     def add(self, row: VisionRow) -> None:
         self.rows += 1
@@ -184,7 +176,7 @@ class _Stats:
         for side in sides:
             self.tokens += len(side.input_ids)
             self.trained += sum(1 for label in side.labels if label != IGNORE_INDEX)
-            self.lengths.append(side.full_length)
+            self.lengths[side.full_length] += 1
 
     def merge(self, other: _Stats) -> None:
         self.rows += other.rows
@@ -192,16 +184,21 @@ class _Stats:
         self.tokens += other.tokens
         self.trained += other.trained
         self.truncated += other.truncated
-        self.lengths += other.lengths
+        self.lengths.update(other.lengths)
 
-    def summary(self, total: int, checked: int, max_length: int | None, findings: list[Finding]) -> dict[str, Any]:
-        lengths = sorted(self.lengths)
+    def summary(self, total: int, checked: int, max_length: int | None, by_check: Counter[str]) -> dict[str, Any]:
+        ordered = sorted(self.lengths.items())
+        count = sum(self.lengths.values())
 
-        def rank(p: int) -> int:  # nearest rank
-            return lengths[max(0, math.ceil(len(lengths) * p / 100) - 1)]
+        def rank(p: int) -> int:  # nearest rank: the k-th smallest length, read off the histogram
+            k, seen = max(0, math.ceil(count * p / 100) - 1), 0
+            for length, n in ordered:
+                seen += n
+                if seen > k:
+                    return length
+            return ordered[-1][0]
 
-        percentiles = LengthPercentiles(rank(50), rank(90), rank(99), lengths[-1]) if lengths else None
-        by_check = Counter(f.code for f in findings)
+        percentiles = LengthPercentiles(rank(50), rank(90), rank(99), ordered[-1][0]) if ordered else None
         return RowsSummary(rows=total, rows_checked=checked, rows_failed=self.failed, tokens=self.tokens,
                            trainable_tokens=self.trained,
                            trainable_fraction=round(self.trained / self.tokens, 4) if self.tokens else 0.0,
