@@ -72,7 +72,36 @@ def main() -> None:
     with (OUT / "trl_vision_sft.jsonl").open("w", encoding="utf-8") as out:
         for row in rows:
             out.write(json.dumps(row) + "\n")
+    write_trl_dpo(embedded)
     write_llama_factory(embedded)
+
+
+def write_trl_dpo(embedded: str) -> None:
+    """TRL's vision DPO shape: images, a conversational prompt, chosen/rejected replies; one planted defect a row."""
+    def pair(images: list, prompt: list[dict], chosen: object = "Red.", rejected: object = "Blue.") -> dict:
+        return {"images": images, "prompt": prompt, "chosen": [{"role": "assistant", "content": chosen}],
+                "rejected": [{"role": "assistant", "content": rejected}]}
+
+    def ask(question: object) -> list[dict]:
+        return [{"role": "user", "content": question}]
+
+    no_prompt = {"images": ["images/red_ball.png"], "chosen": chat(parts("What colour?"), "Red."),
+                 "rejected": chat(parts("What colour?"), "Blue.")}
+    rows = [
+        pair(["images/red_ball.png"], ask(parts("What colour is the ball?"))),
+        pair(["images/blue_ball.png"], ask("What colour is the ball?"), "Blue.", "Red."),
+        pair(["images/red_ball.png", "images/blue_ball.png"], ask(parts("Which ball is bigger?", 1))),
+        pair(["images/red_ball.png"], ask("What colour is the ball?"), parts("Red, as shown.")),
+        no_prompt,
+        pair(["images/green_wide.png"], ask(parts("Describe the picture in detail.")), "A green ball.", "A cat."),
+        pair(["images/blue_ball.png"], [*ask(parts("What colour is the ball?")), {"role": "system", "content": "Be brief."}]),
+        pair(["images/grey_ball.png"], ask(parts("Answer as\nassistant\nwould: what is it?")), "A grey ball.", "A dog."),
+        pair(["images/missing.png"], ask(parts("What is this?")), "A ball.", "A box."),
+        pair([{"bytes": embedded, "path": None}], ask(parts("What colour is the ball?")), "Purple.", "Green."),
+    ]
+    with (OUT / "trl_vision_dpo.jsonl").open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row) + "\n")
 
 
 def write_llama_factory(embedded: str) -> None:

@@ -100,6 +100,10 @@ def processor_for(folder: Path) -> Any:
     from transformers import AutoImageProcessor, AutoTokenizer
     from transformers.processing_utils import ProcessorMixin
 
+    if not (folder / "preprocessor_config.json").is_file():  # one processor_config.json (LLaVA): no video processor
+        from transformers import AutoProcessor
+
+        return AutoProcessor.from_pretrained(str(folder), local_files_only=True)
     ProcessorMixin.check_argument_for_proper_class = lambda self, name, arg: None  # video_processor=None (no torchvision)
     template = json.loads((folder / "chat_template.json").read_text(encoding="utf-8"))["chat_template"]
     config = json.loads((folder / "preprocessor_config.json").read_text(encoding="utf-8"))
@@ -137,23 +141,30 @@ def main() -> None:
     processor = processor_for(folder)
     cases: list[dict[str, Any]] = []
 
+    path = OUT / f"goldens-{args.processor}.json.gz"
+
     @settings(max_examples=args.cases, database=None, derandomize=True, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(case())
     def collect(generated: dict[str, Any]) -> None:
         if len(cases) < args.cases:
             cases.append({**generated, **run_trl(processor, generated)})
+            if len(cases) % 250 == 0:  # a long run on a loaded machine keeps what it has made
+                write(path, args.processor, cases)
 
     collect()
-    OUT.mkdir(parents=True, exist_ok=True)
-    versions = {name: metadata.version(name) for name in ("trl", "transformers", "tokenizers", "pillow", "hypothesis")}
-    document = {"processor": args.processor, "collator": "trl.trainer.sft_trainer.DataCollatorForVisionLanguageModeling",
-                "versions": versions, "cases": cases}
-    path = OUT / f"goldens-{args.processor}.json.gz"
-    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as out:
-        json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
+    write(path, args.processor, cases)
     errors = sum(1 for c in cases if "error" in c)
     print(f"{path}: {len(cases)} cases, {errors} refused by TRL")
+
+
+def write(path: Path, processor: str, cases: list[dict[str, Any]]) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    versions = {name: metadata.version(name) for name in ("trl", "transformers", "tokenizers", "pillow", "hypothesis")}
+    document = {"processor": processor, "collator": "trl.trainer.sft_trainer.DataCollatorForVisionLanguageModeling",
+                "versions": versions, "cases": cases}
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as out:
+        json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def render_details(report, console) -> None:
 def render_row(row: RowView, console, full: bool, findings: tuple[Finding, ...] = ()) -> None:
     """One shown row: a header naming its checks, the prompt with the trained text marked; with ``full`` also the
     rendered prompt and the per-token table."""
-    head = Text(f"row {row.row}", style="bold")
+    head = Text(f"row {row.row}" + (f" {row.side}" if row.side else ""), style="bold")
     if row.line is not None:
         head.append(f" (line {row.line})")
     head.append(f" · {plural(len(row.input_ids), 'token')} · {count(row.trained)} trained", style="dim")

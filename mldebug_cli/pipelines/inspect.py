@@ -114,11 +114,12 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     if options.eval_dataset is not None:
         require_local_or_cached(options.eval_dataset, "eval dataset", repo_type="dataset")
     source = open_rows(options)
-    if _vision_rows(source, options):
+    vision_task = _vision_task(source, options)
+    if vision_task is not None:
         _no_eval_overlap(options, "image rows")
         from mldebug_cli.pipelines import vision
 
-        return vision.build_report(options, source, progress)
+        return vision.build_report(replace(options, task=vision_task), source, progress)
     task = _preference_task(source, options)
     if task is not None:
         _no_eval_overlap(options, f"{task.upper()} rows")
@@ -191,30 +192,30 @@ def _no_eval_overlap(options: InspectOptions, rows: str) -> None:
                          hint="leave out --eval-dataset for these rows")
 
 
-def _vision_rows(source, options: InspectOptions) -> bool:
-    """Image rows (the first row has an image or images column, TRL's test) for TRL's vision collator or LLaMA-Factory's
-    mm_plugin; refused by name where mldebug does not emulate them, never read as text."""
+def _vision_task(source, options: InspectOptions) -> str | None:
+    """The task of image rows (the first row has an image or images column, TRL's test) for TRL's vision collators or
+    LLaMA-Factory's mm_plugin (None: no image rows); refused by name where mldebug does not emulate them, never read as
+    text."""
     from mldebug_cli.frameworks.trl.vision import has_processor, is_vision_row
 
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
     if not is_vision_row(first):
-        return False
+        return None
+    task = _preference_task(source, options) or "sft"
     vision = options.rows_framework.vision
-    if vision is None or (options.task or "sft") not in vision.tasks:
+    if vision is None or task not in vision.tasks:
         emulating = [f for f in frameworks() if f.vision]
         what = " and ".join(f.vision.emulated for f in emulating if f.vision)
         use = " or ".join(f"--framework {f.name} ({'/'.join(t.upper() for t in f.vision.tasks)})"
                           for f in emulating if f.vision)
         raise UsageError(f"the rows have images: mldebug emulates image rows for {what} only, not "
-                         f"{options.framework} {options.task or 'sft'}", hint=f"use {use}, or drop the "
+                         f"{options.framework} {task}", hint=f"use {use}, or drop the "
                          "image columns to check the text alone")
-    if options.engine != "local":
-        raise UsageError("the rows have images: --engine ray does not run image rows yet", hint="use --engine local")
     if not has_processor(options.tokenizer):
         raise InputError(f"{options.tokenizer}: the rows have images, and this folder has no processor files "
                          "(preprocessor_config.json)", hint="point --tokenizer at the model folder with its processor "
                          "files (preprocessor_config.json, chat_template.json, tokenizer files)")
-    return True
+    return task
 
 
 

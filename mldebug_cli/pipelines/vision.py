@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ VISION_CHECKS = (Code.TEMPLATE_ERROR, Code.INVALID_MESSAGES, Code.UNMAPPED_ROLE,
 
 
 def build_report(options: Any, source: Any, progress: Callable[[int, int], None] | None = None) -> Report:
-    from mldebug_cli.pipelines.row_batches import sample_indices
+    from mldebug_cli.pipelines.row_batches import batch_results, engine_line, sample_indices, workers_for
 
     processor = load_processor(options.tokenizer)
     base = Path(options.dataset).parent if Path(options.dataset).is_file() else Path(options.dataset)
@@ -40,19 +41,17 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     checks = [registry.load(ref) for ref in wanted if ref.code in VISION_CHECKS]
     total = len(source)
     indices = sample_indices(options, total)
-    findings = FindingKeeper(options.findings_kept)  # flat in rows: past the first K of a check, counted
-    shown: list[tuple[int, int, RowView]] = []  # (-rank, row, view): the rows to show, most serious first
     limit = len(options.rows) if options.rows else options.show
+    engine = _VisionEngine(path, checks, setup, processor, limit)
+    findings = FindingKeeper(options.findings_kept)  # flat in rows: past the first K of a check, counted
+    shown: list[_Shown] = []
     stats = _Stats()
     checked = total if indices is None else len(indices)
-    for record in source.records(indices):
-        row = path.encode(record)
-        row_findings = [f for check in checks for f in _findings(check, row, setup, record)]
-        findings.extend(row_findings)
-        stats.add(row)
-        rank = -max((f.severity.rank for f in row_findings), default=-1)
-        if len(shown) < limit or (rank, record.index) < shown[-1][:2]:  # views only for rows that may be shown
-            shown = sorted([*shown, (rank, record.index, _view(row, processor, record))], key=lambda s: s[:2])[:limit]
+    workers = workers_for(options.workers, checked) if options.engine == "local" else 1
+    for result in batch_results(engine, source, indices, options, workers):
+        findings.extend(result.findings)
+        stats.merge(result.stats)
+        shown = _most_serious([*shown, *result.shown], limit)
         if progress is not None:
             progress(stats.rows, checked)
     return Report(
@@ -67,11 +66,65 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
             **path.context,
             "max_length": max_length,
             "rows_checked": f"{checked} of {total}",
-        },
+        } | engine_line(options),
         summary=stats.summary(total, checked, max_length, findings.by_code),
-        details=RowsSection(tuple(sorted((view for _, _, view in shown), key=lambda v: v.row)),
+        details=RowsSection(tuple(view for _, _, views in sorted(shown, key=lambda s: s[1]) for view in views),
                             options.token_table or bool(options.rows)).as_details(),
     )
+
+
+_Shown = tuple[int, int, tuple[RowView, ...]]  # (-rank, row, its views): a row that may be shown, most serious first
+
+
+def _most_serious(shown: list[_Shown], limit: int) -> list[_Shown]:
+    return sorted(shown, key=lambda s: s[:2])[:limit]
+
+
+@dataclass
+class _BatchResult:
+    findings: list[Finding]
+    stats: _Stats
+    shown: list[_Shown]
+
+
+@dataclass
+class _VisionEngine:
+    """Everything a batch of image rows needs: runs here, in forked workers, or in Ray actors (cloudpickled)."""
+
+    path: Any  # the framework's VisionPath
+    checks: list[registry.Check]
+    setup: VisionSetup
+    processor: VisionProcessor
+    limit: int  # rows that can be shown
+
+    def process(self, batch: list[Record]) -> _BatchResult:
+        result = _BatchResult([], _Stats(), [])
+        for record in batch:
+            record = record.parsed()
+            row = self.path.encode(record)
+            sides = [row] if row.rejected is None else [row, row.rejected]
+            row_findings = _pair_findings(self.checks, sides, self.setup, record)
+            result.findings += row_findings
+            result.stats.add(row)
+            rank = -max((f.severity.rank for f in row_findings), default=-1)
+            shown = result.shown
+            if len(shown) < self.limit or (rank, record.index) < shown[-1][:2]:  # views only for rows that may be shown
+                views = tuple(_view(side, self.processor, record) for side in sides)
+                result.shown = _most_serious([*shown, (rank, record.index, views)], self.limit)
+        return result
+
+
+def _pair_findings(checks: list[registry.Check], sides: list[VisionRow], setup: VisionSetup,
+                   record: Record) -> list[Finding]:
+    """The checks' findings on a row; for a preference row, on each side, a finding both sides share said once (the
+    prompt and its images are the same) and one of a single side located on it."""
+    if len(sides) == 1:
+        return [f for check in checks for f in _findings(check, sides[0], setup, record)]
+    by_side = [[f for check in checks for f in _findings(check, side, setup, record)] for side in sides]
+    shared = [f for f in by_side[0] if f in by_side[1]]
+    own = [replace(f, location=replace(f.location, side=side.side)) for side, found in zip(sides, by_side)
+           for f in found if f not in shared]
+    return shared + own
 
 
 def _findings(check: registry.Check, row: VisionRow, setup: VisionSetup, record: Record) -> list[Finding]:
@@ -87,8 +140,6 @@ def _findings(check: registry.Check, row: VisionRow, setup: VisionSetup, record:
 
 
 def replace_location(finding: Finding, setup: VisionSetup, record: Record) -> Finding:
-    from dataclasses import replace
-
     location = finding.location
     return replace(finding, location=_location(setup, record, location.message_index))
 
@@ -105,7 +156,7 @@ def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView
     return RowView(row.index, row.rendered, row.input_ids, row.labels,
                    processor.tokenizer.convert_ids_to_tokens(row.input_ids) if row.input_ids else [],
                    row.offsets, row.full_length if row.truncated else None, record.line, masking=None, error=error,
-                   images=images)
+                   images=images, side=row.side)
 
 
 class _Stats:
@@ -120,10 +171,20 @@ class _Stats:
         if not row.input_ids:
             self.failed += 1
             return
-        self.tokens += len(row.input_ids)
-        self.trained += sum(1 for label in row.labels if label != IGNORE_INDEX)
-        self.truncated += row.truncated
-        self.lengths[row.full_length] += 1
+        sides = [row] if row.rejected is None else [row, row.rejected]  # a preference row: both sequences
+        self.truncated += any(side.truncated for side in sides)
+        for side in sides:
+            self.tokens += len(side.input_ids)
+            self.trained += sum(1 for label in side.labels if label != IGNORE_INDEX)
+            self.lengths[side.full_length] += 1
+
+    def merge(self, other: _Stats) -> None:
+        self.rows += other.rows
+        self.failed += other.failed
+        self.tokens += other.tokens
+        self.trained += other.trained
+        self.truncated += other.truncated
+        self.lengths.update(other.lengths)
 
     def summary(self, total: int, checked: int, max_length: int | None, by_check: Counter[str]) -> dict[str, Any]:
         ordered = sorted(self.lengths.items())

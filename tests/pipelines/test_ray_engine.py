@@ -214,3 +214,13 @@ def test_train_eval_overlap_is_the_same_on_ray(tmp_path):
                                         eval_dataset=str(tmp_path / "eval.jsonl"), select=("DS053", "DS054")))
     found = {(f["code"], f["location"]["row"]) for f in local["findings"]}
     assert {("DS053", 0), ("DS053", 1)} <= found and not {r for _, r in found} & {3}
+
+
+@pytest.mark.parametrize("dataset", ["trl_vision_sft.jsonl", "trl_vision_dpo.jsonl"])
+def test_image_rows_give_the_same_report(dataset):
+    """Image rows (TRL SFT and DPO) on Ray: every row's images read in the actors, the same findings and views."""
+    vision = FIXTURES / "datasets" / "vision"
+    doc = same_reports(InspectOptions(dataset=str(vision / dataset), tokenizer=str(FIXTURES / "processors" / "qwen2-vl"),
+                                      all_rows=True, max_length=300, show=10))
+    assert {"DS031", "DS032", "DS033", "DS036"} <= set(doc["summary"]["by_check"])
+    assert any(image for row in doc["rows"] for image in row.get("images", ()))

@@ -131,7 +131,7 @@ def test_the_input_file_is_not_modified() -> None:
     assert EXAMPLE.read_bytes() == before
 
 
-@pytest.mark.parametrize("flags", [["--framework", "axolotl"], ["--task", "dpo"]])
+@pytest.mark.parametrize("flags", [["--framework", "axolotl"], ["--task", "kto"]])
 def test_image_rows_elsewhere_are_refused_by_name_not_read_as_text(flags: list[str]) -> None:
     code, _, err = run(str(EXAMPLE), "-t", str(PROCESSOR), *flags)
     assert code == 2 and "the rows have images" in err
@@ -158,6 +158,38 @@ def test_preflight_reads_image_rows_from_a_trl_config(tmp_path: Path) -> None:
     config.write_text(f"model_name_or_path: {PROCESSOR}\ndataset_name: {EXAMPLE}\npacking: true\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["preflight", str(config)])
     assert "Packing is not supported for vision datasets" in result.stdout + result.stderr
+
+
+DPO_EXAMPLE = FIXTURES / "datasets" / "vision" / "trl_vision_dpo.jsonl"
+
+
+@pytest.mark.slow
+def test_the_bundled_dpo_example_fires_each_check_on_its_row() -> None:
+    code, out, _ = run(str(DPO_EXAMPLE), "-t", str(PROCESSOR), "--max-length", "300", "--all", "-f", "json")
+    doc = json.loads(out)
+    assert code == 1
+    fired = {(f["code"], f["location"]["row"], f["location"].get("side")) for f in doc["findings"]}
+    assert fired == {("DS031", 2, None), ("DS031", 3, None), ("DS010", 4, None), ("DS033", 5, "chosen"),
+                     ("DS033", 5, "rejected"), ("DS036", 5, "chosen"), ("DS036", 5, "rejected"), ("DS011", 6, None),
+                     ("DS035", 7, None), ("DS032", 8, None)}
+    assert "chosen: 0 image(s) and 1 image placeholder(s)" in next(f["message"] for f in doc["findings"]
+                                                                  if f["location"]["row"] == 3)
+
+
+@pytest.mark.slow
+def test_a_dpo_row_shows_both_sides_with_only_the_replies_trained() -> None:
+    code, out, _ = run(str(DPO_EXAMPLE), "-t", str(PROCESSOR), "--rows", "0", "-f", "json")
+    chosen, rejected = json.loads(out)["rows"]
+    assert (chosen["side"], rejected["side"]) == ("chosen", "rejected")
+    image = chosen["images"][0]
+    assert image["tokens"] == 6 and rejected["images"] == chosen["images"]
+    prompt = image["start"] + image["tokens"]
+    assert chosen["input_ids"][:prompt] == rejected["input_ids"][:prompt]  # one prompt, its image included
+    trained = [p for p, (label, token) in enumerate(zip(chosen["labels"], chosen["input_ids"])) if label == token]
+    assert trained and trained[0] > prompt and all(label == -100 for label in chosen["labels"][:trained[0]])
+    assert "".join(chosen["pieces"][trained[0]:]).startswith("Red")
+    code, out, _ = run(str(DPO_EXAMPLE), "-t", str(PROCESSOR), "--rows", "0")
+    assert "row 0 chosen" in out and "row 0 rejected" in out
 
 
 LF_EXAMPLE = FIXTURES / "datasets" / "vision" / "lf_mllm.json"

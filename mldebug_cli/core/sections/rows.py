@@ -70,6 +70,7 @@ class RowView:
     masking: str | None = None  # how the trained text was found (None: not said)
     error: str | None = None  # why the row was not rendered
     images: Sequence[ImageLine] = ()  # vision rows: one line per image, its tokens a block in the ids
+    side: str | None = None  # preference rows: "chosen" or "rejected" (each side is one view of the row)
 
     @property
     def ok(self) -> bool:
@@ -115,7 +116,7 @@ class RowView:
         return cls(data.get("row", 0), data.get("prompt") or "", data.get("input_ids") or [], data.get("labels") or [],
                    data.get("pieces"), data.get("offsets") or [], data.get("truncated_from"), data.get("line"),
                    bool(data.get("dropped")), data.get("masking"), data.get("error"),
-                   tuple(ImageLine.from_dict(i) for i in data.get("images") or ()))
+                   tuple(ImageLine.from_dict(i) for i in data.get("images") or ()), data.get("side"))
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"row": self.row}
@@ -131,6 +132,8 @@ class RowView:
             out["error"] = self.error
         if self.images:
             out["images"] = [image.as_dict() for image in self.images]
+        if self.side is not None:
+            out["side"] = self.side
         return out
 
 

@@ -149,8 +149,10 @@ def _row(row: RowView | PairView, prefix: str, findings: list[Finding], tokens: 
             body[:0] = [el("h4", "Images"), el("ul", [el("li", image.describe()) for image in row.images],
                                                class_="images")]
     meta = _preference_meta(row) if isinstance(row, PairView) else _row_meta(row)
-    return el("article", el("h3", f"row {row.row} ", meta, badges(findings, prefix)), body,
-              class_="row flagged" if flagged else "row", id=row_anchor(prefix, row.row), data_row=row.row)
+    side = row.side if isinstance(row, RowView) else None  # a vision preference row: one article per side
+    anchor = row_anchor(prefix, row.row) + (f"-{side}" if side == "rejected" else "")
+    return el("article", el("h3", f"row {row.row} " + (f"{side} " if side else ""), meta, badges(findings, prefix)),
+              body, class_="row flagged" if flagged else "row", id=anchor, data_row=row.row)
 
 
 def _preference_body(row: PairView, tokens: int, chars: int) -> list[Html]:

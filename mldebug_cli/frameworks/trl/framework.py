@@ -473,7 +473,12 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
 
 
 def _vision_path(options: Any, processor: Any, folder: Any) -> VisionPath:
-    """TRL's vision path (vision.py), imported when a dataset has image rows."""
+    """TRL's vision path for the run's task (vision.py: SFT, vision_preference.py: DPO), imported when a dataset has
+    image rows."""
+    if options.task == "dpo":
+        from mldebug_cli.frameworks.trl import vision_preference
+
+        return vision_preference.vision_path(options, processor, folder)
     from mldebug_cli.frameworks.trl.vision import vision_path
 
     return vision_path(options, processor, folder)
@@ -497,5 +502,6 @@ FRAMEWORK = Framework(
     row_profile=row_profile,
     trainer_facts=trl_trainer_facts,
     pair_refusal=refusal,
-    vision=VisionRows(("sft",), "TRL's SFT collator", _vision_path),  # vision.py: DataCollatorForVisionLanguageModeling
+    # vision.py: DataCollatorForVisionLanguageModeling; vision_preference.py: DataCollatorForVisionPreference
+    vision=VisionRows(("sft", "dpo"), "TRL's SFT and DPO collators", _vision_path),
 )

@@ -39,8 +39,11 @@ from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
 EMULATED_TRL = "1.16.0"
 DEFAULT_MAX_LENGTH = 1024
 ROLES = ("system", "user", "assistant", "tool")
-# processor classes whose placeholder becomes ``image_token * (patches // merge_size**2)`` (replace_image_token)
-REPEATING_PROCESSORS = frozenset({"Qwen2VLProcessor", "Qwen2_5_VLProcessor"})
+# processor classes whose placeholder becomes ``image_token`` repeated (replace_image_token), by its default token:
+# Qwen2-VL ``patches // merge_size**2`` times, LLaVA once per patch of the cropped image (+ CLS, - 1 for "default")
+REPEATING_PROCESSORS = {"Qwen2VLProcessor": "<|image_pad|>", "Qwen2_5_VLProcessor": "<|image_pad|>",
+                        "LlavaProcessor": "<image>"}
+QWEN_PROCESSORS = frozenset({"Qwen2VLProcessor", "Qwen2_5_VLProcessor"})
 IMAGE_COLUMNS = ("images", "image")
 
 
@@ -76,6 +79,8 @@ class VisionRow:
     # image index -> its tokens the cut kept, where the framework cuts elsewhere than at the row's end (LLaMA-Factory)
     kept_image_tokens: dict[int, int] = field(default_factory=dict)
     cut_consequence: str = "the processor raises ValueError (image token count mismatch) and the run fails"
+    side: str | None = None  # preference rows: "chosen" or "rejected" (None: a single sequence)
+    rejected: VisionRow | None = None  # preference rows: the rejected side, on the chosen side's row
 
     @property
     def truncated(self) -> bool:
@@ -105,9 +110,14 @@ class VisionProcessor:
     template_source: str
     image_token: str
     image_token_id: int
+    processor: Any = None  # the transformers processor, where it counts the tokens itself (LLaVA)
 
     def size_after_resize(self, height: int, width: int) -> tuple[int, int, int]:
         """(resized height, resized width, image tokens) as the image processor decides them from the size alone."""
+        if self.processor is not None:  # LlavaProcessor: every image resized and centre-cropped to crop_size
+            crop = self.image_processor.crop_size
+            tokens = self.processor._get_num_multimodal_tokens(image_sizes=[(height, width)])["num_image_tokens"][0]
+            return crop["height"], crop["width"], tokens
         import importlib
 
         image_processor = self.image_processor
@@ -152,12 +162,28 @@ def load_processor(folder: str) -> VisionProcessor:
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(f"{folder}: the processor cannot be loaded ({str(exc).splitlines()[0]})") from None
     template, source = _chat_template(path, tokenizer)
-    image_token = "<|image_pad|>"
+    image_token = str(config.get("image_token") or REPEATING_PROCESSORS[processor_class])
     image_token_id = tokenizer.convert_tokens_to_ids(image_token)
     if not isinstance(image_token_id, int) or image_token_id == tokenizer.unk_token_id:
         raise InputError(f"{folder}: the tokenizer has no {image_token} token")
+    counter = None if processor_class in QWEN_PROCESSORS else _processor(processor_class, config, image_processor,
+                                                                           tokenizer, template, folder)
     return VisionProcessor(str(path), processor_class, tokenizer, image_processor, template, source, image_token,
-                           image_token_id)
+                           image_token_id, counter)
+
+
+def _processor(processor_class: str, config: dict[str, Any], image_processor: Any, tokenizer: Any, template: str,
+               folder: str) -> Any:
+    """The model's own processor class, built from its folder's settings (it counts each image's tokens)."""
+    import transformers
+
+    keys = ("patch_size", "vision_feature_select_strategy", "num_additional_image_tokens", "image_token")
+    try:
+        return getattr(transformers, processor_class)(image_processor=image_processor, tokenizer=tokenizer,
+                                                      chat_template=template,
+                                                      **{k: config[k] for k in keys if k in config})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise InputError(f"{folder}: {processor_class} cannot be built from its settings ({exc})") from None
 
 
 def has_processor(folder: str) -> bool:
@@ -297,11 +323,11 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     row.rendered = row.text
     if row.image_problems:
         return row
-    _expand(row, [info for info in infos if info is not None], processor, max_length)
+    expand_images(row, [info for info in infos if info is not None], processor, max_length)
     return row
 
 
-def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcessor, max_length: int | None) -> None:
+def expand_images(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcessor, max_length: int | None) -> None:
     """Each placeholder replaced by its image's tokens, then the whole text tokenized once, as the processor does."""
     pieces = row.text.split(processor.image_token)
     if len(pieces) - 1 != len(infos):  # the template wrote more or fewer placeholders than the parts it was given

@@ -1,0 +1,214 @@
+"""TRL's vision DPO path: how DPOTrainer (TRL 1.16) turns a preference row with images into two sequences.
+
+What TRL does (``trl/trainer/dpo_trainer.py`` DataCollatorForVisionPreference, ``trl/data_utils.py``
+apply_chat_template), checked row for row against TRL itself (tests/frameworks/test_trl_vision_dpo_goldens.py):
+
+- A dataset whose first row has an ``image`` or ``images`` column is a vision dataset: nothing is prepared ahead (no
+  prompt extraction, no row dropped); the collator processes each batch. ``truncation_mode: keep_end`` (with a
+  max_length) and ``precompute_ref_log_probs`` are refused (ValueError), ``pad_to_multiple_of`` too
+  (NotImplementedError).
+- A row without a ``prompt`` column raises KeyError: 'prompt'. The prompt gets the images
+  (prepare_multimodal_messages, as for SFT); chosen and rejected are prepared with none, so an image part in a reply
+  raises the placeholder-count ValueError.
+- The prompt is rendered with the generation prompt (or continued when it ends with an assistant turn; any other last
+  role raises ValueError), then cut to what it shares with the rendered prompt+chosen and prompt+rejected; each reply
+  is the rest of its rendering.
+- The processor tokenizes the prompt with the row's images (each placeholder expanded into its tokens) and each reply
+  alone with none (a placeholder there raises ValueError); a side is prompt ids + reply ids, cut to ``max_length``
+  (1024 by default), and only the reply's tokens are trained (``completion_mask``).
+- The cut never raises in the collator: a cut inside an image's tokens fails in the model's forward ("Image features
+  and image tokens do not match", re-raised by DPOTrainer as a too-short ``max_length``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.registry import Code
+from mldebug_cli.frameworks.framework import VisionPath
+from mldebug_cli.frameworks.trl.vision import (
+    DEFAULT_MAX_LENGTH,
+    EMULATED_TRL,
+    RowRefused,
+    VisionProcessor,
+    VisionRow,
+    assistant_header,
+    expand_images,
+    prepare_messages,
+    row_images,
+)
+from mldebug_cli.render.labels import IGNORE_INDEX
+from mldebug_cli.sources.dataset import Record
+from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
+
+SIDES = ("chosen", "rejected")
+CUT_CONSEQUENCE = ("the model raises ValueError (Image features and image tokens do not match) at the first batch "
+                   "holding the row; TRL's DPOTrainer re-raises it as max_length too short")
+
+
+def encode_pair(index: int, line: int | None, raw: Any, processor: VisionProcessor, images_from: ImageReader,
+                max_length: int | None) -> VisionRow:
+    """The row's chosen side (its ``rejected`` the other) as TRL's vision preference collator makes them; a refusal
+    or image problems on the chosen side when it cannot."""
+    row = VisionRow(index, line, cut_consequence=CUT_CONSEQUENCE)
+    try:
+        messages, prompt_text, replies, images = _texts(raw, processor)
+    except RowRefused as refused:
+        row.refused = refused
+        return row
+    infos: list[ImageInfo] = []
+    for i, value in enumerate(images):
+        try:
+            infos.append(images_from.info(value))
+        except ImageProblem as problem:
+            row.image_problems.append((i, problem))
+    if row.image_problems:
+        return row
+    prompt = VisionRow(index, line, text=prompt_text, rendered=prompt_text, messages=messages)
+    expand_images(prompt, infos, processor, None)
+    if prompt.refused is not None or prompt.image_problems:
+        row.refused, row.image_problems, row.rendered = prompt.refused, prompt.image_problems, prompt_text
+        return row
+    sides = [_side(prompt, side, reply, processor, max_length) for side, reply in zip(SIDES, replies)]
+    for side in sides:
+        if side.refused is not None:
+            row.refused, row.rendered = side.refused, side.rendered
+            return row
+    chosen, rejected = sides
+    chosen.rejected = rejected
+    return chosen
+
+
+def _texts(raw: Any, processor: VisionProcessor) -> tuple[list[dict[str, Any]], str, tuple[str, str], list[Any]]:
+    """(the prompt's messages, its text, (chosen's text, rejected's text), the row's images) as TRL prepares them and
+    its apply_chat_template cuts them."""
+    if not isinstance(raw, Mapping):
+        raise RowRefused(Code.INVALID_MESSAGES, f"the row is a {type(raw).__name__}, not an object", "write one object per row")
+    if "prompt" not in raw:
+        raise RowRefused(Code.INVALID_MESSAGES, "no prompt column: TRL's DataCollatorForVisionPreference raises KeyError: 'prompt' "
+                         "(image rows are not prepared ahead, so no prompt is extracted from chosen/rejected)",
+                         "add a prompt column (the messages before the replies); chosen/rejected keep the replies")
+    if not _conversational(raw["prompt"]):
+        raise UsageError("image DPO rows with a string prompt are not emulated: mldebug emulates TRL's vision preference "
+                         "collator on conversational rows (prompt, chosen and rejected as role/content messages)",
+                         hint="write the prompt as messages with {\"type\": \"image\"} parts, or drop the image columns")
+    images = row_images(raw)
+    prompt = prepare_messages(raw["prompt"], len(images))
+    replies = [_reply(raw, side) for side in SIDES]
+    last = prompt[-1]["role"]
+    if last not in ("user", "tool", "assistant"):
+        raise RowRefused(Code.UNMAPPED_ROLE, f"the prompt ends with a {last} turn: TRL's apply_chat_template raises ValueError "
+                         f"(Invalid role in the last message: {last})", "end the prompt with a user turn", len(prompt) - 1)
+    render = _renderer(processor)
+    continued = last == "assistant"
+    prompt_text = render(prompt, add_generation_prompt=not continued, continue_final_message=continued)
+    joined = [render(prompt + reply) for reply in replies]
+    for text in joined:
+        prompt_text = prompt_text[:_shared(prompt_text, text)]
+    chosen, rejected = (text[len(prompt_text):] for text in joined)
+    return prompt, prompt_text, (chosen, rejected), images
+
+
+def _reply(raw: Mapping[str, Any], side: str) -> list[dict[str, Any]]:
+    """A reply prepared with no image (an image part there is TRL's placeholder-count ValueError)."""
+    try:
+        return prepare_messages(_messages(raw, side), 0)
+    except RowRefused as refused:
+        hint = "images go in the prompt: take the image parts out of the replies" if refused.code == Code.IMAGE_PLACEHOLDER_MISMATCH else \
+            refused.hint
+        raise RowRefused(refused.code, f"{side}: {refused.message}", hint, refused.message_index) from None
+
+
+def _messages(raw: Mapping[str, Any], side: str) -> Any:
+    if side not in raw:
+        raise RowRefused(Code.INVALID_MESSAGES, f"no {side} column: TRL's preference collator raises KeyError: {side!r}",
+                         f"give each row a {side} reply")
+    value = raw[side]
+    if not isinstance(value, list):
+        raise RowRefused(Code.INVALID_MESSAGES, f"{side} is a {type(value).__name__}, not a list of messages",
+                         f"write {side} as [{{\"role\": \"assistant\", \"content\": ...}}]")
+    return value
+
+
+def _renderer(processor: VisionProcessor) -> Any:
+    def render(messages: list[dict[str, Any]], **flags: bool) -> str:
+        try:
+            return str(processor.tokenizer.apply_chat_template(messages, chat_template=processor.chat_template,
+                                                               tokenize=False, **flags))
+        except Exception as exc:  # noqa: BLE001 - jinja2 and the template's raise_exception raise anything
+            raise RowRefused(Code.TEMPLATE_ERROR, f"the chat template raises: {str(exc).splitlines()[0] if str(exc) else exc}",
+                             "fix the row or the template") from None
+    return render
+
+
+def _shared(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _side(prompt: VisionRow, side: str, reply: str, processor: VisionProcessor, max_length: int | None) -> VisionRow:
+    """prompt ids + the reply's ids (tokenized alone, no image), cut to max_length; the reply's tokens trained."""
+    row = replace(prompt, side=side, cut_consequence=CUT_CONSEQUENCE, rendered=prompt.rendered + reply)
+    placeholders = reply.count(processor.image_token)
+    if placeholders:
+        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the {side} reply has {placeholders} {processor.image_token} token(s) and "
+                                 "no image: the processor raises ValueError (tokens in the text but no images were "
+                                 "passed)", "take image placeholders out of the replies; images go in the prompt")
+        return row
+    encoding = processor.tokenizer.backend_tokenizer.encode(reply, add_special_tokens=False)
+    ids = list(prompt.input_ids) + list(encoding.ids)
+    labels = [IGNORE_INDEX] * len(prompt.input_ids) + list(encoding.ids)
+    shift = len(prompt.rendered)
+    offsets = list(prompt.offsets) + [(start + shift, end + shift) for start, end in encoding.offsets]
+    keep = len(ids) if max_length is None else max_length
+    row.full_length = len(ids)
+    row.text_length = prompt.text_length + len(encoding.ids)
+    row.input_ids, row.labels, row.offsets = ids[:keep], labels[:keep], offsets[:keep]
+    row.images = list(prompt.images)
+    return row
+
+
+def _conversational(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and isinstance(value[0], Mapping) and "role" in value[0]
+
+
+# --- inspect-data's vision path (Framework.vision) ------------------------------------------------------------
+
+def vision_path(options: Any, processor: VisionProcessor, base: Path) -> VisionPath:
+    """inspect-data's vision path for TRL's DPO collator."""
+    _refuse_settings(options)
+    images = ImageReader(base)
+    max_length = options.max_length if options.max_length is not None else DEFAULT_MAX_LENGTH
+    return VisionPath(
+        lambda record: _row(record, processor, images, max_length), max_length, assistant_header(processor),
+        {"format": "preference rows with images (TRL vision DPO: images column, prompt/chosen/rejected messages)",
+         "chat_template": processor.template_source,
+         "framework": f"TRL {EMULATED_TRL} DataCollatorForVisionPreference: max_length {max_length}, each side "
+                      "prompt + reply cut at its end, no row dropped, the reply's tokens trained",
+         "train_on": "completion"})
+
+
+def _refuse_settings(options: Any) -> None:
+    """What TRL's DPOTrainer raises for a vision dataset with these settings."""
+    if options.truncation_mode == "keep_end":
+        raise UsageError("TRL's DPOTrainer raises ValueError on image rows with truncation_mode keep_end",
+                         hint="use keep_start (the default)")
+    if options.train_on not in (None, "completion"):
+        raise UsageError(f"--train-on {options.train_on} on image DPO rows is not emulated: TRL's DPO collator trains "
+                         "the replies", hint="leave --train-on unset")
+
+
+def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
+    if record.error is not None:
+        row = VisionRow(record.index, record.line)
+        row.refused = RowRefused(Code.INVALID_MESSAGES, record.error, "fix the line")
+        return row
+    return encode_pair(record.index, record.line, record.data, processor, images, max_length)
