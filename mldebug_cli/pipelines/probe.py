@@ -316,9 +316,12 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
 
     adapter, policy_dir = _policy(options)
     say(f"building the model from {policy_dir}" + (f" with the adapter {adapter}" if adapter else ""))
-    built = build(policy_dir, facts, versions, adapter, options.device)
+    # the user's own metric and loss terms read the full logits: the trainer's fused head gives log-probs only
+    built = build(policy_dir, facts, versions, adapter, options.device, fused_head=metric is None and not loss_terms)
     model, dtype, device = built.model, facts.dtype, options.device
     batches = _batches(sequences, rows, facts, device)
+    for batch in batches:
+        batch.fused_head = built.fused_head
     params = replace(loss_params(facts), custom=tuple(loss_terms))
     if facts.task == "grpo":  # one generation batch: its micro-batches make one optimizer step
         params = replace(params, accumulation=len(batches), items=int(sum(int((b.labels != -100).sum()) for b in batches)))
@@ -397,7 +400,7 @@ def _references(options, facts, versions, built, batches, policy_dir):
 
     if built.peft or policy_dir == options.model:
         return m.reference_logps(built.model, batches, built.peft, options.device, facts.dtype)
-    reference = build(options.model, _without_peft(facts), versions, None, options.device)
+    reference = build(options.model, _without_peft(facts), versions, None, options.device, built.fused_head)
     logps = m.reference_logps(reference.model, batches, False, options.device, facts.dtype)
     del reference
     gc.collect()
