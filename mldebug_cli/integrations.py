@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from transformers import TrainerCallback
 
 from mldebug_cli.core.findings import Finding, Severity
+from mldebug_cli.core.registry import Code
 from mldebug_cli.formats.locations import describe
 
 LOG = logging.getLogger("mldebug.check_run")
@@ -26,7 +27,7 @@ class CheckRunCallback(TrainerCallback):
                  vocab_size: int | None = None) -> None:
         self.stop_on = None if stop_on is None else Severity(stop_on)
         # a live run is unfinished by definition: run-incomplete (RN011) says nothing there
-        self.select, self.ignore, self.vocab_size = tuple(select), (*ignore, "RN011"), vocab_size
+        self.select, self.ignore, self.vocab_size = tuple(select), (*ignore, Code.RUN_INCOMPLETE), vocab_size
         self.seen: set[tuple[str, str]] = set()
         self.findings: list[Finding] = []
 

@@ -23,6 +23,7 @@ from mldebug_cli.cli.common import (
     run_report,
     split_list,
 )
+from mldebug_cli.core.registry import Code
 
 
 def check_run(
@@ -135,8 +136,8 @@ def _watch(build, run: Path, interval: float, fail_fast: bool) -> None:
                     report = None
                 first = False
                 for finding in report.findings if report else ():
-                    key = (finding.code, finding.location.key, finding.location.step if finding.code != "RN011" else None,
-                           finding.message if finding.code == "RN012" else None)  # each repair note once (a restart)
+                    key = (finding.code, finding.location.key, finding.location.step if finding.code != Code.RUN_INCOMPLETE else None,
+                           finding.message if finding.code == Code.LOG_IRREGULAR else None)  # each repair note once (a restart)
                     if key in seen:
                         continue
                     seen.add(key)

@@ -211,7 +211,7 @@ def engine_choices(purpose: str) -> str:
 
 
 def split_list(values: list[str] | None) -> list[str]:
-    """``--select DS001,DS002 --select DS003`` -> ``["DS001", "DS002", "DS003"]``."""
+    """``--select DS001,DS002 --select DS003`` -> the three codes DS001, DS002 and DS003, in that order."""
     out: list[str] = []
     for value in values or []:
         out.extend(v.strip() for v in value.split(",") if v.strip())

@@ -11,7 +11,7 @@ import functools
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from mldebug_cli.core.check_doc import CheckDoc
 from mldebug_cli.core.errors import UsageError
@@ -180,6 +180,57 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("MEM006", "host-memory", "memory.host_memory"),
     CheckRef("MEM007", "rows-not-read", "memory.rows_not_read"),
 )
+
+
+class Code:
+    """The codes that code outside ``checks/`` names (a producer raising a row problem, a pipeline picking findings).
+
+    Spelled once, here, beside the registry line that owns each; a test holds every constant to its line's code and
+    name. A constant is named after its check.
+    """
+
+    NO_TRAINABLE_TOKENS: Final = "DS001"
+    STOP_TOKEN_NOT_TRAINED: Final = "DS004"
+    PAD_IS_EOS: Final = "DS006"
+    RESPONSE_TRUNCATED: Final = "DS007"
+    PROMPT_EXCEEDS_MAX_LENGTH: Final = "DS008"
+    TEMPLATE_ERROR: Final = "DS009"
+    INVALID_MESSAGES: Final = "DS010"
+    UNMAPPED_ROLE: Final = "DS011"
+    NO_GENERATION_MARKERS: Final = "DS015"
+    SPECIAL_TOKEN_NOT_ATOMIC: Final = "DS022"
+    EOS_MISMATCH: Final = "DS023"
+    IMAGE_PLACEHOLDER_MISMATCH: Final = "DS031"
+    IMAGE_UNREADABLE: Final = "DS032"
+    IMAGE_TOKENS_TRUNCATED: Final = "DS033"
+    IMAGE_TOKENS_TRAINED: Final = "DS034"
+    ASSISTANT_TEXT_IN_USER_CONTENT: Final = "DS035"
+    IMAGE_ROW_OVER_MAX_LENGTH: Final = "DS036"
+    IMAGE_RESIZED: Final = "DS037"
+    LOGGED_LR_MISMATCH: Final = "LR009"
+    UNKNOWN_CONFIG_KEY: Final = "CF001"
+    INVALID_CONFIG_VALUE: Final = "CF002"
+    NON_FINITE_VALUES: Final = "RN002"
+    LOSS_SPIKE: Final = "RN003"
+    GRAD_NORM_SPIKE: Final = "RN004"
+    RUN_INCOMPLETE: Final = "RN011"
+    LOG_IRREGULAR: Final = "RN012"
+    ROW_DROPPED: Final = "DP005"
+    SIDE_TRUNCATED: Final = "DP006"
+    REWARD_COLUMNS_MISSING: Final = "DP012"
+    INVALID_PREFERENCE_ROW: Final = "DP013"
+    PREPARATION_NOT_EMULATED: Final = "DP014"
+    LOSS_SATURATED: Final = "GP001"
+    NO_GRADIENT_PATH: Final = "GP002"
+    NEW_TOKENS_FROZEN: Final = "GP003"
+    LOSS_TERMS_CONFLICT: Final = "GP004"
+    TERM_DOMINATED: Final = "GP005"
+    OPTIMIZER_INERTIA: Final = "GP006"
+    UPDATE_RATIO_EXTREME: Final = "GP007"
+    FIRST_NON_FINITE_MODULE: Final = "GP008"
+    TERM_DOES_NOT_MOVE_METRIC: Final = "GP009"
+    METRIC_NOT_MOVABLE: Final = "GP010"
+    LOSS_TERM_NO_GRADIENT: Final = "GP011"
 
 
 @dataclass(frozen=True)

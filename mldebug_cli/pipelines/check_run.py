@@ -10,6 +10,7 @@ from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.core.sections.runlog import FindingRange, RunSection, RunSummary, RunView, SeriesStats, StepRows
 
@@ -53,10 +54,10 @@ def build_report(
     findings = run_checks(run, checks, thresholds, vocab, run_config, device)
     lr_codes: tuple[str, ...] = ()
     lr_note = None
-    if config and any(r.code == "LR009" for r in registry.selected(select, ignore)):
+    if config and any(r.code == Code.LOGGED_LR_MISMATCH for r in registry.selected(select, ignore)):
         lr_findings, lr_note = logged_lr_findings(run, config)
         findings += lr_findings
-        lr_codes = ("LR009",) if lr_note is None else ()
+        lr_codes = (Code.LOGGED_LR_MISMATCH,) if lr_note is None else ()
     batches: tuple[StepRows, ...] = ()
     batch_note = None
     if config:
@@ -113,7 +114,7 @@ def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | Non
         return (), "LR009 not run: the run's max_steps, epochs or batch size is unknown"
     rows = math.ceil(max_steps / epochs) * int(batch) * int(accumulation)
     try:
-        report = schedule.build_report(config=config, num_rows=rows, trainer_state=run.path, select=["LR009"],
+        report = schedule.build_report(config=config, num_rows=rows, trainer_state=run.path, select=[Code.LOGGED_LR_MISMATCH],
                                        engine="builtin")
     except MldebugError as exc:
         return (), f"LR009 not run: {exc.message}"

@@ -14,6 +14,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import KEPT_PER_CHECK, ContextValue, Finding, FindingKeeper, Hit, Location, Report
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks import versions
 from mldebug_cli.frameworks.framework import Framework
@@ -141,7 +142,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     for check in checks:
         if check.subject == "setup":
             findings.extend(check.findings(setup, setup))
-    findings.extend(unreadable_shards(source, checks, "DS010"))
+    findings.extend(unreadable_shards(source, checks, Code.INVALID_MESSAGES))
     engine = _RowEngine(
         detection, setup, rows, renderer, locator, loaded.tokenizer, source.display,
         row_checks=[c for c in checks if c.subject == "row"],
@@ -205,12 +206,12 @@ def run_will_not_start(findings: FindingKeeper, rows: RowProfile, checks: list, 
     """One dataset-level DS009 finding when the framework renders every row before the first step and the template
     raises on some: that one row stops the run (the per-row findings say where). The rows come in order, so the
     first DS009 row is among the kept findings; every per-row DS009 finding counts, kept or not."""
-    check = next((c for c in checks if c.code == "DS009"), None)
-    raised = [f.location.row for f in findings.kept if f.code == "DS009" and f.location.row is not None]
+    check = next((c for c in checks if c.code == Code.TEMPLATE_ERROR), None)
+    raised = [f.location.row for f in findings.kept if f.code == Code.TEMPLATE_ERROR and f.location.row is not None]
     if check is None or not raised or rows.template_error_stops_run is None:
         return []
-    dataset_level = sum(1 for f in findings.kept if f.code == "DS009" and f.location.row is None)
-    count = findings.by_code["DS009"] - dataset_level
+    dataset_level = sum(1 for f in findings.kept if f.code == Code.TEMPLATE_ERROR and f.location.row is None)
+    count = findings.by_code[Code.TEMPLATE_ERROR] - dataset_level
     return [check.finding(Hit(
         f"the run will not start: {rows.template_error_stops_run}, and the template raises on {count:,} of the "
         f"{checked:,} rows checked (first: row {min(raised)}); one such row stops it",
@@ -480,7 +481,7 @@ def _prepare(record: Record, detection, setup: Setup, profile: RowProfile, rende
     record = record.parsed()  # JSON Lines rows reach the batch as raw lines: parsing happens in the workers
     row = Row(index=record.index, line=record.line, path=record.path or path, raw=record.data)
     if record.error is not None:
-        row.problem = RowProblem("DS010", record.error)
+        row.problem = RowProblem(Code.INVALID_MESSAGES, record.error)
         return row
     try:
         row.sample = profile.own_sample(record.data) or to_sample(record.data, detection)
@@ -488,12 +489,12 @@ def _prepare(record: Record, detection, setup: Setup, profile: RowProfile, rende
         row.problem = problem
         return row
     except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a row shape no converter foresaw: one finding, not a crash
-        row.problem = RowProblem("DS010", f"the row does not fit the {detection.row_format} format ({type(exc).__name__}: {exc})")
+        row.problem = RowProblem(Code.INVALID_MESSAGES, f"the row does not fit the {detection.row_format} format ({type(exc).__name__}: {exc})")
         return row
     try:
         row.sample = profile.reads(row.sample, record.data)
     except ValueError as exc:
-        row.problem = RowProblem("DS010", str(exc), dropped=isinstance(exc, RowDropped))
+        row.problem = RowProblem(Code.INVALID_MESSAGES, str(exc), dropped=isinstance(exc, RowDropped))
         return row
     if profile.encodes(row.sample):
         return row  # encoded with the batch's other such rows (_process)

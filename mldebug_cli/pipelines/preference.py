@@ -17,6 +17,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import ContextValue, Finding, Report
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView, SideView
 from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
 from mldebug_cli.frameworks.rows import PairPreparation, RowDropped
@@ -74,7 +75,7 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
                      [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
                      options.show, own, getattr(options, "sequence_lengths", False))
     findings: list[Finding] = [f for c in checks if c.subject == "preference-setup" for f in c.findings(setup, setup)]
-    findings += unreadable_shards(source, checks, "DP013")
+    findings += unreadable_shards(source, checks, Code.INVALID_PREFERENCE_ROW)
     dataset = PreferenceDataset(keep_lengths=getattr(options, "sequence_lengths", False))
     views: list[tuple[int, bool, PairView]] = []
     checked_total = total if indices is None else len(indices)

@@ -20,6 +20,7 @@ from mldebug_cli.core.errors import (
     UsageError,
 )
 from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Location, NotKept, Report
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.preflight import PartView, PreflightSection
 from mldebug_cli.frameworks.registry import PREFLIGHT_NEEDS, chosen
 from mldebug_cli.frameworks.registry import framework as framework_object
@@ -129,7 +130,7 @@ def measured_size(options: PreflightOptions, progress: Callable[[str], None] | N
     the others)."""
     from mldebug_cli.pipelines.step_plan import size_from_reports
 
-    options = replace(options, select=("DS001",), ignore=())
+    options = replace(options, select=(Code.NO_TRAINABLE_TOKENS,), ignore=())
     config, _, plan, tokenizer, preference = _read(options)
     size = size_from_reports(_data_section(options, config, plan, tokenizer, d, progress, preference).report
                              for d in plan.datasets)
@@ -157,7 +158,7 @@ def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, opt
 
     targets = versions.resolve(config.path, options.target_versions, options.configured_versions, framework)
     errors = [f for f in config_findings(config, framework, targets, task=options.task)
-              if f.code in ("CF001", "CF002")]
+              if f.code in (Code.UNKNOWN_CONFIG_KEY, Code.INVALID_CONFIG_VALUE)]
     if not errors:
         return exc
     more = f" (and {len(errors) - 1} more config key errors)" if len(errors) > 1 else ""
@@ -524,14 +525,14 @@ def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, 
 # tokenizer, the template or masking switch for masking findings.
 def _config_key(code: str, plan: TrainingPlan, dataset: DatasetPlan) -> str | None:
     by_code = {
-        "DS004": _terminator_key(plan, dataset),
-        "DS001": plan.max_length.key,
-        "DS007": plan.max_length.key,
-        "DS008": plan.max_length.key,
-        "DS006": plan.tokenizer.key,
-        "DS015": plan.chat_template.key or plan.train_on.key,
-        "DS022": plan.chat_template.key or plan.tokenizer.key,
-        "DS023": plan.tokenizer.key,
+        Code.STOP_TOKEN_NOT_TRAINED: _terminator_key(plan, dataset),
+        Code.NO_TRAINABLE_TOKENS: plan.max_length.key,
+        Code.RESPONSE_TRUNCATED: plan.max_length.key,
+        Code.PROMPT_EXCEEDS_MAX_LENGTH: plan.max_length.key,
+        Code.PAD_IS_EOS: plan.tokenizer.key,
+        Code.NO_GENERATION_MARKERS: plan.chat_template.key or plan.train_on.key,
+        Code.SPECIAL_TOKEN_NOT_ATOMIC: plan.chat_template.key or plan.tokenizer.key,
+        Code.EOS_MISMATCH: plan.tokenizer.key,
     }
     return by_code.get(code)
 
@@ -545,9 +546,9 @@ def _terminator_key(plan: TrainingPlan, dataset: DatasetPlan) -> str | None:
 
 def _preference_key(code: str, preference) -> str | None:
     """The key behind a DP finding: the length limit for dropped and cut rows, the reward functions, the trainer."""
-    return {"DP005": preference.max_length.key, "DP006": preference.max_length.key,
-            "DP012": preference.reward_columns.key,
-            "DP014": preference.decided_by if preference.decided_by != "--task" else None}.get(code)
+    return {Code.ROW_DROPPED: preference.max_length.key, Code.SIDE_TRUNCATED: preference.max_length.key,
+            Code.REWARD_COLUMNS_MISSING: preference.reward_columns.key,
+            Code.PREPARATION_NOT_EMULATED: preference.decided_by if preference.decided_by != "--task" else None}.get(code)
 
 
 def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan,
@@ -555,7 +556,7 @@ def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, d
     """Row findings keep their row and name the config key behind them; setup findings point at that key's line."""
     dataset_key = dataset.key
     key = _preference_key(finding.code, preference) if preference else _config_key(finding.code, plan, dataset)
-    if finding.code == "DS001" and finding.setting != SETTING_MAX_LENGTH:
+    if finding.code == Code.NO_TRAINABLE_TOKENS and finding.setting != SETTING_MAX_LENGTH:
         key = None
     if finding.location.row is not None:
         return replace(finding, location=replace(finding.location, key=key or dataset_key))
@@ -611,7 +612,7 @@ def memory_lengths(options) -> Lengths:
     from mldebug_cli.pipelines.memory import Lengths, lengths_of
 
     wanted = InspectOptions(dataset="", tokenizer="", sample=options.sample, all_rows=options.sample is None,
-                            show=0, select=("DS001",), sequence_lengths=True)
+                            show=0, select=(Code.NO_TRAINABLE_TOKENS,), sequence_lengths=True)
     try:
         configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
                                                                                  "show", "sequence_lengths"}),

@@ -14,6 +14,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import CONTEXT_OPTIMIZER_STEPS, CONTEXT_VERSIONS, ContextValue, Finding, Report
 from mldebug_cli.core.labels import IGNORE_INDEX
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView
 from mldebug_cli.core.sections.probe import (
     AblationView,
@@ -201,7 +202,7 @@ def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
 
     wanted = options.sample or (None if options.rows else DEFAULT_SAMPLE)
     inspect = InspectOptions(dataset="", tokenizer=options.model, rows=options.rows, sample=wanted,
-                             show=wanted or 0, select=("DS001",), ignore=(), framework=facts.framework)
+                             show=wanted or 0, select=(Code.NO_TRAINABLE_TOKENS,), ignore=(), framework=facts.framework)
     configured = configured_inspect(options.config, None, inspect, frozenset({"tokenizer", "rows", "sample", "framework"}),
                                     options.allow_outside_paths)
     report = inspect_with_config(configured)
@@ -523,15 +524,15 @@ MAP_ROWS = {
 def folklore_map(subject, findings: Iterable[Finding]) -> MapRow:
     """The row of the debugging map (d(loss)/d(metric), d(metric)/d(param), the term-off run) the probe falls in."""
     codes = {f.code for f in findings}
-    if "GP008" in codes:
+    if Code.FIRST_NON_FINITE_MODULE in codes:
         row = "numeric"
-    elif "GP001" in codes:
+    elif Code.LOSS_SATURATED in codes:
         row = "loss"
-    elif codes & {"GP002", "GP003", "GP010", "GP011"}:
+    elif codes & {Code.NO_GRADIENT_PATH, Code.NEW_TOKENS_FROZEN, Code.METRIC_NOT_MOVABLE, Code.LOSS_TERM_NO_GRADIENT}:
         row = "structural"
-    elif codes & {"GP004", "GP005", "GP006", "GP007"}:
+    elif codes & {Code.LOSS_TERMS_CONFLICT, Code.TERM_DOMINATED, Code.OPTIMIZER_INERTIA, Code.UPDATE_RATIO_EXTREME}:
         row = "competing"
-    elif subject.ablation is not None and "GP009" in codes:
+    elif subject.ablation is not None and Code.TERM_DOES_NOT_MOVE_METRIC in codes:
         row = "basin"
     else:
         row = "healthy"

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Finding
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.runlog import RowAt, StepRows
 
-BATCH_CODES = ("RN002", "RN003", "RN004")  # the findings whose steps get their rows
+BATCH_CODES = (Code.NON_FINITE_VALUES, Code.LOSS_SPIKE, Code.GRAD_NORM_SPIKE)  # the findings whose steps get their rows
 MAX_STEPS_PER_FINDING = 8  # a loss logged every k steps averages k steps: at most this many are named
 
 
@@ -57,7 +58,7 @@ def _steps(finding: Finding, run) -> list[int]:
         return []
     last = finding.location.step_end if finding.location.step_end is not None else first
     series = run.get(finding.location.key) if finding.location.key == "loss" else None
-    start = first - 1 if finding.code == "RN002" else first
+    start = first - 1 if finding.code == Code.NON_FINITE_VALUES else first
     if series is not None:
         at = bisect_left(series.steps, first)
         if 0 < at < len(series.steps) and series.steps[at] == first:

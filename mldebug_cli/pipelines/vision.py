@@ -13,6 +13,7 @@ from typing import Any
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, Hit, Location, Report
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.registry import framework
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
@@ -20,7 +21,7 @@ from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
 
 # the vision checks, by code (the text checks look at rendered text rows and do not run on image rows)
-VISION_CHECKS = ("DS009", "DS010", "DS011", "DS031", "DS032", "DS033", "DS034", "DS035", "DS036", "DS037")
+VISION_CHECKS = (Code.TEMPLATE_ERROR, Code.INVALID_MESSAGES, Code.UNMAPPED_ROLE, Code.IMAGE_PLACEHOLDER_MISMATCH, Code.IMAGE_UNREADABLE, Code.IMAGE_TOKENS_TRUNCATED, Code.IMAGE_TOKENS_TRAINED, Code.ASSISTANT_TEXT_IN_USER_CONTENT, Code.IMAGE_ROW_OVER_MAX_LENGTH, Code.IMAGE_RESIZED)
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,10 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
 
 
 def _findings(check: registry.Check, row: VisionRow, setup: VisionSetup, record: Record) -> list[Finding]:
-    if check.code == "DS010" and row.dropped:  # the framework leaves the row out, as for text rows
+    if check.code == Code.INVALID_MESSAGES and row.dropped:  # the framework leaves the row out, as for text rows
         return [check.finding(Hit(row.dropped, "fix the row's roles and turns, or remove it",
                                   _location(setup, record, None)))]
-    if check.code in ("DS009", "DS010", "DS011"):  # the text checks' codes, for what the framework raises on the row
+    if check.code in (Code.TEMPLATE_ERROR, Code.INVALID_MESSAGES, Code.UNMAPPED_ROLE):  # the text checks' codes, for what the framework raises on the row
         refused = row.refused
         if refused is None or refused.code != check.code:
             return []

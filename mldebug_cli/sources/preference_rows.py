@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mldebug_cli.core.registry import Code
 from mldebug_cli.sources.row_formats import SHAREGPT_ROLES, RowProblem
 
 TASK_COLUMNS = "chosen/rejected (DPO), prompt/completion/label (KTO), prompt alone (GRPO)"
@@ -31,7 +32,7 @@ def detect_task(row: dict[str, Any]) -> str | None:
 def to_trl_row(row: Any, task: str) -> dict[str, Any]:
     """The row's TRL columns (``prompt`` absent when implicit); raises RowProblem when it does not fit the task."""
     if not isinstance(row, dict):
-        raise RowProblem("DP013", f"row is a JSON {type(row).__name__}, not an object")
+        raise RowProblem(Code.INVALID_PREFERENCE_ROW, f"row is a JSON {type(row).__name__}, not an object")
     if task == "dpo":
         return _pair(row)
     if task == "kto":
@@ -50,22 +51,22 @@ def _pair(row: dict[str, Any]) -> dict[str, Any]:
     if "prompt" in row:
         out["prompt"] = _side(row, "prompt")
     if isinstance(out["chosen"], str) != isinstance(out["rejected"], str):
-        raise RowProblem("DP013", "chosen and rejected must both be text or both message lists")
+        raise RowProblem(Code.INVALID_PREFERENCE_ROW, "chosen and rejected must both be text or both message lists")
     return out
 
 
 def _unpaired(row: dict[str, Any]) -> dict[str, Any]:
     label = row.get("label", row.get("kto_tag"))
     if not isinstance(label, bool):
-        raise RowProblem("DP013", f"label is {_kind(label)}, expected true or false")
+        raise RowProblem(Code.INVALID_PREFERENCE_ROW, f"label is {_kind(label)}, expected true or false")
     if "messages" in row:  # LLaMA-Factory KTO rows: the last message is the completion
         messages = _messages(row["messages"], "messages")
         if len(messages) < 2 or messages[-1]["role"] != "assistant":
-            raise RowProblem("DP013", "messages must end with the assistant completion after a prompt")
+            raise RowProblem(Code.INVALID_PREFERENCE_ROW, "messages must end with the assistant completion after a prompt")
         return {"prompt": messages[:-1], "completion": messages[-1:], "label": label}
     prompt, completion = _side(row, "prompt"), _side(row, "completion")
     if isinstance(prompt, str) != isinstance(completion, str):
-        raise RowProblem("DP013", "prompt and completion must both be text or both message lists")
+        raise RowProblem(Code.INVALID_PREFERENCE_ROW, "prompt and completion must both be text or both message lists")
     return {"prompt": prompt, "completion": completion, "label": label}
 
 
@@ -75,26 +76,26 @@ def _side(row: dict[str, Any], key: str) -> str | list[dict[str, Any]]:
         return value
     if isinstance(value, list):
         return _messages(value, key)
-    raise RowProblem("DP013", f"{key} is {_kind(value)}, expected text or a list of messages")
+    raise RowProblem(Code.INVALID_PREFERENCE_ROW, f"{key} is {_kind(value)}, expected text or a list of messages")
 
 
 def _messages(value: Any, key: str) -> list[dict[str, Any]]:
     if not isinstance(value, list):
-        raise RowProblem("DP013", f"{key} is {_kind(value)}, expected a list of messages")
+        raise RowProblem(Code.INVALID_PREFERENCE_ROW, f"{key} is {_kind(value)}, expected a list of messages")
     out = []
     for i, message in enumerate(value):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise RowProblem("DP013", f"{key}: message {i} is not an object with a role", i)
+            raise RowProblem(Code.INVALID_PREFERENCE_ROW, f"{key}: message {i} is not an object with a role", i)
         content = message.get("content")
         if isinstance(content, list):  # LLaMA-Factory v1 parts: {"type": "text", "value": ...}
             if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
-                raise RowProblem("DP013", f"{key}: message {i} has content parts that are not text", i)
+                raise RowProblem(Code.INVALID_PREFERENCE_ROW, f"{key}: message {i} has content parts that are not text", i)
             content = "".join(str(p.get("value", p.get("text", ""))) for p in content)
         if content is None and message.get("tool_calls"):  # a tool-call turn: the template renders its calls
             out.append(dict(message))
             continue
         if not isinstance(content, str):
-            raise RowProblem("DP013", f"{key}: message {i} content is {_kind(content)}, expected text", i)
+            raise RowProblem(Code.INVALID_PREFERENCE_ROW, f"{key}: message {i} content is {_kind(content)}, expected text", i)
         out.append({**message, "content": content})  # tool_calls, tool_call_id, reasoning: the template reads them
     return out
 
@@ -104,11 +105,11 @@ def _sharegpt(turns: Any, system: Any = None) -> list[dict[str, Any]]:
     out = [{"role": "system", "content": system}] if isinstance(system, str) and system else []
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
-            raise RowProblem("DP013", f"turn {i} is not a ShareGPT turn with a text value", i)
+            raise RowProblem(Code.INVALID_PREFERENCE_ROW, f"turn {i} is not a ShareGPT turn with a text value", i)
         tag = turn.get("from")
         role = SHAREGPT_ROLES.get(tag) if isinstance(tag, str) else None
         if role is None:
-            raise RowProblem("DP013", f"turn {i}: ShareGPT role {turn.get('from')!r} is not mapped to a chat role", i)
+            raise RowProblem(Code.INVALID_PREFERENCE_ROW, f"turn {i}: ShareGPT role {turn.get('from')!r} is not mapped to a chat role", i)
         out.append({"role": role, "content": turn["value"]})
     return out
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.registry import Code
 
 ROW_FORMATS = ("messages", "sharegpt", "alpaca", "prompt-completion", "text", "tokenized")
 
@@ -123,7 +124,7 @@ def _detect_row(row: dict[str, Any], source: str) -> Detection:
 def to_sample(row: Any, detection: Detection) -> Sample:
     """Convert one raw row; raises RowProblem when it does not fit."""
     if not isinstance(row, dict):
-        raise RowProblem("DS010", f"row is a JSON {type(row).__name__}, not an object")
+        raise RowProblem(Code.INVALID_MESSAGES, f"row is a JSON {type(row).__name__}, not an object")
     return _CONVERTERS[detection.row_format](row, detection)
 
 
@@ -135,11 +136,11 @@ def _tools(row: dict[str, Any]) -> list[Any] | None:
         try:
             tools = json.loads(tools)
         except json.JSONDecodeError as exc:
-            raise RowProblem("DS010", f"tools is a string that is not valid JSON ({exc.msg})") from None
+            raise RowProblem(Code.INVALID_MESSAGES, f"tools is a string that is not valid JSON ({exc.msg})") from None
     if isinstance(tools, dict):
         tools = [tools]
     if not isinstance(tools, list):
-        raise RowProblem("DS010", f"tools is a {type(tools).__name__}, expected a list")
+        raise RowProblem(Code.INVALID_MESSAGES, f"tools is a {type(tools).__name__}, expected a list")
     return tools
 
 
@@ -195,13 +196,13 @@ def _typed_parts(message: dict[str, Any], index: int) -> dict[str, Any]:
     for part in content:
         kind, value = part["type"], part["value"]
         if kind not in allowed or not isinstance(value, str):
-            raise RowProblem("DS010", f"a {kind!r} content part in a {message.get('role')} message: LLaMA-Factory's "
+            raise RowProblem(Code.INVALID_MESSAGES, f"a {kind!r} content part in a {message.get('role')} message: LLaMA-Factory's "
                              "renderer raises (Unsupported content type)", index)
         if kind == "tool_call":
             try:
                 call = json.loads(value)
             except json.JSONDecodeError:
-                raise RowProblem("DS010", "a tool_call content part that is not JSON: LLaMA-Factory raises (Invalid "
+                raise RowProblem(Code.INVALID_MESSAGES, "a tool_call content part that is not JSON: LLaMA-Factory raises (Invalid "
                                  "tool call format)", index) from None
             calls.append({"type": "function", "function": {"name": call.get("name"), "arguments": call.get("arguments", {})}})
         else:
@@ -217,29 +218,29 @@ def _typed_parts(message: dict[str, Any], index: int) -> dict[str, Any]:
 
 def _validated_messages(messages: Any, key: str, require_assistant: bool = True) -> list[dict[str, Any]]:
     if not isinstance(messages, list):
-        raise RowProblem("DS010", f"{key} is {_kind(messages)}, expected a list of messages")
+        raise RowProblem(Code.INVALID_MESSAGES, f"{key} is {_kind(messages)}, expected a list of messages")
     if not messages:
-        raise RowProblem("DS010", f"{key} is an empty conversation")
+        raise RowProblem(Code.INVALID_MESSAGES, f"{key} is an empty conversation")
     out = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise RowProblem("DS010", f"the message is {_kind(message)}, expected an object", i)
+            raise RowProblem(Code.INVALID_MESSAGES, f"the message is {_kind(message)}, expected an object", i)
         role = message.get("role")
         if not isinstance(role, str) or not role:
-            raise RowProblem("DS010", "the message has no role", i)
+            raise RowProblem(Code.INVALID_MESSAGES, "the message has no role", i)
         if "content" not in message and not message.get("tool_calls"):
-            raise RowProblem("DS010", f"the {role} message has no content key", i)
+            raise RowProblem(Code.INVALID_MESSAGES, f"the {role} message has no content key", i)
         content = message.get("content")
         if content is not None and not isinstance(content, (str, list)):
-            raise RowProblem("DS010", f"the {role} message's content is {_kind(content)}, expected text or a list of parts", i)
+            raise RowProblem(Code.INVALID_MESSAGES, f"the {role} message's content is {_kind(content)}, expected text or a list of parts", i)
         if isinstance(content, list) and not all(isinstance(p, dict) for p in content):
-            raise RowProblem("DS010", f"the {role} message's content is a list whose parts are not objects", i)
+            raise RowProblem(Code.INVALID_MESSAGES, f"the {role} message's content is a list whose parts are not objects", i)
         if content is None and not message.get("tool_calls"):
-            raise RowProblem("DS010", f"the {role} message's content is null", i)
+            raise RowProblem(Code.INVALID_MESSAGES, f"the {role} message's content is null", i)
         out.append(message)
     _known_roles(out, key)
     if require_assistant and not any(m["role"] == "assistant" for m in out):
-        raise RowProblem("DS010", "the conversation has no assistant turn, so nothing would be trained")
+        raise RowProblem(Code.INVALID_MESSAGES, "the conversation has no assistant turn, so nothing would be trained")
     return out
 
 
@@ -254,14 +255,14 @@ def _known_roles(messages: list[dict[str, Any]], key: str) -> None:
         first = min(sharegpt.values())
         mapping = ", ".join(f"{tag} -> {SHAREGPT_ROLES[tag]}" for tag in sharegpt)
         raise RowProblem(
-            "DS011", f"message {first} has role {messages[first]['role']!r}: {key} uses ShareGPT role names "
+            Code.UNMAPPED_ROLE, f"message {first} has role {messages[first]['role']!r}: {key} uses ShareGPT role names "
             f"({', '.join(repr(t) for t in sharegpt)}), which chat templates and masking do not know", first,
             hint=f"map the roles: {mapping} (rename them in the file, or read it as ShareGPT: --data-format sharegpt "
                  "with from/value turns; axolotl: roles: {user: [human], assistant: [gpt]})",
         )
     if tags and not any(m["role"] == "assistant" for m in messages):
         role, first = next(iter(tags.items()))
-        raise RowProblem("DS011", f"message {first} has role {role!r}, which is not a chat role, and the "
+        raise RowProblem(Code.UNMAPPED_ROLE, f"message {first} has role {role!r}, which is not a chat role, and the "
                          "conversation has no assistant turn, so nothing would be trained", first,
                          hint=f"map {role!r} to user, assistant, system or tool")
 
@@ -269,7 +270,7 @@ def _known_roles(messages: list[dict[str, Any]], key: str) -> None:
 def _sharegpt(row: dict[str, Any], detection: Detection) -> Chat:
     turns = row.get(detection.messages_key)
     if not isinstance(turns, list) or not turns:
-        raise RowProblem("DS010", f"{detection.messages_key} is {_kind(turns)}, expected a list of turns")
+        raise RowProblem(Code.INVALID_MESSAGES, f"{detection.messages_key} is {_kind(turns)}, expected a list of turns")
     messages: list[dict[str, Any]] = []
     first = turns[0].get("from") if isinstance(turns[0], dict) else None
     # LLaMA-Factory's converter takes a leading system turn over the system column (the column is then unused)
@@ -278,15 +279,15 @@ def _sharegpt(row: dict[str, Any], detection: Detection) -> Chat:
         messages.append({"role": "system", "content": row["system"]})
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict):
-            raise RowProblem("DS010", f"the turn is {_kind(turn)}, expected an object", i)
+            raise RowProblem(Code.INVALID_MESSAGES, f"the turn is {_kind(turn)}, expected an object", i)
         tag, value = turn.get("from"), turn.get("value")
         if not isinstance(tag, str):
-            raise RowProblem("DS010", "the turn has no 'from'", i)
+            raise RowProblem(Code.INVALID_MESSAGES, "the turn has no 'from'", i)
         if not isinstance(value, str):
-            raise RowProblem("DS010", f"the {tag} turn's value is {_kind(value)}, expected text", i)
+            raise RowProblem(Code.INVALID_MESSAGES, f"the {tag} turn's value is {_kind(value)}, expected text", i)
         role = SHAREGPT_ROLES.get(tag)
         if role is None:
-            raise RowProblem("DS011", f"ShareGPT role {tag!r} is not mapped to a chat role", i)
+            raise RowProblem(Code.UNMAPPED_ROLE, f"ShareGPT role {tag!r} is not mapped to a chat role", i)
         messages.append(_function_call(value, i) if tag == "function_call" else {"role": role, "content": value})
     return Chat(_validated_messages(messages, detection.messages_key), _tools(row))
 
@@ -296,12 +297,12 @@ def _function_call(value: str, index: int) -> dict[str, Any]:
     try:
         calls = json.loads(value)
     except json.JSONDecodeError as exc:
-        raise RowProblem("DS010", f"the function_call turn is not valid JSON ({exc.msg})", index) from None
+        raise RowProblem(Code.INVALID_MESSAGES, f"the function_call turn is not valid JSON ({exc.msg})", index) from None
     calls = calls if isinstance(calls, list) else [calls]
     tool_calls = []
     for call in calls:
         if not isinstance(call, dict) or "name" not in call:
-            raise RowProblem("DS010", "the function_call turn has no function name", index)
+            raise RowProblem(Code.INVALID_MESSAGES, "the function_call turn has no function name", index)
         arguments = call.get("arguments", {})
         tool_calls.append({"type": "function", "function": {"name": call["name"], "arguments": arguments}})
     return {"role": "assistant", "content": "", "tool_calls": tool_calls}
@@ -311,16 +312,16 @@ def _alpaca(row: dict[str, Any], detection: Detection) -> Chat:
     instruction, inp, output = row.get("instruction"), row.get("input") or "", row.get("output")
     for name, value in (("instruction", instruction), ("input", inp), ("output", output)):
         if not isinstance(value, str):
-            raise RowProblem("DS010", f"{name} is {_kind(value)}, expected text")
+            raise RowProblem(Code.INVALID_MESSAGES, f"{name} is {_kind(value)}, expected text")
     messages: list[dict[str, Any]] = []
     if isinstance(row.get("system"), str) and row["system"]:
         messages.append({"role": "system", "content": row["system"]})
     history = row.get("history") or []
     if not isinstance(history, list):
-        raise RowProblem("DS010", f"history is {_kind(history)}, expected a list of [instruction, response] pairs")
+        raise RowProblem(Code.INVALID_MESSAGES, f"history is {_kind(history)}, expected a list of [instruction, response] pairs")
     for pair in history:
         if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
-            raise RowProblem("DS010", "history must be a list of [instruction, response] pairs of text")
+            raise RowProblem(Code.INVALID_MESSAGES, "history must be a list of [instruction, response] pairs of text")
         messages += [{"role": "user", "content": pair[0]}, {"role": "assistant", "content": pair[1]}]
     user = "\n".join(q for q in (instruction, inp) if q)  # LLaMA-Factory's converter: an empty instruction adds no line
     messages += [{"role": "user", "content": user}, {"role": "assistant", "content": output}]
@@ -336,7 +337,7 @@ def _prompt_completion(row: dict[str, Any], detection: Detection) -> PromptCompl
         completion_messages = _validated_messages(completion, "completion", require_assistant=True)
         return PromptCompletion(prompt_messages, completion_messages, _tools(row))
     raise RowProblem(
-        "DS010",
+        Code.INVALID_MESSAGES,
         f"prompt is {_kind(prompt)} and completion is {_kind(completion)}: both must be text or both message lists",
     )
 
@@ -344,25 +345,25 @@ def _prompt_completion(row: dict[str, Any], detection: Detection) -> PromptCompl
 def _text(row: dict[str, Any], detection: Detection) -> Text:
     text = row.get("text")
     if not isinstance(text, str):
-        raise RowProblem("DS010", f"text is {_kind(text)}, expected a string")
+        raise RowProblem(Code.INVALID_MESSAGES, f"text is {_kind(text)}, expected a string")
     return Text(text)
 
 
 def _tokenized(row: dict[str, Any], detection: Detection) -> Tokens:
     input_ids, labels = row.get("input_ids"), row.get("labels")
     if not _is_int_list(input_ids):
-        raise RowProblem("DS010", "input_ids is not a list of integers")
+        raise RowProblem(Code.INVALID_MESSAGES, "input_ids is not a list of integers")
     if labels is not None and not _is_int_list(labels):
-        raise RowProblem("DS010", "labels is not a list of integers")
+        raise RowProblem(Code.INVALID_MESSAGES, "labels is not a list of integers")
     if not input_ids:
-        raise RowProblem("DS010", "input_ids is empty")
+        raise RowProblem(Code.INVALID_MESSAGES, "input_ids is empty")
     for position, token_id in enumerate(input_ids):
         if not 0 <= token_id < MAX_TOKEN_ID:
-            raise RowProblem("DS010", f"input_ids holds {_short_int(token_id)} at position {position}: a token id is "
+            raise RowProblem(Code.INVALID_MESSAGES, f"input_ids holds {_short_int(token_id)} at position {position}: a token id is "
                              f"from 0 to {MAX_TOKEN_ID - 1:,}")
     for position, label in enumerate(labels or ()):
         if not -MAX_TOKEN_ID <= label < MAX_TOKEN_ID:
-            raise RowProblem("DS010", f"labels holds {_short_int(label)} at position {position}: a label is a token "
+            raise RowProblem(Code.INVALID_MESSAGES, f"labels holds {_short_int(label)} at position {position}: a label is a token "
                              "id or -100")
     return Tokens(list(input_ids), None if labels is None else list(labels))
 

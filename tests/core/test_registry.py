@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
 
 HEADINGS = ("What it finds", "Why it matters for training", "Example", "Fix")
+PACKAGE = Path(registry.__file__).resolve().parents[1]
+CODE_SHAPE = re.compile(r"(DS|CT|LR|CF|RN|DP|GP|MEM)[0-9]{3}")
 
 
 def test_codes_and_names_are_unique_and_well_formed():
@@ -29,6 +35,36 @@ def test_every_check_loads_with_its_documentation(ref):
     doc = check.documentation  # what explain, SARIF, HTML and the README table read
     assert all((doc.finds, doc.why, doc.example, doc.fix)) and doc.summary, ref.code
     assert [heading for heading, _ in doc.sections()] == list(HEADINGS), ref.code
+
+
+def test_every_code_constant_is_its_checks_registry_line():
+    constants = {name: value for name, value in vars(registry.Code).items() if not name.startswith("_")}
+    by_code = {ref.code: ref for ref in registry.REGISTRY}
+    assert constants, "registry.Code holds no constant"
+    for name, code in constants.items():
+        assert code in by_code, f"Code.{name} = {code!r} is no check's code"
+        assert name == by_code[code].name.upper().replace("-", "_"), f"Code.{name} is not named after {code}'s check"
+
+
+def _code_literals(source: str) -> list[tuple[int, str]]:
+    """The string constants of a module's source that are exactly a check code, with their lines."""
+    return [(node.lineno, node.value) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and CODE_SHAPE.fullmatch(node.value)]
+
+
+def test_no_check_code_is_spelled_outside_the_checks_and_the_registry():
+    owners = (PACKAGE / "checks", PACKAGE / "core" / "registry.py")
+    spelled = [f"{path.relative_to(PACKAGE)}:{line} {code}" for path in sorted(PACKAGE.rglob("*.py"))
+               if not any(path.is_relative_to(owner) for owner in owners)
+               for line, code in _code_literals(path.read_text(encoding="utf-8"))]
+    assert spelled == [], "name these codes by registry.Code: " + ", ".join(spelled)
+
+
+def test_the_code_literal_scan_sees_a_spelled_code():
+    source = (PACKAGE / "pipelines" / "inspect.py").read_text(encoding="utf-8")
+    assert _code_literals(source) == []
+    assert _code_literals(source + '\nPLANTED = ("DS010", "MEM001", "DS01", "a DS010")\n') == [
+        (source.count("\n") + 2, "DS010"), (source.count("\n") + 2, "MEM001")]
 
 
 def test_selectors_take_codes_prefixes_and_names():

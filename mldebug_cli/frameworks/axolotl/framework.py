@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.axolotl.schedulers import COUNTING, SCHEDULERS
@@ -549,7 +550,7 @@ class Rows(RowProfile):
         try:
             messages = axolotl.read_conversation(raw, self.options)
         except ValueError as exc:
-            raise RowProblem("DS010", str(exc)) from None
+            raise RowProblem(Code.INVALID_MESSAGES, str(exc)) from None
         key = self.options.field_messages or "messages"
         return Chat(_validated_messages(messages, key), _tools(raw) if isinstance(raw, dict) else None)
 

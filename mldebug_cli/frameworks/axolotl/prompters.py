@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mldebug_cli.core.registry import Code
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedTurn
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.render.truncation import truncate
@@ -152,15 +153,15 @@ def read(spec: Prompter | str, raw: Any, text_field: str = "text") -> Prompted:
     if spec == "input_output":
         return read_segments(raw, spec)
     if not isinstance(raw, dict):
-        raise RowProblem("DS010", f"row is a JSON {type(raw).__name__}, not an object")
+        raise RowProblem(Code.INVALID_MESSAGES, f"row is a JSON {type(raw).__name__}, not an object")
     assert isinstance(spec, Prompter), spec  # the two prompter names are read above
     instruction_key, input_key, output_key = spec.fields
     if instruction_key not in raw:
-        raise RowProblem("DS010", f"no {instruction_key!r} field: axolotl's {spec.kind} prompter stops on this row (KeyError)")
+        raise RowProblem(Code.INVALID_MESSAGES, f"no {instruction_key!r} field: axolotl's {spec.kind} prompter stops on this row (KeyError)")
     if spec.output_required and output_key not in raw:
-        raise RowProblem("DS010", f"no {output_key!r} field: axolotl's {spec.kind} prompter stops on this row (KeyError)")
+        raise RowProblem(Code.INVALID_MESSAGES, f"no {output_key!r} field: axolotl's {spec.kind} prompter stops on this row (KeyError)")
     if spec.system_required and spec.system_field not in raw:
-        raise RowProblem("DS010", f"no {spec.system_field!r} field: axolotl's {spec.kind} prompter stops on this row (KeyError)")
+        raise RowProblem(Code.INVALID_MESSAGES, f"no {spec.system_field!r} field: axolotl's {spec.kind} prompter stops on this row (KeyError)")
     instruction, inp = _text(raw.get(instruction_key), instruction_key), _text(raw.get(input_key) if input_key else "", input_key)
     output = _text(raw.get(output_key), output_key)
     output = spec.answer_prefix + output
@@ -175,14 +176,14 @@ def read(spec: Prompter | str, raw: Any, text_field: str = "text") -> Prompted:
 
 def read_text(raw: Any, key: str, kind: str) -> Prompted:
     if not isinstance(raw, dict) or not isinstance(raw.get(key), str):
-        raise RowProblem("DS010", f"no text field {key!r}: axolotl's {kind} type reads the row's {key!r}")
+        raise RowProblem(Code.INVALID_MESSAGES, f"no text field {key!r}: axolotl's {kind} type reads the row's {key!r}")
     return Prompted([{"role": "assistant", "content": raw[key]}], None, segments=((True, raw[key]),), kind=kind)
 
 
 def read_segments(raw: Any, kind: str) -> Prompted:
     segments = raw.get("segments") if isinstance(raw, dict) else None
     if not isinstance(segments, list) or not all(isinstance(s, dict) and isinstance(s.get("text"), str) for s in segments):
-        raise RowProblem("DS010", "segments must be a list of {label, text} objects (axolotl's input_output type)")
+        raise RowProblem(Code.INVALID_MESSAGES, "segments must be a list of {label, text} objects (axolotl's input_output type)")
     parts = tuple((bool(s.get("label")), s["text"]) for s in segments)
     messages = [{"role": "assistant" if trained else "user", "content": text} for trained, text in parts]
     return Prompted(messages, None, segments=parts, kind=kind)
@@ -192,7 +193,7 @@ def _text(value: Any, key: str | None) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise RowProblem("DS010", f"{key} is a {type(value).__name__}, expected text")
+        raise RowProblem(Code.INVALID_MESSAGES, f"{key} is a {type(value).__name__}, expected text")
     return value
 
 

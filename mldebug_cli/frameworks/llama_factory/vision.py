@@ -33,6 +33,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import ImageLine
 from mldebug_cli.frameworks.framework import VisionPath
 from mldebug_cli.frameworks.llama_factory.data import SHAREGPT_TAGS, InvalidRow, LfMessage, lf_messages, supervise
@@ -103,19 +104,19 @@ def _chat(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
     if "messages" in raw or "conversations" in raw:
         turns = raw.get("messages", raw.get("conversations"))
         if not isinstance(turns, list):
-            raise RowRefused("DS010", "messages is not a list", "give each row a list of role/content messages")
+            raise RowRefused(Code.INVALID_MESSAGES, "messages is not a list", "give each row a list of role/content messages")
         out = []
         for i, turn in enumerate(turns):
             if not isinstance(turn, Mapping):
-                raise RowRefused("DS010", f"message {i} is not an object", "write messages as role/content objects", i)
+                raise RowRefused(Code.INVALID_MESSAGES, f"message {i} is not an object", "write messages as role/content objects", i)
             role = turn.get("role", turn.get("from"))
             content = turn.get("content", turn.get("value"))
             if isinstance(content, list):
-                raise RowRefused("DS010", f"message {i}'s content is a list of parts: LLaMA-Factory's template "
+                raise RowRefused(Code.INVALID_MESSAGES, f"message {i}'s content is a list of parts: LLaMA-Factory's template "
                                  "formatters take strings only and its run stops here",
                                  "write each content as one string with <image> where each image goes", i)
             if not isinstance(content, str):
-                raise RowRefused("DS010", f"message {i}'s content is {type(content).__name__}, not text: "
+                raise RowRefused(Code.INVALID_MESSAGES, f"message {i}'s content is {type(content).__name__}, not text: "
                                  "LLaMA-Factory's mm_plugin raises on it", "give every message a string content", i)
             mapped = role if role in ("system", "user", "assistant") else SHAREGPT_TAGS.get(str(role), str(role))
             out.append({"role": "tool" if mapped == "observation" else mapped, "content": content})
@@ -124,7 +125,7 @@ def _chat(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
         prompt = "\n".join(str(raw[k]) for k in ("instruction", "input") if raw.get(k))
         chat = [{"role": "system", "content": str(raw["system"])}] if raw.get("system") else []
         return [*chat, {"role": "user", "content": prompt}, {"role": "assistant", "content": str(raw.get("output", ""))}]
-    raise RowRefused("DS010", "the row has neither messages/conversations nor instruction/output",
+    raise RowRefused(Code.INVALID_MESSAGES, "the row has neither messages/conversations nor instruction/output",
                      "write LLaMA-Factory's sharegpt or alpaca rows")
 
 
@@ -142,7 +143,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     row = VisionRow(index, line)
     try:
         if not isinstance(raw, Mapping):
-            raise RowRefused("DS010", f"the row is a {type(raw).__name__}, not an object", "write one object per row")
+            raise RowRefused(Code.INVALID_MESSAGES, f"the row is a {type(raw).__name__}, not an object", "write one object per row")
         chat = _chat(raw)
         row.messages = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]} for m in chat]
         try:
@@ -177,7 +178,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     try:
         pairs = rows.encoder.pairs(system, expanded, None)
     except (ValueError, KeyError, TypeError) as exc:
-        row.refused = RowRefused("DS009", f"LLaMA-Factory's template raises on this row ({type(exc).__name__}: {exc})",
+        row.refused = RowRefused(Code.TEMPLATE_ERROR, f"LLaMA-Factory's template raises on this row ({type(exc).__name__}: {exc})",
                                  "fix the row")
         return row
     result = supervise(pairs, rows.options, rows.template, rows.tokenizer.eos_token_id)
@@ -198,7 +199,7 @@ def _validate(turns: Sequence[LfMessage], images: int) -> None:
         found = sum(turn.content.count(placeholder) for turn in turns)
         if found != given:
             first = next((t.index for t in turns if placeholder in t.content), None)
-            raise RowRefused("DS031", f"{given} {kind} and {found} {placeholder} placeholder(s) in the turns: "
+            raise RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"{given} {kind} and {found} {placeholder} placeholder(s) in the turns: "
                              f"LLaMA-Factory raises ValueError (The number of {kind} does not match the number of "
                              f"{placeholder} tokens) and its run stops",
                              f"write one {placeholder} per item of the row's {kind} list, in the user turns "
@@ -240,7 +241,7 @@ def _place_images(row: VisionRow, pairs: Sequence[tuple[Piece, Piece]], kept: Se
                                       start, message))
         row.kept_image_tokens[i] = len(kept_at)
     if len(positions) != used:
-        row.refused = RowRefused("DS031", f"the text holds {len(positions) - used} image token(s) written literally "
+        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the text holds {len(positions) - used} image token(s) written literally "
                                  "beside its images' own: the model's forward raises (Image features and image tokens "
                                  "do not match)", "remove the literal image tokens from the text")
 
@@ -295,7 +296,7 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path, own: Any,
     def encode(record: Record) -> VisionRow:
         if record.error is not None:
             row = VisionRow(record.index, record.line)
-            row.refused = RowRefused("DS010", record.error, "fix the line")
+            row.refused = RowRefused(Code.INVALID_MESSAGES, record.error, "fix the line")
             return row
         return encode_row(record.index, record.line, record.data, processor, rows, images, pixels)
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.registry import Code
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedTurn, RowProfile
 from mldebug_cli.render.labels import IGNORE_INDEX
@@ -391,7 +392,7 @@ class Rows(RowProfile):
         try:
             tokens, spans = self.qwen.messages(list(sample.turns), self.max_seq_len)
         except Refused as exc:
-            raise RowProblem("DS010", str(exc)) from None
+            raise RowProblem(Code.INVALID_MESSAGES, str(exc)) from None
         ids, masks = tokenize(tokens, self.max_seq_len)
         labels = labels_of(ids, masks)
         full_ids, full_masks = tokenize(tokens, None)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from importlib import metadata, resources
 from typing import Any
 
+from mldebug_cli.core.registry import Code
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.common import SpecReader
 from mldebug_cli.frameworks.framework import Detection, Framework, VisionPath, VisionRows
@@ -302,17 +303,17 @@ def sharegpt_sample(raw: dict) -> Any:
     messages = []
     for i, turn in enumerate(raw["conversations"]):
         if not isinstance(turn, dict):
-            raise RowProblem("DS010", "the turn is not an object", i)
+            raise RowProblem(Code.INVALID_MESSAGES, "the turn is not an object", i)
         message = {("role" if k == "from" else "content" if k == "value" else k): v for k, v in turn.items()}
         if not isinstance(message.get("role"), str):
-            raise RowProblem("DS010", "the turn has no 'from'", i)
+            raise RowProblem(Code.INVALID_MESSAGES, "the turn has no 'from'", i)
         messages.append(message)
     tools = raw.get("tools")
     if isinstance(tools, str):
         try:
             tools = json.loads(tools) if tools else None
         except json.JSONDecodeError as exc:
-            raise RowProblem("DS010", f"tools is a string that is not valid JSON ({exc.msg}): SFTTrainer's json.loads "
+            raise RowProblem(Code.INVALID_MESSAGES, f"tools is a string that is not valid JSON ({exc.msg}): SFTTrainer's json.loads "
                              "raises") from None
     return Chat(messages, tools or None)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import ImageLine
 from mldebug_cli.frameworks.framework import VisionPath
 from mldebug_cli.render.labels import IGNORE_INDEX
@@ -207,7 +208,7 @@ def row_images(raw: Mapping[str, Any]) -> list[Any]:
     if images is None:
         return []
     if not isinstance(images, list):
-        raise RowRefused("DS010", f"images is a {type(images).__name__}, not a list", "give each row a list of images")
+        raise RowRefused(Code.INVALID_MESSAGES, f"images is a {type(images).__name__}, not a list", "give each row a list of images")
     return images
 
 
@@ -237,14 +238,14 @@ def prepare_messages(messages: Any, images: int) -> list[dict[str, Any]]:
     """TRL's prepare_multimodal_messages: contents as parts, the images' parts before the first user text when every
     content is a string, and the placeholder count equal to the image count."""
     if not isinstance(messages, list) or not messages:
-        raise RowRefused("DS010", "messages is not a non-empty list", "give each row a list of role/content messages")
+        raise RowRefused(Code.INVALID_MESSAGES, "messages is not a non-empty list", "give each row a list of role/content messages")
     prepared, included = [], False
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping) or "role" not in message:
-            raise RowRefused("DS010", "a message without a role", "give every message a role and content", i)
+            raise RowRefused(Code.INVALID_MESSAGES, "a message without a role", "give every message a role and content", i)
         role, content = message["role"], message.get("content")
         if role not in ROLES:
-            raise RowRefused("DS011", f"role {role!r}: TRL's prepare_multimodal_messages raises ValueError (Invalid "
+            raise RowRefused(Code.UNMAPPED_ROLE, f"role {role!r}: TRL's prepare_multimodal_messages raises ValueError (Invalid "
                              "role)", f"use one of {', '.join(ROLES)}", i)
         if isinstance(content, str):
             parts = [{"type": "text", "text": content}]
@@ -255,13 +256,13 @@ def prepare_messages(messages: Any, images: int) -> list[dict[str, Any]]:
         elif isinstance(content, list):
             for part in content:
                 if not isinstance(part, Mapping) or "type" not in part:
-                    raise RowRefused("DS010", "a content part without a type", 'write parts as {"type": "text", '
+                    raise RowRefused(Code.INVALID_MESSAGES, "a content part without a type", 'write parts as {"type": "text", '
                                      '"text": ...} or {"type": "image"}', i)
         prepared.append(dict(message))
     placeholders = sum(1 for m in prepared if isinstance(m.get("content"), list) and m["role"] != "tool"
                        for part in m["content"] if part["type"] == "image" and "image" not in part)
     if placeholders != images:
-        raise RowRefused("DS031", f"{images} image(s) and {placeholders} image placeholder(s): TRL raises ValueError "
+        raise RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"{images} image(s) and {placeholders} image placeholder(s): TRL raises ValueError "
                          f"(Number of images provided ({images}) does not match number of image placeholders "
                          f"({placeholders}))", "give one {\"type\": \"image\"} part per image, in order")
     return prepared
@@ -273,7 +274,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     row = VisionRow(index, line)
     try:
         if not isinstance(raw, Mapping):
-            raise RowRefused("DS010", f"the row is a {type(raw).__name__}, not an object", "write one object per row")
+            raise RowRefused(Code.INVALID_MESSAGES, f"the row is a {type(raw).__name__}, not an object", "write one object per row")
         images = row_images(raw)
         row.messages = prepare_messages(raw.get("messages"), len(images))
     except RowRefused as refused:
@@ -290,7 +291,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
         row.text = processor.tokenizer.apply_chat_template(row.messages, chat_template=processor.chat_template,
                                                            tokenize=False)
     except Exception as exc:  # noqa: BLE001 - jinja2 and the template's raise_exception raise anything
-        row.refused = RowRefused("DS009", f"the chat template raises: {str(exc).splitlines()[0] if str(exc) else exc}",
+        row.refused = RowRefused(Code.TEMPLATE_ERROR, f"the chat template raises: {str(exc).splitlines()[0] if str(exc) else exc}",
                                  "fix the row or the template")
         return row
     row.rendered = row.text
@@ -304,7 +305,7 @@ def _expand(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcess
     """Each placeholder replaced by its image's tokens, then the whole text tokenized once, as the processor does."""
     pieces = row.text.split(processor.image_token)
     if len(pieces) - 1 != len(infos):  # the template wrote more or fewer placeholders than the parts it was given
-        row.refused = RowRefused("DS031", f"the template wrote {len(pieces) - 1} image placeholder(s) for {len(infos)} "
+        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the template wrote {len(pieces) - 1} image placeholder(s) for {len(infos)} "
                                  "image(s): the processor raises ValueError", "check the template's image parts")
         return
     sizes = []
@@ -419,7 +420,7 @@ def _refuse_settings(options: Any) -> None:
 def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
     if record.error is not None:
         row = VisionRow(record.index, record.line)
-        row.refused = RowRefused("DS010", record.error, "fix the line")
+        row.refused = RowRefused(Code.INVALID_MESSAGES, record.error, "fix the line")
         return row
     return encode_row(record.index, record.line, record.data, processor, images, max_length)
 
