@@ -274,17 +274,22 @@ def _rollout_lines(groups: list[dict]) -> list[dict]:
     return lines
 
 
-_TOKENIZERS: dict[str, Any] = {}
+_TOKENIZERS: dict[str, tuple[Any, Any, str, str]] = {}
 
 
 def _tokenizer(path: str) -> Any:
-    """The model folder's tokenizer, loaded once per process: parsing a 150k-entry tokenizer.json was 80% of a
-    config's time. The trainers only read it (a pad token they set is the same for every config of the folder)."""
+    """The model folder's tokenizer, loaded once per process (parsing a 150k-entry tokenizer.json was 80% of a
+    config's time), handed to each trainer as loaded: the DPO, KTO and GRPO trainers set a missing pad token to eos
+    on the object they get, and ORPO refuses a tokenizer without one, so the pad token and sides are put back."""
     from transformers import AutoTokenizer
 
     if path not in _TOKENIZERS:
-        _TOKENIZERS[path] = AutoTokenizer.from_pretrained(path)
-    return _TOKENIZERS[path]
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        _TOKENIZERS[path] = (tokenizer, tokenizer.pad_token, tokenizer.padding_side, tokenizer.truncation_side)
+    tokenizer, pad, padding_side, truncation_side = _TOKENIZERS[path]
+    tokenizer.pad_token = pad
+    tokenizer.padding_side, tokenizer.truncation_side = padding_side, truncation_side
+    return tokenizer
 
 
 def _fingerprints_off() -> None:
@@ -306,7 +311,7 @@ def _zero_by_design(name: str, params: dict[str, Any]) -> bool:
     return partner is not None and not bool(partner.detach().any())
 
 
-def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1)) -> int:
+def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1), ids: list[int] | None = None) -> int:
     """Run the trainer on the first ``count`` configs (those of ``shard`` K/N: index % N == K) and store them at
     ``out`` (a shard's own file when N > 1: ``merge`` joins them). A run cut short goes on where it stopped."""
     built = models(work / "models")
@@ -315,7 +320,9 @@ def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1)) -> 
     target = out if parts == 1 else _shard_path(out, part)
     records = _resumed(target, cases)
     done = {r["id"] for r in records}
-    for index, case in enumerate(cases):
+    order = range(len(cases)) if ids is None else [i for i in ids if i < len(cases)]  # --id: in the order given
+    for index in order:
+        case = cases[index]
         if index % parts != part or index in done:
             continue
         config_path = write_case(work / f"case-{index:03d}", case, built[case["arch"]])
@@ -449,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("--out", type=Path, default=GOLDEN)
     made.add_argument("--work", type=Path, default=Path("/tmp/probe-goldens"))
     made.add_argument("--shard", default="0/1", help="K/N: only the configs whose index % N == K, to their own file")
+    made.add_argument("--id", type=int, action="append", dest="ids", help="make only this config of the draw")
     merged = sub.add_parser("merge")
     merged.add_argument("--out", type=Path, default=GOLDEN)
     merged.add_argument("--parts", type=int, required=True)
@@ -461,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "make":
         part, parts = (int(x) for x in args.shard.split("/"))
-        return make(args.count, args.out, args.work, (part, parts))
+        return make(args.count, args.out, args.work, (part, parts), args.ids)
     if args.command == "merge":
         return merge(args.out, args.parts)
     return replay(args.golden, args.work, args.limit, args.ids, args.start)

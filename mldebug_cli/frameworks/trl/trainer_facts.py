@@ -98,6 +98,10 @@ def _facts(config: ConfigFile, framework: str, world_size: int, trl: bool) -> Tr
         keys=dict(r.keys),
         # trl/trainer/sft_trainer.py (1.16): on a quantized model the trainable adapter weights go to bf16
         quantized_adapter_bf16=trl,
+        # trl/experimental/utils.py (1.16): ORPO's collator pads with padding_value, else the tokenizer's pad token,
+        # and raises "Padding is enabled, but the tokenizer is not configured with a padding token" without one
+        # (the DPO, KTO and GRPO trainers set a missing pad token to eos themselves)
+        pad_token_required=task == "orpo" and r.raw("padding_value", "padding_value") is None,
     )
 
 
