@@ -20,9 +20,15 @@ The floors:
                 the 8 probe conversations on the training side, read the Modelfile (the deploy side's Go template has
                 no Python library: rendering it is mldebug's own work, outside the floor)
   memory        fixtures/memory/sft_long_row.yaml with the qwen2.5-0.5b config: parse the YAML, AutoConfig of the model,
-                load the tokenizer, read the 41 text rows, one batched tokenize (the estimate's arithmetic is not a floor)
-``probe`` has no floor here: its input is a planted model case that tools/make_probe_cases.py builds in minutes of CPU
-(its floor, one forward/backward of that model, is measured by benchmarks/bench_probe.py).
+                load the tokenizer, read the 41 text rows, one batched tokenize, and the step plan (the config's
+                batches in order, each batch's longest row; the estimate's arithmetic is not a floor)
+  probe         a TRL SFT config on 8 demo conversations and a tiny Qwen2 model (2 layers, hidden 64, the qwen2.5
+                tokenizer's vocabulary; random weights, seeded, written once by main() under build/bench-floors/):
+                load the tokenizer and the model, render and tokenize the 8 rows, one forward and backward with torch
+                (what probe measures its gradients on; its own checks, hooks and the trainer's setup are its work)
+``--imports`` instead runs each command once under ``python -X importtime`` and prints its start-up: the time its
+imports took (every top-level import's cumulative time, summed) and the heavy libraries among them, each with its
+cumulative import time (none of them should be imported by a command that does not use it).
 Not part of the test run. On a shared machine timings vary by 10-30% from run to run: read the medians.
 """
 
@@ -50,6 +56,9 @@ MODELFILE = ROOT / "fixtures/deploy/qwen3-chatml-no-stop.Modelfile"
 MEMORY = ROOT / "fixtures/memory/sft_long_row.yaml"
 MEMORY_MODEL = ROOT / "fixtures/memory-models/qwen2.5-0.5b"
 MESSAGES = ROOT / "build/bench-floors/messages.json"  # the demo's first conversation, written by main()
+PROBE_MODEL = ROOT / "build/bench-floors/probe-model"  # a tiny random Qwen2 model, written once by main()
+PROBE_CONFIG = ROOT / "build/bench-floors/probe-sft.yaml"
+PROBE_ROWS = 8
 PROBES = [  # the shapes of check-template's probe conversations (user, system+user, multi-turn, assistant-last, ...)
     [{"role": "user", "content": "Hi"}],
     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
@@ -71,6 +80,8 @@ COMMANDS = {
     "render": ["render", "--tokenizer", str(QWEN25), "--messages", str(MESSAGES)],
     "check-template": ["check-template", "--train", str(QWEN3), "--deploy", str(MODELFILE), "-f", "json", "--exit-zero"],
     "memory": ["memory", str(MEMORY), "--model", str(MEMORY_MODEL), "--gpu", "L4-24GB", "-f", "json", "--exit-zero"],
+    "probe": ["probe", str(PROBE_CONFIG), "--model", str(PROBE_MODEL), "--rows", f"0-{PROBE_ROWS - 1}",
+              "--allow-outside-paths", "-f", "json", "--exit-zero"],
 }
 
 FLOORS = {
@@ -157,13 +168,49 @@ config = yaml.safe_load(path.read_text(encoding="utf-8"))
 model = AutoConfig.from_pretrained({str(MEMORY_MODEL)!r})
 tok = AutoTokenizer.from_pretrained(path.parent / config["model_name_or_path"])
 rows = [json.loads(line)["text"] for line in open(path.parent / config["dataset_name"], encoding="utf-8") if line.strip()]
-print(model.hidden_size, max(len(e.ids) for e in tok.backend_tokenizer.encode_batch(rows, add_special_tokens=False)))
+lengths = [len(e.ids) for e in tok.backend_tokenizer.encode_batch(rows, add_special_tokens=False)]
+batch = config["per_device_train_batch_size"] * config.get("gradient_accumulation_steps", 1)
+plan = [max(lengths[i:i + batch]) for i in range(0, len(lengths), batch)] * int(config.get("num_train_epochs", 1))
+print(model.hidden_size, len(plan), max(plan))
+""",
+    "probe": f"""
+import json
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+tok = AutoTokenizer.from_pretrained({str(PROBE_MODEL)!r})
+model = AutoModelForCausalLM.from_pretrained({str(PROBE_MODEL)!r}, dtype=torch.float32)
+rows = [json.loads(line) for line in open({str(DEMO)!r}, encoding="utf-8") if line.strip()][:{PROBE_ROWS}]
+texts = [tok.apply_chat_template(row["messages"], tokenize=False) for row in rows]
+batch = tok(texts, add_special_tokens=False, padding=True, truncation=True, max_length=512, return_tensors="pt")
+labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+loss = model(**batch, labels=labels).loss
+loss.backward()
+print(float(loss), sum(p.grad is not None for p in model.parameters()))
 """,
 }
 
 
 INPUTS = {"lr-plot": f"{TRAINING_ARGS.name}, {LR_ROWS:,} rows", "render": "the demo's first conversation, qwen2.5-instruct",
-          "check-template": "qwen3 vs qwen3-chatml-no-stop.Modelfile", "memory": "sft_long_row.yaml, qwen2.5-0.5b"}
+          "check-template": "qwen3 vs qwen3-chatml-no-stop.Modelfile", "memory": "sft_long_row.yaml, qwen2.5-0.5b",
+          "probe": f"TRL SFT, {PROBE_ROWS} demo rows, tiny Qwen2 (2 layers, hidden 64)"}
+
+
+def make_probe_input() -> None:
+    """The probe's tiny model (random weights, seeded; the qwen2.5 tokenizer saved beside it) and its SFT config."""
+    if not (PROBE_MODEL / "config.json").exists():
+        import torch
+        from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+        tok = AutoTokenizer.from_pretrained(QWEN25)
+        torch.manual_seed(0)
+        model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
+                                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                             tie_word_embeddings=True))
+        model.save_pretrained(PROBE_MODEL)
+        tok.save_pretrained(PROBE_MODEL)
+    PROBE_CONFIG.write_text(
+        f"model_name_or_path: {PROBE_MODEL}\ndataset_name: {DEMO}\nmax_length: 512\nlearning_rate: 2.0e-5\n"
+        "per_device_train_batch_size: 8\nassistant_only_loss: false\noutput_dir: out\n", encoding="utf-8")
 
 
 def timed(argv: list[str]) -> tuple[float, float]:
@@ -176,14 +223,49 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+HEAVY = ("torch", "transformers", "tokenizers", "datasets", "pyarrow", "jinja2", "peft", "trl", "ray", "matplotlib",
+         "numpy", "yaml", "rich", "typer")
+
+
+def imports(name: str) -> tuple[float, dict[str, float]]:
+    """(seconds of imports, {heavy library: its cumulative import seconds}) of one run under -X importtime."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "mldebug_cli", *COMMANDS[name]], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if out.returncode not in (0, 1):
+        raise SystemExit(f"{name}: exit {out.returncode}: {out.stderr.splitlines()[-1:]}")
+    total, heavy = 0, {}
+    for line in out.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, module = line[len("import time:"):].split("|")
+        top = module.rstrip()
+        if not top.startswith("  "):  # a top-level import (its cumulative time holds every import below it)
+            total += int(cumulative)
+        package = top.strip()
+        if package in HEAVY and package not in heavy:
+            heavy[package] = int(cumulative) / 1e6
+    return total / 1e6, heavy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--commands", nargs="+", default=list(COMMANDS), choices=list(COMMANDS))
+    parser.add_argument("--imports", action="store_true", help="each command's import time and heavy imports")
     args = parser.parse_args()
     MESSAGES.parent.mkdir(parents=True, exist_ok=True)
     first = json.loads(DEMO.read_text(encoding="utf-8").splitlines()[0])
     MESSAGES.write_text(json.dumps(first["messages"]), encoding="utf-8")
+    if "probe" in args.commands:
+        make_probe_input()
+    if args.imports:
+        print("| command | imports s | heavy libraries imported (cumulative s) |")
+        print("|---|---:|---|")
+        for name in args.commands:
+            total, heavy = imports(name)
+            listed = ", ".join(f"{k} {v:.2f}" for k, v in sorted(heavy.items(), key=lambda kv: -kv[1]))
+            print(f"| {name} | {total:.2f} | {listed} |", flush=True)
+        return
     runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for round_ in range(args.repeat):
         for name in args.commands:

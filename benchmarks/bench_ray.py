@@ -13,6 +13,8 @@ process (so its peak RSS is its own):
 The time is that of build_report (the report itself, actors started inside it; starting the local cluster, which a
 real cluster has done already, is not counted). Prints the median rows/s with its range, the driver's peak RSS,
 ray/local throughput and the Ray path's overhead per row. Every Ray report is checked equal to the in-process one.
+Each run's result (with its report's sha256, the engine line left out) is also appended to ``results.jsonl`` beside
+the datasets, so a long run that is stopped still leaves what it measured.
 The report keeps the first KEPT_PER_CHECK findings of each check and counts the rest (the driver stays flat in rows);
 ``--all-findings`` keeps every one, as before, to see what the findings alone cost the driver.
 Not part of the test run. On a shared machine timings vary by 10-30% from run to run: read the medians.
@@ -84,6 +86,44 @@ def run(mode: str, dataset: Path, tokenizer: str, all_findings: bool = False) ->
     return json.loads(next(line for line in out.stdout.splitlines() if line.startswith(RESULT))[len(RESULT):])
 
 
+def small_chat(i: int) -> dict:
+    """Row ``i`` of a dataset of small two-turn chats (a few words each way) with tests/support.py's planted defects:
+    a null reply every 97th row, special-token text in a reply every 89th, an empty reply every 83rd."""
+    words = " ".join(_WORDS[(i * 7 + j * 3) % len(_WORDS)] for j in range(2 + i % 5))
+    reply = " ".join(_WORDS[(i * 11 + j * 5) % len(_WORDS)] for j in range(1 + i % 7))
+    if i % 89 == 0:
+        reply += " <|im_end|> and more"
+    if i % 83 == 0:
+        reply = ""
+    messages: list[dict] = [{"role": "user", "content": words}, {"role": "assistant", "content": reply}]
+    if i % 97 == 0:
+        messages[1] = {"role": "assistant", "content": None}
+    return {"messages": messages}
+
+
+_WORDS = ("the", "model", "learns", "a", "reply", "to", "each", "question", "in", "turn", "and", "stops", "when",
+          "done", "data", "rows", "check", "token", "label", "mask")
+SMALL_SHARD_ROWS = 100_000  # rows per Parquet shard of the small datasets
+SMALL_ROW_GROUP = 10_000  # rows per row group: a chunk, what one Ray read task reads
+
+
+def write_small_shards(folder: Path, rows: int) -> Path:
+    """``rows`` small_chat rows as Parquet shards under ``folder``, written once (a ``.complete`` file marks a
+    finished dataset, beside the folder; later runs reuse it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    done = folder.parent / f"{folder.name}.complete"
+    if done.exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for s, first in enumerate(range(0, rows, SMALL_SHARD_ROWS)):
+        table = pa.Table.from_pylist([small_chat(i) for i in range(first, min(rows, first + SMALL_SHARD_ROWS))])
+        pq.write_table(table, folder / f"part-{s:05d}.parquet", row_group_size=SMALL_ROW_GROUP)
+    done.write_text(f"{rows}\n")
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -91,17 +131,24 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=list(MODES))
     parser.add_argument("--tokenizer", default=str(ROOT / "fixtures/tokenizers/qwen2.5-instruct"))
     parser.add_argument("--all-findings", action="store_true")
+    parser.add_argument("--small", action="store_true", help="small two-turn rows (the count is the point), see small_chat")
+    parser.add_argument("--data", help="keep the generated datasets here (made once, reused by later runs)")
     parser.add_argument("--one")
     parser.add_argument("--dataset")
     args = parser.parse_args()
     if args.one:
-        print(RESULT + json.dumps(one(args.one, args.dataset, args.tokenizer, args.all_findings)), flush=True)
+        result = one(args.one, args.dataset, args.tokenizer, args.all_findings)
+        print(RESULT + json.dumps(result), flush=True)
+        with (Path(args.dataset).parent / "results.jsonl").open("a", encoding="utf-8") as log:  # beside the datasets
+            log.write(json.dumps({"mode": args.one, "dataset": args.dataset, **result}) + "\n")
         return
     sys.path.insert(0, str(ROOT / "tests"))
     from support import write_chat_shards
 
     with tempfile.TemporaryDirectory() as tmp:
-        datasets = {n: write_chat_shards(Path(tmp) / str(n), n, max(1, n // 10_000)) for n in args.sizes}
+        base = Path(args.data) if args.data else Path(tmp)
+        datasets = {n: (write_small_shards(base / f"small-{n}", n) if args.small
+                        else write_chat_shards(base / str(n), n, max(1, n // 10_000))) for n in args.sizes}
         results: dict[tuple[int, str], list[dict]] = {}
         for round_ in range(args.repeat):
             for n in args.sizes:

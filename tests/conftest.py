@@ -16,11 +16,13 @@ from hypothesis import settings  # noqa: E402
 
 # A user's CI runner is a busy machine: no property test has a wall-clock deadline (each @settings may add its own
 # limits on examples, never a deadline).
+# The fast tier runs a fifth of each property test's examples (tests/tiers.py); `--hypothesis-profile=full` runs all.
 settings.register_profile("mldebug", deadline=None)
+settings.register_profile("full", deadline=None)
 settings.load_profile("mldebug")
 
 from support import ALPACA, CORPUS, GLAIVE, HAVE_CORPUS, PHI3_DEPLOY, ROOT, needs_corpus  # noqa: E402  (after the environment is set)
-from tiers import mark_replays  # noqa: E402
+from tiers import fewer_examples, mark_replays  # noqa: E402
 
 # --- test tiers (docs/testing.md, tests/tiers.py) -------------------------------------------------------------------
 
@@ -28,6 +30,7 @@ from tiers import mark_replays  # noqa: E402
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: the replay cases marked slow here leave the fast tier
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mark_replays(items)
+    fewer_examples(items)  # after mark_replays: a property test it marks slow keeps its count
 
 
 # --- what a test run builds once (shared by the xdist workers) ------------------------------------------------------

@@ -4,15 +4,20 @@ through mldebug; input_ids, labels, dropped rows and refusals compared row by ro
     python tools/differential.py run SUITE [--seed 21] [--groups N] [--write]   # both sides, prints the table
     python tools/differential.py table                                           # the table of the stored goldens
 
-SUITE is one of: trl-sft, trl-dpo, trl-kto, trl-orpo, trl-grpo, llamafactory-sft, llamafactory-pairwise, axolotl,
-unsloth. Rows are drawn by the hypothesis strategies in tests/differential/strategies.py (seeded), in groups of
+MLDEBUG_FRAMED=FILE keeps the framework side of a run in FILE and reuses it when it exists (same suite, seed, groups).
+
+SUITE is one of: trl-sft, trl-dpo, trl-kto, trl-orpo, trl-grpo, llamafactory-sft, llamafactory-pairwise,
+llamafactory-tokenizers, axolotl, unsloth. ``llamafactory-tokenizers`` is a grid, not a draw of settings: 192 configs
+(LLT_TOKENIZERS x templates auto/named/default/empty x train_on_prompt x mask_history x cutoff_len), each config
+given the next drawn group of rows (``--groups`` a multiple of 192 gives every config the same number). Rows are drawn by the hypothesis strategies in tests/differential/strategies.py (seeded), in groups of
 4-10 rows of one shape; each group gets a tokenizer (the repository's npm tokenizers) and a setting drawn from the
 suite's settings. A *case* is one row under one setting and tokenizer.
 
 The framework side runs in the framework's own Python (``frame SUITE IN OUT``, a subprocess):
 - TRL 1.16.0 (the global Python): ``SFTTrainer`` (tools/trl_goldens.py ``run_setting``), ``DPOTrainer``,
   ``KTOTrainer``, ``GRPOTrainer``, the experimental ``ORPOTrainer`` (tools/trl_preference_goldens.py);
-- LLaMA-Factory 0.9.5 (/work/venvs/lf095): ``SupervisedDatasetProcessor``/``PairwiseDatasetProcessor`` after its
+- LLaMA-Factory 0.9.5 at transformers 5.6.0 (/work/venvs/lf095, else /work/venvs/lf-vision):
+  ``SupervisedDatasetProcessor``/``PairwiseDatasetProcessor`` after its
   converters, as tools/llamafactory_goldens.py runs them;
 - axolotl 0.19.0 (its wheel unpacked in /work/venvs/axolotl-whl, global Python): the ``chat_template`` strategy, as
   tools/axolotl_goldens.py runs it;
@@ -165,12 +170,45 @@ LF_TEMPLATES = ("qwen@qwen2.5-instruct", "qwen3@qwen3", "qwen3_nothink@qwen3", "
                 "mistral@mistral-nemo-instruct", "default@qwen2.5-instruct", "chatml@qwen2.5-instruct",
                 "@qwen2.5-instruct", "@llama3-instruct", "empty@llama3-instruct")
 SUITE_TOKENIZERS = {"llamafactory-sft": LF_TEMPLATES, "llamafactory-pairwise": LF_TEMPLATES}
+# llamafactory-tokenizers: tokenizer -> LLaMA-Factory's template named for it. Llama 3 loads right in every release;
+# DeepSeek-V3 declares LlamaTokenizerFast over a byte-level file (transformers 5.0-5.21 drop its spaces and
+# newlines); the held-out two are never used by the other suites: Qwen2.5's byte-level file declared as
+# LlamaTokenizerFast (the same mis-load on another vocabulary) and Mistral-Nemo's (Tekken, its own class)
+LLT_TOKENIZERS = {"llama3-instruct": "llama3", "deepseek-v3": "deepseek3", "qwen2.5-as-llama": "qwen",
+                  "mistral-nemo-instruct": "mistral"}
+LLT_TEMPLATES = ("auto", "named", "default", "empty")
+LLT_CUTOFFS = (None, SMALL, 96)
+LOSS = "DS060"  # the error that names the characters a row loses to the run's tokenizer
+
+
+def _llt_grid() -> list[tuple[str, str, dict]]:
+    """(template@tokenizer, setting name, LLaMA-Factory data arguments) for the 192 configs."""
+    out = []
+    for name, named in LLT_TOKENIZERS.items():
+        for kind in LLT_TEMPLATES:
+            template = {"auto": "", "named": named}.get(kind, kind)
+            for train_on_prompt in (False, True):
+                for mask_history in (False, True):
+                    for cutoff in LLT_CUTOFFS:
+                        config: dict = {"train_on_prompt": True} if train_on_prompt else {}
+                        if mask_history:
+                            config["mask_history"] = True
+                        if cutoff is not None:
+                            config["cutoff_len"] = cutoff
+                        setting = f"{kind}-tp{int(train_on_prompt)}-mh{int(mask_history)}-cut{cutoff or 'default'}"
+                        out.append((f"{template}@{name}", setting, config))
+    return out
+
+
+LLT_GRID = _llt_grid()
+SUITES["llamafactory-tokenizers"] = {setting: (config, {}) for _, setting, config in LLT_GRID}
 SUITE_TOKENIZERS["axolotl"] = AXOLOTL_TEMPLATES
 GROUP_SIZE = {"axolotl": 60}  # rows per group (one framework set-up each)
 WRONG_RESPONSE_PART = "<|assistant|>\n"  # a mistyped part: matches nothing
 TOOL_DATE = "26 Nov 2026"  # the date Llama 3's tool prompt carries, pinned on both sides
+LF_VENV = next((VENVS / n for n in ("lf095", "lf-vision") if (VENVS / n / "bin" / "python").exists()), VENVS / "lf095")
 PYTHONS = {"trl": sys.executable, "axolotl": sys.executable,
-           "llamafactory": str(VENVS / "lf095" / "bin" / "python"), "unsloth": str(VENVS / "unsloth" / "bin" / "python")}
+           "llamafactory": str(LF_VENV / "bin" / "python"), "unsloth": str(VENVS / "unsloth" / "bin" / "python")}
 
 
 def owner(suite: str) -> str:
@@ -193,18 +231,60 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
         "trl-dpo": strategies.preference_dataset("dpo"), "trl-kto": strategies.preference_dataset("kto"),
         "trl-orpo": strategies.preference_dataset("orpo"), "trl-grpo": strategies.preference_dataset("grpo"),
         "llamafactory-sft": strategies.sharegpt_dataset(), "llamafactory-pairwise": strategies.sharegpt_dataset(True),
+        "llamafactory-tokenizers": strategies.sharegpt_dataset(),
     }[suite]
     drawn: list = []
+    # the grid joins drawn groups (4-10 rows each) into files of LLT_ROWS: enough of each shape for every file
+    draws = groups * (LLT_ROWS // 4 + 1) if suite == "llamafactory-tokenizers" else groups
 
     @hypothesis_seed(seed)
-    @settings(max_examples=groups, database=None, phases=[Phase.generate], deadline=None,
+    @settings(max_examples=draws, database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(strategy)
     def collect(value):
         drawn.append(value)
 
     collect()
+    if suite == "llamafactory-tokenizers":
+        return grid_groups(drawn, groups)
     return assemble(suite, seed, drawn[:groups], GROUP_SIZE.get(suite, 200))
+
+
+LLT_ROWS = 18  # rows per config at least (drawn groups of one shape joined: a framework run costs per file)
+
+
+def grid_groups(drawn: list[tuple[str, list[dict]]], groups: int) -> list[dict]:
+    """One file per config of the grid (``groups`` of them, the grid in turn): the shapes in turn, each file the
+    next drawn groups of its shape joined to at least LLT_ROWS rows."""
+    pools: dict[str, list[list[dict]]] = {}
+    for shape, rows in drawn:
+        pools.setdefault(shape, []).append(rows)
+    shapes = sorted(pools)
+    out = []
+    for n in range(groups):
+        # the shapes in turn, skipping one whose drawn rows are spent
+        shape = next((shapes[(n + k) % len(shapes)] for k in range(len(shapes))
+                      if sum(map(len, pools[shapes[(n + k) % len(shapes)]])) >= LLT_ROWS), None)
+        if shape is None:
+            raise SystemExit(f"not enough rows drawn for {groups} configs")
+        rows: list[dict] = []
+        while len(rows) < LLT_ROWS:
+            rows += pools[shape].pop(0)
+        tokenizer, setting, config = LLT_GRID[n % len(LLT_GRID)]
+        out.append({"id": n, "shape": shape, "tokenizer": tokenizer, "setting": setting, "config": config,
+                    "rows": rows})
+    return out
+
+
+def tokenizer_folder(name: str) -> Path:
+    """The repository's tokenizer folder, or for a declared-class variant (tests/differential/strategies.py
+    DECLARED_CLASS_VARIANTS) one made in a scratch folder: its tokenizer.json linked, its config rewritten."""
+    if (TOKENIZER_DIR / name / "tokenizer.json").exists():
+        return TOKENIZER_DIR / name
+    sys.path.insert(0, str(ROOT / "tests" / "differential"))
+    import strategies
+
+    return Path(str(strategies.declared_class_folder(name, Path(tempfile.gettempdir()) / "mldebug-declared-class")))
 
 
 # suites whose settings are many: smaller files, the settings taken in turn (each setting meets most shapes)
@@ -336,6 +416,9 @@ def _trl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
     return {"rows": out + [{"row": n, "dropped": True} for n in numbers if n not in kept]}
 
 
+_LF_TOKENIZERS: dict = {}
+
+
 def _lf(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
     """LLaMA-Factory 0.9.5's converter and Supervised/PairwiseDatasetProcessor, one row at a time (as
     tools/llamafactory_goldens.py runs them); a ValueError from the settings refuses the group."""
@@ -359,7 +442,11 @@ def _lf(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
         (Path(tmp) / "rows.json").write_text(json.dumps(rows), encoding="utf-8")
         (Path(tmp) / "dataset_info.json").write_text(json.dumps({"d": lf_dataset_info(group["shape"], ranking, rows)}))
         data_args = DataArguments(template=template or None, dataset_dir=tmp, **group["config"])
-        tokenizer = load_tokenizer(ModelArguments(model_name_or_path=str(TOKENIZER_DIR / tokenizer_name)))["tokenizer"]
+        key = (template, tokenizer_name)  # one load per template and tokenizer (its fixes depend on those only)
+        if key not in _LF_TOKENIZERS:
+            folder = str(tokenizer_folder(tokenizer_name))
+            _LF_TOKENIZERS[key] = load_tokenizer(ModelArguments(model_name_or_path=folder))["tokenizer"]
+        tokenizer = _LF_TOKENIZERS[key]
         chosen = get_template_and_fix_tokenizer(tokenizer, data_args)
         processor = (PairwiseDatasetProcessor if ranking else SupervisedDatasetProcessor)(
             template=chosen, tokenizer=tokenizer, processor=None, data_args=data_args)
@@ -679,7 +766,7 @@ def inspect_options(suite: str, group: dict, path: Path):
         from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
 
         template = group["tokenizer"].split("@")[0] or None
-        return InspectOptions(tokenizer=str(TOKENIZER_DIR / name), framework="llama-factory",
+        return InspectOptions(tokenizer=str(tokenizer_folder(name)), framework="llama-factory",
                               data_format="alpaca" if "alpaca" in group["shape"] else "sharegpt",
                               framework_options=LlamaFactoryOptions(template=template, tool_date=TOOL_DATE,
                                                                     **group["config"]), **base)
@@ -815,9 +902,15 @@ def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
         env = {**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "UNSLOTH_ZOO_DISABLE_GPU_INIT": "1"}
         if owner(suite) in ("llamafactory", "unsloth"):
             env.pop("PYTHONPATH", None)  # the venv's own packages, not mldebug's
-        subprocess.run([PYTHONS[owner(suite)], __file__, "frame", suite, f"{tmp}/in.json", f"{tmp}/out.json"],
-                       check=True, env=env)
-        framed = json.loads((Path(tmp) / "out.json").read_text(encoding="utf-8"))
+        kept = Path(os.environ["MLDEBUG_FRAMED"]) if os.environ.get("MLDEBUG_FRAMED") else None
+        if kept is not None and kept.exists():  # the framework side of an earlier run with the same seed and groups
+            framed = json.loads(kept.read_text(encoding="utf-8"))
+        else:
+            subprocess.run([PYTHONS[owner(suite)], __file__, "frame", suite, f"{tmp}/in.json", f"{tmp}/out.json"],
+                           check=True, env=env)
+            framed = json.loads((Path(tmp) / "out.json").read_text(encoding="utf-8"))
+            if kept is not None:
+                kept.write_text(json.dumps(framed), encoding="utf-8")
         if suite == "unsloth":  # the ids are TRL's: its versions too
             framed["versions"].update({f"{k} (ids)": v for k, v in trl_side["versions"].items()})
         print(f"{suite}: framework side {time.time() - started:.0f}s", file=sys.stderr)
@@ -827,17 +920,24 @@ def run(suite: str, seed: int, groups: int, write: bool) -> Counter:
 def compare_and_store(suite: str, seed: int, drawn: list[dict], framed: dict, write: bool,
                       groups: int | None = None) -> Counter:
     counts: Counter = Counter()
+    losses: Counter = Counter()
     stored = []
     with tempfile.TemporaryDirectory() as tmp:
         for group in drawn:
             theirs = framed["results"][str(group["id"])]
             mine = ours(suite, group, Path(tmp))
+            named = {row for row, errors in mine.get("errors", {}).items() if any(e.startswith(LOSS) for e in errors)}
+            if named:  # rows whose text the run's tokenizer cannot carry, named on the row (DS060)
+                losses[group["tokenizer"].split("@")[-1]] += len(named)
             for row, verdict, detail in verdicts(group, theirs, mine):
                 counts[verdict] += 1
                 if verdict in ("silent", "flagged"):
                     print(f"{suite} group {group['id']} ({group['shape']}, {group['tokenizer']}, {group['setting']}) "
                           f"row {row}: {verdict}: {detail}", file=sys.stderr)
             stored.append({**{k: v for k, v in group.items() if k != "trl"}, "framework": _stored_result(theirs)})
+    for name, n in sorted(losses.items()):
+        rows = sum(len(g["rows"]) for g in drawn if g["tokenizer"].split("@")[-1] == name)
+        print(f"{suite}: {name}: {LOSS} on {n} of {rows} rows", file=sys.stderr)
     if write:
         OUT.mkdir(parents=True, exist_ok=True)
         document = {"suite": suite, "seed": seed, "versions": framed["versions"], "groups": stored,

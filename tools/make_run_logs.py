@@ -37,6 +37,11 @@ Issue 24's classes, each planted with its healthy twin (tests/checks/test_run_re
     dpo-empty-completions TRL DPO whose collator cuts every completion          RN031 (error: empty labels)
     grpo-length-limit    TRL GRPO, max_completion_length 8, a reward for length  RN024 (console)
     grpo-length-ends     the same with an EOS bias: completions end              (no RN024)
+    grpo-completions-greedy  TRL GRPO, log_completions, temperature 0.01 (every completion of a prompt the same),
+                         a format reward that always returns 1.0 beside a length reward  RN047 (no RN046: no
+                         function varies, the completions do not)
+    grpo-completions-sampled the same at temperature 1.0, both rewards graded            (no RN046, RN047)
+    grpo-format-reward-constant  temperature 1.0, the format reward always 1.0            RN046 (no RN047)
     sft-lr-100x, sft-lr-base  LR 0.3 and 3e-3 on 24 steps (the tiny model takes 0.3 without a spike:
                          sft-lr-too-high, LR 3.0, is the spike's planted run)     RN003 on sft-lr-too-high only
     sft-poisoned-row     TRL SFT, one row of noise among 48 (two repeated pairs), at the step the batch plan gives it
@@ -687,6 +692,39 @@ def _portable(text: str, folder: Path) -> str:
     return text.replace(str(folder), "/work/run").replace(str(Path.home()), "~")
 
 
+def grpo_completions(name: str, work: Path, *, temperature: float, constant_format: bool) -> dict:
+    """TRL GRPO with ``log_completions``: TRL writes each logged step's prompts, completions, per-function rewards
+    and advantages to ``output_dir/completions/completions_<step>.parquet``; those files are kept beside the log.
+    ``constant_format``: the format reward returns 1.0 whatever the completion (a check that always passes)."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    tok = tokenizer()
+    model = tiny_model(len(tok))
+
+    def length_reward(completions, **kwargs):
+        return [min(len(c), 40) / 40 for c in completions]
+
+    def format_reward(completions, **kwargs):
+        return [1.0 if constant_format else float(len(c) % 2) for c in completions]
+
+    prompts = Dataset.from_dict({"prompt": [q for q, _a in FACTS[:16]]})
+    args = GRPOConfig(output_dir=str(work / name), max_steps=8, per_device_train_batch_size=4, num_generations=4,
+                      max_completion_length=8, logging_steps=1, learning_rate=1e-4, report_to="none", use_cpu=True,
+                      seed=SEED, save_strategy="no", disable_tqdm=True, temperature=temperature,
+                      log_completions=True)
+    trainer = GRPOTrainer(model=model, reward_funcs=[format_reward, length_reward], args=args, train_dataset=prompts,
+                          processing_class=tok)
+    with contextlib.redirect_stdout(io.StringIO()):
+        trainer.train()
+    trainer.save_state()
+    keep(work / name / "trainer_state.json", f"{name}/trainer_state.json")
+    for table in sorted((work / name / "completions").glob("completions_*.parquet")):
+        keep(table, f"{name}/completions/{table.name}")
+    return {"trainer": "trl.GRPOTrainer", "max_steps": 8, "num_generations": 4, "max_completion_length": 8,
+            "temperature": temperature, "log_completions": True, "constant_format_reward": constant_format}
+
+
 SCENARIOS = {
     "sft-healthy": lambda work: sft("sft-healthy", work, lr=3e-3, steps=60, train_rows=FACTS[:24],
                                     eval_rows=FACTS[24:], eval_steps=10, warmup_steps=6),
@@ -724,6 +762,12 @@ SCENARIOS = {
     "grpo-length-limit": lambda work: grpo_lengths("grpo-length-limit", work, max_completion_length=8, eos_bias=None),
     "grpo-length-ends": lambda work: grpo_lengths("grpo-length-ends", work, max_completion_length=16, eos_bias=11.0),
     "sft-poisoned-row": lambda work: sft_poisoned_row("sft-poisoned-row", work),
+    "grpo-completions-greedy": lambda work: grpo_completions("grpo-completions-greedy", work, temperature=0.01,
+                                                             constant_format=True),
+    "grpo-format-reward-constant": lambda work: grpo_completions("grpo-format-reward-constant", work,
+                                                                 temperature=1.0, constant_format=True),
+    "grpo-completions-sampled": lambda work: grpo_completions("grpo-completions-sampled", work, temperature=1.0,
+                                                              constant_format=False),
     "host-oom-killed": lambda work: host_oom("host-oom-killed", work),
     "host-oom-rlimit": lambda work: host_oom("host-oom-rlimit", work),
     "crash-no-pad-token": lambda work: crash("crash-no-pad-token", work),

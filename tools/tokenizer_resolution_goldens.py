@@ -1,6 +1,6 @@
 """Write fixtures/tokenizer-resolution/goldens.json: what real transformers releases load from tokenizer folders.
 
-    nice -n 10 python tools/tokenizer_resolution_goldens.py [--versions 5.6.0 5.22.2 ...]
+    nice -n 10 python tools/tokenizer_resolution_goldens.py [--versions 5.6.0 5.22.2 ...] [--corpus]
 
 For each transformers release in ``VERSIONS`` (three on each side of each change in how ``AutoTokenizer`` builds
 a tokenizer: 4.57 -> 5.0, where the declared class started to rebuild its pipeline from its own defaults, and
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,13 @@ sys.path.insert(0, str(ROOT))
 from tests.differential.strategies import DECLARED_CLASS_VARIANTS, declared_class_folder, tokenizer_texts  # noqa: E402
 
 OUT = ROOT / "fixtures" / "tokenizer-resolution" / "goldens.json"
+CORPUS = Path(os.environ.get("MLDEBUG_CORPUS") or ROOT.parent / "shared" / "corpus")
+# declared-class variants of the shared corpus's tokenizers (--corpus): name -> (folder under the corpus, the
+# tokenizer_config.json keys written over its own). Phi-3's Metaspace file declared as Qwen2Tokenizer, which every
+# 5.x release rebuilds ByteLevel: a mismatch other than Llama over byte-level
+CORPUS_VARIANTS: dict[str, tuple[str, dict]] = {
+    "phi3-as-qwen2": ("tokenizers/phi-3-mini-instruct", {"tokenizer_class": "Qwen2Tokenizer"}),
+}
 VENVS = Path("/work/venvs")
 WHEELS = VENVS / "wheels"  # tools/version_facts.py's downloads, used before the index
 VERSIONS = ("4.55.4", "4.56.2", "4.57.1", "5.0.0", "5.3.0", "5.6.0", "5.20.2", "5.21.0", "5.21.1", "5.22.2",
@@ -92,17 +100,38 @@ def _site(folder: Path) -> Path:
     return next((folder / "lib").glob("python3*/site-packages"))
 
 
+def corpus_folders(scratch: Path) -> dict[str, str]:
+    """CORPUS_VARIANTS made in ``scratch`` from the shared corpus (its files read in place, copied only there)."""
+    import shutil
+
+    out = {}
+    for name, (source, overrides) in CORPUS_VARIANTS.items():
+        origin, folder = CORPUS / source, scratch / name
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(origin / "tokenizer.json", folder / "tokenizer.json")
+        config = json.loads((origin / "tokenizer_config.json").read_text(encoding="utf-8"))
+        (folder / "tokenizer_config.json").write_text(json.dumps({**config, **overrides}), encoding="utf-8")
+        out[name] = str(folder)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--versions", nargs="*", default=list(VERSIONS))
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--corpus", action="store_true", help="the corpus variants (CORPUS_VARIANTS) into "
+                        "corpus-goldens.json beside --out's folder, instead of the repository's tokenizers")
     args = parser.parse_args()
     texts = tokenizer_texts(seed=39, count=40)
+    variants = CORPUS_VARIANTS if args.corpus else DECLARED_CLASS_VARIANTS
+    if args.corpus:
+        args.out = args.out.parent / "corpus-goldens.json"
     record = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {"releases": {}}
-    record.update(generated_by="tools/tokenizer_resolution_goldens.py", texts=texts,
-                  variants={name: variant for name, variant in DECLARED_CLASS_VARIANTS.items()})
+    record.update(generated_by="tools/tokenizer_resolution_goldens.py" + (" --corpus" if args.corpus else ""),
+                  texts=texts, variants=dict(variants.items()))
     with tempfile.TemporaryDirectory() as scratch:
-        folders = {name: str(declared_class_folder(name, Path(scratch))) for name in DECLARED_CLASS_VARIANTS}
+        folders = corpus_folders(Path(scratch)) if args.corpus else {
+            name: str(declared_class_folder(name, Path(scratch))) for name in DECLARED_CLASS_VARIANTS}
         for version in args.versions:
             python = venv_for(version)
             done = subprocess.run([str(python), "-c", WORKER], input=json.dumps([folders, texts]), text=True,

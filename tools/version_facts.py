@@ -411,7 +411,27 @@ def tokenizer_behaviours(sources: dict[str, str]) -> dict:
                     rebuilds[node.name] = _pre_tokenizer_kind(re.findall(r"pre_tokenizers\.(\w+)\(", found.group(1)))
     auto = sources.get("transformers/models/auto/tokenization_auto.py", "")
     return {"tokenizer_rebuilds": dict(sorted(rebuilds.items())),
-            "byte_level_llama_guard": "_tokenizer_json_has_byte_level" in auto}
+            "byte_level_llama_guard": "_tokenizer_json_has_byte_level" in auto,
+            "prefix_space_needs_slow": _prefix_space_needs_slow(sources)}
+
+
+def _prefix_space_needs_slow(sources: dict[str, str]) -> dict[str, str]:
+    """Fast classes whose ``__init__`` sets ``from_slow`` when ``add_prefix_space`` is given (4.x
+    LlamaTokenizerFast): class, without ``Fast`` -> the slow vocabulary file it then needs (``tokenizer.model``).
+    A folder without that file is refused (ValueError: Cannot instantiate this tokenizer from a slow version)."""
+    out: dict[str, str] = {}
+    for path, text in sources.items():
+        if not re.search(r"/tokenization_\w+_fast\.py$", path):
+            continue
+        vocab = re.search(r"VOCAB_FILES_NAMES\s*=\s*\{[^}]*\"vocab_file\":\s*\"([^\"]+)\"", text)
+        for node in ast.walk(_parse(text)):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+            if init is not None and vocab and re.search(r"if add_prefix_space is not None:\s*kwargs\[['\"]from_slow['\"]\]"
+                                                        r"\s*=\s*True", ast.unparse(init)):
+                out[node.name.removesuffix("Fast")] = vocab.group(1)
+    return dict(sorted(out.items()))
 
 
 def _pre_tokenizer_kind(types: list[str]) -> str:

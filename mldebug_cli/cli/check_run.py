@@ -24,12 +24,11 @@ from mldebug_cli.cli.common import (
     split_list,
 )
 from mldebug_cli.core.registry import Code
+from mldebug_cli.sources.runlog import registry as runlog_formats
 
 
 def check_run(
-    run: Path = typer.Argument(..., help="trainer_state.json (or a checkpoint/output folder), trainer_log.jsonl, "
-                               "a console log, a TensorBoard event file or folder, a .wandb file, a W&B CSV export, "
-                               "an MLflow store (mlruns/, an experiment or run folder, mlflow.db), a torchtune log."),
+    run: Path = typer.Argument(..., help=runlog_formats.run_help()),
     config: Path | None = typer.Option(None, "--config", "-c", help="The run's training config (gradient "
                                        "accumulation, max_completion_length, beta... and their lines)."),
     world_size: int = typer.Option(1, "--world-size", help="With --config: the run's data-parallel processes (the "
@@ -40,10 +39,14 @@ def check_run(
     gpu: str | None = typer.Option(None, "--gpu", help="The GPU the run trained on (H100-80GB, A100-40GB, ...): its "
                                    "logged peak memory is judged against it (RN042)."),
     gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="The GPU's GiB, instead of --gpu."),
-    log_format: str | None = typer.Option(None, "--format", help="trainer-state, jsonl, console, tensorboard, wandb, "
-                                          "csv, mlflow or torchtune (default: detected)."),
+    log_format: str | None = typer.Option(None, "--format", help=runlog_formats.format_help()),
     run_id: str | None = typer.Option(None, "--run-id", help="MLflow: the run to read (an id, its prefix or the run "
                                       "name; default: the newest)."),
+    compare: Path | None = typer.Option(None, "--compare", help="Another run (any format above): where the two "
+                                        "runs' loss, eval loss, grad norm and LR part (RN049), and whether their final "
+                                        "eval losses differ by more than noise (RN050)."),
+    align: str = typer.Option("step", "--align", help="With --compare: step, or tokens (the tokens seen each run "
+                              "logs: num_input_tokens_seen or num_tokens)."),
     watch: bool = typer.Option(False, "--watch", help="Follow a running job's log and print new findings."),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="With --watch: exit 1 at the first error."),
     interval: float = typer.Option(10.0, "--interval", help="With --watch: seconds between reads."),
@@ -73,6 +76,8 @@ def check_run(
             world_size=world_size,
             gpu=gpu,
             gpu_memory=gpu_memory,
+            compare=None if compare is None else str(compare),
+            align=align,
         )
 
     if watch:

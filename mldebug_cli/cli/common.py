@@ -133,6 +133,12 @@ OnlineOpt = typer.Option(
     help="Let transformers/datasets download what is not in the local cache (default: offline; or MLDEBUG_ONLINE=1).",
 )
 ExitZeroOpt = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings (errors reading input still exit 2).")
+AllowOutsidePathsOpt = typer.Option(False, "--allow-outside-paths",
+                                    help="Let the config name files outside the working directory and its own folder.")
+RayAddressOpt = typer.Option(None, "--ray-address", help="--engine ray: the cluster, e.g. auto or HOST:6379 (default: "
+                             "$RAY_ADDRESS, else a new local one).")
+RayConcurrencyOpt = typer.Option(None, "--ray-concurrency",
+                                 help="--engine ray: actors checking rows (default: one per CPU of the cluster).")
 _VERSION_HELP = "The {} version the run uses (default: mldebug.toml [versions], a requirements.txt/lockfile beside the config, else the installed one)."
 VERSION_FLAGS = "target_versions"  # the parameter version_flags fills
 

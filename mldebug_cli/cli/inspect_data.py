@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import (
+    AllowOutsidePathsOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
@@ -16,6 +17,8 @@ from mldebug_cli.cli.common import (
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
+    RayAddressOpt,
+    RayConcurrencyOpt,
     SelectOpt,
     configs_for,
     split_list,
@@ -35,8 +38,7 @@ def inspect_data(
     config: Path | None = typer.Option(None, "--config", help=f"A training config ({configs_for('plan', 'rows')}): "
                                        "its framework, tokenizer, template, masking and max length, as preflight reads "
                                        "them; flags given here win."),
-    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
-                                             "the working directory and its own folder."),
+    allow_outside_paths: bool = AllowOutsidePathsOpt,
     chat_template: Path | None = typer.Option(None, "--chat-template", help="A .jinja file overriding the tokenizer's template."),
     data_format: str | None = typer.Option(None, "--data-format", help="messages, sharegpt, alpaca, prompt-completion, text or tokenized (default: detected)."),
     framework: str | None = typer.Option(None, "--framework", help="Whose tokenization to emulate: "
@@ -71,11 +73,13 @@ def inspect_data(
     workers: int | None = typer.Option(None, "--workers", help="Processes for large runs (default: one per core)."),
     engine: str = typer.Option("local", "--engine", help="local (this machine) or ray: the rows checked on a Ray "
                                "cluster with Ray Data (pip install 'mldebug[ray]'); the same report."),
-    ray_address: str | None = typer.Option(None, "--ray-address", help="--engine ray: the cluster, e.g. auto or "
-                                           "HOST:6379 (default: $RAY_ADDRESS, else a new local one)."),
-    ray_concurrency: int | None = typer.Option(None, "--ray-concurrency", help="--engine ray: actors checking rows "
-                                               "(default: one per CPU of the cluster)."),
+    ray_address: str | None = RayAddressOpt,
+    ray_concurrency: int | None = RayConcurrencyOpt,
     split: str | None = typer.Option(None, "--split", help="Split of a hub or save_to_disk dataset."),
+    eval_dataset: str | None = typer.Option(None, "--eval-dataset", help="The eval set: every training row is compared "
+                                            "with it for exact (DS053) and near (DS054) duplicates."),
+    eval_split: str | None = typer.Option(None, "--eval-split", help="Split of --eval-dataset (a hub or save_to_disk "
+                                          "dataset)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from the tokenizer folder (off by default)."),
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
@@ -133,6 +137,8 @@ def inspect_data(
             framework_flags=read_framework_flags(framework_flags),
             model=str(model) if model else None,
             transformers_version=transformers_version,
+            eval_dataset=eval_dataset,
+            eval_split=eval_split,
         )
         if config is not None:
             build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {

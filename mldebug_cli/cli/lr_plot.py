@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import (
+    AllowOutsidePathsOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
@@ -41,9 +42,7 @@ def lr_plot(
     plot: Path | None = typer.Option(
         None, "--plot", help="Write the chart to OUT.png or OUT.svg (needs matplotlib)."
     ),
-    allow_outside_paths: bool = typer.Option(
-        False, "--allow-outside-paths", help="Let the config name files outside the working directory and its own folder."
-    ),
+    allow_outside_paths: bool = AllowOutsidePathsOpt,
     builtin: bool = typer.Option(False, "--builtin-engine", help="Use the built-in formulas even when torch is there."),
     target_versions: dict[str, str | None] | None = None,  # one --<package>-version flag per framework package
     output_format: str = OutputFormatOpt,

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import (
+    AllowOutsidePathsOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
@@ -35,8 +36,7 @@ def memory(
     sample: int | None = typer.Option(None, "--sample", help="Read this many rows, evenly spaced (default: all)."),
     host_memory: float | None = typer.Option(None, "--host-memory", help="GiB of RAM of the training node "
                                              "(default: this machine's)."),
-    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
-                                             "the working directory and its own folder."),
+    allow_outside_paths: bool = AllowOutsidePathsOpt,
     transformers_version: str | None = typer.Option(None, "--transformers-version", help="The transformers the run "
                                                     "uses (default: pinned beside the config, else installed); up to "
                                                     "4.45 the model's own loss keeps an fp32 copy of the logits."),
@@ -53,7 +53,7 @@ def memory(
     from mldebug_cli.pipelines.preflight import PreflightOptions, config_steps, memory_lengths
 
     def steps(options: MemoryOptions) -> str:  # the count lr-plot and preflight print for this config
-        return config_steps(PreflightOptions(config=options.config, framework=options.framework,
+        return config_steps(PreflightOptions(config=options.config, framework=framework,  # the flag, a name
                                              world_size=options.world_size,
                                              allow_outside_paths=options.allow_outside_paths))
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import (
+    AllowOutsidePathsOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
@@ -17,6 +18,8 @@ from mldebug_cli.cli.common import (
     OutputFormatOpt,
     OutputOpt,
     OutputOptions,
+    RayAddressOpt,
+    RayConcurrencyOpt,
     SelectOpt,
     configs_for,
     configured_versions,
@@ -37,14 +40,12 @@ def preflight(
     all_rows: bool = typer.Option(False, "--all", help="Check every row of every dataset."),
     engine: str = typer.Option("local", "--engine", help="local (this machine) or ray: the datasets' rows checked on "
                                "a Ray cluster with Ray Data (pip install 'mldebug[ray]'); the same report."),
-    ray_address: str | None = typer.Option(None, "--ray-address", help="--engine ray: the cluster, e.g. auto or "
-                                           "HOST:6379 (default: $RAY_ADDRESS, else a new local one)."),
-    ray_concurrency: int | None = typer.Option(None, "--ray-concurrency", help="--engine ray: actors checking rows "
-                                               "(default: one per CPU of the cluster)."),
+    ray_address: str | None = RayAddressOpt,
+    ray_concurrency: int | None = RayConcurrencyOpt,
     world_size: int = typer.Option(1, "--world-size", help="Processes the run trains on (for the step count)."),
     task: str | None = typer.Option(None, "--task", help="sft, dpo, kto, orpo or grpo: the trainer the config is for (default: from its keys, axolotl's rl or LLaMA-Factory's stage)."),
     reward_columns: list[str] | None = typer.Option(None, "--reward-columns", help="GRPO: columns the reward functions read, besides those of TRL's own reward functions the config names."),
-    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside the working directory and its own folder."),
+    allow_outside_paths: bool = AllowOutsidePathsOpt,
     model: str | None = typer.Option(None, "--model", help="A model folder with config.json for the GPU memory estimate (default: the config's model, when its config.json is local)."),
     gpu: str | None = typer.Option(None, "--gpu", help="Judge the memory estimate against this GPU (H100-80GB, A100-40GB, ...)."),
     gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="Judge the memory estimate against this many GiB per GPU."),

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from mldebug_cli.cli.common import (
+    AllowOutsidePathsOpt,
     ColorOpt,
     ExitZeroOpt,
     FailOnOpt,
@@ -47,8 +48,7 @@ def probe(
     loss_term: list[str] | None = typer.Option(None, "--loss-term", help="FILE:FUNCTION, your own loss term (weight 1) "
                                                "beside the trainer's: FUNCTION(outputs, batch) returns a tensor "
                                                "(GP011; with GP004/GP005 against the others). Repeatable."),
-    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let the config name files outside "
-                                             "the working directory and its own folder."),
+    allow_outside_paths: bool = AllowOutsidePathsOpt,
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
     fail_on=FailOnOpt,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from mldebug_cli.core.findings import Report
-from mldebug_cli.core.sections.runlog import RunSection
+from mldebug_cli.core.sections.runlog import COMPARED, RunSection
 
 CHART_HEIGHT = 10
 MAX_CHART_WIDTH = 90
@@ -19,6 +19,7 @@ def render_details(report: Report, console) -> None:
     section = RunSection.from_details(report.details)
     flagged = [r.key for r in section.ranges if r.key]
     shown = [k for k in dict.fromkeys(flagged) if k in section.charts][:MAX_CHARTS]
+    shown = [k for key in shown for k in (key, f"{key} {COMPARED}") if k in section.charts]  # --compare: side by side
     color = console.color_system is not None
     for key in shown:
         points = [(s, v) for s, v in section.charts[key] if v is not None]

@@ -78,7 +78,7 @@ def _codes_of_row(findings: tuple[Finding, ...], index: int) -> list[str]:
     """The checks that flagged row ``index``, most severe first."""
     ranked: dict[str, int] = {}
     for f in findings:
-        if f.location.row == index:
+        if f.location.row == index and f.location.side is None:  # a finding on another set's row (eval) is not this row's
             ranked[f.code] = max(ranked.get(f.code, 0), f.severity.rank)
     return sorted(ranked, key=lambda c: (-ranked[c], c))
 

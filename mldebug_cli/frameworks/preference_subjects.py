@@ -80,6 +80,18 @@ class Pair:
         return Location(path=self.path, line=self.line, row=self.index, key=key)
 
 
+@dataclass(frozen=True)
+class MissingColumn:
+    """The rows without one reward column: how many, and the first (a count, so it does not grow with the dataset)."""
+
+    rows: int = 0
+    first: int | None = None
+
+    def add(self, first: int | None, rows: int) -> MissingColumn:
+        lowest = first if self.first is None else self.first if first is None else min(self.first, first)
+        return MissingColumn(self.rows + rows, lowest)
+
+
 @dataclass
 class PreferenceDataset:
     """Dataset-wide tallies for the checks that judge the whole set."""
@@ -91,14 +103,14 @@ class PreferenceDataset:
     dropped: int = 0  # sequences the trainer's length filter removes, and rows the framework's converter drops
     tokens_kept: int = 0  # tokens of the sequences that train, after truncation
     labels: dict[bool, int] = field(default_factory=lambda: {True: 0, False: 0})
-    missing_columns: dict[str, list[int]] = field(default_factory=dict)  # reward column -> rows lacking it
+    missing_columns: dict[str, MissingColumn] = field(default_factory=dict)  # reward column -> the rows lacking it
     keep_lengths: bool = False
     sequences: list = field(default_factory=list)  # (row, (prompt+chosen, prompt+rejected) or (prompt,), trained)
 
     def add(self, pair: Pair, reward_columns: tuple[str, ...]) -> None:
         for column in reward_columns:
             if column not in pair.columns:
-                self.missing_columns.setdefault(column, []).append(pair.index)
+                self.missing_columns[column] = self.missing_columns.get(column, MissingColumn()).add(pair.index, 1)
         if not pair.ok:
             self.dropped += pair.left_out
             return
@@ -126,8 +138,8 @@ class PreferenceDataset:
         self.tokens_kept += other.tokens_kept
         for label, n in other.labels.items():
             self.labels[label] += n
-        for column, rows in other.missing_columns.items():
-            self.missing_columns.setdefault(column, []).extend(rows)
+        for column, missing in other.missing_columns.items():
+            self.missing_columns[column] = self.missing_columns.get(column, MissingColumn()).add(missing.first, missing.rows)
         self.sequences.extend(other.sequences)
 
     @property

@@ -31,6 +31,20 @@ def _detected(config: ConfigFile) -> registry.Entry:
     return found or next(line for line, f in loaded if f.fallback)
 
 
+def detected(config: ConfigFile) -> Framework:
+    """The FRAMEWORK whose keys the config uses (the fallback when nothing else fits), as it is: a command checks what
+    it needs of it."""
+    return registry.load(_detected(config))
+
+
+def _known(name: FrameworkRef) -> Framework | None:
+    """``name``'s FRAMEWORK (None: no such framework); a resolved one as it is."""
+    if isinstance(name, Framework):
+        return name
+    line = entry(name)
+    return registry.load(line) if line is not None else None
+
+
 def detect_framework(config: ConfigFile) -> str:
     """The name of the framework whose keys the config uses (the fallback when nothing else fits)."""
     return _detected(config).name
@@ -69,15 +83,14 @@ def read_spec(config: ConfigFile, name: FrameworkRef | None, world_size: int, ta
 def key_schema(config: ConfigFile, name: FrameworkRef, targets: TargetVersions, task: str | None = None) -> KeySchema | None:
     """The keys ``name`` reads from its config file at the target versions (None: not modelled); ``task`` names
     TRL's config class (dpo: DPOConfig, ...) when the keys should not decide."""
-    found = name if isinstance(name, Framework) else framework(name) if entry(name) else None
+    found = _known(name)
     reader = found.key_schema if found else None
     return reader(config, targets, task) if reader else None
 
 
 def versioned_packages(name: FrameworkRef) -> tuple[str, ...]:
-    if isinstance(name, Framework):
-        return name.versioned
-    return framework(name).versioned if entry(name) else ()
+    found = _known(name)
+    return found.versioned if found else ()
 
 
 def profile_class(name: FrameworkRef) -> type[RowProfile]:
@@ -104,12 +117,14 @@ def pair_profile(name: FrameworkRef, options: Any, loaded: Any, task: str) -> Ro
     return rows if rows.encodes_pairs(task) else None
 
 
-def read_plan(config: ConfigFile, name: str, allow_outside: bool = False) -> TrainingPlan:
+def read_plan(config: ConfigFile, name: FrameworkRef, allow_outside: bool = False) -> TrainingPlan:
     """What the config implies for the data checks (a sources.training_plan.TrainingPlan), read by its framework."""
-    reader = framework(name).read_plan if entry(name) else None
+    found = _known(name)
+    reader = found.read_plan if found else None
     if reader is None:
         configs = ", ".join(e.shown for e in serving("plan"))
-        raise InputError(f"{config.path}: preflight's data checks read {configs} configs, not {name}")
+        shown = name if isinstance(name, str) else name.name
+        raise InputError(f"{config.path}: preflight's data checks read {configs} configs, not {shown}")
     return finished(config, reader(config), allow_outside)
 
 
@@ -119,14 +134,16 @@ def read_preference(config: ConfigFile, name: FrameworkRef, task: str | None,
     the framework's own reader."""
     if preference_config.checked_task(task) == "sft":
         return None
-    found = name if isinstance(name, Framework) else framework(name) if entry(name) else None
+    found = _known(name)
     reader = found.read_preference if found else None
     return reader(config, task, targets) if reader else None
 
 
-def dataset_options(plan: TrainingPlan, dataset: DatasetPlan, train_on: str | None) -> Any:
-    """The plan's framework's row options for one of its datasets (``train_on``: --train-on, which wins)."""
-    own = framework(plan.framework).dataset_options
+def dataset_options(plan: TrainingPlan, dataset: DatasetPlan, train_on: str | None,
+                    found: Framework | None = None) -> Any:
+    """The plan's framework's row options for one of its datasets (``train_on``: --train-on, which wins); ``found``:
+    the plan's framework when the caller resolved it (None: looked up by the plan's name)."""
+    own = (found if found is not None and found.name == plan.framework else framework(plan.framework)).dataset_options
     return own(plan, dataset, train_on) if own else plan.framework_options
 
 

@@ -12,11 +12,21 @@ from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.safe_io import read_text
-from mldebug_cli.core.sections.runlog import FindingRange, RunSection, RunSummary, RunView, SeriesStats, StepRows
+from mldebug_cli.core.sections.runlog import (
+    COMPARED,
+    FindingRange,
+    RunSection,
+    RunSummary,
+    RunView,
+    SeriesStats,
+    StepRows,
+)
 
 COMMAND = "check-run"
 CONFIG_KEYS = ("gradient_accumulation_steps", "max_completion_length", "num_generations", "beta", "learning_rate",
                "warmup_steps", "warmup_ratio", "max_steps", "logging_steps")
+# the subjects of the RN checks: the run's series, its logged completions, the run beside another (--compare)
+RUN, COMPLETIONS, COMPARISON = "run", "completions", "comparison"
 CHART_POINTS = 400  # per series in the report: enough for a terminal or an SVG panel
 
 
@@ -34,6 +44,8 @@ def build_report(
     world_size: int = 1,
     gpu: str | None = None,
     gpu_memory: float | None = None,
+    compare: str | None = None,
+    align: str = "step",
 ) -> Report:
     """The RN report of the run log at ``run_path`` (or of ``run``, already read: ``--watch`` follows the log);
     ``gpu``/``gpu_memory``: the GPU the run trained on, that its logged peak memory is judged against (RN042)."""
@@ -52,6 +64,16 @@ def build_report(
         run = read_run(run_path, fmt, run_id)
     device = gpu_size(gpu, gpu_memory)
     findings = run_checks(run, checks, thresholds, vocab, run_config, device)
+    completions_note = None
+    if run_path and any(c.subject == COMPLETIONS for c in checks):
+        extra, completions_note = completion_findings(run_path, checks)
+        findings += extra
+    comparison = None
+    if compare is not None:
+        from mldebug_cli.sources.runlog.compare import compare as compare_runs
+
+        comparison = compare_runs(run, read_run(compare, None, run_id), align)
+        findings += tuple(f for check in checks if check.subject == COMPARISON for f in check.findings(comparison, None))
     lr_codes: tuple[str, ...] = ()
     lr_note = None
     if config and any(r.code == Code.LOGGED_LR_MISMATCH for r in registry.selected(select, ignore)):
@@ -71,15 +93,29 @@ def build_report(
         targets=(run.path,),
         context={"run": run.path, "format": run.format, "kind": run.kind,
                  "steps": _step_span(run), "vocab_size": vocab, "config": config, "logged_lr": lr_note,
-                 "batch_plan": batch_note, **({} if device is None else {"gpu": f"{device[0]} ({device[1]:g} GiB)"})},
+                 "batch_plan": batch_note, "completions": completions_note,
+                 "compared_with": None if comparison is None else f"{comparison.other} (aligned by {comparison.axis})", **({} if device is None else {"gpu": f"{device[0]} ({device[1]:g} GiB)"})},
         summary=_summary(run, findings),
-        details=details(run, findings, batches),
+        details=details(run, findings, batches, comparison),
     )
 
 
 def run_checks(run, checks, thresholds=None, vocab=None, run_config=None, gpu=None) -> tuple[Finding, ...]:
-    return tuple(f for check in checks
+    return tuple(f for check in checks if check.subject == RUN
                  for f in check.findings(run, _context(check, thresholds, vocab, run_config, gpu)))
+
+
+def completion_findings(run_path: str, checks) -> tuple[tuple[Finding, ...], str | None]:
+    """The completions checks on the tables TRL's ``log_completions`` wrote beside the run log, and the report's
+    line saying what was read (None when the run has no such folder)."""
+    from mldebug_cli.sources.runlog.completions import completions_folder, read_completions
+
+    folder = completions_folder(run_path)
+    if folder is None:
+        return (), None
+    tables = read_completions(folder)
+    found = tuple(f for check in checks if check.subject == COMPLETIONS for f in check.findings(tables, None))
+    return found, f"{tables.completions:,} completions in {len(tables.groups):,} prompt groups, {tables.files} tables of {folder}"
 
 
 def check_history(history: list, meta: Mapping[str, Any], select: Iterable[str] = (), ignore: Iterable[str] = (),
@@ -176,7 +212,7 @@ def _summary(run, findings: tuple[Finding, ...]) -> dict[str, Any]:
     ).as_dict()
 
 
-def details(run, findings: tuple[Finding, ...], batches: tuple[StepRows, ...] = ()) -> dict[str, Any]:
+def details(run, findings: tuple[Finding, ...], batches: tuple[StepRows, ...] = (), comparison=None) -> dict[str, Any]:
     """The command's JSON contract: each series' statistics and thinned points of the series with findings."""
     flagged = list(dict.fromkeys(f.location.key for f in findings if f.location.key))  # in finding order (a set's
     # order changes with the process's hash seed, and so did the charts)
@@ -188,12 +224,23 @@ def details(run, findings: tuple[Finding, ...], batches: tuple[StepRows, ...] = 
     return RunSection(
         run=RunView(run.path, run.format, run.kind, _plain(run.meta)),
         series={key: _stats(s) for key, s in sorted(run.series.items())},
-        charts={key: _thin(run.series[key]) for key in charted},
+        charts={key: _thin(run.series[key]) for key in charted} | _compared_charts(comparison),
         ranges=tuple(FindingRange(f.code, f.location.key, f.location.step,
                                   f.location.step_end if f.location.step_end is not None else f.location.step)
                      for f in findings if f.location.step is not None),
         batches=batches,
     ).as_details()
+
+
+def _compared_charts(comparison) -> dict[str, list[list[Any]]]:
+    """The compared run's metrics beside the run's own (by step only: the charts' axis is the step)."""
+    if comparison is None or comparison.axis != "step":
+        return {}
+    out = {}
+    for aligned in comparison.metrics:
+        stride = max(1, math.ceil(len(aligned.points) / CHART_POINTS))
+        out[f"{aligned.metric} {COMPARED}"] = [[int(x), _clean(b)] for x, _, b in aligned.points[::stride]]
+    return out
 
 
 def _stats(series) -> SeriesStats:

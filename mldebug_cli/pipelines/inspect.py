@@ -23,6 +23,7 @@ from mldebug_cli.frameworks.registry import DEFAULT_ROWS, frameworks, load, reso
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
 from mldebug_cli.frameworks.selector import row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
+from mldebug_cli.pipelines.overlap import overlap_findings
 from mldebug_cli.pipelines.row_batches import (
     RowSource,
     batch_results,
@@ -97,6 +98,8 @@ class InspectOptions:
     sequence_lengths: bool = False  # RowsSection.sequence_lengths: every kept row's sequence lengths (memory)
     model: str | None = None  # a model folder or its config.json: its embedding rows (DS030); None: the tokenizer folder's
     transformers_version: str | None = None  # the transformers the run uses (None: the framework's pin decides, else installed)
+    eval_dataset: str | None = None  # the eval set: every training row is compared with it (DS053, DS054)
+    eval_split: str | None = None  # the eval set's split (a hub dataset or a folder of splits)
 
     @cached_property
     def rows_framework(self) -> Framework:
@@ -108,13 +111,17 @@ class InspectOptions:
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
     _validate(options)
     require_local_or_cached(options.tokenizer, "tokenizer")  # a typo fails at once, before the dataset is read
+    if options.eval_dataset is not None:
+        require_local_or_cached(options.eval_dataset, "eval dataset", repo_type="dataset")
     source = open_rows(options)
     if _vision_rows(source, options):
+        _no_eval_overlap(options, "image rows")
         from mldebug_cli.pipelines import vision
 
         return vision.build_report(options, source, progress)
     task = _preference_task(source, options)
     if task is not None:
+        _no_eval_overlap(options, f"{task.upper()} rows")
         from mldebug_cli.pipelines import preference
 
         return preference.build_report(options, task, progress, source)
@@ -161,18 +168,27 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         if progress is not None:
             progress(stats.rows, checked_total)
     findings.extend(run_will_not_start(findings, rows, checks, source.display, checked_total))
+    overlap, overlap_line = overlap_findings(options, source, detection, checks)
+    findings.extend(overlap)
     return Report(
         command="inspect-data",
         findings=tuple(findings.kept),
         not_kept=findings.not_kept(),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
-        context=_context(setup, rows, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options),
+        context=_context(setup, rows, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options)
+        | overlap_line,
         summary=stats.summary(total, findings.by_code),
         details=RowsSection(tuple(_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)),
                             options.token_table or bool(options.rows),
                             sorted(stats.sequences) if options.sequence_lengths else None).as_details(),
     )
+
+
+def _no_eval_overlap(options: InspectOptions, rows: str) -> None:
+    if options.eval_dataset is not None:
+        raise UsageError(f"--eval-dataset: the train/eval overlap checks (DS053, DS054) read SFT rows, not {rows} yet",
+                         hint="leave out --eval-dataset for these rows")
 
 
 def _vision_rows(source, options: InspectOptions) -> bool:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import CONTEXT_OPTIMIZER_STEPS, Report
@@ -28,6 +28,9 @@ from mldebug_cli.memory.gpus import GPUS, gib_flag, gpu_memory
 from mldebug_cli.memory.review import LongRow, MemoryReview
 from mldebug_cli.memory.setup import MemorySetup, setup_from_facts
 from mldebug_cli.memory.shapes import ModelShape, read_model_shape
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.framework import Framework
 from mldebug_cli.schedule.batch_plan import BatchPlan, SamplerSettings
 
 COMMAND = "memory"
@@ -43,7 +46,7 @@ class MemoryOptions:
     gpu: str | None = None
     gpu_memory: float | None = None  # GiB
     world_size: int = 1
-    framework: str | None = None
+    framework: str | Framework | None = None  # a name (--framework), the one a caller resolved, or None: detected
     sample: int | None = None  # rows to read (default: every row)
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()

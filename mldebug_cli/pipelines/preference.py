@@ -10,13 +10,13 @@ the same DP checks run on its ids and labels.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import ContextValue, Finding, Report
+from mldebug_cli.core.findings import ContextValue, Finding, FindingKeeper, Report
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.pairs import PairsSection, PairsSummary, PairView, SideView
 from mldebug_cli.frameworks.preference_subjects import Pair, PreferenceDataset, PreferenceSetup
@@ -74,8 +74,9 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
     engine = _Engine(setup, renderer, loaded.tokenizer, boundary, source.display,
                      [c for c in checks if c.subject == "pair"], frozenset(options.rows) if options.rows else None,
                      options.show, own, getattr(options, "sequence_lengths", False))
-    findings: list[Finding] = [f for c in checks if c.subject == "preference-setup" for f in c.findings(setup, setup)]
-    findings += unreadable_shards(source, checks, Code.INVALID_PREFERENCE_ROW)
+    findings = FindingKeeper(options.findings_kept)  # flat in rows: past the first K of a check, counted
+    findings.extend(f for c in checks if c.subject == "preference-setup" for f in c.findings(setup, setup))
+    findings.extend(unreadable_shards(source, checks, Code.INVALID_PREFERENCE_ROW))
     dataset = PreferenceDataset(keep_lengths=getattr(options, "sequence_lengths", False))
     views: list[tuple[int, bool, PairView]] = []
     checked_total = total if indices is None else len(indices)
@@ -93,11 +94,12 @@ def build_report(options, task: str, progress: Callable[[int, int], None] | None
             findings.extend(check.findings(dataset, setup))
     return Report(
         command="inspect-data",
-        findings=tuple(findings),
+        findings=tuple(findings.kept),
+        not_kept=findings.not_kept(),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
         context=_context(setup, options, checked_total, total, loaded, prepared) | engine_line(options),
-        summary=_summary(rows, total, dataset, findings, setup),
+        summary=_summary(rows, total, dataset, findings.by_code, setup),
         details=PairsSection(tuple(_with_pieces(v, tokenizer) for v in _shown(views, options)),
                              sorted(dataset.sequences) if dataset.keep_lengths else None).as_details(),
     )
@@ -492,11 +494,8 @@ def _shown(views: list[tuple[int, bool, PairView]], options) -> list[PairView]:
     return [v for _, _, v in sorted(chosen, key=lambda v: v[0])]
 
 
-def _summary(rows: int, total: int, dataset: PreferenceDataset, findings: list[Finding],
+def _summary(rows: int, total: int, dataset: PreferenceDataset, by_check: Mapping[str, int],
              setup: PreferenceSetup) -> dict[str, Any]:
-    by_check: dict[str, int] = {}
-    for f in findings:
-        by_check[f.code] = by_check.get(f.code, 0) + 1
     ratio = dataset.length_ratio
     return PairsSummary(
         rows=total,

@@ -22,8 +22,8 @@ from mldebug_cli.core.errors import (
 from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Location, NotKept, Report
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.preflight import PartView, PreflightSection
-from mldebug_cli.frameworks.registry import PREFLIGHT_NEEDS, chosen
-from mldebug_cli.frameworks.registry import framework as framework_object
+from mldebug_cli.frameworks.framework import Framework
+from mldebug_cli.frameworks.registry import PREFLIGHT_NEEDS
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan
 
@@ -70,7 +70,7 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
     from mldebug_cli.pipelines.step_plan import size_from_reports
 
     config, framework, plan, tokenizer, preference = _read(options)
-    data = [_data_section(options, config, plan, tokenizer, d, progress, preference) for d in plan.datasets]
+    data = [_data_section(options, config, plan, tokenizer, d, progress, preference, framework) for d in plan.datasets]
     size = size_from_reports(s.report for s in data)
     task = preference.task if preference else None
     schedule_part = _schedule_section(options, framework, size, progress, task)
@@ -95,21 +95,21 @@ def build_report(options: PreflightOptions, progress: Callable[[str], None] | No
 
 
 def _read(options: PreflightOptions):
-    """The config, its framework, training plan, tokenizer and preference settings; the tokenizer loaded once and
-    every dataset found, so that an error names the config key behind it."""
-    from mldebug_cli.frameworks import versions
-    from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
+    """The config, its framework (resolved once: ``--framework`` looked up, or detected from the config's keys), training
+    plan, tokenizer and preference settings; the tokenizer loaded once and every dataset found, so that an error
+    names the config key behind it."""
+    from mldebug_cli.frameworks import registry, versions
+    from mldebug_cli.frameworks.selector import detected, read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
     if options.sample is not None and options.sample < 1:
         raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
-    if options.framework is not None:
-        chosen(options.framework, *PREFLIGHT_NEEDS)
+    flagged = registry.resolve(options.framework, *PREFLIGHT_NEEDS) if options.framework is not None else None
     config = load_config(options.config)
-    framework = options.framework or detect_framework(config)
+    framework = flagged or detected(config)
     try:
         plan = read_plan(config, framework, options.allow_outside_paths)
-        targets = versions.resolve(config.path, options.target_versions, options.configured_versions, framework)
+        targets = versions.resolve(config.path, options.target_versions, options.configured_versions, framework.name)
         preference = read_preference(config, framework, options.task, targets)
     except InputError as exc:
         raise _with_config_errors(exc, config, framework, options) from None
@@ -131,8 +131,8 @@ def measured_size(options: PreflightOptions, progress: Callable[[str], None] | N
     from mldebug_cli.pipelines.step_plan import size_from_reports
 
     options = replace(options, select=(Code.NO_TRAINABLE_TOKENS,), ignore=())
-    config, _, plan, tokenizer, preference = _read(options)
-    size = size_from_reports(_data_section(options, config, plan, tokenizer, d, progress, preference).report
+    config, framework, plan, tokenizer, preference = _read(options)
+    size = size_from_reports(_data_section(options, config, plan, tokenizer, d, progress, preference, framework).report
                              for d in plan.datasets)
     return size, preference.task if preference else None
 
@@ -151,12 +151,14 @@ def config_steps(options: PreflightOptions) -> str:
         return f"not counted: {exc.message}"
 
 
-def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, options: PreflightOptions) -> InputError:
+def _with_config_errors(exc: InputError, config: ConfigFile, framework: str | Framework,
+                        options: PreflightOptions) -> InputError:
     """A config that cannot be read, with the misspelt keys or bad values behind it (CF001/CF002) as the hint."""
     from mldebug_cli.frameworks import versions
     from mldebug_cli.pipelines.schedule import config_findings
 
-    targets = versions.resolve(config.path, options.target_versions, options.configured_versions, framework)
+    name = framework if isinstance(framework, str) else framework.name
+    targets = versions.resolve(config.path, options.target_versions, options.configured_versions, name)
     errors = [f for f in config_findings(config, framework, targets, task=options.task)
               if f.code in (Code.UNKNOWN_CONFIG_KEY, Code.INVALID_CONFIG_VALUE)]
     if not errors:
@@ -166,9 +168,10 @@ def _with_config_errors(exc: InputError, config: ConfigFile, framework: str, opt
 
 
 def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: str, dataset, progress,
-                  preference=None) -> _Part:
+                  preference, framework: Framework) -> _Part:
     from mldebug_cli.pipelines import inspect
 
+    framework = _plan_framework(plan, framework)
     if progress:
         progress(f"checking {dataset.spec}")
     if preference:
@@ -185,13 +188,23 @@ def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: st
             **_engine(options),
             sequence_lengths=True,
             transformers_version=(options.target_versions or {}).get("transformers"),
-        ), plan, dataset)
-    report = _inspected(inspect_options, config, plan, dataset, preference=preference)
+        ), plan, dataset, framework=framework)
+    report = _inspected(inspect_options, config, plan, dataset, preference=preference, framework=framework)
     return _Part(dataset.spec, report)
 
 
-def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: frozenset[str] = frozenset()):
-    """``options`` with what the plan sets for ``dataset``, except the settings named in ``given`` (flags)."""
+def _plan_framework(plan: TrainingPlan, framework: Framework) -> Framework:
+    """The framework the plan's data is read as: the resolved one, unless its reader named another (a bare
+    TrainingArguments file read as TRL's script reads it, Unsloth's TRL SFTConfig)."""
+    from mldebug_cli.frameworks.registry import framework as by_name
+
+    return framework if framework.name == plan.framework else by_name(plan.framework)
+
+
+def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: frozenset[str] = frozenset(),
+                   framework: Framework | None = None):
+    """``options`` with what the plan sets for ``dataset``, except the settings named in ``given`` (flags);
+    ``framework``: the plan's, when the caller resolved it (None: looked up by the plan's name)."""
     settings = {"chat_template": plan.chat_template.value, "data_format": dataset.data_format,
                 "framework": plan.framework, "train_on": plan.train_on.value, "max_length": plan.max_length.value,
                 "split": dataset.split}
@@ -202,21 +215,23 @@ def _as_configured(options, plan: TrainingPlan, dataset: DatasetPlan, given: fro
         from mldebug_cli.frameworks.selector import dataset_options
 
         train_on = configured.train_on if "train_on" in given else None
-        configured = replace(configured, framework_options=dataset_options(plan, dataset, train_on))
+        configured = replace(configured, framework_options=dataset_options(plan, dataset, train_on, framework))
     return configured
 
 
 def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan, progress=None,
-               preference=None) -> Report:
+               preference=None, *, framework: Framework) -> Report:
     """inspect-data on one of the config's datasets, its errors and findings pointed at the config key behind them."""
     from mldebug_cli.pipelines import inspect
 
     try:
         report = inspect.build_report(options, progress)
     except InputError as exc:
-        key = (_terminator_key(plan, dataset) or dataset.key) if exc.setting == SETTING_END_OF_TURN_MASKING else dataset.key
+        key = ((_terminator_key(framework, dataset) or dataset.key) if exc.setting == SETTING_END_OF_TURN_MASKING
+               else dataset.key)
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint) from None
-    return replace(report, findings=tuple(_point_at_config(f, config, plan, dataset, preference) for f in report.findings))
+    return replace(report, findings=tuple(_point_at_config(f, config, plan, dataset, framework, preference)
+                                          for f in report.findings))
 
 
 def _preference_options(options, plan: TrainingPlan, tokenizer: str, dataset: DatasetPlan, preference):
@@ -321,8 +336,10 @@ def _framework_source(detected: str, framework: str, given: frozenset[str]) -> s
 def inspect_with_config(configured: ConfiguredInspect, progress=None) -> Report:
     """inspect-data's report for a ConfiguredInspect: findings point at the config key behind them, and the
     context says which settings the config decided."""
+    from mldebug_cli.frameworks.registry import framework as by_name
+
     report = _inspected(configured.options, configured.config, configured.plan, configured.dataset, progress,
-                        configured.preference)
+                        configured.preference, framework=by_name(configured.plan.framework))
     return replace(report, context={**report.context, **configured.context})
 
 
@@ -449,7 +466,7 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
         raise InputError(f"{_where(config, key)}: {key}: {exc.message}", exc.hint or "pass --tokenizer DIR") from None
 
 
-def _schedule_section(options, framework: str, size, progress, task: str | None = None) -> _Part:
+def _schedule_section(options, framework: Framework, size, progress, task: str | None = None) -> _Part:
     from mldebug_cli.pipelines import schedule
 
     if progress:
@@ -470,7 +487,7 @@ def _schedule_section(options, framework: str, size, progress, task: str | None 
     return _Part(options.config, report)
 
 
-def _steps_of(options: PreflightOptions, framework: str, size, task: str | None) -> Callable[[Any], str]:
+def _steps_of(options: PreflightOptions, framework: Framework, size, task: str | None) -> Callable[[Any], str]:
     """The memory section's step line: the count of the schedule section (one plan for both)."""
     from mldebug_cli.pipelines.step_plan import count_steps
 
@@ -484,7 +501,7 @@ def _steps_of(options: PreflightOptions, framework: str, size, task: str | None)
     return count
 
 
-def _memory_section(options, framework: str, data: list[_Part], progress,
+def _memory_section(options, framework: Framework, data: list[_Part], progress,
                     count: Callable[[Any], str] | None = None) -> list[_Part]:
     """The memory estimate on the rows the data sections read, when the model's config.json is readable locally."""
     from mldebug_cli.frameworks.selector import read_trainer_facts
@@ -523,9 +540,9 @@ def _template_section(options, tokenizer: str, plan: TrainingPlan, deploy: str, 
 
 # Which config key a data finding is about: the length limit for truncation, the model for its
 # tokenizer, the template or masking switch for masking findings.
-def _config_key(code: str, plan: TrainingPlan, dataset: DatasetPlan) -> str | None:
+def _config_key(code: str, plan: TrainingPlan, dataset: DatasetPlan, framework: Framework) -> str | None:
     by_code = {
-        Code.STOP_TOKEN_NOT_TRAINED: _terminator_key(plan, dataset),
+        Code.STOP_TOKEN_NOT_TRAINED: _terminator_key(framework, dataset),
         Code.NO_TRAINABLE_TOKENS: plan.max_length.key,
         Code.RESPONSE_TRUNCATED: plan.max_length.key,
         Code.PROMPT_EXCEEDS_MAX_LENGTH: plan.max_length.key,
@@ -537,10 +554,10 @@ def _config_key(code: str, plan: TrainingPlan, dataset: DatasetPlan) -> str | No
     return by_code.get(code)
 
 
-def _terminator_key(plan: TrainingPlan, dataset: DatasetPlan) -> str | None:
+def _terminator_key(framework: Framework, dataset: DatasetPlan) -> str | None:
     """The dataset's key that decides which end-of-turn tokens are trained, when the config sets one."""
     masking = dict(dataset.masking)
-    keys = framework_object(plan.framework).end_of_turn_keys
+    keys = framework.end_of_turn_keys
     return next((masking[k].key for k in keys if k in masking), None)
 
 
@@ -552,10 +569,11 @@ def _preference_key(code: str, preference) -> str | None:
 
 
 def _point_at_config(finding: Finding, config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan,
-                     preference=None) -> Finding:
+                     framework: Framework, preference=None) -> Finding:
     """Row findings keep their row and name the config key behind them; setup findings point at that key's line."""
     dataset_key = dataset.key
-    key = _preference_key(finding.code, preference) if preference else _config_key(finding.code, plan, dataset)
+    key = (_preference_key(finding.code, preference) if preference
+           else _config_key(finding.code, plan, dataset, framework))
     if finding.code == Code.NO_TRAINABLE_TOKENS and finding.setting != SETTING_MAX_LENGTH:
         key = None
     if finding.location.row is not None:

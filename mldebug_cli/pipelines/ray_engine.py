@@ -33,7 +33,7 @@ SPLIT_KINDS = ("jsonl", "parquet")  # single files Ray reads in chunks; other ki
 
 
 def describe(options) -> str:
-    actors = f"{options.ray_concurrency} actors" if options.ray_concurrency else "an actor per CPU"
+    actors = f"up to {options.ray_concurrency} actors" if options.ray_concurrency else "up to an actor per CPU"
     return f"ray (Ray Data, {actors}, cluster {options.ray_address or os.environ.get('RAY_ADDRESS') or 'local'})"
 
 
@@ -107,17 +107,21 @@ def batch_results(engine, source, indices: list[int] | None, options, batch_size
             .map_batches(_read_unit, batch_size=1, batch_format="pyarrow", fn_kwargs={"batch_size": batch_size},
                          num_cpus=0, compute=TaskPoolStrategy(size=concurrency))
             .map_batches(_BatchWorker, batch_size=1, batch_format="pyarrow", fn_constructor_args=([engine_ref],),
-                         compute=ActorPoolStrategy(size=concurrency), num_cpus=1,
+                         # from one actor up to ``concurrency``, as the batches queue: a fixed pool larger than the
+                         # blocks that reach it (a small file is one block) would start actors with nothing to do
+                         compute=ActorPoolStrategy(min_size=1, max_size=concurrency), num_cpus=1,
                          max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS)
         )
-    done: set[int] = set()  # a batch retried after its actor died may come back twice: it is counted once
+    # a batch retried after its actor died may come back twice: it is counted once. The batches come in row order
+    # (preserve_order), so the last first row seen is all the driver keeps (a set of every batch would grow with rows)
+    last = -1
     # Ray prints its raylet's messages (a worker died, a task retried) on stdout, where the report goes
     with contextlib.redirect_stdout(sys.stderr):
         try:
             for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
                 for first, blob in zip(block.column("first").to_pylist(), block.column("result").to_pylist()):
-                    if first not in done:
-                        done.add(first)
+                    if first > last:
+                        last = first
                         yield pickle.loads(blob)
         except ray.exceptions.RayError as exc:
             raise _reported(exc, ray) from None

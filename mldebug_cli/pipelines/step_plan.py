@@ -12,12 +12,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.findings import Report
 from mldebug_cli.core.numbers import plural
 from mldebug_cli.core.sections.pairs import data_summary
 from mldebug_cli.schedule.dataset_size import DatasetSize
 from mldebug_cli.schedule.model import StepPlan
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.framework import Framework
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ def scaled_counts(counts, scale: float, total: int | None = None) -> dict[int, i
     return {length: n for length, n in out.items() if n}
 
 
-def count_steps(config_path: str, size: DatasetSize | None, *, framework: str | None = None, world_size: int = 1,
+def count_steps(config_path: str, size: DatasetSize | None, *, framework: str | Framework | None = None, world_size: int = 1,
                 target_versions: Mapping[str, str | None] | None = None,
                 configured_versions: Mapping[str, str] | None = None, task: str | None = None) -> StepCount:
     """The optimizer steps of ``config_path`` over ``size`` (None: only ``max_steps`` can say), read as its framework

@@ -6,34 +6,22 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
-from mldebug_cli.core.findings import Finding, Hit, Location, Report
+from mldebug_cli.core.findings import Finding, FindingKeeper, Hit, Location, Report
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.registry import framework
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
+from mldebug_cli.frameworks.vision_subjects import VisionSetup
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
 
 # the vision checks, by code (the text checks look at rendered text rows and do not run on image rows)
 VISION_CHECKS = (Code.TEMPLATE_ERROR, Code.INVALID_MESSAGES, Code.UNMAPPED_ROLE, Code.IMAGE_PLACEHOLDER_MISMATCH, Code.IMAGE_UNREADABLE, Code.IMAGE_TOKENS_TRUNCATED, Code.IMAGE_TOKENS_TRAINED, Code.ASSISTANT_TEXT_IN_USER_CONTENT, Code.IMAGE_ROW_OVER_MAX_LENGTH, Code.IMAGE_RESIZED)
-
-
-@dataclass(frozen=True)
-class VisionSetup:
-    """What the vision checks compare each row with."""
-
-    dataset_path: str
-    max_length: int | None
-    image_token: str
-    image_token_id: int
-    assistant_header: str  # the text the template puts before an assistant reply, after its last special token
-    processor: str
 
 
 def build_report(options: Any, source: Any, progress: Callable[[int, int], None] | None = None) -> Report:
@@ -52,7 +40,7 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     checks = [registry.load(ref) for ref in wanted if ref.code in VISION_CHECKS]
     total = len(source)
     indices = sample_indices(options, total)
-    findings: list[Finding] = []
+    findings = FindingKeeper(options.findings_kept)  # flat in rows: past the first K of a check, counted
     shown: list[tuple[int, int, RowView]] = []  # (-rank, row, view): the rows to show, most serious first
     limit = len(options.rows) if options.rows else options.show
     stats = _Stats()
@@ -60,7 +48,7 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     for record in source.records(indices):
         row = path.encode(record)
         row_findings = [f for check in checks for f in _findings(check, row, setup, record)]
-        findings += row_findings
+        findings.extend(row_findings)
         stats.add(row)
         rank = -max((f.severity.rank for f in row_findings), default=-1)
         if len(shown) < limit or (rank, record.index) < shown[-1][:2]:  # views only for rows that may be shown
@@ -69,7 +57,8 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
             progress(stats.rows, checked)
     return Report(
         command="inspect-data",
-        findings=tuple(findings),
+        findings=tuple(findings.kept),
+        not_kept=findings.not_kept(),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
         context={
@@ -79,7 +68,7 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
             "max_length": max_length,
             "rows_checked": f"{checked} of {total}",
         },
-        summary=stats.summary(total, checked, max_length, findings),
+        summary=stats.summary(total, checked, max_length, findings.by_code),
         details=RowsSection(tuple(sorted((view for _, _, view in shown), key=lambda v: v.row)),
                             options.token_table or bool(options.rows)).as_details(),
     )
@@ -120,9 +109,11 @@ def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView
 
 
 class _Stats:
+    """Running statistics; lengths are kept as a histogram so memory stays flat as the dataset grows."""
+
     def __init__(self) -> None:
         self.rows = self.failed = self.tokens = self.trained = self.truncated = 0
-        self.lengths: list[int] = []
+        self.lengths: Counter[int] = Counter()
 
     def add(self, row: VisionRow) -> None:
         self.rows += 1
@@ -132,16 +123,21 @@ class _Stats:
         self.tokens += len(row.input_ids)
         self.trained += sum(1 for label in row.labels if label != IGNORE_INDEX)
         self.truncated += row.truncated
-        self.lengths.append(row.full_length)
+        self.lengths[row.full_length] += 1
 
-    def summary(self, total: int, checked: int, max_length: int | None, findings: list[Finding]) -> dict[str, Any]:
-        lengths = sorted(self.lengths)
+    def summary(self, total: int, checked: int, max_length: int | None, by_check: Counter[str]) -> dict[str, Any]:
+        ordered = sorted(self.lengths.items())
+        count = sum(self.lengths.values())
 
-        def rank(p: int) -> int:  # nearest rank
-            return lengths[max(0, math.ceil(len(lengths) * p / 100) - 1)]
+        def rank(p: int) -> int:  # nearest rank: the k-th smallest length, read off the histogram
+            k, seen = max(0, math.ceil(count * p / 100) - 1), 0
+            for length, n in ordered:
+                seen += n
+                if seen > k:
+                    return length
+            return ordered[-1][0]
 
-        percentiles = LengthPercentiles(rank(50), rank(90), rank(99), lengths[-1]) if lengths else None
-        by_check = Counter(f.code for f in findings)
+        percentiles = LengthPercentiles(rank(50), rank(90), rank(99), ordered[-1][0]) if ordered else None
         return RowsSummary(rows=total, rows_checked=checked, rows_failed=self.failed, tokens=self.tokens,
                            trainable_tokens=self.trained,
                            trainable_fraction=round(self.trained / self.tokens, 4) if self.tokens else 0.0,

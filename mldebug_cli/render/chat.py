@@ -26,12 +26,12 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
+from mldebug_cli.sources.template_bounds import bounded_parse
 
 GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
 MIB = 2**20
@@ -189,25 +189,6 @@ def _bounded_transformers() -> Iterator[Any]:
         yield ctu.render_jinja_template
     finally:
         vars(ctu).update(_compile_jinja_template=saved[0], ImmutableSandboxedEnvironment=saved[1])
-
-
-MAX_TEMPLATE_CHARS = 1_000_000  # of Jinja source, as for Go templates: real chat templates are a few KiB to ~50 KiB
-
-
-def bounded_parse(compile_source: Callable[[str], T], source: str) -> T:
-    """``compile_source(source)`` for every Jinja engine, within mldebug's parse bounds: a source over
-    MAX_TEMPLATE_CHARS (an 18 MB template parses for minutes) or nested past Python's recursion limit (5,000 ``{% if
-    %}``) is a ``jinja2.TemplateSyntaxError`` at line 1, reported as every syntax error is, naming its template."""
-    import jinja2
-
-    if len(source) > MAX_TEMPLATE_CHARS:
-        raise jinja2.TemplateSyntaxError(f"the template is {len(source):,} characters long, over the "
-                                         f"{MAX_TEMPLATE_CHARS:,} mldebug parses", 1)
-    try:
-        return compile_source(source)
-    except RecursionError:
-        raise jinja2.TemplateSyntaxError("the template is nested too deeply to parse (Python's recursion limit)",
-                                         1) from None
 
 
 @functools.lru_cache(maxsize=32)

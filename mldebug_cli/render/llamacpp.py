@@ -32,7 +32,8 @@ from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.render.chat import bound_width_filters, bounded_parse, concat_checking_code_generator, memory_cap
+from mldebug_cli.render.chat import bound_width_filters, concat_checking_code_generator, memory_cap
+from mldebug_cli.sources.template_bounds import bounded_parse
 
 MAX_OUTPUT_CHARS = 8_000_000
 RENDER_MEMORY_BYTES = 1024 * 2**20  # growth of the process during one render (Linux, main thread)

@@ -195,7 +195,7 @@ def _jinja_syntax_error(source: str) -> tuple[int, str] | None:
     import jinja2
     from jinja2.ext import Extension
 
-    from mldebug_cli.render.chat import bounded_parse
+    from mldebug_cli.sources.template_bounds import bounded_parse
 
     class GenerationTags(Extension):
         tags = {"generation"}  # noqa: RUF012 - jinja2 reads the class attribute

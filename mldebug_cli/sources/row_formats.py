@@ -163,15 +163,22 @@ def conversation_without_assistant(row: dict[str, Any], key: str) -> Chat | None
     return Chat(_validated_messages(messages, key, require_assistant=False), _tools(row))
 
 
-def conversation_with_typed_parts(row: dict[str, Any], key: str) -> Chat | None:
-    """A messages row whose content holds LLaMA-Factory's typed parts (``{"type": "text", "value": ...}``), read as
-    a trainer that hands the messages to ``apply_chat_template`` unchanged reads it (TRL's SFTTrainer): the parts
-    stay as they are, for the template to render as it does (most print the list's Python repr); None when no
-    message holds such parts."""
-    messages = row.get(key)
-    if not (isinstance(messages, list) and any(isinstance(m, dict) and _has_typed_parts(m) for m in messages)):
+def conversation_as_given(row: dict[str, Any]) -> Chat | None:
+    """A messages row as a trainer that hands the messages to ``apply_chat_template`` unchanged reads it (TRL's
+    SFTTrainer; a bare Trainer's user who maps apply_chat_template over the rows): a row with no assistant turn is
+    kept and trained, and content parts of any form reach the template unread (most print the list's Python repr,
+    some raise); None when no such reading applies (the row format's converter reads the row)."""
+    key = next((k for k in ("messages", "conversations", "conversation") if _chat_list(row.get(k))), None)
+    if key is None:
         return None
-    return Chat(_validated_messages(messages, key, require_assistant=False), _tools(row))
+    messages = row[key]
+    if any(isinstance(m, dict) and isinstance(m.get("content"), list) for m in messages):
+        return Chat(_validated_messages(messages, key, require_assistant=False), _tools(row))
+    return conversation_without_assistant(row, key)
+
+
+def _chat_list(messages: Any) -> bool:
+    return isinstance(messages, list) and bool(messages) and isinstance(messages[0], dict) and "role" in messages[0]
 
 
 def _has_typed_parts(message: dict[str, Any]) -> bool:

@@ -62,8 +62,7 @@ def _load_case_files() -> list[Any]:
 
 
 ALL_PARAMS = _load_case_files()
-# the probe cases run tiny models: their own module (tests/checks/test_probe_case_files.py), so that pytest-xdist's
-# --dist loadscope runs them on one worker while the other runs the rest of the case files
+# the probe cases run tiny models: their own module (tests/checks/test_probe_case_files.py)
 PARAMS = [p for p in ALL_PARAMS if p.values[0] != "probe"]
 PROBE_PARAMS = [p for p in ALL_PARAMS if p.values[0] == "probe"]
 
@@ -91,6 +90,13 @@ def _write(path: Path, content: Any) -> None:
 
 
 def _tokenizer(name: str, tmp: Path) -> str:
+    if name.startswith("$declared/"):  # a declared-class variant (tests/differential/strategies.py), made in tmp
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "differential"))
+        from strategies import declared_class_folder
+
+        return str(declared_class_folder(name.removeprefix("$declared/"), tmp / "declared"))
     return _expand(name, tmp) if name.startswith("$") else str(TOKENIZERS / name)
 
 

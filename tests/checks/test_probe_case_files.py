@@ -1,6 +1,5 @@
 """The probe checks' case files (tests/checks/cases/GP*.yml), run as tests/checks/test_case_files.py runs every other
-case file: a module of their own, so that pytest-xdist (``--dist loadscope``) runs them on one worker while another
-runs the rest of the case files. The first case of each GP check is in the fast tier, the others in the slow tier."""
+case file, in a module of their own. The first case of each GP check is in the fast tier, the others in the slow tier."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ PACKAGE = ROOT / "mldebug_cli"
 # import name -> distribution, where they differ
 DISTRIBUTIONS = {"yaml": "pyyaml", "tomli": "tomli", "PIL": "pillow"}
 # optional modules: the extra that installs them
-EXTRAS = {"torch": "schedule", "matplotlib": "plot", "minijinja": "tgi", "ray": "ray", "peft": "probe", "PIL": "vision"}
+EXTRAS = {"torch": "schedule", "matplotlib": "plot", "minijinja": "tgi", "ray": "ray", "peft": "probe", "PIL": "vision",
+          "datasketch": "overlap"}
 # the real frameworks, read when the user has them installed (mldebug falls back to the record of their wheels)
 WHEN_INSTALLED = {"axolotl", "llamafactory", "trl"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from support import ROOT
-from tiers import REPLAY_SAMPLE, sampled
+from tiers import FULL_PROFILE, REPLAY_SAMPLE, fast_examples, sampled
 
 pytest_plugins = ["pytester"]
 
@@ -82,6 +82,71 @@ def test_the_two_tiers_split_every_case_between_them_once(pytester: pytest.Pytes
 @pytest.mark.parametrize(("n", "k", "want"), [(10, 4, {0, 3, 6, 9}), (3, 4, {0, 1, 2}), (7, 1, {0}), (2, 2, {0, 1})])
 def test_the_sample_is_evenly_spaced_with_the_first_and_last_case(n, k, want):
     assert sampled(n, k) == want
+
+
+PROPERTIES = """
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+
+def count(name):
+    with open(Path(__file__).with_name(name), "a") as file:
+        file.write("x")
+
+
+@given(st.integers())
+def test_default_count(n):
+    count("default")
+
+
+@settings(max_examples=300, database=None)
+@given(st.integers())
+def test_own_count(n):
+    count("own")
+
+
+@pytest.mark.slow
+@settings(max_examples=30, database=None)
+@given(st.integers())
+def test_slow_property(n):
+    count("slow")
+"""
+PROFILES = """
+import pytest
+from hypothesis import settings
+from tiers import fewer_examples
+
+settings.register_profile("mldebug", database=None)
+settings.register_profile("full", database=None)
+settings.load_profile("mldebug")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    fewer_examples(items)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: slow")
+"""
+
+
+def _examples(pytester: pytest.Pytester, *args: str) -> dict[str, int]:
+    for name in ("default", "own", "slow"):
+        (pytester.path / name).unlink(missing_ok=True)
+    result = pytester.runpytest("-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-m", "slow or not slow", *args)
+    result.assert_outcomes(passed=3)
+    return {name: len((pytester.path / name).read_text()) for name in ("default", "own", "slow")}
+
+
+def test_the_fast_tier_runs_a_fifth_of_each_property_tests_examples_and_the_full_profile_all(pytester: pytest.Pytester):
+    pytester.makeconftest(PROFILES)
+    pytester.makepyfile(test_properties=PROPERTIES)
+    assert _examples(pytester) == {"default": fast_examples(100), "own": fast_examples(300), "slow": 30}
+    assert _examples(pytester, f"--hypothesis-profile={FULL_PROFILE}") == {"default": 100, "own": 300, "slow": 30}
+    assert (fast_examples(100), fast_examples(300), fast_examples(30), fast_examples(8)) == (20, 60, 10, 8)
 
 
 # --- the coverage rule: the fast tier keeps a test of every check, command, output format and framework -------------

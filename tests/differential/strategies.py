@@ -263,10 +263,11 @@ DECLARED_CLASS_VARIANTS: dict[str, tuple[str, dict]] = {
 
 
 def declared_class_folder(name: str, scratch) -> object:
-    """A tokenizer folder for DECLARED_CLASS_VARIANTS[name] under ``scratch`` (tokenizer.json linked, the config
-    rewritten); returns its path."""
+    """A tokenizer folder for DECLARED_CLASS_VARIANTS[name] under ``scratch`` (tokenizer.json copied: mldebug reads
+    no link out of a folder; the config rewritten); returns its path."""
     import json
     import os
+    import shutil
     from pathlib import Path
 
     source, overrides = DECLARED_CLASS_VARIANTS[name]
@@ -274,7 +275,9 @@ def declared_class_folder(name: str, scratch) -> object:
     folder = Path(scratch) / name
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "tokenizer.json").exists():
-        os.symlink(origin / "tokenizer.json", folder / "tokenizer.json")
+        part = folder / f"tokenizer.json.{os.getpid()}"  # whole or absent: test workers may make it at once
+        shutil.copyfile(origin / "tokenizer.json", part)
+        os.replace(part, folder / "tokenizer.json")
     config = json.loads((origin / "tokenizer_config.json").read_text(encoding="utf-8"))
     (folder / "tokenizer_config.json").write_text(json.dumps({**config, **overrides}), encoding="utf-8")
     return folder

@@ -69,3 +69,18 @@ def test_the_axolotl_goldens_cover_named_templates_dataset_settings_and_types():
     assert {"roles_to_train", "train_on_eos", "train_on_inputs", "message_field_training", "split_thinking",
             "field_messages", "message_property_mappings", "roles", "type"} <= keys
     assert {g["config"]["type"] for g in document["groups"] if "type" in g["config"]} >= {"alpaca", "completion"}
+
+
+def test_the_llamafactory_tokenizer_grid_covers_every_config():
+    """Issue 39's differential: LLaMA-Factory 0.9.5 at transformers 5.6.0, 192 configs (tokenizers x templates
+    auto/named/default/empty x train_on_prompt x mask_history x cutoff_len), with DeepSeek-V3 and a held-out
+    byte-level file declared as Llama (both mis-loaded by 5.6.0) beside two that load right."""
+    document = DOCUMENTS.get("llamafactory-tokenizers")
+    if document is None:
+        pytest.skip("no llamafactory-tokenizers goldens")
+    assert document["versions"]["llamafactory"] == "0.9.5" and document["versions"]["transformers"] == "5.6.0"
+    configs = {(g["tokenizer"], g["setting"]) for g in document["groups"]}
+    assert configs == {(tokenizer, setting) for tokenizer, setting, _ in differential.LLT_GRID}
+    assert len(configs) == 192
+    assert {g["tokenizer"].split("@")[1] for g in document["groups"]} == set(differential.LLT_TOKENIZERS)
+    assert {g["shape"] for g in document["groups"]} >= {"alpaca", "sharegpt", "sharegpt_tools", "sharegpt_system"}

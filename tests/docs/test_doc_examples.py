@@ -7,8 +7,11 @@ The documents are README.md, CONTRIBUTING.md and every page under docs/. A fence
 - in a block of ``$ `` prompts, the lines after a prompt are its quoted output: each of them (``...`` skips
   ahead) must be a line of the real output, in that order, trailing spaces aside.
 
-Each command runs as a user runs it (``python -m mldebug_cli`` in a child process, the repository root as the working
-directory, offline, 120 columns, no colour) and must exit 0, or with the code the block's annotation gives. The
+Each command runs as a user runs it (the repository root as the working directory, offline, 120 columns, no colour,
+none of mldebug's settings in the environment) and must exit 0, or with the code the block's annotation gives. It
+runs in the test's process (typer's runner: the libraries a command imports are imported once per worker, not once
+per example); the README's first example also runs in a child process (``python -m mldebug_cli``), as a user types
+it. The
 annotation is an HTML comment on the line before the fence (mkdocs and GitHub do not show it):
 
 - ``<!-- docs-test: exit=1 -->``: every command of the block exits 1 (``exit=1,0``: the first 1, the second 0);
@@ -183,18 +186,41 @@ def _missing_quote(quoted: list[str], output: str) -> str | None:
 
 
 @pytest.mark.parametrize("example", ALL, ids=[example.id for example in ALL])
-def test_documented_command(example: Example):
+def test_documented_command(example: Example, monkeypatch: pytest.MonkeyPatch):
     if example.skip:
         pytest.skip(f"{example.id}: {example.skip}")
-    args = shlex.split(example.command, comments=True)
-    env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb", "HF_HUB_OFFLINE": "1",
+    _check(example, *_in_process(shlex.split(example.command, comments=True)[1:], monkeypatch))
+
+
+def test_the_readmes_first_example_in_a_child_process():
+    """The first documented command, as a user's shell runs it: a fresh interpreter (``python -m mldebug_cli``)."""
+    example = ALL[0]
+    assert example.id == "README.md:27" and not example.skip
+    args = shlex.split(example.command, comments=True)[1:]
+    env = {**{k: v for k, v in os.environ.items() if k not in UNSET}, **ENV,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    for variable in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "MLDEBUG_CONFIG", "MLDEBUG_SELECT", "MLDEBUG_IGNORE",
-                     "MLDEBUG_FAIL_ON", "FORCE_COLOR"):
-        env.pop(variable, None)
-    result = subprocess.run([sys.executable, "-m", "mldebug_cli", *args[1:]], cwd=ROOT, env=env, capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "mldebug_cli", *args], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=TIMEOUT_S)
-    said = f"{example.id}: `{example.command}`\n--- stdout ---\n{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-2000:]}"
-    assert result.returncode == example.exit_code, f"exit {result.returncode}, the docs say {example.exit_code}\n{said}"
-    missing = _missing_quote(example.quoted, result.stdout)
+    _check(example, result.returncode, result.stdout, result.stderr)
+
+
+ENV = {"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb", "HF_HUB_OFFLINE": "1"}
+UNSET = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "MLDEBUG_CONFIG", "MLDEBUG_SELECT", "MLDEBUG_IGNORE",
+         "MLDEBUG_FAIL_ON", "FORCE_COLOR")
+
+
+def _in_process(args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(app, args, env={**ENV, **dict.fromkeys(UNSET)}, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _check(example: Example, code: int, stdout: str, stderr: str) -> None:
+    said = f"{example.id}: `{example.command}`\n--- stdout ---\n{stdout[-4000:]}\n--- stderr ---\n{stderr[-2000:]}"
+    assert code == example.exit_code, f"exit {code}, the docs say {example.exit_code}\n{said}"
+    missing = _missing_quote(example.quoted, stdout)
     assert missing is None, f"the docs quote a line the output does not have (in this order): {missing!r}\n{said}"

@@ -3,7 +3,9 @@ by name goes through ``registry.entry``), or detects it from the config once, an
 
 The counts are measured on real runs of the commands (a profile hook counts the calls; nothing is replaced).
 Before the typed Framework was carried along, lr-plot made 13 ``entry`` calls (7 by name, 6 from detection's
-loop) and inspect-data 2."""
+loop) and inspect-data 2; preflight made 10 and a detection (the same look-ups again for each finding it pointed at
+the config). Each inspect-data section of preflight looks its framework up once more: its options travel to worker
+processes by name (a Framework object does not pickle)."""
 
 from __future__ import annotations
 
@@ -63,3 +65,13 @@ def test_inspect_data_looks_its_framework_up_once() -> None:
                         "-t", str(REPO / "fixtures" / "tokenizers" / "qwen2.5-instruct"), "-f", "json")
     assert code in (0, 1)
     assert seen == Counter({"look-up": 1})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("flag", "expected"), [((), Counter({"detection": 1, "look-up": 1})),
+                                                (("--framework", "axolotl"), Counter({"look-up": 2}))])
+def test_preflight_resolves_its_framework_once(monkeypatch, flag: tuple[str, ...], expected: Counter[str]) -> None:
+    monkeypatch.chdir(REPO)  # the config names its dataset relative to the repository
+    code, seen = _count("preflight", str(REPO / "fixtures" / "preflight" / "axolotl" / "config.yml"), *flag, "-f", "json")
+    assert code == 1  # its planted row
+    assert seen == expected  # the command's resolve (or detection), and its data section's inspect-data options

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support import FIXTURES
+from support import FIXTURES, needs_corpus
 
 GOLDENS = FIXTURES / "tokenizer-resolution" / "goldens.json"
 
@@ -58,18 +58,20 @@ def test_the_goldens_span_three_releases_on_each_side_of_each_change():
 def test_emulation_gives_the_ids_of_the_real_release(release, name, folders):
     from tokenizers import Tokenizer
 
-    from mldebug_cli.frameworks.hf.tokenizer_resolution import emulate, resolve
+    from mldebug_cli.frameworks.hf.tokenizer_resolution import REFUSAL, emulate, resolve
     from mldebug_cli.frameworks.record import number
 
     golden = _goldens()["releases"][release][name]
-    if "error" in golden:  # 4.x's LlamaTokenizerFast converts from the slow tokenizer to honour add_prefix_space,
-        # and a folder with tokenizer.json alone has none: the release refuses it
-        config = json.loads((folders[name] / "tokenizer_config.json").read_text(encoding="utf-8"))
-        assert number(release) < (5,) and config.get("add_prefix_space") is not None, golden["error"]
-        assert "Cannot instantiate this tokenizer from a slow version" in golden["error"]
-        return
     resolution = resolve(folders[name], release)
     assert resolution is not None
+    if "error" in golden:  # 4.x's LlamaTokenizerFast converts from the slow tokenizer to honour add_prefix_space,
+        # and a folder with tokenizer.json alone has none: the release refuses it, and mldebug says so (DS062)
+        config = json.loads((folders[name] / "tokenizer_config.json").read_text(encoding="utf-8"))
+        assert number(release) < (5,) and config.get("add_prefix_space") is not None, golden["error"]
+        assert REFUSAL in golden["error"]
+        assert resolution.refused_without == "tokenizer.model"
+        return
+    assert resolution.refused_without is None, f"{release} loads {name} as {golden['class']}"
     file_kind = resolution.file_pre_tokenizer
     assert resolution.disagrees == (golden["pre_tokenizer"] != file_kind and golden["class"] != "TokenizersBackend"
                                     and golden["pre_tokenizer"] == "Metaspace"), golden["class"]
@@ -93,6 +95,8 @@ def test_the_record_holds_both_changes():
     assert versions.behaviour("transformers", "tokenizer_rebuilds", "4.57.6") == {}
     assert versions.behaviour("transformers", "tokenizer_rebuilds", "5.0.0")["LlamaTokenizer"] == "Metaspace"
     assert versions.behaviour("transformers", "tokenizer_rebuilds", "5.24.0")["GPT2Tokenizer"] == "ByteLevel"
+    assert versions.behaviour("transformers", "prefix_space_needs_slow", "4.57.6") == {"LlamaTokenizer": "tokenizer.model"}
+    assert versions.behaviour("transformers", "prefix_space_needs_slow", "5.0.0") == {}
     assert not versions.behaviour("transformers", "byte_level_llama_guard", "5.21.1")
     assert versions.behaviour("transformers", "byte_level_llama_guard", "5.22.2")
 
@@ -104,3 +108,53 @@ def test_the_releases_that_load_deepseek_v3_right_inside_llama_factorys_pin():
     inside = loads_right(resolution, "!=4.52.0,!=4.57.0,<=5.6.0,>=4.55.0")
     assert inside and inside[-1] == "4.57.6" and all(r.startswith("4.") for r in inside)
     assert "5.22.2" in loads_right(resolution) and "5.21.1" not in loads_right(resolution)
+
+
+CORPUS_GOLDENS = FIXTURES / "tokenizer-resolution" / "corpus-goldens.json"
+
+
+@pytest.fixture(scope="module")
+def phi3_as_qwen2(tmp_path_factory):
+    """Phi-3's Metaspace tokenizer.json declared as Qwen2Tokenizer (tools/tokenizer_resolution_goldens.py --corpus
+    CORPUS_VARIANTS), made from the corpus in place; and that folder as the installed transformers loads it."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from support import PHI3
+
+    folder = tmp_path_factory.mktemp("phi3") / "phi3-as-qwen2"
+    folder.mkdir()
+    shutil.copyfile(PHI3 / "tokenizer.json", folder / "tokenizer.json")
+    config = json.loads((PHI3 / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "tokenizer_class": "Qwen2Tokenizer"}))
+    return folder, AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.mark.slow
+@needs_corpus
+@pytest.mark.parametrize("release", sorted(json.loads(CORPUS_GOLDENS.read_text(encoding="utf-8"))["releases"]))
+def test_a_metaspace_file_declared_as_qwen2_is_named_and_shown_as_each_release_builds_it(release, phi3_as_qwen2):
+    """Another mismatch than Llama over byte-level: every 5.x release rebuilds a declared Qwen2Tokenizer ByteLevel
+    over Phi-3's Metaspace file (newlines are lost). mldebug names it (DS061) and, its own transformers building it
+    the same way, shows the run's ids (DS060): they equal the real releases' ids for every text."""
+    from tokenizers import Tokenizer
+
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.frameworks.hf.tokenizer_resolution import builds_alike, resolve
+    from mldebug_cli.frameworks.record import number
+
+    folder, installed = phi3_as_qwen2
+    golden = json.loads(CORPUS_GOLDENS.read_text(encoding="utf-8"))["releases"][release]["phi3-as-qwen2"]
+    resolution = resolve(folder, release)
+    assert resolution is not None and resolution.disagrees == (number(release) >= (5,)), golden["class"]
+    if resolution.disagrees:
+        assert builds_alike(resolution, versions.installed("transformers"))
+        encode = lambda text: installed(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    else:
+        file_as_is = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        encode = lambda text: file_as_is.encode(text, add_special_tokens=False).ids  # noqa: E731
+    for row in golden["rows"]:
+        assert encode(row["text"]) == row["ids"], row["text"]
+    first = golden["rows"][0]
+    assert (first["decoded"] == first["text"]) == (not resolution.disagrees)

@@ -473,27 +473,41 @@ def test_a_pair_whose_prompt_fills_max_length_is_not_said_to_differ_at_the_cut(t
     assert "first_difference" not in views[0] and views[1]["first_difference"] > 0
 
 
-def test_llama_factory_typed_content_parts_are_read_as_its_renderer_reads_them(tmp_path):
+def flattened(message: dict) -> dict:
+    """A message of LLaMA-Factory v1's typed parts flattened as DS065's hint says (and as its v1 renderers read them):
+    text joined into the content, reasoning as reasoning_content, tool_call parts as tool calls."""
+    parts = message["content"]
+    out = {"role": message["role"], "content": "".join(p["value"] for p in parts if p["type"] == "text")}
+    if any(p["type"] == "reasoning" for p in parts):
+        out["reasoning_content"] = "".join(p["value"] for p in parts if p["type"] == "reasoning")
+    calls = [json.loads(p["value"]) for p in parts if p["type"] == "tool_call"]
+    if calls:
+        out["tool_calls"] = [{"type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                             for c in calls]
+    return out
+
+
+def test_llama_factory_typed_content_parts_flattened_as_the_hint_says_give_its_v1_renderers_ids(tmp_path):
     """Item 8: {"type": "text"|"reasoning"|"tool_call", "value": ...} parts (LLaMA-Factory's v1 data format, as in the
-    corpus's reason_tool_use_demo_50.jsonl) are not empty turns: text joined, reasoning and tool calls read. Rendered
-    with Qwen3's own template the ids equal LLaMA-Factory 0.9.5's qwen3 renderer (its golden); no DS012; a part type
-    it refuses is DS010. (Corpus: 48/50 rows equal; the two others carry tools "[]", which LLaMA-Factory's v1 renders
-    as an empty tools block and TRL, like the template, as none.)"""
-    from support import FIXTURES, QWEN3
+    corpus's reason_tool_use_demo_50.jsonl). Handed to apply_chat_template as they are (a Trainer's user, TRL), Qwen3's
+    template raises on them (fixtures/content-parts/): mldebug says the rows cannot be rendered. Flattened as DS065's
+    hint says, Qwen3's own template gives the ids of LLaMA-Factory 0.9.5's qwen3 renderer (its golden)."""
+    from support import FIXTURES, QWEN3, write_jsonl
 
     golden = json.loads((FIXTURES / "llamafactory-0.9.5" / "more" / "typed-parts.json").read_text())
-    rows = FIXTURES / "llamafactory-rows" / "typed_parts.jsonl"
-    doc = json.loads(invoke("inspect-data", rows, "-t", QWEN3, "--framework", "transformers", "--all", "-f", "json",
+    rows = [json.loads(line) for line in (FIXTURES / "llamafactory-rows" / "typed_parts.jsonl").read_text().splitlines()]
+    raw = inspect_rows(rows, QWEN3, tmp_path, "--framework", "transformers")
+    assert {f["location"]["row"] for f in raw["findings"] if f["code"] == "DS009"} == set(range(len(rows)))
+    flat = write_jsonl(tmp_path / "flat.jsonl", [{**r, "messages": [flattened(m) for m in r["messages"]]} for r in rows])
+    doc = json.loads(invoke("inspect-data", flat, "-t", QWEN3, "--framework", "transformers", "--all", "-f", "json",
                             "--show", 10, "--exit-zero").stdout)
     got = {r["row"]: r["input_ids"] for r in doc["rows"]}
     assert [got[i] for i in range(len(golden["rows"]))] == [r["input_ids"] for r in golden["rows"]]
-    assert not [f for f in doc["findings"] if f["code"] in ("DS010", "DS012")]
+    assert not [f for f in doc["findings"] if f["code"] in ("DS009", "DS010", "DS012")]
     bad = [{"messages": [{"role": "user", "content": [{"type": "image_url", "value": "x.png"}]},
                          {"role": "assistant", "content": [{"type": "text", "value": "A cat."}]}]}]
-    found = inspect_rows(bad, QWEN3, tmp_path, "--framework", "transformers")["findings"]
-    assert [f["code"] for f in found] == ["DS010"] and "Unsupported content type" in found[0]["message"]
-    # under TRL the parts reach Qwen3's template unread (test_typed_content_parts_*): what the template does decides
-    assert "DS010" not in [f["code"] for f in inspect_rows(bad, QWEN3, tmp_path)["findings"]]
+    found = inspect_rows(bad, QWEN3, tmp_path, "--framework", "llama-factory")["findings"]
+    assert "DS010" in [f["code"] for f in found]  # `llamafactory-cli train` stops on any list content
 
 
 NO_ASSISTANT_ROWS = [{"messages": [{"role": "user", "content": "Is the chain worn?"}]},
@@ -606,3 +620,27 @@ def test_an_implicit_pair_differing_in_an_earlier_assistant_turn_puts_the_user_t
     found = [f for f in inspect_rows([EARLIER_TURN_PAIR], QWEN25, tmp_path, "--task", "dpo")["findings"]
              if f["code"] == "DP003"]
     assert len(found) == 2 and "holds a user message (its message 1)" in found[0]["message"]
+
+
+@pytest.mark.slow
+def test_a_reply_ending_with_the_eos_text_is_flagged_exactly_where_trl_trains_the_eos_twice_or_mid_reply(tmp_path):
+    """Issue 34 item 9's special-token-in-reply report: a chosen reply ending with the EOS text. Standard rows: TRL
+    1.16's add_eos leaves it alone (one EOS), and mldebug flags nothing. Conversational rows: the template closes the
+    turn after it, so TRL trains the EOS and then the turn end (Qwen2.5: '<|im_end|><|im_end|>'), and DP008 says so."""
+    from transformers import AutoTokenizer
+
+    from support import QWEN25
+
+    tok = AutoTokenizer.from_pretrained(str(QWEN25))
+    eos = tok.eos_token
+    standard = [{"prompt": "Hi?", "chosen": "Yes." + eos, "rejected": "No."},
+                {"prompt": "Ok?", "chosen": "Fine.", "rejected": "Bad."}]
+    chosen = trl_dpo_completions(standard, QWEN25, tmp_path / "standard")
+    assert chosen[0].count(tok.eos_token_id) == 1
+    doc = inspect_rows(standard, QWEN25, tmp_path, "--task", "dpo")
+    assert not [f for f in doc["findings"] if f["code"] in ("DP007", "DP008")]
+    chat = [{"prompt": [{"role": "user", "content": "Hi?"}], "chosen": [{"role": "assistant", "content": "Yes." + eos}],
+             "rejected": [{"role": "assistant", "content": "No."}]}]
+    assert trl_dpo_completions(chat, QWEN25, tmp_path / "chat")[0].count(tok.eos_token_id) == 2
+    codes = [f["code"] for f in inspect_rows(chat, QWEN25, tmp_path, "--task", "dpo")["findings"]]
+    assert "DP008" in codes and "DP007" in codes

@@ -86,3 +86,63 @@ def test_every_stored_report_is_below_k_so_its_output_is_unchanged():
             worst = Counter(f["code"] for f in findings).most_common(1)[0]
             assert worst[1] < KEPT_PER_CHECK, f"{path}: {worst[1]} {worst[0]} findings, K is {KEPT_PER_CHECK}"
     assert seen >= 10, "the expected reports were not found"
+
+
+@pytest.fixture(scope="module")
+def pair_reports(tmp_path_factory):
+    """DPO pairs with a planted finding on most rows (identical sides every 2nd, an empty side every 3rd)."""
+    rows = [{"prompt": f"Question {i}?", "chosen": f"Answer {i}." if i % 3 else " ",
+             "rejected": f"Answer {i}." if i % 2 == 0 else f"No {i}."} for i in range(120)]
+    path = write_jsonl(tmp_path_factory.mktemp("pairs") / "rows.jsonl", rows)
+    options = InspectOptions(dataset=str(path), tokenizer=str(QWEN25), all_rows=True, workers=1, task="dpo")
+    return build_report(replace(options, findings_kept=None)), build_report(replace(options, findings_kept=KEPT))
+
+
+def test_preference_rows_keep_the_first_k_of_each_check_and_count_the_rest(pair_reports):
+    full, capped = pair_reports
+    by_code = Counter(f.code for f in full.findings)
+    assert by_code["DP001"] > KEPT and by_code["DP002"] > KEPT, by_code
+    assert capped.findings == tuple(f for f in full.findings
+                                    if [g for g in full.findings if g.code == f.code].index(f) < KEPT)
+    assert {n.code: n.count for n in capped.not_kept} == {c: n - KEPT for c, n in by_code.items() if n > KEPT}
+    assert capped.summary == full.summary and capped.counts() == full.counts()
+    assert capped.summary["by_check"]["DP001"] == by_code["DP001"]
+
+
+def test_a_missing_reward_column_is_counted_not_listed_row_by_row(tmp_path):
+    """DP012 holds how many rows lack the column and the first, never a list of rows (flat in rows)."""
+    rows = [{"prompt": [{"role": "user", "content": f"What is {i} + 1?"}], **({"answer": str(i + 1)} if i % 4 == 0 else {})}
+            for i in range(200)]
+    path = write_jsonl(tmp_path / "grpo.jsonl", rows)
+    report = build_report(InspectOptions(dataset=str(path), tokenizer=str(QWEN25), all_rows=True, workers=1,
+                                         task="grpo", reward_columns=("answer",)))
+    (finding,) = [f for f in report.findings if f.code == "DP012"]
+    assert finding.message.startswith("150 row(s) have no 'answer' column") and finding.location.row == 1
+    assert "(first: row 1)" in finding.message
+
+
+@pytest.fixture(scope="module")
+def vision_reports(tmp_path_factory):
+    """TRL's vision example (one finding or more on most of its 10 rows) repeated 6 times, its images beside it."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("vision")
+    example = ROOT / "fixtures" / "datasets" / "vision" / "trl_vision_sft.jsonl"
+    shutil.copytree(example.parent / "images", folder / "images")
+    lines = [line for line in example.read_text(encoding="utf-8").splitlines() if line.strip()]
+    (folder / "rows.jsonl").write_text("\n".join(lines * 6) + "\n", encoding="utf-8")
+    options = InspectOptions(dataset=str(folder / "rows.jsonl"), tokenizer=str(ROOT / "fixtures" / "processors" / "qwen2-vl"),
+                             all_rows=True, max_length=300)
+    return build_report(replace(options, findings_kept=None)), build_report(replace(options, findings_kept=KEPT))
+
+
+@pytest.mark.slow  # two reports on 60 image rows: seconds of image processing
+def test_vision_rows_keep_the_first_k_of_each_check_and_count_the_rest(vision_reports):
+    full, capped = vision_reports
+    by_code = Counter(f.code for f in full.findings)
+    assert sum(1 for n in by_code.values() if n > KEPT) >= 3, by_code
+    assert capped.findings == tuple(f for f in full.findings
+                                    if [g for g in full.findings if g.code == f.code].index(f) < KEPT)
+    assert {n.code: n.count for n in capped.not_kept} == {c: n - KEPT for c, n in by_code.items() if n > KEPT}
+    assert capped.summary == full.summary and capped.counts() == full.counts() and capped.worst() == full.worst()
+    assert len(capped.findings) <= KEPT * len(by_code)

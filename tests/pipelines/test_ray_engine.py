@@ -49,7 +49,7 @@ def same_reports(options: InspectOptions) -> dict:
     """The in-process and the Ray report of ``options`` as JSON, asserted equal but for the engine line."""
     local = report_document(build_report(replace(options, workers=1)))
     on_ray = report_document(build_report(replace(options, engine="ray", ray_concurrency=2)))
-    assert on_ray["context"].pop("engine").startswith("ray (Ray Data, 2 actors")
+    assert on_ray["context"].pop("engine").startswith("ray (Ray Data, up to 2 actors")
     assert "engine" not in local["context"]
     assert on_ray == local
     return local
@@ -88,7 +88,7 @@ def test_planted_rows_give_the_same_report(tmp_path):
 
 def test_sharded_parquet_gives_the_same_report_with_rows_numbered_across_shards(shards_options, shards_report):
     on_ray = report_document(build_report(replace(shards_options, engine="ray", ray_concurrency=2)))
-    assert on_ray["context"].pop("engine") == "ray (Ray Data, 2 actors, cluster local)"
+    assert on_ray["context"].pop("engine") == "ray (Ray Data, up to 2 actors, cluster local)"
     assert on_ray == shards_report
     doc = shards_report
     assert doc["summary"]["rows_checked"] == GENERATED_ROWS
@@ -199,3 +199,18 @@ def test_cli_prints_the_same_json_on_stdout_and_names_an_unreachable_cluster(tmp
                           env=env)
     assert gone.returncode == 2 and gone.stdout == ""
     assert gone.stderr.splitlines()[0] == "Error: cannot reach the Ray cluster at 127.0.0.1:9: [Errno 111] Connection refused"
+
+
+def test_train_eval_overlap_is_the_same_on_ray(tmp_path):
+    """--eval-dataset: the training rows stream past the eval index on Ray's actors; the same findings."""
+    pytest.importorskip("datasketch")
+    train = [generated_chat(i) for i in range(3_000)]
+    write_jsonl(tmp_path / "train.jsonl", train)
+    near = json.loads(json.dumps(train[1_234]))
+    near["messages"][-1]["content"] = (near["messages"][-1]["content"] or "") + " extra"
+    write_jsonl(tmp_path / "eval.jsonl", [train[7], train[2_999], near, {"messages": [
+        {"role": "user", "content": "a row of its own"}, {"role": "assistant", "content": "not in training"}]}])
+    local = same_reports(InspectOptions(dataset=str(tmp_path / "train.jsonl"), tokenizer=str(QWEN25), sample=20,
+                                        eval_dataset=str(tmp_path / "eval.jsonl"), select=("DS053", "DS054")))
+    found = {(f["code"], f["location"]["row"]) for f in local["findings"]}
+    assert {("DS053", 0), ("DS053", 1)} <= found and not {r for _, r in found} & {3}

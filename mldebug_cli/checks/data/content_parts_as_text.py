@@ -6,7 +6,8 @@ the template does not read) that the chat template printed as the list's Python 
 Why it matters for training
 TRL and transformers' `apply_chat_template` hand the parts to the template as they are; a template that reads
 `message['content']` as a string prints the repr, and those tokens are trained: the model learns to answer in
-Python lists of dicts.
+Python lists of dicts. (Other templates raise on any list: Qwen2.5, Qwen3, Mistral-Nemo, DS009. axolotl joins the
+parts' text itself; `llamafactory-cli train` 0.9.5 refuses any list, DS010.)
 
 Example
 A LLaMA-Factory v1 row under TRL with Llama 3's template: `hi` becomes

@@ -33,23 +33,23 @@ SUBJECT = "setup"
 
 
 def run(setup: Setup, ctx: Setup) -> Iterator[Hit]:
-    from mldebug_cli.frameworks import record
-    from mldebug_cli.frameworks.hf.tokenizer_resolution import span
+    from mldebug_cli.frameworks.hf.tokenizer_resolution import rebuilt_by, span
 
     run_tokenizer = setup.run_tokenizer
     if run_tokenizer is None:
         return
     resolution = run_tokenizer.resolution
-    wrong = [r for r in record.releases("transformers") if r not in run_tokenizer.right]
+    wrong = rebuilt_by(resolution)
     if not wrong:
         return
     now = (f"the run's transformers {run_tokenizer.target} is one of them" + (
         " (DS060 shows the rows)" if run_tokenizer.round_trip else " (mldebug does not build that tokenizer: "
-        "its ids are not shown)")) if resolution.disagrees else f"the run's transformers {run_tokenizer.target} " \
-        "loads it as the file says"
+        "its ids are not shown)")) if resolution.disagrees else (
+        f"the run's transformers {run_tokenizer.target} refuses to load it (DS062)" if resolution.refused_without
+        else f"the run's transformers {run_tokenizer.target} loads it as the file says")
     yield Hit(
         f"tokenizer_config.json declares {resolution.declared} but tokenizer.json is "
-        f"{resolution.file_pre_tokenizer}: transformers {span(tuple(wrong))} build "
+        f"{resolution.file_pre_tokenizer}: transformers {span(wrong)} build "
         f"the class's own pipeline instead of the file's; {now}",
         run_tokenizer.fix(),
         setup.location(),

@@ -23,7 +23,7 @@ from mldebug_cli.core.findings import Hit
 
 if TYPE_CHECKING:
     from mldebug_cli.frameworks.trl.vision import VisionRow
-    from mldebug_cli.pipelines.vision import VisionSetup
+    from mldebug_cli.frameworks.vision_subjects import VisionSetup
 
 SEVERITY = "warning"
 SUBJECT = "vision-row"

@@ -1,6 +1,8 @@
 """What it finds
 Messages that carry a per-message `loss_weight` (LLaMA-Factory's v1 data format) in rows read by a framework
-that never reads it (TRL's SFTTrainer hands the messages to the chat template and masks by its own settings).
+that never reads it: TRL's SFTTrainer and a bare Trainer's `apply_chat_template` hand role and content to the chat
+template, axolotl's chat_template strategy keeps only the keys it maps, and `llamafactory-cli train` 0.9.5's
+converter reads role and content (only its v1 data engine reads the weight).
 
 Why it matters for training
 A turn weighted 0.0 to keep it out of the loss is trained anyway (or one weighted 1.0 is masked): the weights

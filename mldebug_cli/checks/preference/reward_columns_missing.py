@@ -28,6 +28,6 @@ SUBJECT = "preference-dataset"
 
 
 def run(dataset: PreferenceDataset, setup: PreferenceSetup) -> Iterator[Hit]:
-    for column, rows in dataset.missing_columns.items():
-        yield Hit(f"{len(rows)} row(s) have no {column!r} column for the reward functions (first: row {rows[0]})",
-                  f"add {column!r} to every row", Location(path=setup.dataset_path, row=rows[0]))
+    for column, missing in dataset.missing_columns.items():
+        yield Hit(f"{missing.rows} row(s) have no {column!r} column for the reward functions (first: row {missing.first})",
+                  f"add {column!r} to every row", Location(path=setup.dataset_path, row=missing.first))

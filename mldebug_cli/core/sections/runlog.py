@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+COMPARED = "(compared run)"  # the suffix of the compared run's charts (check-run --compare): "loss (compared run)"
 
 @dataclass(frozen=True)
 class RunView:

@@ -151,7 +151,7 @@ def as_axolotl_reads(messages: list[dict[str, Any]], row: Any = None) -> list[di
         out.append({"role": "system", "content": system})
     for i, message in enumerate(messages):
         content = message.get("content")
-        if isinstance(content, list) and not any("train" in p or "weight" in p for p in content if isinstance(p, dict)):
+        if isinstance(content, list):  # _convert_content_parts: each part's text joined (its train/weight flags aside)
             message = {**message, "content": "".join(_part_text(p) for p in content if isinstance(p, dict))}
         calls = message.get("tool_calls")
         if isinstance(calls, list) and any(_string_arguments(c) for c in calls):

@@ -471,6 +471,7 @@ class Rows(RowProfile):
     truncation = "drop"
     appends_eos = True
     template_error_stops_run = "axolotl tokenizes every row in one datasets.map while it prepares the dataset"
+    reads_message_weights = False  # its chat_template strategy keeps the mapped keys only: a loss_weight is dropped
 
     def __init__(self, options: Any = None, masking: Any = None, prompter: Any = None, tokenizer: Any = None,
                  unemulated: tuple[tuple[str, str], ...] = ()) -> None:

@@ -31,6 +31,7 @@ from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.trl.trainer_facts import transformers_trainer_facts
 from mldebug_cli.schedule.model import GenerationBatching, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
+from mldebug_cli.sources.row_formats import conversation_as_given
 
 GRPO_NUM_GENERATIONS = 8
 
@@ -252,10 +253,21 @@ class Rows(RowProfile):
 
     framework = "transformers"
     pad_masked_by_id = True
+    reads_message_weights = False  # apply_chat_template renders role and content; a message's loss_weight is not read
+    row_format = ""
+
+    def own_sample(self, raw: Any) -> Any:
+        """Chat rows as the Trainer's user prepares them: apply_chat_template on the messages as they are (content
+        parts unread, a row without an assistant turn trained whole)."""
+        if self.row_format == "messages" and isinstance(raw, dict):
+            return conversation_as_given(raw)
+        return None
 
 
 def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
-    return Rows()
+    rows = Rows()
+    rows.row_format = row_format
+    return rows
 
 
 FRAMEWORK = Framework(

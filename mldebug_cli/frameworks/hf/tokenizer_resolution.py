@@ -12,6 +12,9 @@ Recorded from the wheels (tools/version_facts.py, ``tokenizer_rebuilds`` and ``b
   every space and newline maps to no token and is lost.
 - from 5.22: a declared ``LlamaTokenizer`` whose tokenizer.json is ByteLevel loads as ``TokenizersBackend`` (the file
   as it is). Other classes still rebuild from their defaults.
+- 4.x (``prefix_space_needs_slow``): ``LlamaTokenizerFast`` given ``add_prefix_space`` (any value, e.g. Qwen2.5's
+  ``false`` kept under a Llama class) converts from the slow tokenizer, which needs ``tokenizer.model``; a folder
+  without it is refused (``ValueError: Cannot instantiate this tokenizer from a slow version``): the run stops.
 
 tests/frameworks/test_tokenizer_resolution.py holds :func:`emulate` to real transformers releases on each side of
 both changes (fixtures/tokenizer-resolution/goldens.json, by tools/tokenizer_resolution_goldens.py).
@@ -52,6 +55,7 @@ class Resolution:
     class_pre_tokenizer: str | None  # what the declared class builds instead at this release (None: the file's)
     transformers_version: str | None
     loaded_as: str  # the class AutoTokenizer returns at this release
+    refused_without: str | None = None  # the slow vocabulary file this release needs and the folder lacks: it refuses
 
     @property
     def disagrees(self) -> bool:
@@ -95,7 +99,21 @@ def resolve(folder: str | Path, transformers_version: str | None) -> Resolution 
     if declared is not None and config.get("auto_map"):
         declared = None  # remote code decides; not modelled
     kind = _file_kind(folder / "tokenizer.json")
-    return _resolution(str(folder), declared, kind, transformers_version)
+    resolution = _resolution(str(folder), declared, kind, transformers_version)
+    missing = _refused_without(folder, config, resolution.class_name, transformers_version)
+    return replace(resolution, refused_without=missing) if missing else resolution
+
+
+def _refused_without(folder: Path, config: dict, class_name: str, version: str | None) -> str | None:
+    """The slow vocabulary file ``version`` needs to load the folder and does not find (None: it loads)."""
+    needs = versions.behaviour("transformers", "prefix_space_needs_slow", version)
+    slow_file = needs.get(class_name) if isinstance(needs, dict) else None
+    if isinstance(slow_file, str) and config.get("add_prefix_space") is not None and not (folder / slow_file).exists():
+        return slow_file
+    return None
+
+
+REFUSAL = "ValueError: Cannot instantiate this tokenizer from a slow version"  # what 4.x raises (the goldens hold it)
 
 
 def _resolution(folder: str, declared: str | None, kind: str | None, version: str | None) -> Resolution:
@@ -120,12 +138,20 @@ def loads_right(resolution: Resolution, allowed: str | None = None) -> tuple[str
     from packaging.version import Version
 
     within = SpecifierSet(allowed or "")
+    _, config = declared_class(Path(resolution.folder))
     out = []
     for release in record.releases("transformers"):
         again = _resolution(resolution.folder, resolution.declared, resolution.file_pre_tokenizer, release)
-        if not again.disagrees and Version(release) in within:
+        refused = _refused_without(Path(resolution.folder), config, resolution.class_name, release)
+        if not again.disagrees and not refused and Version(release) in within:
             out.append(release)
     return tuple(out)
+
+
+def rebuilt_by(resolution: Resolution) -> tuple[str, ...]:
+    """The recorded transformers releases whose declared class builds its own pipeline over the file's."""
+    return tuple(release for release in record.releases("transformers") if _resolution(
+        resolution.folder, resolution.declared, resolution.file_pre_tokenizer, release).disagrees)
 
 
 def emulate(folder: str | Path, resolution: Resolution) -> Tokenizer | None:
@@ -249,14 +275,26 @@ def run_tokenizer(loaded: LoadedTokenizer, target: versions.TargetVersion, frame
                   ) -> tuple[RunTokenizer | None, LoadedTokenizer]:
     """The tokenizer as the run's transformers (``target``) builds it, and what the checks say of it."""
     resolution, run_loaded = as_the_run_loads(loaded, target.version)
-    if resolution is None or not _ever_disagrees(resolution):
+    if resolution is None or not (resolution.refused_without or _ever_disagrees(resolution)):
         return None, loaded
     found = versions.framework_pin(framework, versions.installed(framework))
     pin = found[1] if found else None
     backend = run_loaded.tokenizer.backend_tokenizer if run_loaded is not loaded else None
+    if backend is None and resolution.disagrees and builds_alike(resolution, versions.installed("transformers")):
+        backend = loaded.tokenizer.backend_tokenizer  # the installed release rebuilds it as the run's does
     return RunTokenizer(resolution, target.describe().removeprefix("transformers "), pin,
                         round_trip(backend) if backend is not None else None,
                         loads_right(resolution, pin), loads_right(resolution)), run_loaded
+
+
+def builds_alike(resolution: Resolution, installed: str | None) -> bool:
+    """The installed transformers builds the same class with the same pipeline as ``resolution``'s release (both
+    rebuild it from the class's defaults): the tokenizer mldebug loaded is then the one the run trains with, e.g.
+    ``Qwen2Tokenizer`` declared over a Metaspace file, rebuilt ByteLevel by every 5.x release."""
+    if installed is None:
+        return False
+    here = _resolution(resolution.folder, resolution.declared, resolution.file_pre_tokenizer, installed)
+    return (here.loaded_as, here.class_pre_tokenizer) == (resolution.loaded_as, resolution.class_pre_tokenizer)
 
 
 def _ever_disagrees(resolution: Resolution) -> bool:

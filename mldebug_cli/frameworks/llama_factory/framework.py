@@ -230,6 +230,7 @@ class Rows(RowProfile):
     truncation = "pairs"  # text and prompt/completion rows, which its supervised stage does not read as chats
     appends_eos = True
     own_templates = True
+    reads_message_weights = False  # `llamafactory-cli train`'s converter reads role and content (v1 reads loss_weight)
 
     def __init__(self, options: LlamaFactoryOptions, chosen: LfTemplate, tokenizer: Any, parsed: bool,
                  unemulated: str | None = None) -> None:

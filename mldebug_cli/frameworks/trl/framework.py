@@ -369,14 +369,9 @@ class Rows(RowProfile):
         if self.row_format == "sharegpt" and isinstance(raw, dict) and is_sharegpt_conversations(raw):
             return sharegpt_sample(raw)
         if self.row_format == "messages" and isinstance(raw, dict):
-            from mldebug_cli.sources.row_formats import conversation_with_typed_parts, conversation_without_assistant
+            from mldebug_cli.sources.row_formats import conversation_as_given
 
-            # apply_chat_template on the whole conversation, messages as given: a row with no assistant turn is kept
-            # and trained; LLaMA-Factory's typed parts reach the template unread (most print their Python repr)
-            key = next((k for k in ("messages", "conversations", "conversation") if _conversational(raw.get(k))), None)
-            if key is None:
-                return None
-            return conversation_with_typed_parts(raw, key) or conversation_without_assistant(raw, key)
+            return conversation_as_given(raw)  # apply_chat_template on the whole conversation, messages as given
         return None
 
     def refusal(self, first: Any) -> tuple[str, str] | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import open_regular
 from mldebug_cli.sources.runlog.crash import CrashScan
+from mldebug_cli.sources.runlog.format import FileSet, Head, OneFile, RunLogFormat
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, numeric_items
 from mldebug_cli.sources.runlog.torchtune import parse as torchtune_line
 
@@ -224,3 +225,22 @@ class ConsoleFollower:
         if self.steps.total:
             sink.meta["max_steps"] = self.steps.total
         return True
+
+
+def _sniff(head: Head) -> bool:
+    """Any text: the console is what a log in no other format is, unless it is binary."""
+    return not _looks_binary(head.raw, head.text)
+
+
+def _looks_binary(head: bytes, text: str) -> bool:
+    """More than a few NUL bytes, or a tenth of the text undecodable or control bytes (a console capture may hold
+    a stray NUL: torch's DataLoader worker writes one after its bus-error message)."""
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r\x1b"))
+    return head.count(b"\x00") > max(8, len(head) // 100) or odd > max(8, len(text) // 10)
+
+
+def _follow(path: Path, run_id: str | None, sink: LogSink) -> FileSet:
+    return OneFile(path, ConsoleFollower)
+
+
+FORMAT = RunLogFormat(read=read, sniff=_sniff, follow=_follow)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import open_regular
+from mldebug_cli.sources.runlog.format import Head, RunLogFormat
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
 MAX_METRIC_COLUMNS = 10_000  # a W&B export has tens; more is not a training log, and each row would cost them all
@@ -65,3 +66,10 @@ def _columns(path: Path, header: list[str], sink: LogSink) -> tuple[int, list[tu
     if names:
         sink.note("sampled", "a W&B panel export may be down-sampled: single-step spikes can be missing")
     return step_index, columns
+
+
+def _sniff(head: Head) -> bool:
+    return head.path.suffix.lower() == ".csv"
+
+
+FORMAT = RunLogFormat(read=read, sniff=_sniff)

@@ -11,33 +11,26 @@ read again from its start, and a note says so.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 from mldebug_cli.sources.runlog import detect, read_raw
+from mldebug_cli.sources.runlog.format import FileSet, FollowedFile
 from mldebug_cli.sources.runlog.model import RowStore, Run, finish
 from mldebug_cli.sources.runlog.records import LogSink
+from mldebug_cli.sources.runlog.registry import FORMATS, runlog_format
 
-INCREMENTAL = ("jsonl", "torchtune", "console", "tensorboard", "mlflow")
-
-
-
-class _Reader(Protocol):
-    """One followed file's incremental reader (jsonl, console, tensorboard, mlflow, torchtune)."""
-
-    def feed(self, sink: LogSink) -> object: ...
 
 class Follower:
     def __init__(self, path: str | Path, fmt: str | None = None, run_id: str | None = None) -> None:
         path = Path(path)
         self.fmt, self.path = detect(path) if fmt is None else (fmt, path)
         self.run_id = run_id
-        self.incremental = self.fmt in INCREMENTAL and not (self.fmt == "mlflow" and self.path.is_file())
+        # an unknown --format is the first read's error, as without --watch
+        self.incremental = self.fmt in FORMATS and runlog_format(self.fmt).followed(self.path)
         self.store, self.sink = self._fresh()
-        self.readers: dict[Path, _Reader] = {}
+        self.readers: dict[Path, FollowedFile] = {}
         self.identities: dict[Path, tuple[int, int, int]] = {}  # (device, inode, size) when last read
-        self.mlflow_run: Path | None = None
+        self.files: FileSet | None = None  # what is followed, known after the first read
 
     def _fresh(self) -> tuple[RowStore, LogSink]:
         store = RowStore(self.fmt)
@@ -87,15 +80,14 @@ class Follower:
     def _first_read(self) -> None:
         """The first read is the ordinary one (it checks the format and says what is wrong); then the
         readers that follow the files start where it ended."""
-        from mldebug_cli.sources.runlog import mlflow
-
         read_raw(self.path, self.fmt, self.sink, self.run_id)
         first = self.sink
         self.store, self.sink = self._fresh()
         self.sink.meta.update(first.meta)
         self.sink.notes += [n for n in first.notes if n.kind == "several-runs"]
-        if self.fmt == "mlflow":
-            self.mlflow_run = mlflow.run_folder(self.path, self.run_id, LogSink(self.store))
+        follow = runlog_format(self.fmt).follow
+        assert follow is not None  # self.incremental
+        self.files = follow(self.path, self.run_id, LogSink(self.store))
         self._feed()
 
     def _feed(self) -> None:
@@ -103,21 +95,7 @@ class Follower:
             if reader.feed(self.sink) is False:  # a console log whose steps now need the whole file
                 self.incremental = False
 
-    def _readers(self) -> dict[Path, _Reader]:
-        from mldebug_cli.sources.runlog import console, jsonl, mlflow, tensorboard, torchtune
-
-        if self.fmt == "tensorboard":
-            files = tensorboard.event_files(self.path) if self.path.is_dir() else [self.path]
-            for file in files:
-                self.readers.setdefault(file, tensorboard.EventFile(file))
-        elif self.fmt == "mlflow":
-            assert self.mlflow_run is not None
-            for file, key in mlflow.metric_files(self.mlflow_run):
-                self.readers.setdefault(file, mlflow.MetricFile(file, key))
-        elif not self.readers:
-            maker: dict[str, Callable[[Path], _Reader]] = {
-                "jsonl": jsonl.JsonlReader, "torchtune": torchtune.LogReader, "console": console.ConsoleFollower}
-            log = torchtune.newest_log(self.path) if self.fmt == "torchtune" and self.path.is_dir() else self.path
-            if log is not None:  # a torchtune folder with no log yet: the next poll looks again
-                self.readers[log] = maker[self.fmt](log)
+    def _readers(self) -> dict[Path, FollowedFile]:
+        assert self.files is not None  # set by the first read
+        self.files.update(self.readers)
         return self.readers

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.runlog.format import FileSet, Head, OneFile, RunLogFormat
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, LongLine, as_step, number
 
 STEP_KEYS = ("current_steps", "step", "global_step", "iteration", "_step")
@@ -123,3 +124,21 @@ def _entry(line: str) -> dict | None:
     except (ValueError, RecursionError):  # ValueError: also an integer over Python's digit limit
         return None
     return entry if isinstance(entry, dict) else None
+
+
+FOLDER_FILE = "trainer_log.jsonl"  # LLaMA-Factory's log in its output folder
+
+
+def _in_folder(folder: Path) -> Path | None:
+    return folder / FOLDER_FILE if (folder / FOLDER_FILE).is_file() else None
+
+
+def _sniff(head: Head) -> bool:
+    return head.path.name.endswith(".jsonl") or (head.stripped.startswith('{"') and "\n{" in head.stripped)
+
+
+def _follow(path: Path, run_id: str | None, sink: LogSink) -> FileSet:
+    return OneFile(path, JsonlReader)
+
+
+FORMAT = RunLogFormat(read=read, in_folder=_in_folder, sniff=_sniff, follow=_follow)

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import inside, open_regular, read_text
+from mldebug_cli.sources.runlog.format import FileSet, FollowedFile, Head, RunLogFormat
 from mldebug_cli.sources.runlog.model import SUMMARY_KEYS
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, as_step
 
@@ -296,3 +298,36 @@ def _as_int(value) -> int:
 
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
+
+
+def _in_folder(folder: Path) -> Path | None:
+    return store_path(folder) if is_store(folder) else None
+
+
+def _sniff(head: Head) -> bool:
+    return head.raw.startswith(SQLITE_MAGIC)
+
+
+@dataclass(frozen=True)
+class _MetricFiles:
+    """The metric files of the run being followed, new metrics joining as the run logs them."""
+
+    run: Path
+
+    def update(self, readers: MutableMapping[Path, FollowedFile]) -> None:
+        for file, key in metric_files(self.run):
+            if file not in readers:
+                readers[file] = MetricFile(file, key)
+
+
+def _follow(path: Path, run_id: str | None, sink: LogSink) -> FileSet:
+    return _MetricFiles(run_folder(path, run_id, sink))
+
+
+def _read_one(path: Path, sink: LogSink) -> None:
+    read(path, sink)
+
+
+# a store holds several runs (--run-id picks one); a file store's metric files are followed, mlflow.db read whole
+FORMAT = RunLogFormat(read=_read_one, in_folder=_in_folder, sniff=_sniff, owner=run_of_metric_file, read_run=read,
+                      follow=_follow, follows_files=False)

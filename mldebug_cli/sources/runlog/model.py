@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from mldebug_cli.sources.runlog.records import LogSink, Note
+from mldebug_cli.sources.runlog.registry import renames
 
 SFT, PREFERENCE, RL, REWARD_MODEL = "sft", "preference", "rl", "reward-model"
 RENAMES = {"lr": "learning_rate", "val_loss": "eval_loss", "rewards": "reward", "train_loss_step": "loss",
            "response_lengths": "completions/mean_length", "clipfrac": "clip_ratio/region_mean"}
-FORMAT_RENAMES = {"jsonl": {"accuracy": "rewards/accuracies"}}
 SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos",
                           "train_loss"})
 INTERLEAVED_BACKS = 3  # more steps-going-back events than this: two writers, not a resume
@@ -40,7 +40,7 @@ def canonical(key: str, fmt: str) -> str:
         key = f"{prefix}_{rest}"
     if key.startswith("log_probs/"):
         key = "logps/" + key[len("log_probs/"):]
-    return FORMAT_RENAMES.get(fmt, {}).get(key) or RENAMES.get(key, key)
+    return renames(fmt).get(key) or RENAMES.get(key, key)  # a format's own renames: its registry line
 
 
 class Column:

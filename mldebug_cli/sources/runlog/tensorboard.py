@@ -11,10 +11,13 @@ prefixes; the model renames them.
 from __future__ import annotations
 
 import struct
+from collections.abc import MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import inside, open_regular
+from mldebug_cli.sources.runlog.format import FileSet, FollowedFile, Head, RunLogFormat
 from mldebug_cli.sources.runlog.protobuf import (
     BYTES,
     FIXED32,
@@ -163,3 +166,38 @@ def _unpack(raw: bytes, dtype: int) -> list[float]:
     if not size or len(raw) % size:
         return []
     return list(struct.unpack(f"<{len(raw) // size}{fmt}", raw))
+
+
+def _in_folder(folder: Path) -> Path | None:
+    return folder if event_files(folder) else None
+
+
+def _sniff(head: Head) -> bool:
+    return "tfevents" in head.path.name or _looks_like_tfrecord(head.raw)
+
+
+def _looks_like_tfrecord(head: bytes) -> bool:
+    """The first TFRecord holds the file_version event: a short length then ``brain.Event:`` inside."""
+    if len(head) < 12:
+        return False
+    length = struct.unpack("<Q", head[:8])[0]
+    return 0 < length < 1024 and b"brain.Event" in head[12:12 + length]
+
+
+@dataclass(frozen=True)
+class _EventFiles:
+    """Every event file of a run folder, new ones joining as the writer starts them."""
+
+    path: Path
+
+    def update(self, readers: MutableMapping[Path, FollowedFile]) -> None:
+        for file in event_files(self.path) if self.path.is_dir() else [self.path]:
+            if file not in readers:
+                readers[file] = EventFile(file)
+
+
+def _follow(path: Path, run_id: str | None, sink: LogSink) -> FileSet:
+    return _EventFiles(path)
+
+
+FORMAT = RunLogFormat(read=read, in_folder=_in_folder, sniff=_sniff, follow=_follow)

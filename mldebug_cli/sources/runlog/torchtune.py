@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.runlog.format import FileSet, Head, OneFile, RunLogFormat
 from mldebug_cli.sources.runlog.records import AppendedLines, LogSink, number
 
 LINE = re.compile(r"^Step (\d+) \| (.*)$")
@@ -85,3 +86,17 @@ def read(path: Path, sink: LogSink) -> None:
         raise InputError(f"{path}: no 'Step N | key:value' lines (is this a torchtune DiskLogger log?)")
     if reader.bad > MAX_BAD_LINES_NOTED:
         sink.note("bad-record", f"{reader.bad} lines in all were not 'Step N | key:value' lines and were skipped")
+
+
+_FIRST_LINE = re.compile(r"Step \d+ \| ")
+
+
+def _sniff(head: Head) -> bool:
+    return bool(_FIRST_LINE.match(head.stripped))
+
+
+def _follow(path: Path, run_id: str | None, sink: LogSink) -> FileSet:
+    return OneFile(path, LogReader, locate=newest_log)
+
+
+FORMAT = RunLogFormat(read=read, in_folder=newest_log, sniff=_sniff, follow=_follow)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import long_number_message, open_regular, read_text
+from mldebug_cli.sources.runlog.format import Head, RunLogFormat
 from mldebug_cli.sources.runlog.records import LogSink, as_step, numeric_items
 
 FILE = "trainer_state.json"
@@ -226,3 +227,20 @@ def _entry(entry, index: int, line: int | None, sink: LogSink) -> None:
     values = numeric_items(entry)
     values.pop("step", None)
     sink.add(step, values, line)
+
+
+def _sniff(head: Head) -> bool:
+    return head.stripped.startswith("{") and ("log_history" in head.text or head.path.name.endswith(".json"))
+
+
+def _resolve(path: Path) -> Path:
+    """A folder given with ``--format trainer-state``: its newest trainer_state.json."""
+    if not path.is_dir():
+        return path
+    found = newest_state(path)
+    if found is None:
+        raise InputError(f"{path}: no trainer_state.json here or in a checkpoint-*/ folder")
+    return found
+
+
+FORMAT = RunLogFormat(read=read, in_folder=newest_state, sniff=_sniff, resolve=_resolve)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import inside, read_bytes
+from mldebug_cli.sources.runlog.format import Head, RunLogFormat
 from mldebug_cli.sources.runlog.protobuf import BYTES, WireError, as_bytes, as_int, fields
 from mldebug_cli.sources.runlog.records import LogSink, as_step, number
 
@@ -133,3 +134,9 @@ def _item(item: bytes) -> tuple[str | None, float | None]:
     except (ValueError, RecursionError):  # not JSON, or an integer over Python's digit limit
         return key, None
 
+
+def _sniff(head: Head) -> bool:
+    return head.raw.startswith(MAGIC)
+
+
+FORMAT = RunLogFormat(read=read, in_folder=find_file, sniff=_sniff)
