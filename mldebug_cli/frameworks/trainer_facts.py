@@ -160,6 +160,7 @@ class TrainerFacts:
     sampler: SamplerFacts | None = None  # None: the framework's sampling is not read
     fused_loss: FusedLoss = LIGER_LOSS  # the fused loss its config can turn on
     quantized_adapter_bf16: bool = False  # on a quantized model its trainer casts the trainable adapter weights to bf16
+    pad_token_required: bool = False  # its collator stops at the first batch when the tokenizer has no pad token
     stability: StabilityFacts = field(default_factory=StabilityFacts)
 
 

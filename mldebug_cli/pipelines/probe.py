@@ -83,6 +83,7 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
         raise UsageError(f"--ablate: the config's loss has no term {options.ablate!r}",
                          hint=f"its terms are {', '.join(s.name for s in specs)}")
     versions = target_versions.resolve(options.config)
+    _check_pad_token(options, facts)
     say("preparing the rows as the trainer does")
     sequences, rows = _rollouts(options, facts) if facts.task == "grpo" else _prepared(options, facts)
     started = time.monotonic()
@@ -151,6 +152,20 @@ def _user_functions(options: ProbeOptions) -> tuple[Any, tuple[Any, ...]]:
 
     metric = load_user_function(options.metric, METRIC_FLAG) if options.metric else None
     return metric, tuple(load_user_function(spec, LOSS_TERM_FLAG) for spec in options.loss_terms)
+
+
+def _check_pad_token(options: ProbeOptions, facts) -> None:
+    """A trainer whose collator needs a pad token (TRL 1.16's ORPO without padding_value) stops at its first batch
+    on a tokenizer that has none: so does the probe."""
+    if not facts.pad_token_required:
+        return
+    from mldebug_cli.sources.tokenizer import load_tokenizer
+
+    if load_tokenizer(options.model).tokenizer.pad_token_id is None:
+        raise InputError(f"{options.config}: the {facts.task} trainer stops at its first batch: the tokenizer in "
+                         f"{options.model} has no pad token and padding_value is not set (its collator: \"Padding is "
+                         "enabled, but the tokenizer is not configured with a padding token\")",
+                         hint="set padding_value in the config, or give the tokenizer a pad_token (e.g. its eos_token)")
 
 
 def _check_rewards(options: ProbeOptions, task: str) -> None:
@@ -317,9 +332,12 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
 
     adapter, policy_dir = _policy(options)
     say(f"building the model from {policy_dir}" + (f" with the adapter {adapter}" if adapter else ""))
-    built = build(policy_dir, facts, versions, adapter, options.device)
+    # the user's own metric and loss terms read the full logits: the trainer's fused head gives log-probs only
+    built = build(policy_dir, facts, versions, adapter, options.device, fused_head=metric is None and not loss_terms)
     model, dtype, device = built.model, facts.dtype, options.device
     batches = _batches(sequences, rows, facts, device)
+    for batch in batches:
+        batch.fused_head = built.fused_head
     params = replace(loss_params(facts), custom=tuple(loss_terms))
     if facts.task == "grpo":  # one generation batch: its micro-batches make one optimizer step
         params = replace(params, accumulation=len(batches), items=int(sum(int((b.labels != -100).sum()) for b in batches)))
@@ -398,7 +416,7 @@ def _references(options, facts, versions, built, batches, policy_dir):
 
     if built.peft or policy_dir == options.model:
         return m.reference_logps(built.model, batches, built.peft, options.device, facts.dtype)
-    reference = build(options.model, _without_peft(facts), versions, None, options.device)
+    reference = build(options.model, _without_peft(facts), versions, None, options.device, built.fused_head)
     logps = m.reference_logps(reference.model, batches, False, options.device, facts.dtype)
     del reference
     gc.collect()

@@ -34,6 +34,7 @@ class Batch:
     desirable: Any = None  # KTO: per row (the second half of the batch is its KL rows)
     advantages: Any = None  # GRPO: per completion
     temperature: float = 1.0  # GRPO: the logits are divided by the sampling temperature
+    fused_head: bool = False  # the model carries the trainer's fused LM head: the log-probs come from it
 
 
 @dataclass
@@ -71,6 +72,14 @@ def autocast(device: str, dtype: str):
 
 
 def forward(model: Any, batch: Batch) -> Sequences:
+    if batch.fused_head:  # the trainer's own head (TRL's add_fused_lm_head): shifted log-probs, 0 off the labels
+        outputs = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, labels=batch.labels,
+                        fused_lm_head=True)
+        seq = Sequences(outputs.log_probs, batch.labels[:, 1:] != -100, batch.rows)
+        seq.desirable, seq.advantages = batch.desirable, batch.advantages
+        seq.outputs = outputs
+        seq.inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask, "labels": batch.labels}
+        return seq
     outputs = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
     whole = batch.input_ids.masked_fill(batch.attention_mask == 0, -100)
     seq = sequences(outputs.logits, batch.labels, batch.rows, batch.temperature, whole)

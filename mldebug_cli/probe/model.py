@@ -15,6 +15,7 @@ from mldebug_cli.sources.model_config import checked_sizes
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 FIXED_IN_TRANSFORMERS = (5, 0)  # activation_checkpointing_enable calls it for every input_ids model
+DEFAULT_SEED = 42  # TrainingArguments' seed when the config names none
 
 
 @dataclass
@@ -22,6 +23,7 @@ class Built:
     model: Any
     path: GradientPath
     peft: bool
+    fused_head: bool = False  # the model carries the trainer's fused LM head: its log-probs come from it
 
 
 def parameter_count(model_dir: str) -> int | None:
@@ -85,15 +87,21 @@ def _check_weights(folder: str) -> None:
         stays_inside(path, path / "config.json", also=[hub_cache()])
 
 
-def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None, device: str = "cpu") -> Built:
+def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None, device: str = "cpu",
+          fused_head: bool = True) -> Built:
+    """``fused_head``: give the model the trainer's own fused LM head where the trainer has one (False: the user's
+    functions read the full logits)."""
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, set_seed
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # stderr is for mldebug's own progress lines
     dtype = getattr(torch, DTYPES.get(facts.model_dtype or "fp32", "float32"))
     _fits_in_memory(model_dir, dtype.itemsize)  # sizes checked and the weights sized before transformers allocates
     _check_weights(model_dir)
+    # TRL's trainers call transformers' set_seed(args.seed) before they load the model and wrap it with peft
+    # (trl/trainer/sft_trainer.py 1.16: "PEFT initializes the adapter weights randomly"): LoRA A's init follows it
+    set_seed(facts.sampler.seed if facts.sampler is not None else DEFAULT_SEED)
     try:
         # trust_remote_code=False: transformers refuses a folder's own code instead of asking on stdin (None asks)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True,
@@ -101,11 +109,26 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
     except Exception as exc:  # a refused pickle, a safetensors error, a shape mismatch: the folder's, said by name
         raise InputError(f"{model_dir}: cannot load the model ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
     torch.nn.Module.to(model, device)  # (transformers types PreTrainedModel.to's first argument oddly)
+    fused = fused_head and facts.fused_lm_head and _add_fused_lm_head(model, facts)
     described = None
     if adapter is not None or facts.peft is not None:
         model, described = _wrap(model, facts.peft, adapter)
     path = _checkpointing(model, facts, versions, described)
-    return Built(model, path, described is not None)
+    return Built(model, path, described is not None, fused)
+
+
+def _add_fused_lm_head(model: Any, facts: Any) -> bool:
+    """TRL's own fused LM head on the base model, before peft wraps it, as its trainers add it (trl/trainer/utils.py
+    add_fused_lm_head: the log-probs in vocabulary chunks, each chunk's product summed in fp32; under bf16 this is
+    not the bf16 logits' log-softmax). GRPO's divides by its sampling temperature. False: the installed TRL has none."""
+    try:
+        from trl.trainer.utils import add_fused_lm_head
+    except ImportError:
+        return False
+    policy = facts.loss.policy
+    temperature = policy.temperature if facts.task == "grpo" and policy is not None else 1.0
+    add_fused_lm_head(model, temperature=temperature)
+    return True
 
 
 def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:

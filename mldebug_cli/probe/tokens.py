@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -10,12 +11,25 @@ from mldebug_cli.probe.subject import TokenRows
 
 
 def added_tokens(tokenizer_dir: str) -> dict[int, str]:
-    """id -> text of the tokenizer's added tokens (tokenizer.json ``added_tokens``)."""
+    """id -> text of the tokenizer's added tokens (tokenizer.json ``added_tokens``), parsed once per version of the
+    file."""
+    path = Path(tokenizer_dir) / "tokenizer.json"
     try:
-        data = json.loads((Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        stat = path.stat()
+    except OSError:
         return {}
-    return {t["id"]: t["content"] for t in data.get("added_tokens", []) if isinstance(t, dict) and "id" in t}
+    return dict(_added_tokens(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=32)
+def _added_tokens(path: str, mtime_ns: int, size: int) -> tuple[tuple[int, str], ...]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    if not isinstance(data, dict) or not isinstance(data.get("added_tokens", []), list):
+        return ()
+    return tuple((t["id"], t["content"]) for t in data.get("added_tokens", []) if isinstance(t, dict) and "id" in t)
 
 
 def token_rows(model: Any, tokenizer_dir: str, trained: dict[int, list[int]], names: list[str],

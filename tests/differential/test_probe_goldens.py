@@ -1,7 +1,8 @@
 """`mldebug probe` against the real TRL trainer: the stored goldens of tools/probe_goldens.py (generated configs on
-tiny random models of seven architectures; TRL's compute_loss + backward) replayed through mldebug's probe. The
-loss and every trainable tensor's gradient norm agree (relative 1e-4), and GP002/GP008 fire exactly where the
-trainer's own gradients say they should (bf16 configs at bf16's resolution, 2^-7: tools/probe_goldens.py says why).
+tiny random models of seven architectures; TRL's compute_loss + backward, GRPO on the trainer's own generations)
+replayed through mldebug's probe. The loss and every trainable tensor's gradient norm agree (relative 1e-4, bf16
+included: probe runs TRL's own fused LM head), and GP002/GP008 fire exactly where the trainer's own gradients say
+they should.
 Four evenly spaced configs replay in the fast tier, the others in the slow one (tests/tiers.py)."""
 
 from __future__ import annotations
@@ -41,11 +42,20 @@ def test_the_stored_configs_are_the_generated_ones_and_every_trainer_ran_or_refu
     script = ("import importlib.util, json, sys; s = importlib.util.spec_from_file_location('probe_goldens', sys.argv[1]); "
               "m = importlib.util.module_from_spec(s); sys.modules['probe_goldens'] = m; s.loader.exec_module(m); "
               "print(json.dumps(m.draw_cases(int(sys.argv[2]))))")
-    out = subprocess.run([sys.executable, "-c", script, str(ROOT / "tools" / "probe_goldens.py"), str(len(RECORDS))],
+    out = subprocess.run([sys.executable, "-c", script, str(ROOT / "tools" / "probe_goldens.py"),
+                          str(max(r["id"] for r in RECORDS) + 1)],
                          capture_output=True, text=True, check=True, timeout=600).stdout
-    drawn = json.loads(out)
-    assert [{k: r[k] for k in drawn[0]} for r in RECORDS] == drawn
+    drawn = json.loads(out)  # a record's id is its index in the draw (shards cut short leave gaps)
+    assert [{k: r[k] for k in drawn[r["id"]]} for r in RECORDS] == [drawn[r["id"]] for r in RECORDS]
     assert all("refused" in r or (r["grads"] and "loss" in r) for r in RECORDS)
+
+
+def test_the_goldens_cover_every_trainer_path_and_five_architectures():
+    assert {r["task"] for r in RECORDS} == {"sft", "dpo", "orpo", "kto", "grpo"}
+    assert len({r["arch"] for r in RECORDS}) >= 5
+    grpo = [r for r in RECORDS if r["task"] == "grpo" and "refused" not in r]
+    assert grpo and all(len(line["completions"]) == r["config"]["num_generations"] == len(line["rewards"])
+                        for r in grpo for line in r["rollouts"])
 
 
 def test_the_goldens_record_the_versions_that_made_them():
@@ -53,19 +63,7 @@ def test_the_goldens_record_the_versions_that_made_them():
     assert versions["trl"] == "1.16.0" and {"torch", "transformers", "peft", "datasets", "accelerate"} <= set(versions)
 
 
-# LoRA/DoRA in bf16: probe's LoRA A matrices take peft's random init from whatever the process's torch RNG holds
-# (not seeded before get_peft_model), so B's first-step gradient depends on the tests run before: these agreed in one
-# pytest run and not in the tool's replay. Not strict until probe seeds as the trainer does (docs/probe-truth.md).
-_UNSEEDED_LORA = "bf16 DPO with LoRA/DoRA: probe's LoRA A init follows the process's RNG state (not seeded)"
-_GEMMA2_BF16 = "bf16 SFT on Gemma 2 (logit softcapping): embed_tokens' norm differs ~0.9%, past bf16's 2^-7"
-KNOWN_DISAGREEMENTS = {  # stored config id -> (why probe and the trainer differ there, strict)
-    10: (_UNSEEDED_LORA + " (DoRA, 4 of 12 norms, up to ~5x in the tool's replay)", False),
-    15: (_UNSEEDED_LORA + " (DoRA, 4 of 12 norms, up to ~2.4x in the tool's replay)", False),
-    34: (_GEMMA2_BF16, True),
-    35: (_GEMMA2_BF16, True),
-    37: (_GEMMA2_BF16, True),
-    55: (_UNSEEDED_LORA + " (LoRA, 13 of 28 norms, up to 1.5x in the tool's replay; agreed under pytest)", False),
-}
+KNOWN_DISAGREEMENTS: dict[int, tuple[str, bool]] = {}  # stored config id -> (why probe and the trainer differ, strict)
 
 
 def _cases(records: list[dict]) -> list:

@@ -22,6 +22,7 @@ both changes (fixtures/tokenizer-resolution/goldens.json, by tools/tokenizer_res
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -97,7 +98,7 @@ def resolve(folder: str | Path, transformers_version: str | None) -> Resolution 
     declared, config = declared_class(folder)
     if declared is not None and config.get("auto_map"):
         declared = None  # remote code decides; not modelled
-    kind = file_pre_tokenizer(_json(folder / "tokenizer.json"))
+    kind = _file_kind(folder / "tokenizer.json")
     resolution = _resolution(str(folder), declared, kind, transformers_version)
     missing = _refused_without(folder, config, resolution.class_name, transformers_version)
     return replace(resolution, refused_without=missing) if missing else resolution
@@ -189,6 +190,21 @@ def _kinds(part: object) -> list[str]:
     if part.get("type") == "Sequence" and isinstance(members, list):
         return [k for m in members for k in _kinds(m)]
     return [str(part.get("type"))] if part.get("type") else []
+
+
+def _file_kind(path: Path) -> str | None:
+    """file_pre_tokenizer of ``path``, parsed once per version of the file (a 150k-entry tokenizer.json takes
+    seconds to parse, and probe and preflight ask for each config)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return file_pre_tokenizer({})
+    return _file_kind_of(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_kind_of(path: str, mtime_ns: int, size: int) -> str | None:
+    return file_pre_tokenizer(_json(Path(path)))
 
 
 def _json(path: Path) -> dict:

@@ -80,7 +80,8 @@ def _facts(config: ConfigFile, framework: str, world_size: int, trl: bool) -> Tr
         weight_decay=float(r.number("weight_decay", "weight_decay", 0.0)),
         peft=peft, attn_implementation=r.text("attn_implementation", "attn_implementation", None),
         liger_kernel=r.flag("liger_kernel", "use_liger_kernel", False), cut_cross_entropy=False,
-        fused_lm_head=trl, loss=loss,  # trl/trainer/utils.py add_fused_lm_head, every trainer
+        # trl/trainer/utils.py add_fused_lm_head: SFT, DPO, KTO and GRPO (the experimental ORPOTrainer keeps the logits)
+        fused_lm_head=trl and task != "orpo", loss=loss,
         enables_input_require_grads=trl,  # TRL's trainers (and Unsloth's) do; a bare Trainer does not
         num_generations=generations,
         generation_batch_size=r.integer("generation_batch_size", "generation_batch_size", None),
@@ -97,6 +98,10 @@ def _facts(config: ConfigFile, framework: str, world_size: int, trl: bool) -> Tr
         keys=dict(r.keys),
         # trl/trainer/sft_trainer.py (1.16): on a quantized model the trainable adapter weights go to bf16
         quantized_adapter_bf16=trl,
+        # trl/experimental/utils.py (1.16): ORPO's collator pads with padding_value, else the tokenizer's pad token,
+        # and raises "Padding is enabled, but the tokenizer is not configured with a padding token" without one
+        # (the DPO, KTO and GRPO trainers set a missing pad token to eos themselves)
+        pad_token_required=task == "orpo" and r.raw("padding_value", "padding_value") is None,
     )
 
 
