@@ -251,6 +251,8 @@ def test_the_render_process_imports_only_minijinja_besides_the_standard_library(
         "mldebug_cli.render",
         "mldebug_cli.render.chat",
         "mldebug_cli.render.tgi_process",
+        "mldebug_cli.sources",
+        "mldebug_cli.sources.template_bounds",  # the parse limits (standard library only at import)
     }
 
 
