@@ -64,6 +64,13 @@ class EvalOverlap:
     eval_rows: int  # rows in the eval set
     preview: str  # the eval row's text, shortened
 
+    @property
+    def training_rows(self) -> str:
+        """The training rows that hold it, as the findings name them: "row 3" or "rows 3, 9 and 12 more"."""
+        rows = ", ".join(map(str, self.train_rows))
+        more = f" and {self.train_count - len(self.train_rows):,} more" if self.train_count > len(self.train_rows) else ""
+        return f"row{'s' if self.train_count > 1 else ''} {rows}{more}"
+
 
 def normalise(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())

@@ -38,11 +38,9 @@ SUBJECT = "overlap"
 def run(overlap: EvalOverlap, ctx: None) -> Iterator[Hit]:
     if not overlap.exact:
         return
-    rows = ", ".join(map(str, overlap.train_rows))
-    more = f" and {overlap.train_count - len(overlap.train_rows):,} more" if overlap.train_count > len(overlap.train_rows) else ""
     yield Hit(
-        f"this eval row {show(overlap.preview)} is also in the training set (training row{'s' if overlap.train_count > 1 else ''} "
-        f"{rows}{more} of {overlap.train_path}): its eval loss measures memorisation",
+        f"this eval row {show(overlap.preview)} is also in the training set (training {overlap.training_rows} "
+        f"of {overlap.train_path}): its eval loss measures memorisation",
         "drop the eval rows found in training, or deduplicate the dataset before splitting it",
         Location(path=overlap.eval_path, row=overlap.eval_row, side=EVAL_SIDE),
     )

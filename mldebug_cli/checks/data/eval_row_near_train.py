@@ -41,11 +41,9 @@ THRESHOLDS = {"min_similarity": 0.8}
 def run(overlap: EvalOverlap, ctx: None) -> Iterator[Hit]:
     if overlap.exact or overlap.similarity < THRESHOLDS["min_similarity"]:
         return
-    rows = ", ".join(map(str, overlap.train_rows))
-    more = f" and {overlap.train_count - len(overlap.train_rows):,} more" if overlap.train_count > len(overlap.train_rows) else ""
     yield Hit(
-        f"this eval row {show(overlap.preview)} nearly repeats training row{'s' if overlap.train_count > 1 else ''} "
-        f"{rows}{more} of {overlap.train_path} ({overlap.similarity:.0%} of their word 5-grams shared)",
+        f"this eval row {show(overlap.preview)} nearly repeats training {overlap.training_rows} "
+        f"of {overlap.train_path} ({overlap.similarity:.0%} of their word 5-grams shared)",
         "drop the eval rows that nearly repeat training rows, or deduplicate near copies (MinHash) before splitting",
         Location(path=overlap.eval_path, row=overlap.eval_row, side=EVAL_SIDE),
     )
