@@ -102,9 +102,11 @@ def _mutation_loop(args: argparse.Namespace, corpus: Path) -> int:
     seeds = [p.read_bytes() for p in _copy_seeds(seed_dirs, corpus)] or [b""]
     rng = random.Random(args.seed)
     deadline, runs = time.monotonic() + args.seconds, 0
+    current = args.artifacts / f"{args.child}-last-input"
     while time.monotonic() < deadline:
         data = seeds[runs] if runs < len(seeds) else _mutate(rng, rng.choice(seeds), rng.choice(seeds))
         faulthandler.dump_traceback_later(args.input_timeout, exit=True)  # a hang prints where and exits non-zero
+        current.write_bytes(data)  # left behind if the input kills the process (an abort in a native library)
         try:
             target(data)
         except Exception:
@@ -116,6 +118,7 @@ def _mutation_loop(args: argparse.Namespace, corpus: Path) -> int:
         finally:
             faulthandler.cancel_dump_traceback_later()
         runs += 1
+    current.unlink(missing_ok=True)
     print(f"fuzz: {args.child}: {runs} inputs (mutation loop; install atheris for coverage-guided fuzzing)")
     return 0
 

@@ -140,16 +140,25 @@ class DatasetSource:
 
     def _hf_records(self, wanted: list[int] | None) -> Iterator[Record]:
         ds = self._hf_dataset()
-        if wanted is not None:
-            wanted = [i for i in wanted if i < len(ds)]
-            for start in range(0, len(wanted), 1000):
-                chunk = wanted[start : start + 1000]
-                yield from _rows_of_batch(ds.select(chunk).to_dict(), chunk)
-            return
-        batch_size = 1000
-        for start, batch in enumerate(ds.iter(batch_size=batch_size)):
-            first = start * batch_size
-            yield from _rows_of_batch(batch, range(first, first + len(next(iter(batch.values()), []))))
+        indices = range(len(ds)) if wanted is None else [i for i in wanted if i < len(ds)]
+        for start in range(0, len(indices), 1000):
+            chunk = list(indices[start : start + 1000])
+            try:
+                batch = ds[start : start + len(chunk)] if wanted is None else ds.select(chunk).to_dict()
+            except Exception:  # noqa: BLE001 - pyarrow raises many types for a value it cannot decode
+                yield from (_decoded_row(ds, index) for index in chunk)  # one by one, to name the rows
+            else:
+                yield from _rows_of_batch(batch, chunk)
+
+
+def _decoded_row(ds, index: int) -> Record:
+    """Row ``index`` of a datasets table, or a record of why its values cannot be decoded (a corrupt file)."""
+    try:
+        row = ds[index]
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a value it cannot decode
+        return Record(index, None, error=f"the row cannot be decoded ({type(exc).__name__}: "
+                                         f"{' '.join(str(exc).split())[:200]})")
+    return next(_rows_of_batch({c: [v] for c, v in row.items()}, [index]))
 
 
 def _pick(records: Iterator[Record], wanted: list[int] | None) -> Iterator[Record]:
@@ -431,8 +440,11 @@ def _load_with_datasets(path: Path, spec: str, kind: str, split: str | None):
     except FileNotFoundError as exc:
         raise InputError(f"{spec}: {exc}") from None
     except Exception as exc:  # datasets raises many types for unreadable files
-        reason = " ".join(str(exc).split())[:300]
-        raise InputError(f"{spec}: datasets could not read it: {type(exc).__name__}: {reason}") from None
+        cause: BaseException = exc
+        while cause.__cause__ is not None and type(cause).__name__ == "DatasetGenerationError":  # says only "failed"
+            cause = cause.__cause__
+        reason = " ".join(str(cause).split())[:300]
+        raise InputError(f"{spec}: datasets could not read it: {type(cause).__name__}: {reason}") from None
     if isinstance(ds, datasets.DatasetDict):
         names = list(ds)
         chosen = split or ("train" if "train" in ds else names[0])

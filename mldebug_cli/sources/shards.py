@@ -36,7 +36,7 @@ from mldebug_cli.sources.dataset import (
     _rows_of_batch,
     _too_large,
 )
-from mldebug_cli.sources.parquet_bounds import check_row_groups
+from mldebug_cli.sources.parquet_bounds import check_parquet_footer
 
 SHARD_KINDS = {".parquet": "parquet", ".jsonl": "jsonl"}
 CHUNK_ROWS = 1024  # rows of JSON Lines per chunk: a multiple of the pipelines' batch size
@@ -243,8 +243,8 @@ def _scan_parquet(shard: str) -> list[Chunk]:
     import pyarrow.parquet as pq
 
     with _open(shard) as fh:
+        check_parquet_footer(fh, shard)
         meta = pq.ParquetFile(fh).metadata
-    check_row_groups(meta, shard)
     chunks, first = [], 0
     for group in range(meta.num_row_groups):
         rows = meta.row_group(group).num_rows

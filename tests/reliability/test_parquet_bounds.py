@@ -4,6 +4,8 @@ as one file, as a shard, and under the Ray engine's planner; nothing is decompre
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -55,3 +57,38 @@ def test_a_row_group_of_millions_of_rows_is_refused(tmp_path):
     assert result.exit_code == 2
     assert result.stderr.startswith(f"Error: {path}: row group 0 declares ")
     assert f"in {MAX_ROW_GROUP_ROWS + 1:,} rows" in result.stderr
+
+
+def test_a_string_value_that_is_not_utf8_is_a_finding_on_its_row_and_the_rest_are_checked(tmp_path):
+    """Found by CI's fuzzing: a Parquet string column holding bytes that are not UTF-8 made datasets' conversion
+    raise UnicodeDecodeError through the whole command. Now the one row is named and the others are checked."""
+    path = tmp_path / "text.parquet"
+    pq.write_table(pa.table({"text": pa.array([b"ok", b"\x85bad", b"fine"], pa.binary()).view(pa.string())}), path)
+    with unchanged(path):
+        result = run_cli("inspect-data", path, "-t", QWEN25, "-f", "json")
+    assert result.exit_code == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert [(f["code"], f["location"]["row"]) for f in report["findings"]] == [("DS010", 1)]
+    assert report["findings"][0]["message"].startswith("the row cannot be decoded (UnicodeDecodeError: 'utf-8' codec")
+    assert (report["summary"]["rows_checked"], report["summary"]["rows_failed"], report["summary"]["tokens"]) == (3, 1, 4)
+
+
+def test_a_footer_whose_level_histograms_disagree_is_an_error_not_an_abort(tmp_path):
+    """Found by fuzzing: pyarrow 26 aborts the process (an uncaught C++ ParquetException) when Python asks for a
+    column chunk's metadata whose repetition-level histogram has the wrong size. mldebug sizes row groups from the
+    footer itself, and pyarrow's reader then raises an ordinary error for the file: a finding, never an abort."""
+    path = tmp_path / "levels.parquet"
+    chat = [{"role": "user", "content": "What is 2 + 2?"}, {"role": "assistant", "content": "4"}]
+    pq.write_table(pa.table({"messages": [chat] * 3}), path)
+    data = path.read_bytes()
+    footer_length = int.from_bytes(data[-8:-4], "little")
+    footer = data[-8 - footer_length:-8]
+    histogram = b"\x19\x26\x06\x06\x19"  # SizeStatistics.repetition_level_histogram: a list of two i64 (3, 3)
+    assert histogram in footer
+    footer = footer.replace(histogram, b"\x19\x36\x06\x06\x00\x19", 1)  # three entries where the schema allows two
+    path.write_bytes(data[:-8 - footer_length] + footer + len(footer).to_bytes(4, "little") + b"PAR1")
+    code, stdout, stderr, _ = run_cli_process("inspect-data", path, "-t", QWEN25)
+    assert code in (1, 2), (code, stderr)  # -6 (SIGABRT) before the footer was read here
+    assert "Traceback" not in stderr and "terminate called" not in stderr, stderr
+    assert "histogram size mismatch" in stdout + stderr
