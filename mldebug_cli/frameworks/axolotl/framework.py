@@ -160,9 +160,10 @@ def dataset_classes(rl: object, release: str) -> tuple[str, ...]:
     return tuple(c for c in RL_DATASETS.get(str(rl).lower(), union) if c in union) or union
 
 
-def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
+def key_schema(config: ConfigFile, targets: TargetVersions, task: str | None = None) -> schema.KeySchema:
     """AxolotlInputConfig's fields (and, for each ``datasets`` entry, those of the dataset schema its ``rl:`` trainer
-    reads: SFTDataset, DPODataset, KTODataset, ...): installed, else the wheels' record at the target release."""
+    reads: SFTDataset, DPODataset, KTODataset, ...): installed, else the wheels' record at the target release (its
+    ``rl:`` key names the trainer; ``task`` decides nothing)."""
     installed = versions.installed("axolotl")
     target = targets.get("axolotl")
     deprecated: Mapping[str, object]  # its keys: the deprecated parameters
@@ -640,16 +641,21 @@ def masking_options(dataset: DatasetPlan, train_on: str | None = None):
     return AxolotlOptions(**masking)
 
 
+def dataset_options(plan: TrainingPlan, dataset: DatasetPlan, train_on: str | None):
+    """One of the config's datasets' row options: its masking settings (the plan's own are the first's)."""
+    return masking_options(dataset, train_on)
+
+
 FRAMEWORK = Framework(
     name="axolotl",
     versioned=("axolotl", "transformers"),
     detection=Detection(rank=1, keys=frozenset({"base_model", "micro_batch_size", "num_epochs", "sample_packing",
                                                "lr_scheduler", "sequence_len", "val_set_size"}), at_least=2),
     read_spec=read_spec,
-    key_schema=lambda config, targets, task: key_schema(config, targets),
+    key_schema=key_schema,
     read_plan=read_plan,
     read_preference=read_preference,
-    dataset_options=lambda plan, dataset, train_on: masking_options(dataset, train_on),
+    dataset_options=dataset_options,
     end_of_turn_keys=("eot_tokens", "train_on_eot", "train_on_eos"),
     rows=Rows,
     row_profile=row_profile,
