@@ -130,7 +130,8 @@ class _Compact:
             elif isinstance(want, dict) and kind == 12:
                 kept[field] = self.struct(want, depth + 1)
             elif isinstance(want, tuple) and kind == 9:
-                kept[field] = self._list(*want, depth + 1)
+                element_plan, handler = want
+                kept[field] = self._list(element_plan, handler, depth + 1)
             else:
                 self.skip(kind, depth + 1)
         return kept
