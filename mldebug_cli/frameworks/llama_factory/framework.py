@@ -15,6 +15,7 @@ from the per-dataset sizes preflight measures.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -91,13 +92,32 @@ def _own_keys(targets: versions.TargetVersions) -> tuple[dict[str, schema.KeyTyp
 
 
 FORMATS = {"alpaca": "alpaca", "sharegpt": "sharegpt"}
+# keys only LLaMA-Factory 0.9.5's v1 engine reads (llamafactory/v1/config; none is a v0 hparams field)
+V1_KEYS = ("train_dataset", "global_batch_size", "batching_strategy", "lr_scheduler_config", "optim_config",
+           "dist_config", "peft_config", "init_config", "kernel_config", "quant_config")
+
+
+def v1_engine(config: ConfigFile) -> str | None:
+    """What selects LLaMA-Factory's v1 engine, if anything does: ``USE_V1`` set as its cli.py reads it
+    (``is_env_enabled``: true, y or 1) or keys only the v1 config has."""
+    keys = [k for k in V1_KEYS if config.has(k)]
+    env = os.environ.get("USE_V1", "0").lower() in ("true", "y", "1")
+    if not env and not keys:
+        return None
+    said = (["USE_V1 is set"] if env else []) + ([f"the config sets {', '.join(keys)}"] if keys else [])
+    return (f"LLaMA-Factory's v1 engine is selected ({'; '.join(said)}): it is not emulated; mldebug follows the v0 "
+            "engine of `llamafactory-cli train` (its data path, batching and steps)")
+
+
 def read_plan(config: ConfigFile) -> TrainingPlan:
     """Datasets from ``dataset_dir/dataset_info.json``, masking and cutoff_len (default 2048) of a LLaMA-Factory config."""
+    v1 = v1_engine(config)
     names = config.get("dataset")
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     if not names:
-        raise InputError(f"{config.path}: no dataset key: LLaMA-Factory configs name their datasets in `dataset`")
+        raise InputError(f"{config.path}: {v1}" if v1 and config.has("train_dataset") else
+                         f"{config.path}: no dataset key: LLaMA-Factory configs name their datasets in `dataset`")
     dataset_dir = str(config.get("dataset_dir", "data"))
     folder = resolve_dir(config, dataset_dir)
     info_path = folder / "dataset_info.json"
@@ -131,7 +151,7 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     else:
         note = "no `template` key: LLaMA-Factory parses the tokenizer's chat template into its slots, and so does mldebug"
     return TrainingPlan("llama-factory", Setting(config.get("model_name_or_path"), "model_name_or_path"), Setting(None),
-                        tuple(datasets), train_on, max_length, (note,), framework_options=options)
+                        tuple(datasets), train_on, max_length, (note,) + ((v1,) if v1 else ()), framework_options=options)
 
 
 # --- preference stages (stage: dpo, stage: kto) -------------------------------------------------------------
