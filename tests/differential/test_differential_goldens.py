@@ -51,15 +51,10 @@ def test_no_silent_disagreement(suite, group, tmp_path):
     assert silent == []
 
 
-# suites drawn smaller, with the reason: issue 34's axolotl-parts suite was drawn at 100 groups (647 cases) on two
-# shared cores; its 3,000-case draw is left to the next session
-SMALLER = {"axolotl-parts": 600}
-
-
 def test_every_stored_suite_holds_at_least_3000_generated_cases():
     """Issue 21's figure: at least 3,000 generated cases per framework suite (a case is one row)."""
     small = {suite: sum(len(g["rows"]) for g in document["groups"]) for suite, document in DOCUMENTS.items()}
-    assert {suite: n for suite, n in small.items() if n < SMALLER.get(suite, 3000)} == {}
+    assert {suite: n for suite, n in small.items() if n < 3000} == {}
 
 
 def test_the_axolotl_goldens_cover_named_templates_dataset_settings_and_types():

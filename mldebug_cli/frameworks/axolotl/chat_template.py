@@ -37,9 +37,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from mldebug_cli.core.registry import Code
 from mldebug_cli.render.chat import ChatRenderer
 from mldebug_cli.render.labels import IGNORE_INDEX, token_range
 from mldebug_cli.render.masking import PLACEHOLDER, ChatLayout, Skeleton, Turn, common_prefix, plain_message
+from mldebug_cli.sources.row_formats import RowProblem
 
 METHOD = "axolotl-chat-template"
 TERMINATOR_OPTIONS = ("all", "turn", "last", "none")
@@ -368,6 +370,9 @@ class AxolotlLocator:
         for k in looked_at:
             start, end, located_by = spans.get(k, (0, 0, "skipped-system"))
             message = messages[k]
+            if trainable[k] and end > start and message.get(DETAIL) and not message.get("content"):
+                raise RowProblem(Code.INVALID_MESSAGES, "a training detail on empty content: axolotl tokenizes the "
+                                 "content alone and stops on this row (IndexError)", k)
             reasoning = None
             if trainable[k] and message.get(REASONING_DETAIL) and message.get(THINKING_KEY) is not None:
                 reasoning = (0, 0) if k == skipped else _rendered_sentinel_span(
