@@ -102,6 +102,7 @@ class InspectOptions:
     transformers_version: str | None = None  # the transformers the run uses (None: the framework's pin decides, else installed)
     eval_dataset: str | None = None  # the eval set: every training row is compared with it (DS053, DS054)
     eval_split: str | None = None  # the eval set's split (a hub dataset or a folder of splits)
+    eval_sets: tuple[tuple[str, str | None], ...] = ()  # more eval sets and their splits (preflight: each one a config names)
 
     @cached_property
     def rows_framework(self) -> Framework:
@@ -194,7 +195,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
 def _with_overlap(report: Report, options: InspectOptions, source: RowSource, reader: RowReader) -> Report:
     """A preference or image rows' report with the train/eval overlap checks (DS053, DS054) added, when
     ``--eval-dataset`` asks for them."""
-    if options.eval_dataset is None:
+    if options.eval_dataset is None and not options.eval_sets:
         return report
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
     checks = [c for c in checks if c.subject == OVERLAP_SUBJECT]

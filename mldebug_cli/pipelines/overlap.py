@@ -59,15 +59,28 @@ class _Seen:
 
 
 def overlap_findings(options: Any, train: RowSource, train_reader: RowReader, checks: list) -> tuple[list[Finding], dict[str, str]]:
-    """The overlap checks' findings (each on its eval row) and the report's context line; nothing without
-    ``options.eval_dataset`` or an overlap check selected. The eval rows are read as ``train_reader`` reads the
-    training rows (their own format detected, their images found from their own folder)."""
+    """The overlap checks' findings (each on its eval row) and the report's context line; nothing without an eval set
+    (``options.eval_dataset``, ``options.eval_sets``) or an overlap check selected. The eval rows are read as
+    ``train_reader`` reads the training rows (their own format detected, their images found from their own folder)."""
     wanted = [c for c in checks if c.subject == SUBJECT]
-    if options.eval_dataset is None or not wanted:
+    eval_sets = ([(options.eval_dataset, options.eval_split)] if options.eval_dataset is not None else []) \
+        + list(options.eval_sets)
+    if not eval_sets or not wanted:
         return [], {}
+    findings: list[Finding] = []
+    lines = []
+    for spec, split in eval_sets:
+        found, line = _against(options, train, train_reader, wanted, spec, split)
+        findings += found
+        lines.append(line)
+    return findings, {"eval overlap": "; ".join(lines)}
+
+
+def _against(options: Any, train: RowSource, train_reader: RowReader, wanted: list, spec: str,
+             split: str | None) -> tuple[list[Finding], str]:
     near = [c.thresholds[NEAR_THRESHOLD] for c in wanted if NEAR_THRESHOLD in c.thresholds]
     min_similarity = min(near, default=1.0)
-    index, eval_display, unreadable = _eval_index(options, train_reader, bool(near))
+    index, eval_display, unreadable = _eval_index(options, spec, split, train_reader, bool(near))
     seen: dict[int, _Seen] = {}
     train_rows = len(train)
     engine = _TrainPass(train_reader, index, min_similarity)
@@ -79,19 +92,20 @@ def overlap_findings(options: Any, train: RowSource, train_reader: RowReader, ch
                 for f in c.findings(subject, None)]
     how = "exact" + (f" and near (word 5-gram Jaccard >= {min_similarity:.2f}, MinHash LSH)" if near else "")
     skipped = f"; {unreadable:,} unreadable eval rows left out" if unreadable else ""
-    return findings, {"eval overlap": f"{index.rows:,} eval rows of {eval_display} against every one of the "
-                                      f"{train_rows:,} training rows, {how}{skipped}"}
+    return findings, (f"{index.rows:,} eval rows of {eval_display} against every one of the {train_rows:,} training "
+                      f"rows, {how}{skipped}")
 
 
-def _eval_index(options: Any, train_reader: RowReader, near: bool) -> tuple[EvalIndex, str, int]:
+def _eval_index(options: Any, spec: str, split: str | None, train_reader: RowReader,
+                near: bool) -> tuple[EvalIndex, str, int]:
     """The eval rows, read in this process and indexed."""
-    source = open_dataset(options.eval_dataset, options.eval_split)
+    source = open_dataset(spec, split)
     reader = train_reader
     if train_reader.task is None and train_reader.detection is not None:
         head = [r.data for r in source.records(list(range(50))) if r.error is None]
         reader = replace(reader, detection=_detection(head, source.display, options))
     if train_reader.image_base is not None:
-        reader = replace(reader, image_base=str(image_base(options.eval_dataset)))
+        reader = replace(reader, image_base=str(image_base(spec)))
     index = EvalIndex(near=near)
     unreadable = 0
     for batch in batches(source.records(None), BATCH_SIZE):
