@@ -39,6 +39,9 @@ def check_run(
     gpu: str | None = typer.Option(None, "--gpu", help="The GPU the run trained on (H100-80GB, A100-40GB, ...): its "
                                    "logged peak memory is judged against it (RN042)."),
     gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="The GPU's GiB, instead of --gpu."),
+    model: str | None = typer.Option(None, "--model", help="With --config: the model folder (or its config.json) "
+                                     "mldebug memory's estimate reads, that the logged peak memory is compared with "
+                                     "(RN051; default: the config's model)."),
     log_format: str | None = typer.Option(None, "--format", help=runlog_formats.format_help()),
     run_id: str | None = typer.Option(None, "--run-id", help="MLflow: the run to read (an id, its prefix or the run "
                                       "name; default: the newest)."),
@@ -78,6 +81,7 @@ def check_run(
             gpu_memory=gpu_memory,
             compare=None if compare is None else str(compare),
             align=align,
+            model=model,
         )
 
     if watch:
