@@ -129,7 +129,7 @@ def memory_estimate(config: str, model: str | None, world_size: int) -> tuple[Me
         report = memory.build_report(memory.MemoryOptions(config=config, model=model, world_size=world_size),
                                      read_lengths=memory_lengths)
     except MldebugError as exc:
-        return None, f"RN051 not run: mldebug memory could not estimate {config}: {exc.message}"
+        return None, f"RN051 not run: mldebug memory could not estimate {config}: {exc.message} (--model DIR names the model)"
     allocated = int(report.summary["peak_allocated_bytes"])
     estimate = MemoryEstimate(allocated, int(allocated * (1 + ALLOCATOR_RESERVE)), str(report.summary["largest_term"]),
                               config)
