@@ -232,7 +232,31 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     max_length = Setting(int(config.get("sequence_len", DEFAULT_SEQUENCE_LEN)), set_key(config, "sequence_len"))
     if config.get("excess_length_strategy", "drop") == "drop":
         notes.append("axolotl drops rows longer than sequence_len (excess_length_strategy: drop): rows flagged as truncated are dropped from training")
-    return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length, tuple(notes))
+    return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on,
+                        max_length, tuple(notes), eval_datasets=_test_datasets(config),
+                        eval_not_compared=_held_out(config))
+
+
+def _test_datasets(config: ConfigFile) -> tuple[DatasetPlan, ...]:
+    """``test_datasets``: entries shaped as ``datasets``' (axolotl evaluates on them instead of a val_set_size share)."""
+    out = []
+    for i, entry in enumerate(config.get("test_datasets") or []):
+        if isinstance(entry, dict) and entry.get("path"):
+            fmt = _row_format(_dataset_type(entry)[0]) or ("messages" if entry.get("field_messages") else None)
+            out.append(DatasetPlan(local(config, str(entry["path"]), entry.get("data_files")), f"test_datasets.{i}.path",
+                                   fmt, entry.get("split")))
+    return tuple(out)
+
+
+def _held_out(config: ConfigFile) -> tuple[str, ...]:
+    """axolotl's ``val_set_size`` share: split off the prepared (tokenized, filtered, deduplicated when asked) rows, so
+    which input rows it holds is not known from the input alone."""
+    size = config.get("val_set_size")
+    if not isinstance(size, (int, float)) or isinstance(size, bool) or size <= 0 or config.get("test_datasets"):
+        return ()
+    return (f"val_set_size: {size:g} is split off the rows axolotl has already prepared (tokenized, filtered), so "
+            "which rows each side holds is not known from the input: save its split and compare it with inspect-data "
+            "--eval-dataset",)
 
 
 def _chat_template(config: ConfigFile, notes: list[str]) -> Setting:

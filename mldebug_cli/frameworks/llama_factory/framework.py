@@ -18,6 +18,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
@@ -127,17 +128,11 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
         raise InputError(f"{at(config, 'dataset')}: {info_path} not found (dataset_dir is {dataset_dir!r})") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
         raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
-    datasets = []
-    for name in names:
-        entry = info.get(name)
-        if not isinstance(entry, dict):
-            raise InputError(f"{at(config, 'dataset')}: dataset {name!r} is not in {info_path}")
-        if entry.get("file_name"):
-            spec = str(folder / entry["file_name"])
-        else:
-            spec = entry.get("hf_hub_url") or entry.get("ms_hub_url") or entry.get("script_url") or name
-        fmt = FORMATS.get(entry.get("formatting", "alpaca"))
-        datasets.append(DatasetPlan(spec, "dataset", fmt, entry.get("split"), name=name))
+    datasets = [_dataset(config, info, info_path, folder, name, "dataset") for name in names]
+    eval_names = config.get("eval_dataset")
+    if isinstance(eval_names, str):
+        eval_names = [n.strip() for n in eval_names.split(",") if n.strip()]
+    eval_datasets = tuple(_dataset(config, info, info_path, folder, str(name), "eval_dataset") for name in eval_names or ())
     options = lf_options(config)
     if options.train_on_prompt:
         train_on = Setting("all", "train_on_prompt")
@@ -151,7 +146,29 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     else:
         note = "no `template` key: LLaMA-Factory parses the tokenizer's chat template into its slots, and so does mldebug"
     return TrainingPlan("llama-factory", Setting(config.get("model_name_or_path"), "model_name_or_path"), Setting(None),
-                        tuple(datasets), train_on, max_length, (note,) + ((v1,) if v1 else ()), framework_options=options)
+                        tuple(datasets), train_on, max_length, (note,) + ((v1,) if v1 else ()), framework_options=options,
+                        eval_datasets=eval_datasets, eval_not_compared=_held_out(config, bool(eval_datasets)))
+
+
+def _dataset(config: ConfigFile, info: dict, info_path: Path, folder: Path, name: str, key: str) -> DatasetPlan:
+    """The dataset ``name`` of dataset_info.json, as the config's ``key`` (dataset, eval_dataset) names it."""
+    entry = info.get(name)
+    if not isinstance(entry, dict):
+        raise InputError(f"{at(config, key)}: dataset {name!r} is not in {info_path}")
+    if entry.get("file_name"):
+        spec = str(folder / entry["file_name"])
+    else:
+        spec = entry.get("hf_hub_url") or entry.get("ms_hub_url") or entry.get("script_url") or name
+    return DatasetPlan(spec, key, FORMATS.get(entry.get("formatting", "alpaca")), entry.get("split"), name=name)
+
+
+def _held_out(config: ConfigFile, has_eval_dataset: bool) -> tuple[str, ...]:
+    """LLaMA-Factory's ``val_size`` share: split off the preprocessed (encoded, filtered) rows with the run's seed."""
+    size = config.get("val_size")
+    if has_eval_dataset or not isinstance(size, (int, float)) or isinstance(size, bool) or size <= 0:
+        return ()
+    return (f"val_size: {size:g} is split off the rows LLaMA-Factory has already encoded and filtered, so which rows "
+            "each side holds is not known from the input: save its split and compare it with inspect-data --eval-dataset",)
 
 
 # --- preference stages (stage: dpo, stage: kto) -------------------------------------------------------------
