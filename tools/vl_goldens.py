@@ -10,6 +10,8 @@ labels, or the exception TRL raised.
 
     python tools/vl_goldens.py --cases 3000            # writes fixtures/trl-1.16.0-vision/goldens-qwen2-vl.json.gz
     python tools/vl_goldens.py --cases 500 --processor qwen2.5-vl-256   # Qwen2_5_VLProcessor, max_pixels 200,704
+    python tools/vl_goldens.py --cases 3000 --processor gemma-3         # Gemma3Processor (256 soft tokens an image)
+    python tools/vl_goldens.py --cases 3000 --processor idefics3        # Idefics3Processor (tiles of 364, 169 each)
 
 The shared environment has no torchvision (its wheels do not load on the CPU torch), so transformers cannot build
 the processor's video processor; the processor is made with ``video_processor=None`` and its class check skipped.
@@ -37,6 +39,11 @@ TEXT_ALPHABET = st.characters(codec="utf-8", exclude_categories=("Cs",))
 WORDS = ("What is in the picture?", "Describe it.", "A red ball.", "assistant\n", " ", "\n", "数字", "🚲", "[INST]",
          "{{ x }}", "Answer as\nassistant\nwould.")
 SPECIAL = ("<|im_end|>", "<|image_pad|>", "<|vision_start|>", "<|im_start|>assistant\n")
+# the special-token literals written into the text, by processor folder (SPECIAL where not named)
+SPECIALS = {"gemma-3": ("<end_of_turn>", "<start_of_image>", "<image_soft_token>", "<end_of_image>",
+                        "<start_of_turn>model\n"),
+            "idefics3": ("<end_of_utterance>", "<image>", "<fake_token_around_image>", "<row_1_col_1>",
+                         "<global-img>", "\nAssistant:")}
 
 
 def image_spec() -> st.SearchStrategy[dict[str, Any]]:
@@ -134,6 +141,8 @@ def main() -> None:
     parser.add_argument("--processor", default="qwen2-vl")
     args = parser.parse_args()
     folder = ROOT / "fixtures" / "processors" / args.processor
+    global SPECIAL
+    SPECIAL = SPECIALS.get(args.processor, SPECIAL)
     warnings.simplefilter("ignore")
     from transformers.utils import logging as hf_logging
 
