@@ -1,5 +1,5 @@
 """What it finds
-A row that `max_length` cuts inside (or before) an image's tokens.
+A row that `max_length` cuts inside (or before) an image's tokens, or cuts an image token typed into its text.
 
 Why it matters for training
 The processor counts the image tokens it wrote and the ones left after truncation; when they differ it raises
