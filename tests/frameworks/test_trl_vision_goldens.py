@@ -121,6 +121,7 @@ def test_goldens_record_the_versions_and_enough_cases() -> None:
         assert refused > 0 and len(doc["cases"]) - refused >= len(doc["cases"]) // 3  # both outcomes exercised
     assert len(goldens("goldens-qwen2-vl.json.gz")["cases"]) >= 3000
     assert len(goldens("goldens-gemma-3.json.gz")["cases"]) >= 3000
+    assert len(goldens("goldens-idefics3.json.gz")["cases"]) >= 3000
 
 
 @pytest.mark.parametrize("name", FILES)
