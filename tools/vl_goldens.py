@@ -10,6 +10,8 @@ labels, or the exception TRL raised.
 
     python tools/vl_goldens.py --cases 3000            # writes fixtures/trl-1.16.0-vision/goldens-qwen2-vl.json.gz
     python tools/vl_goldens.py --cases 500 --processor qwen2.5-vl-256   # Qwen2_5_VLProcessor, max_pixels 200,704
+    python tools/vl_goldens.py --cases 3000 --processor gemma-3         # Gemma3Processor (256 soft tokens an image)
+    python tools/vl_goldens.py --cases 3000 --processor idefics3        # Idefics3Processor (tiles of 364, 169 each)
 
 The harness (processor, image and text strategies, the hypothesis run, the written document) is tools/vl_harness.py.
 """

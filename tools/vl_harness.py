@@ -36,6 +36,11 @@ TEXT_ALPHABET = st.characters(codec="utf-8", exclude_categories=("Cs",))
 WORDS = ("What is in the picture?", "Describe it.", "A red ball.", "assistant\n", " ", "\n", "数字", "🚲", "[INST]",
          "{{ x }}", "Answer as\nassistant\nwould.")
 SPECIAL = ("<|im_end|>", "<|image_pad|>", "<|vision_start|>", "<|im_start|>assistant\n")
+# the special-token literals written into the text, by processor folder (SPECIAL where not named)
+SPECIALS = {"gemma-3": ("<end_of_turn>", "<start_of_image>", "<image_soft_token>", "<end_of_image>",
+                        "<start_of_turn>model\n"),
+            "idefics3": ("<end_of_utterance>", "<image>", "<fake_token_around_image>", "<row_1_col_1>",
+                         "<global-img>", "\nAssistant:")}
 
 
 def image_spec() -> st.SearchStrategy[dict[str, Any]]:
@@ -96,6 +101,8 @@ def make_goldens(doc: str, case: Callable[[], st.SearchStrategy[dict[str, Any]]]
     parser.add_argument("--processor", default="qwen2-vl")
     args = parser.parse_args()
     folder = ROOT / "fixtures" / "processors" / args.processor
+    global SPECIAL
+    SPECIAL = SPECIALS.get(args.processor, SPECIAL)  # read when case() builds text()
     warnings.simplefilter("ignore")
     from transformers.utils import logging as hf_logging
 

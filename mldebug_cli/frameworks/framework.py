@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the parts' types (none of these modules imports the registry, which imports this one)
@@ -58,6 +58,8 @@ class VisionRows:
     emulated: str  # what is emulated, for messages: "TRL's SFT collator"
     # (inspect options, the model's VisionProcessor, the dataset's folder) -> its VisionPath
     path: Callable[[Any, Any, Any], VisionPath] | None = None
+    # task -> what the trainer does with image rows that mldebug does not emulate (one line, read from its code)
+    not_emulated: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def refusal_code(row: VisionRow) -> str | None:
         return row.refused.code
     if row.image_problems:
         return "DS032"
-    if row.cut_images:
+    if row.cut_images or row.cut_literal > 0:
         return "DS033"
     return None
 
@@ -82,6 +82,7 @@ class Suite:
     fast: int  # cases per file replayed without -m slow, evenly spaced
     refusals: Mapping[str, str]  # words of what the framework raises -> the check mldebug reports it with
     disagreement: Callable[[dict[str, Any], str], str | None]  # (case, processor folder) -> what differs, or None
+    slow_only: frozenset[str] = frozenset()  # files whose processor takes seconds to load: no fast-tier sample
 
     @property
     def files(self) -> list[str]:
@@ -119,7 +120,7 @@ class Suite:
         def named(name: str) -> None:
             assert not self.unnamed(name)
 
-        @per_file
+        @pytest.mark.parametrize("name", [name for name in self.files if name not in self.slow_only])
         def sample(name: str) -> None:
             self.check(name, slow=False)
 

@@ -21,7 +21,7 @@ from mldebug_cli.frameworks.axolotl.schedulers import COUNTING, SCHEDULERS
 from mldebug_cli.frameworks.axolotl.trainer_facts import DEFAULT_SEQUENCE_LEN, axolotl_trainer_facts
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.framework import Detection, Framework
+from mldebug_cli.frameworks.framework import Detection, Framework, VisionRows
 from mldebug_cli.frameworks.hf.framework import hf_scheduler_choice
 from mldebug_cli.frameworks.hf.schedulers import HF_SCHEDULER_TYPES
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
@@ -688,4 +688,10 @@ FRAMEWORK = Framework(
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=axolotl_trainer_facts,
+    # image rows: read from axolotl 0.19.0's processing_strategies.py, not emulated (no path)
+    vision=VisionRows((), "", None, {
+        "sft": "axolotl 0.19.0 takes them with processor_type and its multimodal chat_template collator: a processing "
+               "strategy per chat_template (qwen2_vl, qwen3_5, gemma3, ...), labels kept for the trained roles with "
+               "the pad and image tokens masked",
+    }),
 )

@@ -401,5 +401,11 @@ FRAMEWORK = Framework(
     trainer_facts=trl_trainer_facts,
     pair_refusal=refusal,
     # vision.py: DataCollatorForVisionLanguageModeling; vision_preference.py: DataCollatorForVisionPreference
-    vision=VisionRows(("sft", "dpo"), "TRL's SFT and DPO collators", _vision_path),
+    vision=VisionRows(("sft", "dpo"), "TRL's SFT and DPO collators", _vision_path, {
+        "kto": "TRL 1.16's KTOTrainer takes them (DataCollatorForVisionUnpairedPreference: unpaired prompt, completion "
+               "and label, the prompt's images processed with it, the completion trained, and a KL pass on cycled "
+               "completions; chosen/rejected columns and precompute_ref_log_probs raise ValueError)",
+        "grpo": "TRL 1.16's GRPOTrainer takes them (image prompts, completions generated in training, no labels to "
+                "check)",
+    }),
 )

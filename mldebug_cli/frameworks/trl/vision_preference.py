@@ -153,9 +153,9 @@ def _shared(a: str, b: str) -> int:
 def _side(prompt: VisionRow, side: str, reply: str, processor: VisionProcessor, max_length: int | None) -> VisionRow:
     """prompt ids + the reply's ids (tokenized alone, no image), cut to max_length; the reply's tokens trained."""
     row = replace(prompt, side=side, cut_consequence=CUT_CONSEQUENCE, rendered=prompt.rendered + reply)
-    placeholders = reply.count(processor.image_token)
+    placeholders = reply.count(processor.image_placeholder)
     if placeholders:
-        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the {side} reply has {placeholders} {processor.image_token} token(s) and "
+        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the {side} reply has {placeholders} {processor.image_placeholder} token(s) and "
                                  "no image: the processor raises ValueError (tokens in the text but no images were "
                                  "passed)", "take image placeholders out of the replies; images go in the prompt")
         return row
