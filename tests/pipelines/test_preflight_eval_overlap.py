@@ -59,9 +59,24 @@ def test_llama_factory_eval_dataset_and_val_size(tmp_path):
 def test_trl_evaluates_on_the_test_split_only_with_an_eval_strategy(tmp_path):
     _, plan = _config(tmp_path, TRL / "config.yaml", "trl")  # eval_strategy: no (TrainingArguments' default)
     assert plan.eval_datasets == ()
-    _, plan = _config(tmp_path, TRL / "config.yaml", "trl", eval_strategy="steps", dataset_test_split="validation")
+    _, plan = _config(tmp_path, TRL / "config.yaml", "trl", eval_strategy="steps")  # one file: only a "train" split
+    assert plan.eval_datasets == () and "raises KeyError before training starts" in plan.eval_not_compared[0]
+    folder = tmp_path / "trl" / "splits"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", [{"text": "a"}])
+    write_jsonl(folder / "validation.jsonl", [{"text": "b"}])
+    _, plan = _config(tmp_path, TRL / "config.yaml", "trl", eval_strategy="steps", dataset_name="splits",
+                      dataset_test_split="validation")  # a folder of files: datasets splits it by name, mldebug does not
+    assert plan.eval_datasets == () and "not as datasets' splits by file name" in plan.eval_not_compared[0]
+    saved = tmp_path / "trl" / "saved"
+    saved.mkdir()
+    (saved / "dataset_dict.json").write_text('{"splits": ["train", "validation"]}')  # save_to_disk's DatasetDict
+    _, plan = _config(tmp_path, TRL / "config.yaml", "trl", eval_strategy="steps", dataset_name="saved",
+                      dataset_test_split="validation")
     (eval_set,) = plan.eval_datasets
-    assert (Path(eval_set.spec).name, eval_set.split, eval_set.key) == ("train.jsonl", "validation", "dataset_test_split")
+    assert (Path(eval_set.spec).name, eval_set.split, eval_set.key) == ("saved", "validation", "dataset_test_split")
+    _, plan = _config(tmp_path, TRL / "config.yaml", "trl", eval_strategy="steps", dataset_test_split="train")
+    assert plan.eval_datasets[0].split == "train"  # evaluating on the training file itself: every row is DS053
     _, plan = _config(tmp_path, TRL / "config.yaml", "trl", eval_strategy="steps", dataset_name=None,
                       dataset_train_split=None, datasets=[{"path": "train.jsonl"}], test_split_size=0.1)
     assert plan.eval_datasets == () and "no seed" in plan.eval_not_compared[0]

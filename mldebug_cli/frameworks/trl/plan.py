@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mldebug_cli.frameworks import versions
@@ -20,6 +21,7 @@ from mldebug_cli.frameworks.preference_config import (
 )
 from mldebug_cli.frameworks.trl.config_classes import trl_keys
 from mldebug_cli.sources.config_file import ConfigFile
+from mldebug_cli.sources.shards import is_sharded
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, local, set_key, template_setting
 
 DEFAULT_MAX_LENGTH = 1024
@@ -127,7 +129,16 @@ def _eval_sets(config: ConfigFile) -> dict[str, Any]:
         return {}
     split = str(config.get("dataset_test_split", "test"))
     key = "dataset_test_split" if config.has("dataset_test_split") else "dataset_name"
-    return {"eval_datasets": (DatasetPlan(local(config, str(config.get("dataset_name"))), key, None, split),)}
+    spec = local(config, str(config.get("dataset_name")))
+    if Path(spec).is_file() and split != "train":  # load_dataset makes one file a DatasetDict of "train" alone
+        return {"eval_not_compared": (f"dataset_test_split: {split!r}: TRL's script loads the file {spec} as a "
+                                      f"single 'train' split, so dataset[{split!r}] raises KeyError before training "
+                                      "starts; split the file, or set eval_strategy: no",)}
+    if is_sharded(spec):  # datasets would split a folder of files by their names; mldebug reads it as one dataset
+        return {"eval_not_compared": (f"dataset_test_split: {split!r} of the folder {spec}: mldebug reads a folder of "
+                                      "data files as one dataset, not as datasets' splits by file name: compare the "
+                                      "split's file with inspect-data --eval-dataset",)}
+    return {"eval_datasets": (DatasetPlan(spec, key, None, split),)}
 
 
 def trl_options(config: ConfigFile, length_key: str | None) -> TrlOptions:
