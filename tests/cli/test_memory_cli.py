@@ -161,8 +161,8 @@ def test_the_framework_flag_reads_the_rows_too():
 
 @pytest.mark.slow  # a fresh interpreter (imports and config classes): 3-5 CPU s
 def test_memory_and_the_trl_config_reading_keep_torch_out_of_the_process(tmp_path):
-    """`mldebug memory` never imports torch (transformers' config classes need none), and reading a TRL config's
-    keys (preflight's and memory's config reading) takes them from the wheels' record when the installed trl and
+    """`mldebug memory` never imports torch (transformers' config classes need none), and reading a TRL config's or
+    TrainingArguments' keys (the config reading of preflight, memory and lr-plot) takes them from the wheels' record when the installed trl and
     transformers are recorded releases, without importing trl's trainer, peft or torch: the same report as this
     process (which has torch)."""
     import subprocess
@@ -186,10 +186,13 @@ def test_memory_and_the_trl_config_reading_keep_torch_out_of_the_process(tmp_pat
         "keys, source = trl_keys(versions.TargetVersions())\n"
         "print('SOURCE', source)\n"
         "print('AFTER-TRL-KEYS', sorted(m for m in ('torch', 'peft', 'trl') if m in sys.modules))\n"
+        "from mldebug_cli.frameworks.hf.framework import training_arguments_schema\n"
+        "training_arguments_schema(versions.TargetVersions())\n"  # lr-plot's and preflight's HF config reading
+        "print('AFTER-HF-KEYS', sorted(m for m in ('torch', 'peft', 'trl') if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert "AFTER-MEMORY []" in result.stdout, result.stdout[-500:] + result.stderr[-2000:]
     assert json.loads(out.read_text()) == json.loads(memory(*args).stdout)  # this process has torch: the same report
     assert f"SOURCE {config_classes.trl_keys(versions.TargetVersions())[1]}" in result.stdout
     if recorded:
-        assert "AFTER-TRL-KEYS []" in result.stdout, result.stdout[-500:]
+        assert "AFTER-TRL-KEYS []" in result.stdout and "AFTER-HF-KEYS []" in result.stdout, result.stdout[-500:]
