@@ -200,7 +200,26 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     chat_template = template_setting(config, "chat_template_path") if config.has("chat_template_path") else Setting(None)
     framework = "trl" if config.has("dataset_name") or config.has("datasets") or config.has("assistant_only_loss") else "transformers"
     return TrainingPlan(framework, Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on,
-                        max_length, framework_options=trl_options(config, length_key))
+                        max_length, framework_options=trl_options(config, length_key), **_eval_sets(config))
+
+
+def _eval_sets(config: ConfigFile) -> dict[str, Any]:
+    """TRL's scripts evaluate (``eval_strategy`` not ``no``) on ``dataset_name``'s ``dataset_test_split`` ("test"), or,
+    with a ``datasets`` mixture, on its ``test_split_size`` share, which ``train_test_split`` draws without a seed."""
+    strategy = config.get("eval_strategy", config.get("evaluation_strategy", "no"))
+    if str(strategy) == "no":
+        return {}
+    if config.get("datasets"):
+        size = config.get("test_split_size")
+        if size is None:
+            return {}
+        return {"eval_not_compared": (f"test_split_size: {size}: TRL's get_dataset splits the mixture with "
+                                      "train_test_split and no seed, a new split each run: not comparable before it",)}
+    if not config.has("dataset_name"):
+        return {}
+    split = str(config.get("dataset_test_split", "test"))
+    key = "dataset_test_split" if config.has("dataset_test_split") else "dataset_name"
+    return {"eval_datasets": (DatasetPlan(local(config, str(config.get("dataset_name"))), key, None, split),)}
 
 
 def trl_options(config: ConfigFile, length_key: str | None) -> TrlOptions:
