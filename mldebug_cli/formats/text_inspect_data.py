@@ -98,7 +98,8 @@ def _compact(row: RowView, color: bool) -> Text:
             trained_open = is_trained
         if pos in blocks:
             image, end = blocks[pos]
-            piece_text = f"[image {image.index}: {plural(end - pos, 'token')} {pieces[pos]}]"
+            token = row.pieces[pos] if row.pieces else pieces[pos]  # the image's token (a wrapped image's text is its start)
+            piece_text = f"[image {image.index}: {plural(end - pos, 'token')} {token}]"
         text.append(visible(piece_text), style=TRAINED_STYLE if is_trained else MASKED_STYLE)
     if not color and trained_open:
         text.append("⟧")

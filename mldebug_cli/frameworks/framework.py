@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the parts' types (none of these modules imports the registry, which imports this one)
@@ -58,13 +58,16 @@ class VisionRows:
     emulated: str  # what is emulated, for messages: "TRL's SFT collator"
     # (inspect options, the model's VisionProcessor, the dataset's folder) -> its VisionPath
     path: Callable[[Any, Any, Any], VisionPath] | None = None
+    # task -> what the trainer does with image rows that mldebug does not emulate (one line, read from its code)
+    not_emulated: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Framework:
     """What one training framework does, as typed callables and facts; a part it lacks is None (the registry line's
     ``serves`` says which parts a command may ask for). Resolved once per command (``registry.resolve``,
-    ``selector.resolve``) and carried along."""
+    ``selector.resolve``) and carried along, to worker processes and Ray actors too: every part is a module-level
+    function or class (no lambda, no closure), so the object pickles."""
 
     name: str
     versioned: tuple[str, ...] = ()  # the packages whose versions decide its semantics (its own, the transformers it runs on)

@@ -229,12 +229,13 @@ def _vision_task(source, options: InspectOptions) -> str | None:
     task = _preference_task(source, options) or "sft"
     vision = options.rows_framework.vision
     if vision is None or task not in vision.tasks:
-        emulating = [f for f in frameworks() if f.vision]
+        emulating = [f for f in frameworks() if f.vision and f.vision.tasks]
         what = " and ".join(f.vision.emulated for f in emulating if f.vision)
         use = " or ".join(f"--framework {f.name} ({'/'.join(t.upper() for t in f.vision.tasks)})"
                           for f in emulating if f.vision)
+        does = f" ({vision.not_emulated[task]}: not emulated)" if vision and task in vision.not_emulated else ""
         raise UsageError(f"the rows have images: mldebug emulates image rows for {what} only, not "
-                         f"{options.framework} {task}", hint=f"use {use}, or drop the "
+                         f"{options.framework} {task}{does}", hint=f"use {use}, or drop the "
                          "image columns to check the text alone")
     if not has_processor(options.tokenizer):
         raise InputError(f"{options.tokenizer}: the rows have images, and this folder has no processor files "

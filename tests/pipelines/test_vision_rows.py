@@ -131,10 +131,12 @@ def test_the_input_file_is_not_modified() -> None:
     assert EXAMPLE.read_bytes() == before
 
 
-@pytest.mark.parametrize("flags", [["--framework", "axolotl"], ["--task", "kto"]])
-def test_image_rows_elsewhere_are_refused_by_name_not_read_as_text(flags: list[str]) -> None:
+@pytest.mark.parametrize("flags, says", [(["--framework", "axolotl"], "processing strategy per chat_template"),
+                                         (["--task", "kto"], "DataCollatorForVisionUnpairedPreference"),
+                                         (["--task", "grpo"], "GRPOTrainer takes them")])
+def test_image_rows_elsewhere_are_refused_by_name_not_read_as_text(flags: list[str], says: str) -> None:
     code, _, err = run(str(EXAMPLE), "-t", str(PROCESSOR), *flags)
-    assert code == 2 and "the rows have images" in err
+    assert code == 2 and "the rows have images" in err and says in " ".join(err.split())
 
 
 def test_parquet_with_the_datasets_image_feature(tmp_path: Path) -> None:

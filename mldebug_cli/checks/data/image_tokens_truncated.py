@@ -1,5 +1,5 @@
 """What it finds
-A row that `max_length` cuts inside (or before) an image's tokens.
+A row that `max_length` cuts inside (or before) an image's tokens, or cuts an image token typed into its text.
 
 Why it matters for training
 The processor counts the image tokens it wrote and the ones left after truncation; when they differ it raises
@@ -30,6 +30,12 @@ SUBJECT = "vision-row"
 
 def run(row: VisionRow, setup: VisionSetup) -> Iterator[Hit]:
     cut = row.cut_images
+    if not cut and row.cut_literal > 0:  # image tokens typed into the text, cut: the processor's count differs too
+        yield Hit(f"max_length {setup.max_length} cuts {row.cut_literal} {setup.image_token} token(s) written in the "
+                  f"row's text, the row is {row.full_length} tokens: {row.cut_consequence}",
+                  f"take the {setup.image_token} text out of the row, or raise max_length to at least {row.full_length}",
+                  Location())
+        return
     if not cut:
         return
     first = cut[0]

@@ -21,7 +21,7 @@ from mldebug_cli.frameworks.axolotl.schedulers import COUNTING, SCHEDULERS
 from mldebug_cli.frameworks.axolotl.trainer_facts import DEFAULT_SEQUENCE_LEN, axolotl_trainer_facts
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.framework import Detection, Framework
+from mldebug_cli.frameworks.framework import Detection, Framework, VisionRows
 from mldebug_cli.frameworks.hf.framework import hf_scheduler_choice
 from mldebug_cli.frameworks.hf.schedulers import HF_SCHEDULER_TYPES
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
@@ -160,9 +160,10 @@ def dataset_classes(rl: object, release: str) -> tuple[str, ...]:
     return tuple(c for c in RL_DATASETS.get(str(rl).lower(), union) if c in union) or union
 
 
-def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
+def key_schema(config: ConfigFile, targets: TargetVersions, task: str | None = None) -> schema.KeySchema:
     """AxolotlInputConfig's fields (and, for each ``datasets`` entry, those of the dataset schema its ``rl:`` trainer
-    reads: SFTDataset, DPODataset, KTODataset, ...): installed, else the wheels' record at the target release."""
+    reads: SFTDataset, DPODataset, KTODataset, ...): installed, else the wheels' record at the target release (its
+    ``rl:`` key names the trainer; ``task`` decides nothing)."""
     installed = versions.installed("axolotl")
     target = targets.get("axolotl")
     deprecated: Mapping[str, object]  # its keys: the deprecated parameters
@@ -668,18 +669,29 @@ def masking_options(dataset: DatasetPlan, train_on: str | None = None):
     return AxolotlOptions(**masking)
 
 
+def dataset_options(plan: TrainingPlan, dataset: DatasetPlan, train_on: str | None):
+    """One of the config's datasets' row options: its masking settings (the plan's own are the first's)."""
+    return masking_options(dataset, train_on)
+
+
 FRAMEWORK = Framework(
     name="axolotl",
     versioned=("axolotl", "transformers"),
     detection=Detection(rank=1, keys=frozenset({"base_model", "micro_batch_size", "num_epochs", "sample_packing",
                                                "lr_scheduler", "sequence_len", "val_set_size"}), at_least=2),
     read_spec=read_spec,
-    key_schema=lambda config, targets, task: key_schema(config, targets),
+    key_schema=key_schema,
     read_plan=read_plan,
     read_preference=read_preference,
-    dataset_options=lambda plan, dataset, train_on: masking_options(dataset, train_on),
+    dataset_options=dataset_options,
     end_of_turn_keys=("eot_tokens", "train_on_eot", "train_on_eos"),
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=axolotl_trainer_facts,
+    # image rows: read from axolotl 0.19.0's processing_strategies.py, not emulated (no path)
+    vision=VisionRows((), "", None, {
+        "sft": "axolotl 0.19.0 takes them with processor_type and its multimodal chat_template collator: a processing "
+               "strategy per chat_template (qwen2_vl, qwen3_5, gemma3, ...), labels kept for the trained roles with "
+               "the pad and image tokens masked",
+    }),
 )

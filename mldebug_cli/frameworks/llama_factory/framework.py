@@ -67,7 +67,9 @@ def _packing(r: SpecReader) -> Packing:
     return Packing(on, key, r.integer(None, "cutoff_len", DEFAULT_CUTOFF))
 
 
-def key_schema(config: ConfigFile, targets: versions.TargetVersions) -> schema.KeySchema:
+def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str | None = None) -> schema.KeySchema:
+    """LLaMA-Factory's own dataclasses' fields over Seq2SeqTrainingArguments' (its ``stage:`` key names the trainer;
+    ``task`` decides nothing)."""
     own, source = _own_keys(targets)
     base = hf.training_arguments_schema(targets, seq2seq=True)
     renamed = record.dropped("llamafactory", "LLaMA-Factory", DATACLASSES, own,
@@ -482,7 +484,7 @@ FRAMEWORK = Framework(
     detection=Detection(rank=2, keys=frozenset({"finetuning_type", "cutoff_len", "template", "stage", "val_size",
                                                "neat_packing"}), at_least=2),
     read_spec=read_spec,
-    key_schema=lambda config, targets, task: key_schema(config, targets),
+    key_schema=key_schema,
     read_plan=read_plan,
     read_preference=read_preference,
     rows=Rows,

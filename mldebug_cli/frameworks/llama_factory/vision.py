@@ -39,10 +39,12 @@ from mldebug_cli.frameworks.framework import VisionPath
 from mldebug_cli.frameworks.llama_factory.data import SHAREGPT_TAGS, InvalidRow, LfMessage, lf_messages, supervise
 from mldebug_cli.frameworks.llama_factory.templates import VERSION
 from mldebug_cli.frameworks.trl.vision import (
+    QWEN_PROCESSORS,
     RowRefused,
     VisionProcessor,
     VisionRow,
     header_after_specials,
+    read_infos,
     rendered_offsets,
 )
 from mldebug_cli.sources.dataset import Record
@@ -156,12 +158,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     except RowRefused as refused:
         row.refused = refused
         return row
-    infos: list[ImageInfo] = []
-    for i, value in enumerate(images):
-        try:
-            infos.append(images_from.info(value))
-        except ImageProblem as problem:
-            row.image_problems.append((i, problem))
+    infos = read_infos(row, images, images_from)
     if row.image_problems:
         return row
     sizes = []
@@ -280,6 +277,10 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path, own: Any,
                          f"{', '.join(sorted(EMULATED_PLUGINS))} only (a template without one makes "
                          "LLaMA-Factory raise 'This model does not support image input')",
                          hint="set template: qwen2_vl for a Qwen2-VL/Qwen2.5-VL model")
+    if processor.processor_class not in QWEN_PROCESSORS:
+        raise UsageError(f"the rows have images and the model's processor is {processor.processor_class}: mldebug "
+                         f"emulates LLaMA-Factory's qwen2_vl plugin with {', '.join(sorted(QWEN_PROCESSORS))} only",
+                         hint="check LLaMA-Factory image rows with a Qwen2-VL/Qwen2.5-VL processor folder")
     if own and own.packing:
         raise UsageError(f"{', '.join(own.packing)} on image rows is not emulated: LLaMA-Factory packs rows with "
                          "their images into cutoff_len blocks", hint="check with packing off")

@@ -17,7 +17,15 @@ prepare_multimodal_messages), checked row for row against TRL itself (tests/fram
 - Labels are the input ids (padding masked): every token is trained, the image tokens included.
 
 The expansion is read from the model's own image processor (``get_number_of_image_patches``), from the header's size
-alone, for the processor classes below; others are refused by name.
+alone, for the processor classes below; others are refused by name. Gemma 3's processor wraps each image: the
+template writes ``<start_of_image>``, the processor replaces it with ``\n\n<start_of_image>``, ``image_seq_length``
+(256) ``<image_soft_token>`` and ``<end_of_image>\n\n`` (its ``full_image_sequence``); its image processor resizes
+every image to one square; pan-and-scan (off unless the folder turns it on) is refused. Idefics3's processor
+(Idefics3-8B, SmolVLM) splits an image larger than a tile into rows x columns of tiles plus a global view
+(``get_number_of_image_patches`` from the size alone) and writes each tile as ``<fake_token_around_image>``, its
+``<row_R_col_C>`` tag and ``image_seq_len`` ``<image>`` tokens, a newline after each row, then the global view
+(``<fake_token_around_image><global-img>``, its ``<image>`` tokens, ``<fake_token_around_image>``): the whole run is the
+image's block, and a cut anywhere in it stops the run (the processor's TypeError or ValueError).
 """
 
 from __future__ import annotations
@@ -43,6 +51,10 @@ ROLES = ("system", "user", "assistant", "tool")
 # Qwen2-VL ``patches // merge_size**2`` times, LLaVA once per patch of the cropped image (+ CLS, - 1 for "default")
 REPEATING_PROCESSORS = {"Qwen2VLProcessor": "<|image_pad|>", "Qwen2_5_VLProcessor": "<|image_pad|>",
                         "LlavaProcessor": "<image>"}
+# processor classes whose placeholder becomes a wrapped sequence (the processor's own replace_image_token)
+WRAPPING_PROCESSORS = frozenset({"Gemma3Processor", "Idefics3Processor"})
+TILING_PROCESSORS = frozenset({"Idefics3Processor"})  # an image's block is its whole expansion (tiles and tags)
+EMULATED_PROCESSORS = frozenset(REPEATING_PROCESSORS) | WRAPPING_PROCESSORS
 QWEN_PROCESSORS = frozenset({"Qwen2VLProcessor", "Qwen2_5_VLProcessor"})
 IMAGE_COLUMNS = ("images", "image")
 
@@ -79,6 +91,7 @@ class VisionRow:
     # image index -> its tokens the cut kept, where the framework cuts elsewhere than at the row's end (LLaMA-Factory)
     kept_image_tokens: dict[int, int] = field(default_factory=dict)
     cut_consequence: str = "the processor raises ValueError (image token count mismatch) and the run fails"
+    cut_literal: int = 0  # image tokens written literally in the text that the cut removes (the processor's count differs)
     side: str | None = None  # preference rows: "chosen" or "rejected" (None: a single sequence)
     rejected: VisionRow | None = None  # preference rows: the rejected side, on the chosen side's row
 
@@ -108,14 +121,34 @@ class VisionProcessor:
     image_processor: Any  # the model's image processor (transformers)
     chat_template: str
     template_source: str
-    image_token: str
+    image_token: str  # the token each image becomes (counted, trained, cut)
     image_token_id: int
-    processor: Any = None  # the transformers processor, where it counts the tokens itself (LLaVA)
+    processor: Any = None  # the transformers processor, where it counts the tokens itself (LLaVA, Gemma 3)
+    placeholder: str = ""  # what the template writes for an image ("" : image_token itself)
+
+    @property
+    def image_placeholder(self) -> str:
+        return self.placeholder or self.image_token
+
+    def expansion(self, height: int, width: int, tokens: int) -> str:
+        """The text the processor puts in the placeholder's place for an image of this size (``tokens`` its image
+        tokens), written by the processor's own replace_image_token where it wraps or tiles the image."""
+        if self.processor_class == "Gemma3Processor":  # pan-and-scan refused at load: no crops
+            return str(self.processor.replace_image_token({"num_crops": [0]}, 0))
+        if self.processor_class in TILING_PROCESSORS:
+            _, rows, cols = self.image_processor.get_number_of_image_patches(height, width, {})
+            return str(self.processor.replace_image_token({"rows": [[rows]], "cols": [[cols]]}, 0))
+        return self.image_token * tokens
 
     def size_after_resize(self, height: int, width: int) -> tuple[int, int, int]:
         """(resized height, resized width, image tokens) as the image processor decides them from the size alone."""
-        if self.processor is not None:  # LlavaProcessor: every image resized and centre-cropped to crop_size
-            crop = self.image_processor.crop_size
+        if self.processor_class in TILING_PROCESSORS:  # tiles of max_image_size, plus the global view
+            patches, rows, cols = self.image_processor.get_number_of_image_patches(height, width, {})
+            tile = self.image_processor.max_image_size["longest_edge"]
+            views = rows * cols + 1 if patches else 1
+            return max(rows, 1) * tile, max(cols, 1) * tile, views * self.processor.image_seq_len
+        if self.processor is not None:  # every image resized (and centre-cropped, LLaVA) to one size
+            crop = getattr(self.image_processor, "crop_size", None) or self.image_processor.size
             tokens = self.processor._get_num_multimodal_tokens(image_sizes=[(height, width)])["num_image_tokens"][0]
             return crop["height"], crop["width"], tokens
         import importlib
@@ -144,9 +177,9 @@ def load_processor(folder: str) -> VisionProcessor:
     path = Path(folder)
     config = _processor_config(path)
     processor_class = str(config.get("processor_class") or "")
-    if processor_class not in REPEATING_PROCESSORS:
+    if processor_class not in EMULATED_PROCESSORS:
         raise InputError(f"{folder}: processor class {processor_class or '(none named)'!r} is not emulated for image "
-                         f"rows", hint=f"mldebug expands images as {', '.join(sorted(REPEATING_PROCESSORS))} do")
+                         f"rows", hint=f"mldebug expands images as {', '.join(sorted(EMULATED_PROCESSORS))} do")
     import warnings
 
     from transformers import AutoImageProcessor, AutoTokenizer
@@ -162,6 +195,8 @@ def load_processor(folder: str) -> VisionProcessor:
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(f"{folder}: the processor cannot be loaded ({str(exc).splitlines()[0]})") from None
     template, source = _chat_template(path, tokenizer)
+    if processor_class in WRAPPING_PROCESSORS:
+        return _wrapping(path, processor_class, config, image_processor, tokenizer, template, source)
     image_token = str(config.get("image_token") or REPEATING_PROCESSORS[processor_class])
     image_token_id = tokenizer.convert_tokens_to_ids(image_token)
     if not isinstance(image_token_id, int) or image_token_id == tokenizer.unk_token_id:
@@ -172,12 +207,39 @@ def load_processor(folder: str) -> VisionProcessor:
                            image_token_id, counter)
 
 
+def _wrapping(path: Path, processor_class: str, config: dict[str, Any], image_processor: Any, tokenizer: Any,
+              template: str, source: str) -> VisionProcessor:
+    """Gemma 3: the template's ``<start_of_image>`` becomes the processor's full image sequence."""
+    folder = str(path)
+    image = config.get("image_processor") if isinstance(config.get("image_processor"), dict) else config
+    if getattr(image_processor, "do_pan_and_scan", None) or (isinstance(image, dict) and image.get("do_pan_and_scan")):
+        raise InputError(f"{folder}: do_pan_and_scan is on: Gemma 3's pan-and-scan crops are not emulated for image "
+                         "rows", hint="check with do_pan_and_scan off (the published default)")
+    if processor_class in TILING_PROCESSORS:
+        processor = _processor(processor_class, config, image_processor, tokenizer, template, folder)
+        needed = [processor.fake_image_token, processor.image_token, processor.global_image_tag, "<row_1_col_1>"]
+        missing = [t for t in needed if tokenizer.convert_tokens_to_ids(t) in (None, tokenizer.unk_token_id)]
+        if missing:
+            raise InputError(f"{folder}: the tokenizer has no {', '.join(missing)} token ({processor_class} needs it)")
+        return VisionProcessor(folder, processor_class, tokenizer, image_processor, template, source,
+                               processor.image_token, processor.image_token_id, processor)
+    for name in ("boi_token", "image_token", "eoi_token"):
+        token = getattr(tokenizer, name, None)
+        if not isinstance(token, str) or tokenizer.convert_tokens_to_ids(token) in (None, tokenizer.unk_token_id):
+            raise InputError(f"{folder}: the tokenizer declares no {name} ({processor_class} needs it)")
+    processor = _processor(processor_class, config, image_processor, tokenizer, template, folder)
+    return VisionProcessor(folder, processor_class, tokenizer, image_processor, template, source,
+                           tokenizer.image_token, tokenizer.convert_tokens_to_ids(tokenizer.image_token), processor,
+                           placeholder=tokenizer.boi_token)
+
+
 def _processor(processor_class: str, config: dict[str, Any], image_processor: Any, tokenizer: Any, template: str,
                folder: str) -> Any:
     """The model's own processor class, built from its folder's settings (it counts each image's tokens)."""
     import transformers
 
-    keys = ("patch_size", "vision_feature_select_strategy", "num_additional_image_tokens", "image_token")
+    keys = ("patch_size", "vision_feature_select_strategy", "num_additional_image_tokens", "image_token",
+            "image_seq_length", "image_seq_len")
     try:
         return getattr(transformers, processor_class)(image_processor=image_processor, tokenizer=tokenizer,
                                                       chat_template=template,
@@ -329,7 +391,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
 
 def expand_images(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcessor, max_length: int | None) -> None:
     """Each placeholder replaced by its image's tokens, then the whole text tokenized once, as the processor does."""
-    pieces = row.text.split(processor.image_token)
+    pieces = row.text.split(processor.image_placeholder)
     if len(pieces) - 1 != len(infos):  # the template wrote more or fewer placeholders than the parts it was given
         row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the template wrote {len(pieces) - 1} image placeholder(s) for {len(infos)} "
                                  "image(s): the processor raises ValueError", "check the template's image parts")
@@ -342,28 +404,46 @@ def expand_images(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionP
             row.image_problems.append((i, ImageProblem(f"is refused by the image processor ({exc})", info.source)))
     if row.image_problems:
         return
-    row.text = pieces[0] + "".join(processor.image_token * tokens + piece for (_, _, tokens), piece in zip(sizes, pieces[1:]))
+    expansions = [processor.expansion(info.height, info.width, tokens) for info, (_, _, tokens) in zip(infos, sizes)]
+    row.text = pieces[0] + "".join(expansion + piece for expansion, piece in zip(expansions, pieces[1:]))
     encoding = processor.tokenizer.backend_tokenizer.encode(row.text, add_special_tokens=False)
     ids = encoding.ids
-    starts = _runs(ids, processor.image_token_id, [tokens for _, _, tokens in sizes])
-    for i, (info, (resized_h, resized_w, tokens), start) in enumerate(zip(infos, sizes, starts)):
-        row.images.append(ImageLine(i, info.source, info.width, info.height, info.mode, resized_w, resized_h, tokens,
+    if processor.processor_class in WRAPPING_PROCESSORS:
+        blocks = _blocks(encoding.offsets, ids, pieces, expansions, processor)
+    else:
+        counts = [tokens for _, _, tokens in sizes]
+        blocks = list(zip(_runs(ids, processor.image_token_id, counts), counts))
+    for i, (info, (resized_h, resized_w, _), (start, length)) in enumerate(zip(infos, sizes, blocks)):
+        row.images.append(ImageLine(i, info.source, info.width, info.height, info.mode, resized_w, resized_h, length,
                                       start, _message_of(row.messages, i)))
     row.full_length = len(ids)
-    row.text_length = len(ids) - sum(tokens for _, _, tokens in sizes)
+    row.text_length = len(ids) - sum(length for _, length in blocks)
     kept = ids if max_length is None else ids[:max_length]
-    row.offsets = rendered_offsets(encoding.offsets[:len(kept)], pieces, [t for _, _, t in sizes], processor.image_token)
+    row.offsets = expanded_offsets(encoding.offsets[:len(kept)], pieces, expansions, processor.image_placeholder)
     row.input_ids = kept
     row.labels = list(kept)  # labels = input_ids; only padding is masked
+    if processor.processor_class in TILING_PROCESSORS and row.cut_images:
+        row.cut_consequence = (f"{processor.processor_class} raises TypeError (it cannot find the cut image's last "
+                               "token) and the run fails")
+    if len(kept) < len(ids) and (infos or processor.processor_class not in TILING_PROCESSORS) and not row.cut_images:
+        # the processor counts its image token in the text and in the kept ids (Idefics3 only when given images)
+        row.cut_literal = row.text.count(processor.image_token) - kept.count(processor.image_token_id)
 
 
 def rendered_offsets(offsets: Sequence[tuple[int, int]], pieces: Sequence[str], tokens: Sequence[int],
                       image_token: str) -> list[tuple[int, int]]:
     """Token spans in the expanded text mapped onto the rendered text: an image's tokens all cover its placeholder."""
+    return expanded_offsets(offsets, pieces, [image_token * count for count in tokens], image_token)
+
+
+def expanded_offsets(offsets: Sequence[tuple[int, int]], pieces: Sequence[str], expansions: Sequence[str],
+                     placeholder: str) -> list[tuple[int, int]]:
+    """Token spans in the text whose placeholders were replaced by ``expansions`` mapped onto the rendered text (one
+    placeholder per image): every token inside an image's expansion covers its placeholder."""
     blocks, expanded, rendered = [], 0, 0  # (expanded start, expanded end, rendered start, rendered end)
     for k, piece in enumerate(pieces[:-1]):
         expanded, rendered = expanded + len(piece), rendered + len(piece)
-        blocks.append((expanded, expanded + tokens[k] * len(image_token), rendered, rendered + len(image_token)))
+        blocks.append((expanded, expanded + len(expansions[k]), rendered, rendered + len(placeholder)))
         expanded, rendered = blocks[-1][1], blocks[-1][3]
     out = []
     for start, end in offsets:
@@ -379,6 +459,22 @@ def rendered_offsets(offsets: Sequence[tuple[int, int]], pieces: Sequence[str], 
                 break
         else:
             out.append((start - shift, end - shift))
+    return out
+
+
+def _blocks(offsets: Sequence[tuple[int, int]], ids: Sequence[int], pieces: Sequence[str], expansions: Sequence[str],
+            processor: VisionProcessor) -> list[tuple[int, int]]:
+    """(first position, length) of each image's block, found inside its expansion's characters: its image tokens
+    (Gemma 3: the wrappers and newlines around them stay text), or every token of its tiles and tags (Idefics3)."""
+    whole = processor.processor_class in TILING_PROCESSORS
+    out, at = [], len(pieces[0])
+    for expansion, piece in zip(expansions, pieces[1:]):
+        span_start, span_end = at, at + len(expansion)
+        inside = [p for p, (start, end) in enumerate(offsets)
+                  if span_start <= start and end <= span_end and end > start
+                  and (whole or ids[p] == processor.image_token_id)]
+        out.append((inside[0], inside[-1] - inside[0] + 1) if inside else (len(ids), 0))
+        at = span_end + len(piece)
     return out
 
 
@@ -425,6 +521,18 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path) -> VisionP
                       f"{max_length if max_length is not None else 'None'}, the first tokens kept, no row dropped, "
                       "labels = input ids (image tokens included)",
          "train_on": "all"})
+
+
+def read_infos(row: VisionRow, images: Sequence[Any], images_from: ImageReader) -> list[ImageInfo]:
+    """Each readable image's size and mode, in order; a problem with one is recorded on the row (its index, what is
+    wrong), and the caller reports the row without encoding it."""
+    infos: list[ImageInfo] = []
+    for i, value in enumerate(images):
+        try:
+            infos.append(images_from.info(value))
+        except ImageProblem as problem:
+            row.image_problems.append((i, problem))
+    return infos
 
 
 def _refuse_settings(options: Any) -> None:

@@ -39,11 +39,12 @@ from mldebug_cli.frameworks.trl.vision import (
     assistant_header,
     expand_images,
     prepare_messages,
+    read_infos,
     row_images,
 )
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
-from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
+from mldebug_cli.sources.images import ImageReader
 
 SIDES = ("chosen", "rejected")
 CUT_CONSEQUENCE = ("the model raises ValueError (Image features and image tokens do not match) at the first batch "
@@ -60,12 +61,7 @@ def encode_pair(index: int, line: int | None, raw: Any, processor: VisionProcess
     except RowRefused as refused:
         row.refused = refused
         return row
-    infos: list[ImageInfo] = []
-    for i, value in enumerate(images):
-        try:
-            infos.append(images_from.info(value))
-        except ImageProblem as problem:
-            row.image_problems.append((i, problem))
+    infos = read_infos(row, images, images_from)
     if row.image_problems:
         return row
     prompt = VisionRow(index, line, text=prompt_text, rendered=prompt_text, messages=messages)
@@ -157,9 +153,9 @@ def _shared(a: str, b: str) -> int:
 def _side(prompt: VisionRow, side: str, reply: str, processor: VisionProcessor, max_length: int | None) -> VisionRow:
     """prompt ids + the reply's ids (tokenized alone, no image), cut to max_length; the reply's tokens trained."""
     row = replace(prompt, side=side, cut_consequence=CUT_CONSEQUENCE, rendered=prompt.rendered + reply)
-    placeholders = reply.count(processor.image_token)
+    placeholders = reply.count(processor.image_placeholder)
     if placeholders:
-        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the {side} reply has {placeholders} {processor.image_token} token(s) and "
+        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the {side} reply has {placeholders} {processor.image_placeholder} token(s) and "
                                  "no image: the processor raises ValueError (tokens in the text but no images were "
                                  "passed)", "take image placeholders out of the replies; images go in the prompt")
         return row
