@@ -19,6 +19,7 @@ from typing import Any
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.sources.model_config import checked_sizes
+from mldebug_cli.sources.tokenizer import torch_hidden_from_transformers
 
 # model types whose q/k/v projections carry a bias (Qwen2 and its descendants)
 QKV_BIAS = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
@@ -130,7 +131,8 @@ def with_class_defaults(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
     the text part of a multimodal config; unchanged, saying why, when transformers does not know the type."""
     model_type = config.get("model_type")
     try:
-        from transformers import CONFIG_MAPPING
+        with torch_hidden_from_transformers():  # config classes need no torch; memory's process keeps it out
+            from transformers import CONFIG_MAPPING
 
         cls = CONFIG_MAPPING[str(model_type)]
     except (ImportError, KeyError):

@@ -111,7 +111,7 @@ def keep_torch_out() -> None:
 
 
 @contextmanager
-def _torch_hidden_from_transformers() -> Iterator[None]:
+def torch_hidden_from_transformers() -> Iterator[None]:
     """Around transformers' first import: it asks once per process whether torch exists (``find_spec``), and a
     ``None`` entry in ``sys.modules`` makes the answer no. The entry goes again afterwards, so code that tests
     ``"torch" in sys.modules`` (datasets does) sees no torch rather than a blocked one."""
@@ -134,7 +134,7 @@ def _auto_tokenizer(spec: str, trust_remote_code: bool):
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # "PyTorch was not found": tokenizers need none
     stay_offline()
     try:
-        with _torch_hidden_from_transformers():
+        with torch_hidden_from_transformers():
             from transformers import AutoTokenizer
             from transformers.utils import logging as hf_logging
 

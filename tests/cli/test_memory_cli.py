@@ -157,3 +157,42 @@ def test_the_framework_flag_reads_the_rows_too():
     assert "the config names no dataset" in flagged["context"]["lengths"]
     detected = json.loads(memory(*args).stdout)
     assert detected["context"]["lengths"].startswith("all 40 rows of ")
+
+
+@pytest.mark.slow  # a fresh interpreter (imports and config classes): 3-5 CPU s
+def test_memory_and_the_trl_config_reading_keep_torch_out_of_the_process(tmp_path):
+    """`mldebug memory` never imports torch (transformers' config classes need none), and reading a TRL config's or
+    TrainingArguments' keys (the config reading of preflight, memory and lr-plot) takes them from the wheels' record when the installed trl and
+    transformers are recorded releases, without importing trl's trainer, peft or torch: the same report as this
+    process (which has torch)."""
+    import subprocess
+    import sys
+
+    from mldebug_cli.frameworks import record, versions
+    from mldebug_cli.frameworks.trl import config_classes
+
+    args = [str(CONFIGS / "sft_long_row.yaml"), "--model", str(MODELS / "qwen2.5-0.5b"), "--gpu", "L4-24GB", "-f", "json"]
+    out = tmp_path / "memory.json"
+    recorded = (versions.installed("trl") in record.releases("trl")
+                and versions.installed("transformers") in record.releases("transformers"))
+    code = (
+        "import sys\n"
+        "from mldebug_cli.cli import main\n"
+        f"sys.argv = ['mldebug', 'memory', *{args!r}, '-o', {str(out)!r}, '--exit-zero']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('AFTER-MEMORY', sorted(m for m in ('torch', 'peft', 'trl') if m in sys.modules))\n"
+        "from mldebug_cli.frameworks import versions\n"
+        "from mldebug_cli.frameworks.trl.config_classes import trl_keys\n"
+        "keys, source = trl_keys(versions.TargetVersions())\n"
+        "print('SOURCE', source)\n"
+        "print('AFTER-TRL-KEYS', sorted(m for m in ('torch', 'peft', 'trl') if m in sys.modules))\n"
+        "from mldebug_cli.frameworks.hf.framework import training_arguments_schema\n"
+        "training_arguments_schema(versions.TargetVersions())\n"  # lr-plot's and preflight's HF config reading
+        "print('AFTER-HF-KEYS', sorted(m for m in ('torch', 'peft', 'trl') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert "AFTER-MEMORY []" in result.stdout, result.stdout[-500:] + result.stderr[-2000:]
+    assert json.loads(out.read_text()) == json.loads(memory(*args).stdout)  # this process has torch: the same report
+    assert f"SOURCE {config_classes.trl_keys(versions.TargetVersions())[1]}" in result.stdout
+    if recorded:
+        assert "AFTER-TRL-KEYS []" in result.stdout and "AFTER-HF-KEYS []" in result.stdout, result.stdout[-500:]

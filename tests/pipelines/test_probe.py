@@ -49,6 +49,12 @@ def _options(folder, **extra):
                         **{**args, **extra})
 
 
+# The planted cases TRL trains before the probe runs (dpo-saturated, dpo-opposite-optim, kto-saturated,
+# grpo-kl-conflict) cost 40-100 CPU s each to build: the tests that need one are in the slow tier, and the fast tier
+# keeps a case of the same check built without training (GP001: the case files' GRPO case; GP006 keeps its case file's).
+TRAINED_CASE = pytest.mark.slow
+
+
 @pytest.mark.replay(keep=1)  # each case trains a tiny model with TRL; the case files keep one case of each GP check
 @pytest.mark.parametrize("name", CASES)
 def test_each_finding_fires_on_its_case_and_healthy_runs_stay_quiet(probe_cases, name):
@@ -98,6 +104,7 @@ def test_reentrant_case_names_the_reason_and_the_key(probe_cases):
     assert report.details["map"]["row"] == "structural"
 
 
+@TRAINED_CASE
 def test_saturated_dpo_pairs_are_named_with_their_margins(probe_cases):
     from mldebug_cli.pipelines.probe import build_report
 
@@ -107,6 +114,7 @@ def test_saturated_dpo_pairs_are_named_with_their_margins(probe_cases):
     assert report.details["map"]["row"] == "loss"
 
 
+@TRAINED_CASE
 def test_thresholds_from_mldebug_toml_change_the_verdict(probe_cases):
     from mldebug_cli.pipelines.probe import build_report
 
@@ -178,6 +186,7 @@ def test_probe_help_imports_no_torch():
     assert "--ablate" in result.stdout and "HEAVY []" in result.stdout, result.stdout[-400:]
 
 
+@pytest.mark.slow  # the same promise as GP001's case file's fast case (the groups named by their prompts)
 def test_grpo_equal_reward_groups_are_named_by_their_prompts(probe_cases):
     from mldebug_cli.pipelines.probe import build_report
 
@@ -234,14 +243,15 @@ def test_a_bad_rewards_line_is_exit_2_naming_the_line(probe_cases, tmp_path):
 
 TWINS = [  # (planted, loud case, its quiet twin, the code the loud one gives)
     ("no gradient path", "sft-reentrant", "sft-trl-cli-reentrant", "GP002"),
-    ("frozen new tokens", "sft-new-tokens", "sft-new-tokens-saved", "GP003"),
-    ("a term saturated", "dpo-saturated", "dpo-healthy", "GP001"),
-    ("conflicting terms", "orpo-conflict", "orpo-healthy", "GP004"),
-    ("a non-finite module", "sft-fp16-overflow", "sft-bf16-scaled", "GP008"),
+    # each of the others runs two probes (10-20 CPU s); its check's case file keeps a failing case in the fast tier
+    pytest.param("frozen new tokens", "sft-new-tokens", "sft-new-tokens-saved", "GP003", marks=pytest.mark.slow),
+    pytest.param("a term saturated", "dpo-saturated", "dpo-healthy", "GP001", marks=TRAINED_CASE),
+    pytest.param("conflicting terms", "orpo-conflict", "orpo-healthy", "GP004", marks=pytest.mark.slow),
+    pytest.param("a non-finite module", "sft-fp16-overflow", "sft-bf16-scaled", "GP008", marks=pytest.mark.slow),
 ]
 
 
-@pytest.mark.parametrize("planted, loud, quiet, code", TWINS, ids=[t[0] for t in TWINS])
+@pytest.mark.parametrize("planted, loud, quiet, code", TWINS, ids=[getattr(t, "values", t)[0] for t in TWINS])
 def test_each_planted_case_is_loud_through_the_cli_and_its_twin_quiet(probe_case, tmp_path, planted, loud, quiet,
                                                                       code):
     from typer.testing import CliRunner

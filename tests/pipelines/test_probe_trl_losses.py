@@ -42,7 +42,7 @@ def _probe(config, model, **options):
     return {t["name"]: t for t in report.details["probe"]["terms"]}, report
 
 
-@pytest.mark.replay
+@pytest.mark.replay(keep=1)  # each case runs KTOTrainer and the probe (14-21 CPU s): the first in the fast tier
 @pytest.mark.parametrize("settings", [
     {"beta": 0.1},
     {"beta": 0.3, "desirable_weight": 1.5, "undesirable_weight": 0.5},
@@ -84,7 +84,7 @@ def grpo_run(maker, models, tmp_path_factory):
     return trainer, out, config, groups
 
 
-@pytest.mark.replay
+@pytest.mark.replay(keep=1)  # each case runs the probe beside GRPOTrainer (24 CPU s): the first in the fast tier
 @pytest.mark.parametrize("loss_type", ["dapo", "grpo", "dr_grpo", "bnpo"])
 @pytest.mark.parametrize("scale", ["group", "batch", "none"])
 def test_grpo_loss_equals_grpotrainer_on_the_same_completions(grpo_run, models, loss_type, scale):

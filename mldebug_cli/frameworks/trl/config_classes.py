@@ -26,11 +26,23 @@ def trl_keys(targets: versions.TargetVersions) -> tuple[dict[str, dict[str, sche
     installed = versions.installed("trl")
     target = targets.get("trl")
     if installed and target.version in (None, installed):
+        if _recorded_exactly(installed):
+            # The installed release is one the record was read from (its wheel, tools/version_facts.py), with the
+            # installed transformers' TrainingArguments: the same keys as importing them (held by
+            # tests/frameworks/test_config_validation.py), without importing trl, transformers' trainer and torch.
+            return recorded_keys(installed, versions.installed("transformers"))[0], f"trl {installed} (installed)"
         try:
             return _installed_keys(), f"trl {installed} (installed)"
         except ImportError:
             pass
     return recorded_keys(target.version, targets.version("transformers"))
+
+
+def _recorded_exactly(trl_installed: str) -> bool:
+    """Whether the installed trl and transformers are both releases the wheels' record holds (not stand-ins)."""
+    transformers_installed = versions.installed("transformers")
+    return (trl_installed in record.releases("trl") and transformers_installed is not None
+            and transformers_installed in record.releases("transformers"))
 
 
 def recorded_keys(version: str | None, transformers_version: str | None) -> tuple[dict[str, dict[str, schema.KeyType]], str]:
