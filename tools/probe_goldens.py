@@ -433,10 +433,15 @@ def replay_one(record: dict, folder: Path, model: Path) -> list[str]:
     return problems
 
 
-def replay(golden: Path, work: Path, limit: int | None, ids: list[int] | None = None, start: int = 0) -> int:
+def replay(golden: Path, work: Path, limit: int | None, ids: list[int] | None = None, start: int = 0,
+           seed: int | None = None) -> int:
+    """``seed``: the seed of a file whose harness set ``args.seed`` itself and did not store it (session 9's file:
+    ``args.seed = 0``; the trainer seeds LoRA A's init with it), given to every config that names none."""
     sys.path.insert(0, str(ROOT))
     built = models(work / "models")
     records = [r for r in load(golden)["cases"] if (ids is None or r["id"] in ids) and r["id"] >= start][:limit]
+    if seed is not None:
+        records = [{**r, "config": {"seed": seed, **r["config"]}} for r in records]
     disagreeing = 0
     for record in records:
         problems = replay_one(record, work / f"replay-{record['id']:03d}", built[record["arch"]])
@@ -466,13 +471,14 @@ def main(argv: list[str] | None = None) -> int:
     replayed.add_argument("--limit", type=int)
     replayed.add_argument("--id", type=int, action="append", dest="ids", help="replay only this stored config")
     replayed.add_argument("--start", type=int, default=0, help="replay the stored configs from this id on")
+    replayed.add_argument("--seed", type=int, help="the seed of configs that name none (an older file's harness seed)")
     args = parser.parse_args(argv)
     if args.command == "make":
         part, parts = (int(x) for x in args.shard.split("/"))
         return make(args.count, args.out, args.work, (part, parts), args.ids)
     if args.command == "merge":
         return merge(args.out, args.parts)
-    return replay(args.golden, args.work, args.limit, args.ids, args.start)
+    return replay(args.golden, args.work, args.limit, args.ids, args.start, args.seed)
 
 
 if __name__ == "__main__":
