@@ -50,7 +50,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=100.0, help="total time for all targets")
     parser.add_argument("--input-timeout", type=int, default=30, help="seconds one input may take")
     parser.add_argument("--artifacts", type=Path, default=Path(tempfile.gettempdir()) / "mldebug-fuzz-artifacts")
-    parser.add_argument("--seed", type=int, default=None, help="random seed (mutation loop only)")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (libFuzzer's -seed, or the mutation loop's)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -86,7 +86,8 @@ def _run_child(args: argparse.Namespace) -> int:
     _copy_seeds(seed_dirs, corpus)
     atheris.Setup(
         [sys.argv[0], str(corpus), f"-max_total_time={int(args.seconds)}", f"-timeout={args.input_timeout}",
-         f"-rss_limit_mb={MEMORY_LIMIT_MB}", f"-artifact_prefix={args.artifacts}/{args.child}-", "-print_final_stats=1"],
+         f"-rss_limit_mb={MEMORY_LIMIT_MB}", f"-artifact_prefix={args.artifacts}/{args.child}-", "-print_final_stats=1",
+         *([f"-seed={args.seed}"] if args.seed is not None else [])],
         target,
     )
     atheris.Fuzz()

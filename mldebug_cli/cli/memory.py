@@ -53,7 +53,7 @@ def memory(
     from mldebug_cli.pipelines.preflight import PreflightOptions, config_steps, memory_lengths
 
     def steps(options: MemoryOptions) -> str:  # the count lr-plot and preflight print for this config
-        return config_steps(PreflightOptions(config=options.config, framework=framework,  # the flag, a name
+        return config_steps(PreflightOptions(config=options.config, framework=options.framework,  # as resolved
                                              world_size=options.world_size,
                                              allow_outside_paths=options.allow_outside_paths))
 

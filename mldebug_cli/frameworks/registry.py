@@ -32,7 +32,7 @@ from mldebug_cli.frameworks.lines import (  # the lines themselves, re-exported:
 )
 
 __all__ = ["CAPABILITIES", "DEFAULT_ROWS", "DISTRIBUTIONS", "EVERYTHING", "FLAGS", "NAMES", "PREFLIGHT_NEEDS",
-           "REGISTRY", "VERSION_LABELS", "VERSION_PACKAGES", "Capability", "Entry", "Flag", "borrowed", "chosen",
+           "REGISTRY", "VERSION_LABELS", "VERSION_PACKAGES", "Capability", "Entry", "Flag", "borrowed", "checked", "chosen",
            "entry", "framework", "frameworks", "load", "names_for", "names_with", "require", "resolve",
            "serving", "serving_line"]
 
@@ -41,6 +41,14 @@ def resolve(name: str, *capabilities: str) -> Framework:
     """The FRAMEWORK of ``name`` once it is known to serve ``capabilities`` (a UsageError naming those that do
     otherwise): the one look-up of a ``--framework`` value, at the command boundary."""
     return load(serving_line(name, entry(name), capabilities))
+
+
+def checked(found: Framework, *capabilities: str) -> Framework:
+    """``found`` (a framework a caller resolved) once it is known to serve ``capabilities``: asked of the object's
+    own parts, so that a framework handed along is not looked up again (its line is read only to word the error)."""
+    if all(getattr(found, CAPABILITIES[c].part) is not None for c in capabilities):
+        return found
+    return load(serving_line(found.name, entry(found.name), capabilities))
 
 
 def require(line: Entry, *capabilities: str) -> Framework:

@@ -71,7 +71,7 @@ def read_spec(config: ConfigFile, name: FrameworkRef | None, world_size: int, ta
               task: str | None = None) -> RunSpec:
     """The run's schedule settings, read as ``name`` (None: the detected framework) reads them. ``task``: the
     preference trainer (dpo, kto, orpo, grpo) when the caller knows it; the config's keys say it otherwise."""
-    found = name if isinstance(name, Framework) else resolve(config, name, "schedule")
+    found = registry.checked(name, "schedule") if isinstance(name, Framework) else resolve(config, name, "schedule")
     if world_size < 1:
         raise UsageError(f"--world-size must be at least 1, got {world_size}")
     targets = targets or versions.resolve(config.path, framework=found.name)
@@ -147,13 +147,19 @@ def dataset_options(plan: TrainingPlan, dataset: DatasetPlan, train_on: str | No
     return own(plan, dataset, train_on) if own else plan.framework_options
 
 
+def trainer_framework(config: ConfigFile, framework: FrameworkRef | None = None) -> Framework:
+    """The framework whose trainer runs ``config``, resolved once (memory, probe): a resolved one as it is, a name
+    looked up (it must read trainer settings), None: detected from the config's keys (``read_trainer_facts`` says
+    when mldebug does not read that one's trainer settings)."""
+    if isinstance(framework, Framework):
+        return framework
+    return registry.resolve(framework, "trainer") if framework else registry.load(_detected(config))
+
+
 def read_trainer_facts(config_path: str | Path, framework: FrameworkRef | None = None, world_size: int = 1) -> TrainerFacts:
     """What one config file makes the trainer do, read by ``framework`` (a name is looked up; None: detected)."""
     config = load_config(config_path)
-    if isinstance(framework, Framework):
-        found = framework
-    else:
-        found = registry.resolve(framework, "trainer") if framework else registry.load(_detected(config))
+    found = trainer_framework(config, framework)
     if not 1 <= world_size <= MAX_WORLD_SIZE:
         raise InputError(f"--world-size must be from 1 to {MAX_WORLD_SIZE:,}, got {world_size}")
     reader = found.trainer_facts

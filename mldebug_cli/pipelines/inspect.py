@@ -6,7 +6,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, R
 from mldebug_cli.frameworks import versions
 from mldebug_cli.frameworks.framework import Framework
 from mldebug_cli.frameworks.hf import tokenizer_resolution
-from mldebug_cli.frameworks.registry import DEFAULT_ROWS, frameworks, load, resolve, serving
+from mldebug_cli.frameworks.registry import DEFAULT_ROWS, checked, frameworks, load, resolve, serving
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
 from mldebug_cli.frameworks.selector import row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
@@ -100,16 +100,21 @@ class InspectOptions:
     transformers_version: str | None = None  # the transformers the run uses (None: the framework's pin decides, else installed)
     eval_dataset: str | None = None  # the eval set: every training row is compared with it (DS053, DS054)
     eval_split: str | None = None  # the eval set's split (a hub dataset or a folder of splits)
+    # the Framework named ``framework`` when the caller resolved it (preflight, memory, probe): not looked up again
+    resolved: Framework | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def rows_framework(self) -> Framework:
-        """``framework`` looked up once (a UsageError when mldebug does not emulate its rows); every step of the
-        command asks this object."""
+        """``framework``'s object: the one the caller resolved, else looked up once (a UsageError when mldebug does
+        not emulate its rows); every step of the command asks this object."""
+        if self.resolved is not None and self.resolved.name == self.framework:
+            return checked(self.resolved, "rows")
         return resolve(self.framework, "rows")
 
 
 def build_report(options: InspectOptions, progress: Callable[[int, int], None] | None = None) -> Report:
     _validate(options)
+    options = replace(options, resolved=options.rows_framework)  # what every copy of the options carries along
     require_local_or_cached(options.tokenizer, "tokenizer")  # a typo fails at once, before the dataset is read
     if options.eval_dataset is not None:
         require_local_or_cached(options.eval_dataset, "eval dataset", repo_type="dataset")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,12 +72,14 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
     (preflight's ``memory_lengths``: the rows as its inspect-data reads them for this config); ``count_steps``:
     the config's optimizer steps as lr-plot and preflight count them (preflight's ``config_steps``)."""
     from mldebug_cli.core import registry
-    from mldebug_cli.frameworks.selector import read_trainer_facts
+    from mldebug_cli.frameworks.selector import read_trainer_facts, trainer_framework
+    from mldebug_cli.sources.config_file import load_config
 
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="MEM")]
     if options.host_memory is not None:
         gib_flag("--host-memory", options.host_memory)
     gpu_memory(options.gpu, options.gpu_memory)  # a bad --gpu or --gpu-memory before any file is read
+    options = replace(options, framework=trainer_framework(load_config(options.config), options.framework))
     facts = read_trainer_facts(options.config, options.framework, options.world_size)
     shape = read_model_shape(model_config(options.model, facts.model, options.config, options.allow_outside_paths))
     from mldebug_cli.frameworks import versions

@@ -47,7 +47,7 @@ class PreflightOptions:
     config: str
     deploy: tuple[str, ...] = ()
     tokenizer: str | None = None  # overrides the config's model / tokenizer
-    framework: str | None = None
+    framework: str | Framework | None = None  # a name (--framework), the one a caller resolved, or None: detected
     sample: int | None = None
     all_rows: bool = False
     engine: str = "local"  # local or ray: where the datasets' rows are checked (inspect.InspectOptions.engine)
@@ -104,7 +104,10 @@ def _read(options: PreflightOptions):
 
     if options.sample is not None and options.sample < 1:
         raise UsageError(f"--sample must be at least 1 (got {options.sample})", hint="--all checks every row")
-    flagged = registry.resolve(options.framework, *PREFLIGHT_NEEDS) if options.framework is not None else None
+    if isinstance(options.framework, Framework):
+        flagged: Framework | None = registry.checked(options.framework, *PREFLIGHT_NEEDS)
+    else:
+        flagged = registry.resolve(options.framework, *PREFLIGHT_NEEDS) if options.framework is not None else None
     config = load_config(options.config)
     framework = flagged or detected(config)
     try:
@@ -225,7 +228,7 @@ def _inspected(options, config: ConfigFile, plan: TrainingPlan, dataset: Dataset
     from mldebug_cli.pipelines import inspect
 
     try:
-        report = inspect.build_report(options, progress)
+        report = inspect.build_report(replace(options, resolved=framework), progress)
     except InputError as exc:
         key = ((_terminator_key(framework, dataset) or dataset.key) if exc.setting == SETTING_END_OF_TURN_MASKING
                else dataset.key)
@@ -284,25 +287,29 @@ class ConfiguredInspect:
     dataset: DatasetPlan
     context: dict[str, ContextValue]
     preference: Any = None  # frameworks.preference_config.PreferenceConfig of a DPO/KTO/ORPO/GRPO config
+    framework: Framework | None = None  # the plan's framework, resolved (None: looked up by the plan's name)
 
 
 def configured_inspect(config_path: str, dataset: str | None, options, given: frozenset[str],
-                       allow_outside_paths: bool = False) -> ConfiguredInspect:
+                       allow_outside_paths: bool = False, framework: Framework | None = None) -> ConfiguredInspect:
     """``options`` (inspect.InspectOptions from the flags; ``given`` names the flags the user passed) with the
     tokenizer, template, format, framework, masking and max length the config sets for ``dataset`` (a path or
-    name of one of its datasets; None: its first), read by the reader preflight uses."""
+    name of one of its datasets; None: its first), read by the reader preflight uses. ``framework``: the one the
+    command resolved (memory, probe), whose reader reads the config; None: ``--framework`` when given, else the one
+    detected from the config's keys."""
     from mldebug_cli.frameworks import versions
-    from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_preference
+    from mldebug_cli.frameworks.selector import read_plan, read_preference
     from mldebug_cli.sources.config_file import load_config
 
     config = load_config(config_path)
-    detected = detect_framework(config)
-    framework = options.framework if "framework" in given else detected
+    found, source = _config_framework(config, options, given) if framework is None else (framework, _RESOLVED)
+    name = found if isinstance(found, str) else found.name
     try:
-        plan = read_plan(config, framework, allow_outside_paths)
-        preference = read_preference(config, framework, options.task, versions.resolve(config.path, framework=framework))
+        plan = read_plan(config, found, allow_outside_paths)
+        preference = read_preference(config, found, options.task, versions.resolve(config.path, framework=name))
     except InputError as exc:
-        raise _with_config_errors(exc, config, framework, PreflightOptions(config=config_path)) from None
+        raise _with_config_errors(exc, config, found, PreflightOptions(config=config_path)) from None
+    reader = found if isinstance(found, Framework) else None  # read_plan refused a name it does not know
     chosen, note = _chosen_dataset(config, plan, dataset)
     if "tokenizer" not in given:
         _require_config_tokenizer(config, plan)
@@ -312,19 +319,37 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
             "framework", "framework_options", "dataset", "chat_template", "max_length", "split", "task",
             "truncation_mode", "reward_columns", "not_emulated") if name not in given})
     else:
-        configured = _as_configured(replace(options, dataset=chosen.spec), plan, chosen, given)
+        configured = _as_configured(replace(options, dataset=chosen.spec), plan, chosen, given, reader)
     if "tokenizer" not in given:
         configured = replace(configured, tokenizer=plan.tokenizer.value)
     flags_given: dict[str, Any] = {name: Setting(getattr(plan, name).value) for name in (
         "tokenizer", "chat_template", "train_on", "max_length") if name in given}
     pointing = replace(plan, **flags_given)
     context: dict[str, str | int | None] = {
-        "config": f"{config.path} ({configured.framework}: {_framework_source(detected, configured.framework, given)})",
+        "config": f"{config.path} ({configured.framework}: {source})",
         "from_config": _from_config(config, plan, chosen, given) or None,
         "flags_over_config": _overridden(config, plan, chosen, given) or None,
         "config_notes": "; ".join((*plan.notes, *([note] if note else []))) or None,
     }
-    return ConfiguredInspect(configured, config, pointing, chosen, context, preference)
+    return ConfiguredInspect(configured, config, pointing, chosen, context, preference,
+                             _plan_framework(plan, reader) if reader is not None else None)
+
+
+_RESOLVED = "as the command resolved it"  # memory and probe: the command resolved the framework (--framework or detected)
+
+
+def _config_framework(config: ConfigFile, options, given: frozenset[str]) -> tuple[Framework | str, str]:
+    """The framework whose reader reads the config (``--framework``, when given and known: an unknown name stays a
+    name, which the reader refuses), and how it was chosen, for the report: one detection and at most one look-up."""
+    from mldebug_cli.frameworks import registry
+    from mldebug_cli.frameworks.selector import detected
+
+    found = detected(config)
+    if "framework" not in given:
+        return found, _framework_source(found.name, found.name, given)
+    line = registry.entry(options.framework)
+    return (registry.load(line) if line is not None else options.framework,
+            _framework_source(found.name, options.framework, given))
 
 
 def _framework_source(detected: str, framework: str, given: frozenset[str]) -> str:
@@ -338,8 +363,11 @@ def inspect_with_config(configured: ConfiguredInspect, progress=None) -> Report:
     context says which settings the config decided."""
     from mldebug_cli.frameworks.registry import framework as by_name
 
+    framework = configured.framework
+    if framework is None or framework.name != configured.plan.framework:
+        framework = by_name(configured.plan.framework)
     report = _inspected(configured.options, configured.config, configured.plan, configured.dataset, progress,
-                        configured.preference, framework=by_name(configured.plan.framework))
+                        configured.preference, framework=framework)
     return replace(report, context={**report.context, **configured.context})
 
 
@@ -625,7 +653,8 @@ def _by_check(findings: tuple[Finding, ...], not_kept: tuple[NotKept, ...] = ())
 
 def memory_lengths(options) -> Lengths:
     """For ``memory.MemoryOptions``: every row's sequence lengths as mldebug's inspect-data encodes them for this
-    config (its framework's tokenization, template, masking and truncation): the same ids preflight checks."""
+    config (its framework's tokenization, template, masking and truncation): the same ids preflight checks. Its
+    ``framework``, when resolved (memory's build_report resolves it), reads the config."""
     from mldebug_cli.pipelines.inspect import InspectOptions
     from mldebug_cli.pipelines.memory import Lengths, lengths_of
 
@@ -634,7 +663,8 @@ def memory_lengths(options) -> Lengths:
     try:
         configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
                                                                                  "show", "sequence_lengths"}),
-                                        getattr(options, "allow_outside_paths", False))
+                                        getattr(options, "allow_outside_paths", False),
+                                        options.framework if isinstance(options.framework, Framework) else None)
         report = inspect_with_config(configured)
     except InputError as error:
         reason = error.message + (f" ({error.hint})" if error.hint else "")

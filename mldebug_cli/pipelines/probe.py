@@ -31,6 +31,7 @@ from mldebug_cli.core.sections.probe import (
     UpdateRatioView,
 )
 from mldebug_cli.core.sections.rows import RowsSection, RowView
+from mldebug_cli.frameworks.framework import Framework
 from mldebug_cli.frameworks.registry import framework as framework_object
 
 COMMAND = "probe"
@@ -55,7 +56,8 @@ class ProbeOptions:
     ignore: tuple[str, ...] = ()
     thresholds: Mapping[str, Mapping[str, float]] | None = None
     allow_outside_paths: bool = False
-    framework: str | None = None  # whose trainer runs the config (None: detected from its keys)
+    framework: str | Framework | None = None  # whose trainer runs the config: a name, the one a caller resolved,
+    # or None: detected from its keys (build_report resolves it once and hands the object to every step)
     rewards: str | None = None  # GRPO: the completions per prompt and their rewards (sources/rewards.py)
     metric: str | None = None  # FILE:FUNCTION, the user's own metric: d(metric)/d(param) per parameter group
     loss_terms: tuple[str, ...] = ()  # FILE:FUNCTION each, the user's own loss terms, added to the trainer's
@@ -73,6 +75,7 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
     _require_libraries()
     _validate(options)
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="GP")]
+    options = replace(options, framework=_trainer_framework(options))
     facts = read_facts(options.config, options.framework)
     metric, loss_terms = _user_functions(options)
     specs = term_specs(facts)
@@ -107,7 +110,14 @@ def build_report(options: ProbeOptions, progress: Callable[[str], None] | None =
     )
 
 
-def read_facts(config: str, framework: str | None = None):
+def _trainer_framework(options: ProbeOptions) -> Framework:
+    from mldebug_cli.frameworks.selector import trainer_framework
+    from mldebug_cli.sources.config_file import load_config
+
+    return trainer_framework(load_config(options.config), options.framework)
+
+
+def read_facts(config: str, framework: str | Framework | None = None):
     """The trainer facts of ``config``: what it makes the trainer do, read as the framework reads it."""
     from mldebug_cli.frameworks.selector import read_trainer_facts
 
@@ -216,10 +226,13 @@ def _prepared(options: ProbeOptions, facts) -> tuple[list[Any], list[int]]:
     from mldebug_cli.probe.losses import PAIRED
 
     wanted = options.sample or (None if options.rows else DEFAULT_SAMPLE)
+    resolved = options.framework if isinstance(options.framework, Framework) else None  # build_report's
+    resolved = resolved if resolved is not None and resolved.name == facts.framework else None
     inspect = InspectOptions(dataset="", tokenizer=options.model, rows=options.rows, sample=wanted,
-                             show=wanted or 0, select=(Code.NO_TRAINABLE_TOKENS,), ignore=(), framework=facts.framework)
+                             show=wanted or 0, select=(Code.NO_TRAINABLE_TOKENS,), ignore=(), framework=facts.framework,
+                             resolved=resolved)
     configured = configured_inspect(options.config, None, inspect, frozenset({"tokenizer", "rows", "sample", "framework"}),
-                                    options.allow_outside_paths)
+                                    options.allow_outside_paths, resolved)
     report = inspect_with_config(configured)
     views: Sequence[PairView | RowView] = (
         PairsSection.from_details(report.details).rows if PairsSummary.describes(report.summary)
@@ -477,6 +490,13 @@ def _probed(sequences: list[Any], rows: list[Any], task: str) -> str:
     return f"{len(sequences)} rows" if task == "kto" else str(len(rows))
 
 
+def _framework_of(options: ProbeOptions, facts) -> Framework:
+    """The framework the trainer facts were read as: the one build_report resolved (looked up by name otherwise)."""
+    if isinstance(options.framework, Framework) and options.framework.name == facts.framework:
+        return options.framework
+    return framework_object(facts.framework)
+
+
 def _report_context(options, facts, versions, subject, rows: str, estimate, notes) -> dict[str, ContextValue]:
     path = subject.path
     terms = ", ".join(f"{t.name}×{t.weight:g}" for t in subject.terms) or None
@@ -487,7 +507,7 @@ def _report_context(options, facts, versions, subject, rows: str, estimate, note
         "rewards": options.rewards,
         "model": options.model + (f" + adapter {options.adapter}" if options.adapter else ""),
         "checkpoint": options.checkpoint,
-        CONTEXT_VERSIONS: versions.describe(tuple(dict.fromkeys(("transformers", *framework_object(facts.framework).versioned)))),
+        CONTEXT_VERSIONS: versions.describe(tuple(dict.fromkeys(("transformers", *_framework_of(options, facts).versioned)))),
         "trainable": path.peft or "full fine-tuning",
         "gradient checkpointing": checkpointing,
         "dtype": facts.dtype,

@@ -15,7 +15,6 @@ from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, FindingKeeper, Hit, Location, Report
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
-from mldebug_cli.frameworks.registry import framework
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
 from mldebug_cli.frameworks.vision_subjects import VisionSetup
 from mldebug_cli.render.labels import IGNORE_INDEX
@@ -30,7 +29,7 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
 
     processor = load_processor(options.tokenizer)
     base = Path(options.dataset).parent if Path(options.dataset).is_file() else Path(options.dataset)
-    vision = framework(options.framework).vision
+    vision = options.rows_framework.vision
     if vision is None or vision.path is None:
         raise UsageError(f"the rows have images: mldebug does not emulate {options.framework}'s image rows")
     path = vision.path(options, processor, base)

@@ -8,6 +8,7 @@ both before any page is read, so a row group over the bound is a one-line error 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import IO
 
 from mldebug_cli.core.errors import InputError
@@ -75,8 +76,9 @@ def _footer(fh: IO[bytes]) -> tuple[int, list[tuple[int, int, int]]]:
         columns = group.get(1, [])
         groups.append((max(group.get(2, 0), sum(columns)), group.get(3, 0), len(columns)))
 
-    # FileMetaData {schema (2) -> SchemaElement {num_children (5)}, row_groups (4) -> RowGroup {columns (1) -> ColumnChunk {meta_data (3) ->
-    # total_uncompressed_size (6)}, total_byte_size (2), num_rows (3)}}: only these are kept, every other value skipped
+    # FileMetaData {schema (2) -> SchemaElement {num_children (5)}, row_groups (4) -> RowGroup {columns (1) ->
+    # ColumnChunk {meta_data (3) -> total_uncompressed_size (6)}, total_byte_size (2), num_rows (3)}}: only these
+    # are kept, every other value is skipped
     reader.struct({2: ({5: None}, schema_element), 4: ({1: ({3: {6: None}}, column_chunk), 2: None, 3: None}, row_group)})
     return leaves[0], groups
 
@@ -113,8 +115,8 @@ class _Compact:
         return (n >> 1) ^ -(n & 1)
 
     def struct(self, plan: dict, depth: int = 0) -> dict:
-        """The struct's planned fields: an int for a None plan, a dict for a dict plan, and for a list field a list
-        (of ints, or of each element's ``handler`` result where the plan is a (plan, handler) pair)."""
+        """The struct's planned fields of the planned type (any other value is skipped): an int for a None plan, a
+        dict for a dict plan, and for a (plan, handler) pair the list of its struct elements' handler results."""
         if depth > self._MAX_DEPTH:
             raise _Malformed("its footer nests deeper than Thrift allows")
         kept: dict = {}
@@ -122,19 +124,19 @@ class _Compact:
         while (header := self.byte()) != 0:
             kind, delta = header & 0x0F, header >> 4
             field = field + delta if delta else self.zigzag()
-            if field in plan and kind in self._INTS:
+            want = plan.get(field, False)  # None: an integer; a dict: a struct; a (plan, handler) pair: a list
+            if want is None and kind in self._INTS:
                 kept[field] = self.zigzag()
-            elif field in plan and kind == 12 and isinstance(plan[field], dict):
-                kept[field] = self.struct(plan[field], depth + 1)
-            elif field in plan and kind == 9 and plan[field] is not None:
-                sub = plan[field]
-                sub_plan, handler = sub if isinstance(sub, tuple) else (sub, None)
-                kept[field] = self._list(sub_plan, handler, depth + 1)
+            elif isinstance(want, dict) and kind == 12:
+                kept[field] = self.struct(want, depth + 1)
+            elif isinstance(want, tuple) and kind == 9:
+                element_plan, handler = want
+                kept[field] = self._list(element_plan, handler, depth + 1)
             else:
                 self.skip(kind, depth + 1)
         return kept
 
-    def _list(self, plan: dict, handler, depth: int) -> list:
+    def _list(self, plan: dict, handler: Callable[[dict], object], depth: int) -> list:
         size, kind = self._list_header()
         out = []
         for _ in range(size):
@@ -142,7 +144,7 @@ class _Compact:
                 self.skip(kind, depth)
                 continue
             element = self.struct(plan, depth)
-            result = handler(element) if handler else element
+            result = handler(element)
             if result is not None:
                 out.append(result)
         return out

@@ -144,3 +144,16 @@ def test_the_report_says_what_it_assumed():
     assumed = json.loads(result.stdout)["context"]["assumed"]
     assert assumed.startswith("loss: TRL 1.16's fused LM head") and "attention: sdpa" in assumed
     assert "transformers 4.44.2 (--transformers-version)" in assumed
+
+
+@pytest.mark.slow
+def test_the_framework_flag_reads_the_rows_too():
+    """--framework decides how the rows are read as well as the trainer facts (the rows were read as the detected
+    framework's before): this TRL config read as axolotl's names no dataset, and the report says so."""
+    args = (str(CONFIGS / "sft_long_row.yaml"), "--model", str(MODELS / "qwen2.5-0.5b"), "-f", "json")
+    flagged = json.loads(memory(*args, "--framework", "axolotl").stdout)
+    assert flagged["context"]["config"].endswith("(axolotl sft)")
+    assert flagged["context"]["lengths"].startswith("every sequence at max_length (the rows were not read: ")
+    assert "the config names no dataset" in flagged["context"]["lengths"]
+    detected = json.loads(memory(*args).stdout)
+    assert detected["context"]["lengths"].startswith("all 40 rows of ")

@@ -4,13 +4,17 @@ as one file, as a shard, and under the Ray engine's planner; nothing is decompre
 
 from __future__ import annotations
 
+import io
 import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mldebug_cli.sources.parquet_bounds import MAX_ROW_GROUP_ROWS
+from mldebug_cli.core.errors import InputError
+from mldebug_cli.sources.parquet_bounds import MAX_ROW_GROUP_ROWS, check_parquet_footer
 from outcomes import assert_one_line_error, run_cli, run_cli_process, unchanged
 from support import QWEN25
 
@@ -92,3 +96,32 @@ def test_a_footer_whose_level_histograms_disagree_is_an_error_not_an_abort(tmp_p
     assert code in (1, 2), (code, stderr)  # -6 (SIGABRT) before the footer was read here
     assert "Traceback" not in stderr and "terminate called" not in stderr, stderr
     assert "histogram size mismatch" in stdout + stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=6),
+       cut=st.integers(0, 40))
+def test_a_footer_with_any_bytes_changed_is_read_or_refused_in_one_line(edits, cut):
+    """The footer reader sees bytes a fuzzer or a PR chose: any change to a real footer (a byte set, the end cut)
+    gives the row groups or a one-line InputError, never another exception (fuzzing found a TypeError here)."""
+    footer_length = int.from_bytes(_CHAT_PARQUET[-8:-4], "little")
+    footer = bytearray(_CHAT_PARQUET[-8 - footer_length:-8])
+    for at, value in edits:
+        footer[at % len(footer)] = value
+    footer = footer[:len(footer) - cut]
+    data = _CHAT_PARQUET[:-8 - footer_length] + bytes(footer) + len(footer).to_bytes(4, "little") + b"PAR1"
+    try:
+        check_parquet_footer(io.BytesIO(data), "chat.parquet")
+    except InputError as exc:
+        assert exc.message.startswith("chat.parquet: ") and "\n" not in exc.message
+
+
+def _chat_parquet() -> bytes:
+    out = io.BytesIO()
+    chat = [{"role": "user", "content": "What is 2 + 2?"}, {"role": "assistant", "content": "4"}]
+    pq.write_table(pa.table({"messages": [chat] * 8, "id": list(range(8))}), out, row_group_size=3,
+                   write_page_index=True)
+    return out.getvalue()
+
+
+_CHAT_PARQUET = _chat_parquet()
