@@ -43,8 +43,8 @@ def test_the_trainer_seeds_the_adapter_with_args_seed_whether_it_gets_a_path_or_
     assert not _same(ways["path"], ways["path-seed-0"])  # the seed does: lora_B's norms move
     assert ways["object-seed-0"]["grads"][B] == pytest.approx(0.026395040663480022, rel=1e-4)  # session 9's golden
     assert ways["path"]["grads"][B] == pytest.approx(0.0194, rel=1e-2)  # what today's probe reported for it
-    # a model the script wraps itself follows the script's random state: not the trainer's seed
-    assert not _same(ways["wrapped-by-script"], ways["path"])
+    # a model the script wraps itself follows the script's random state (torch.manual_seed(0)), not the trainer's 42
+    assert _same(ways["wrapped-by-script"], ways["object-seed-0"]) and not _same(ways["wrapped-by-script"], ways["path"])
 
 
 @pytest.mark.slow
