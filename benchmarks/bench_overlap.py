@@ -53,6 +53,7 @@ def _flags(train: str, eval_path: str) -> tuple[list, float]:
     from mldebug_cli.pipelines.inspect import InspectOptions
     from mldebug_cli.pipelines.overlap import overlap_findings
     from mldebug_cli.sources.dataset import DatasetSource
+    from mldebug_cli.sources.overlap import RowReader
     from mldebug_cli.sources.row_formats import detect
 
     checks = [registry.load(registry.lookup(c)) for c in ("DS053", "DS054")]
@@ -60,7 +61,7 @@ def _flags(train: str, eval_path: str) -> tuple[list, float]:
     detection = detect([r.data for r in source.records(list(range(50)))], train)
     options = InspectOptions(dataset=train, tokenizer=str(TOKENIZER), eval_dataset=eval_path, workers=1)
     start = time.perf_counter()
-    findings, _ = overlap_findings(options, source, detection, checks)
+    findings, _ = overlap_findings(options, source, RowReader(detection), checks)
     return findings, time.perf_counter() - start
 
 

@@ -7,7 +7,7 @@ through mldebug; input_ids, labels, dropped rows and refusals compared row by ro
 MLDEBUG_FRAMED=FILE keeps the framework side of a run in FILE and reuses it when it exists (same suite, seed, groups).
 
 SUITE is one of: trl-sft, trl-dpo, trl-kto, trl-orpo, trl-grpo, llamafactory-sft, llamafactory-pairwise,
-llamafactory-tokenizers, axolotl, unsloth. ``llamafactory-tokenizers`` is a grid, not a draw of settings: 192 configs
+llamafactory-tokenizers, axolotl, axolotl-parts, unsloth. ``llamafactory-tokenizers`` is a grid, not a draw of settings: 192 configs
 (LLT_TOKENIZERS x templates auto/named/default/empty x train_on_prompt x mask_history x cutoff_len), each config
 given the next drawn group of rows (``--groups`` a multiple of 192 gives every config the same number). Rows are drawn by the hypothesis strategies in tests/differential/strategies.py (seeded), in groups of
 4-10 rows of one shape; each group gets a tokenizer (the repository's npm tokenizers) and a setting drawn from the
@@ -156,6 +156,24 @@ SHAPE_SETTINGS = {"axolotl": {
                "type_alpaca_w_system"),
     "text": ("type_completion",),
 }}
+# axolotl's per-part and per-message training (issue 34): content parts with train/weight flags, a message-level
+# train_detail (message_field_training_detail), flagged reasoning_content, and the masking settings around them
+SUITES["axolotl-parts"] = {
+    "defaults": ({}, {}),
+    "train_on_eos_all": ({"train_on_eos": "all"}, {}),
+    "train_on_eos_last": ({"train_on_eos": "last"}, {}),
+    "train_on_eos_none": ({"train_on_eos": "none"}, {}),
+    "roles_user_assistant": ({"roles_to_train": ["user", "assistant"]}, {}),
+    "roles_none": ({"roles_to_train": []}, {}),
+    "train_on_inputs": ({"train_on_inputs": True}, {}),
+    "message_field_training": ({"message_field_training": "train"}, {}),
+    "message_field_training_detail": ({"message_field_training_detail": "train_detail"}, {}),
+    "message_field_training_detail_eos_all": ({"message_field_training_detail": "train_detail", "train_on_eos": "all"}, {}),
+}
+SHAPE_SETTINGS["axolotl-parts"] = {
+    "messages_train_detail": ("defaults", "message_field_training_detail", "message_field_training_detail_eos_all"),
+    "parts_train_field": ("defaults", "message_field_training", "train_on_eos_all"),
+}
 # axolotl: (its named template, tokenizer) pairs, "" the tokenizer's own (tokenizer_default)
 AXOLOTL_TEMPLATES = ("@qwen2.5-instruct", "@qwen3", "@llama3-instruct", "@mistral-nemo-instruct",
                      "qwen_25@qwen2.5-instruct", "chatml@qwen2.5-instruct", "qwen3@qwen3", "chatml@qwen3",
@@ -202,8 +220,8 @@ def _llt_grid() -> list[tuple[str, str, dict]]:
 
 LLT_GRID = _llt_grid()
 SUITES["llamafactory-tokenizers"] = {setting: (config, {}) for _, setting, config in LLT_GRID}
-SUITE_TOKENIZERS["axolotl"] = AXOLOTL_TEMPLATES
-GROUP_SIZE = {"axolotl": 60}  # rows per group (one framework set-up each)
+SUITE_TOKENIZERS["axolotl"] = SUITE_TOKENIZERS["axolotl-parts"] = AXOLOTL_TEMPLATES
+GROUP_SIZE = {"axolotl": 60, "axolotl-parts": 60}  # rows per group (one framework set-up each)
 WRONG_RESPONSE_PART = "<|assistant|>\n"  # a mistyped part: matches nothing
 TOOL_DATE = "26 Nov 2026"  # the date Llama 3's tool prompt carries, pinned on both sides
 LF_VENV = next((VENVS / n for n in ("lf095", "lf-vision") if (VENVS / n / "bin" / "python").exists()), VENVS / "lf095")
@@ -228,6 +246,7 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
     strategy = {
         "trl-sft": strategies.sft_dataset(), "unsloth": strategies.messages_dataset(),
         "axolotl": strategies.axolotl_dataset(),
+        "axolotl-parts": strategies.axolotl_parts_dataset(),
         "trl-dpo": strategies.preference_dataset("dpo"), "trl-kto": strategies.preference_dataset("kto"),
         "trl-orpo": strategies.preference_dataset("orpo"), "trl-grpo": strategies.preference_dataset("grpo"),
         "llamafactory-sft": strategies.sharegpt_dataset(), "llamafactory-pairwise": strategies.sharegpt_dataset(True),

@@ -1,7 +1,7 @@
 """Goldens for vision DPO rows: what TRL's own DataCollatorForVisionPreference makes of generated rows.
 
 Runs TRL 1.16's ``trl.trainer.dpo_trainer.DataCollatorForVisionPreference`` (one row per batch) with the real
-processor built from fixtures/processors/<name> (as tools/vl_goldens.py builds it) on rows that hypothesis generates
+processor built from fixtures/processors/<name> (tools/vl_harness.py, as for tools/vl_goldens.py) on rows that hypothesis generates
 in the shapes users have: an ``images`` list (or one ``image``), a conversational ``prompt`` with string contents (TRL
 inserts the images) or content parts with image placeholders (sometimes too few or too many), a prompt that ends with
 an assistant turn (continued) or a system turn (refused), chosen/rejected replies as strings or parts (now and then
@@ -15,23 +15,17 @@ kept ids with); or the exception TRL raised.
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import json
 import sys
-import warnings
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vl_goldens import image_spec, make_image, processor_for, text  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "fixtures" / "trl-1.16.0-vision"
+# through vl_goldens, which loads the harness: hypothesis draws the string literals of every local module loaded, and
+# these goldens were drawn with the SFT suite's loaded too
+from vl_goldens import image_spec, make_goldens, make_image, text  # noqa: E402
 
 
 def content(draw: Any, as_parts: bool, images: int) -> Any:
@@ -105,44 +99,6 @@ def run_trl(processor: Any, generated: dict[str, Any]) -> dict[str, Any]:
     return {**sides, "image_tokens": image_tokens}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=3000)
-    parser.add_argument("--processor", default="qwen2-vl")
-    args = parser.parse_args()
-    folder = ROOT / "fixtures" / "processors" / args.processor
-    warnings.simplefilter("ignore")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    processor = processor_for(folder)
-    cases: list[dict[str, Any]] = []
-
-    path = OUT / f"dpo-goldens-{args.processor}.json.gz"
-
-    @settings(max_examples=args.cases, database=None, derandomize=True, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(case())
-    def collect(generated: dict[str, Any]) -> None:
-        if len(cases) < args.cases:
-            cases.append({**generated, **run_trl(processor, generated)})
-            if len(cases) % 250 == 0:  # a long run on a loaded machine keeps what it has made
-                write(path, args.processor, cases)
-
-    collect()
-    write(path, args.processor, cases)
-    errors = sum(1 for c in cases if "error" in c)
-    print(f"{path}: {len(cases)} cases, {errors} refused by TRL")
-
-
-def write(path: Path, processor: str, cases: list[dict[str, Any]]) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    versions = {name: metadata.version(name) for name in ("trl", "transformers", "tokenizers", "pillow", "hypothesis")}
-    document = {"processor": processor, "collator": "trl.trainer.dpo_trainer.DataCollatorForVisionPreference",
-                "versions": versions, "cases": cases}
-    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as out:
-        json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
-
-
 if __name__ == "__main__":
-    main()
+    make_goldens(__doc__, case, run_trl, lambda processor: f"dpo-goldens-{processor}.json.gz",
+                 "trl.trainer.dpo_trainer.DataCollatorForVisionPreference")

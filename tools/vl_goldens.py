@@ -11,48 +11,20 @@ labels, or the exception TRL raised.
     python tools/vl_goldens.py --cases 3000            # writes fixtures/trl-1.16.0-vision/goldens-qwen2-vl.json.gz
     python tools/vl_goldens.py --cases 500 --processor qwen2.5-vl-256   # Qwen2_5_VLProcessor, max_pixels 200,704
 
-The shared environment has no torchvision (its wheels do not load on the CPU torch), so transformers cannot build
-the processor's video processor; the processor is made with ``video_processor=None`` and its class check skipped.
-Nothing of the image path is replaced: the image processor, ``replace_image_token``, the tokenizer and the token
-count check are transformers' own.
+The harness (processor, image and text strategies, the hypothesis run, the written document) is tools/vl_harness.py.
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import json
-import warnings
-from importlib import metadata
+import sys
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "fixtures" / "trl-1.16.0-vision"
-MODES = ("RGB", "L", "RGBA", "P", "LA", "CMYK", "1")
-TEXT_ALPHABET = st.characters(codec="utf-8", exclude_categories=("Cs",))
-WORDS = ("What is in the picture?", "Describe it.", "A red ball.", "assistant\n", " ", "\n", "数字", "🚲", "[INST]",
-         "{{ x }}", "Answer as\nassistant\nwould.")
-SPECIAL = ("<|im_end|>", "<|image_pad|>", "<|vision_start|>", "<|im_start|>assistant\n")
-
-
-def image_spec() -> st.SearchStrategy[dict[str, Any]]:
-    side = st.one_of(st.integers(1, 64), st.integers(65, 400), st.integers(65, 400), st.integers(401, 700),
-                     st.integers(701, 1400))
-    return st.fixed_dictionaries({
-        "width": side, "height": side, "mode": st.sampled_from(MODES),
-        "colour": st.integers(0, 255),
-    })
-
-
-def text() -> st.SearchStrategy[str]:
-    common = st.one_of(st.sampled_from(WORDS), st.text(TEXT_ALPHABET, max_size=40),
-                       st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map("".join))
-    rare = st.tuples(common, st.sampled_from(SPECIAL), common).map("".join)
-    return st.one_of(*([common] * 15), rare)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vl_harness import image_spec, make_goldens, make_image, text  # noqa: E402
 
 
 @st.composite
@@ -86,33 +58,6 @@ def case(draw: Any) -> dict[str, Any]:
     return {"messages": messages, "images": images, "max_length": max_length}
 
 
-def make_image(spec: dict[str, Any]) -> Any:
-    from PIL import Image
-
-    colour = spec["colour"]
-    fill: Any = {"RGB": (colour, 255 - colour, colour // 2), "RGBA": (colour, 10, 200, 128), "LA": (colour, 200),
-                 "CMYK": (colour, 0, 50, 0)}.get(spec["mode"], colour)
-    return Image.new(spec["mode"], (spec["width"], spec["height"]), fill)
-
-
-def processor_for(folder: Path) -> Any:
-    import transformers
-    from transformers import AutoImageProcessor, AutoTokenizer
-    from transformers.processing_utils import ProcessorMixin
-
-    if not (folder / "preprocessor_config.json").is_file():  # one processor_config.json (LLaVA): no video processor
-        from transformers import AutoProcessor
-
-        return AutoProcessor.from_pretrained(str(folder), local_files_only=True)
-    ProcessorMixin.check_argument_for_proper_class = lambda self, name, arg: None  # video_processor=None (no torchvision)
-    template = json.loads((folder / "chat_template.json").read_text(encoding="utf-8"))["chat_template"]
-    config = json.loads((folder / "preprocessor_config.json").read_text(encoding="utf-8"))
-    processor_class = getattr(transformers, config["processor_class"])  # the class the folder names
-    return processor_class(image_processor=AutoImageProcessor.from_pretrained(str(folder), local_files_only=True),
-                            tokenizer=AutoTokenizer.from_pretrained(str(folder), local_files_only=True),
-                            video_processor=None, chat_template=template)
-
-
 def run_trl(processor: Any, generated: dict[str, Any]) -> dict[str, Any]:
     from trl.trainer.sft_trainer import DataCollatorForVisionLanguageModeling
 
@@ -128,44 +73,6 @@ def run_trl(processor: Any, generated: dict[str, Any]) -> dict[str, Any]:
     return {"input_ids": ids, "labels": "input_ids" if labels == ids else labels}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=3000)
-    parser.add_argument("--processor", default="qwen2-vl")
-    args = parser.parse_args()
-    folder = ROOT / "fixtures" / "processors" / args.processor
-    warnings.simplefilter("ignore")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    processor = processor_for(folder)
-    cases: list[dict[str, Any]] = []
-
-    path = OUT / f"goldens-{args.processor}.json.gz"
-
-    @settings(max_examples=args.cases, database=None, derandomize=True, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(case())
-    def collect(generated: dict[str, Any]) -> None:
-        if len(cases) < args.cases:
-            cases.append({**generated, **run_trl(processor, generated)})
-            if len(cases) % 250 == 0:  # a long run on a loaded machine keeps what it has made
-                write(path, args.processor, cases)
-
-    collect()
-    write(path, args.processor, cases)
-    errors = sum(1 for c in cases if "error" in c)
-    print(f"{path}: {len(cases)} cases, {errors} refused by TRL")
-
-
-def write(path: Path, processor: str, cases: list[dict[str, Any]]) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    versions = {name: metadata.version(name) for name in ("trl", "transformers", "tokenizers", "pillow", "hypothesis")}
-    document = {"processor": processor, "collator": "trl.trainer.sft_trainer.DataCollatorForVisionLanguageModeling",
-                "versions": versions, "cases": cases}
-    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as out:
-        json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
-
-
 if __name__ == "__main__":
-    main()
+    make_goldens(__doc__, case, run_trl, lambda processor: f"goldens-{processor}.json.gz",
+                 "trl.trainer.sft_trainer.DataCollatorForVisionLanguageModeling")

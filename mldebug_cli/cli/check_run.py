@@ -39,14 +39,18 @@ def check_run(
     gpu: str | None = typer.Option(None, "--gpu", help="The GPU the run trained on (H100-80GB, A100-40GB, ...): its "
                                    "logged peak memory is judged against it (RN042)."),
     gpu_memory: float | None = typer.Option(None, "--gpu-memory", help="The GPU's GiB, instead of --gpu."),
+    model: str | None = typer.Option(None, "--model", help="With --config: the model folder (or its config.json) "
+                                     "mldebug memory's estimate reads, that the logged peak memory is compared with "
+                                     "(RN051; default: the config's model)."),
     log_format: str | None = typer.Option(None, "--format", help=runlog_formats.format_help()),
     run_id: str | None = typer.Option(None, "--run-id", help="MLflow: the run to read (an id, its prefix or the run "
                                       "name; default: the newest)."),
     compare: Path | None = typer.Option(None, "--compare", help="Another run (any format above): where the two "
                                         "runs' loss, eval loss, grad norm and LR part (RN049), and whether their final "
                                         "eval losses differ by more than noise (RN050)."),
-    align: str = typer.Option("step", "--align", help="With --compare: step, or tokens (the tokens seen each run "
-                              "logs: num_input_tokens_seen or num_tokens)."),
+    align: str = typer.Option("step", "--align", help="With --compare: step, tokens (the tokens seen each run "
+                              "logs: num_input_tokens_seen or num_tokens), or time (the seconds since each run's "
+                              "first logged step: W&B, TensorBoard and MLflow logs record them)."),
     watch: bool = typer.Option(False, "--watch", help="Follow a running job's log and print new findings."),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="With --watch: exit 1 at the first error."),
     interval: float = typer.Option(10.0, "--interval", help="With --watch: seconds between reads."),
@@ -78,6 +82,7 @@ def check_run(
             gpu_memory=gpu_memory,
             compare=None if compare is None else str(compare),
             align=align,
+            model=model,
         )
 
     if watch:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -27,6 +28,9 @@ from mldebug_cli.cli.common import (
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import KEPT_PER_CHECK
 from mldebug_cli.frameworks.registry import DEFAULT_ROWS, FLAGS, names_for
+
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.framework import Framework
 
 
 @with_framework_flags
@@ -108,16 +112,18 @@ def inspect_data(
     from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 
     with errors_exit():
+        named_rows = parse_rows(rows) if rows else None
+        owner = flag_owner(framework_flags)  # the framework whose own flags were given, looked up once
         options = InspectOptions(
             dataset=dataset or "",
             tokenizer=tokenizer or "",
             chat_template=str(chat_template) if chat_template else None,
             data_format=data_format,
-            framework=framework or (FLAGS[next(iter(framework_flags))].name if framework_flags else DEFAULT_ROWS),
+            framework=framework or (owner.name if owner else DEFAULT_ROWS),
             template=template,
             train_on=train_on,
             max_length=max_length,
-            rows=parse_rows(rows) if rows else None,
+            rows=named_rows,
             sample=sample,
             all_rows=all_rows,
             findings_kept=None if all_findings else KEPT_PER_CHECK,
@@ -134,18 +140,19 @@ def inspect_data(
             task=task,
             truncation_mode=truncation_mode,
             reward_columns=tuple(split_list(reward_columns)),
-            framework_flags=read_framework_flags(framework_flags),
+            framework_flags=read_framework_flags(framework_flags, owner),
             model=str(model) if model else None,
             transformers_version=transformers_version,
             eval_dataset=eval_dataset,
             eval_split=eval_split,
+            resolved=owner,
         )
         if config is not None:
             build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {
                 "tokenizer": tokenizer, "chat_template": chat_template, "data_format": data_format,
                 "framework": framework, "train_on": train_on, "max_length": max_length, "split": split})
-        if framework_flags:
-            build_report = _with_flagged_tokenizer(build_report, framework_flags, options.framework)
+        if owner is not None:
+            build_report = _with_flagged_tokenizer(build_report, framework_flags, options.framework, owner)
         if step is not None:
             from mldebug_cli.pipelines.batch_step import at_step
 
@@ -154,31 +161,39 @@ def inspect_data(
     run_report(lambda: _with_progress(build_report, options), opts)
 
 
-def read_framework_flags(given: dict[str, str]):
-    """The settings of a framework's own flags (its ``read_flags``); None when none was given."""
+def flag_owner(given: dict[str, str]) -> Framework | None:
+    """The framework whose own flags were given (None: none was); a UsageError when they belong to different ones."""
     if not given:
         return None
     owners = {FLAGS[option].name for option in given}
     if len(owners) > 1:
         raise UsageError(f"{'/'.join(given)}: these flags belong to different frameworks ({', '.join(sorted(owners))})")
-    from mldebug_cli.frameworks.registry import framework
+    from mldebug_cli.frameworks.registry import load
 
-    read_flags = framework(owners.pop()).read_flags
+    return load(FLAGS[next(iter(given))])
+
+
+def read_framework_flags(given: dict[str, str], owner: Framework | None = None):
+    """The settings of a framework's own flags (its ``read_flags``); None when none was given. ``owner``: their
+    framework, when the caller has it (``flag_owner``)."""
+    owner = owner or flag_owner(given)
+    if owner is None:
+        return None
+    read_flags = owner.read_flags
     assert read_flags is not None  # FLAGS holds only frameworks with their own flags
     return read_flags(given)
 
 
-def _with_flagged_tokenizer(build, given: dict[str, str], chosen: str):
-    """``build`` for the framework whose flags were given, on the tokenizer its flags make (the report says so)."""
+def _with_flagged_tokenizer(build, given: dict[str, str], chosen: str, flagged: Framework):
+    """``build`` for ``flagged``, the framework whose flags were given, on the tokenizer its flags make (the report
+    says so)."""
     from dataclasses import replace
-
-    from mldebug_cli.frameworks.registry import framework
 
     owner = FLAGS[next(iter(given))]
     if chosen != owner.name:
         verb = "is" if len(given) == 1 else "are"
         raise UsageError(f"{'/'.join(given)} {verb} {owner.shown}'s, not {chosen}'s", hint=f"pass --framework {owner.name}")
-    make = framework(owner.name).flagged_tokenizer
+    make = flagged.flagged_tokenizer
     if make is None:
         return build
 

@@ -154,6 +154,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("RN048", "kl-growth", "run.kl_growth"),
     CheckRef("RN049", "runs-diverge", "run.runs_diverge"),
     CheckRef("RN050", "eval-difference-noise", "run.eval_difference_noise"),
+    CheckRef("RN051", "logged-memory-vs-estimate", "run.logged_memory_vs_estimate"),
     CheckRef("DP001", "identical-chosen-rejected", "preference.identical_chosen_rejected"),
     CheckRef("DP002", "empty-side", "preference.empty_side"),
     CheckRef("DP003", "prompt-not-shared", "preference.prompt_not_shared"),
@@ -223,6 +224,7 @@ class Code:
     GRAD_NORM_SPIKE: Final = "RN004"
     RUN_INCOMPLETE: Final = "RN011"
     LOG_IRREGULAR: Final = "RN012"
+    LOGGED_MEMORY_VS_ESTIMATE: Final = "RN051"
     ROW_DROPPED: Final = "DP005"
     SIDE_TRUNCATED: Final = "DP006"
     REWARD_COLUMNS_MISSING: Final = "DP012"

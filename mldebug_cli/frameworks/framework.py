@@ -64,7 +64,8 @@ class VisionRows:
 class Framework:
     """What one training framework does, as typed callables and facts; a part it lacks is None (the registry line's
     ``serves`` says which parts a command may ask for). Resolved once per command (``registry.resolve``,
-    ``selector.resolve``) and carried along."""
+    ``selector.resolve``) and carried along, to worker processes and Ray actors too: every part is a module-level
+    function or class (no lambda, no closure), so the object pickles."""
 
     name: str
     versioned: tuple[str, ...] = ()  # the packages whose versions decide its semantics (its own, the transformers it runs on)

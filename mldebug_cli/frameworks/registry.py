@@ -5,8 +5,6 @@ detected from a config; ``load`` imports one line's folder on first use."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import Any
 
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.frameworks.framework import Framework
@@ -32,7 +30,7 @@ from mldebug_cli.frameworks.lines import (  # the lines themselves, re-exported:
 )
 
 __all__ = ["CAPABILITIES", "DEFAULT_ROWS", "DISTRIBUTIONS", "EVERYTHING", "FLAGS", "NAMES", "PREFLIGHT_NEEDS",
-           "REGISTRY", "VERSION_LABELS", "VERSION_PACKAGES", "Capability", "Entry", "Flag", "borrowed", "checked", "chosen",
+           "REGISTRY", "VERSION_LABELS", "VERSION_PACKAGES", "Capability", "Entry", "Flag", "checked", "chosen",
            "entry", "framework", "frameworks", "load", "names_for", "names_with", "require", "resolve",
            "serving", "serving_line"]
 
@@ -68,15 +66,6 @@ def framework(name: str) -> Framework:
     if found is None:
         raise UsageError(f"--framework: unknown framework {name!r}", hint=f"one of {', '.join(NAMES)}")
     return load(found)
-
-
-def borrowed(name: str, part: str) -> Callable[..., Any]:
-    """``name``'s ``part``, looked up when called: a framework that does something exactly as another one does."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(framework(name), part)(*args, **kwargs)
-
-    return call
 
 
 def frameworks() -> tuple[Framework, ...]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Finding, Report
@@ -21,6 +22,9 @@ from mldebug_cli.core.sections.runlog import (
     SeriesStats,
     StepRows,
 )
+
+if TYPE_CHECKING:
+    from mldebug_cli.checks.run.common import MemoryEstimate
 
 COMMAND = "check-run"
 CONFIG_KEYS = ("gradient_accumulation_steps", "max_completion_length", "num_generations", "beta", "learning_rate",
@@ -46,9 +50,12 @@ def build_report(
     gpu_memory: float | None = None,
     compare: str | None = None,
     align: str = "step",
+    model: str | None = None,
 ) -> Report:
     """The RN report of the run log at ``run_path`` (or of ``run``, already read: ``--watch`` follows the log);
-    ``gpu``/``gpu_memory``: the GPU the run trained on, that its logged peak memory is judged against (RN042)."""
+    ``gpu``/``gpu_memory``: the GPU the run trained on, that its logged peak memory is judged against (RN042);
+    ``model``: the model folder mldebug memory's estimate for ``config`` reads (RN051; default: the config's)."""
+    from mldebug_cli.checks.run.common import logged_peak
     from mldebug_cli.core import registry
     from mldebug_cli.memory.gpus import gpu_memory as gpu_size
     from mldebug_cli.sources.runlog import read_run
@@ -63,7 +70,10 @@ def build_report(
     if run is None:
         run = read_run(run_path, fmt, run_id)
     device = gpu_size(gpu, gpu_memory)
-    findings = run_checks(run, checks, thresholds, vocab, run_config, device)
+    estimate, estimate_note = None, None
+    if config and any(c.code == Code.LOGGED_MEMORY_VS_ESTIMATE for c in checks) and logged_peak(run) is not None:
+        estimate, estimate_note = memory_estimate(config, model, world_size)
+    findings = run_checks(run, checks, thresholds, vocab, run_config, device, estimate)
     completions_note = None
     if run_path and any(c.subject == COMPLETIONS for c in checks):
         extra, completions_note = completion_findings(run_path, checks)
@@ -93,16 +103,38 @@ def build_report(
         targets=(run.path,),
         context={"run": run.path, "format": run.format, "kind": run.kind,
                  "steps": _step_span(run), "vocab_size": vocab, "config": config, "logged_lr": lr_note,
-                 "batch_plan": batch_note, "completions": completions_note,
+                 "batch_plan": batch_note, "completions": completions_note, "memory_estimate": estimate_note,
                  "compared_with": None if comparison is None else f"{comparison.other} (aligned by {comparison.axis})", **({} if device is None else {"gpu": f"{device[0]} ({device[1]:g} GiB)"})},
         summary=_summary(run, findings),
         details=details(run, findings, batches, comparison),
     )
 
 
-def run_checks(run, checks, thresholds=None, vocab=None, run_config=None, gpu=None) -> tuple[Finding, ...]:
+def run_checks(run, checks, thresholds=None, vocab=None, run_config=None, gpu=None, estimate=None) -> tuple[Finding, ...]:
     return tuple(f for check in checks if check.subject == RUN
-                 for f in check.findings(run, _context(check, thresholds, vocab, run_config, gpu)))
+                 for f in check.findings(run, _context(check, thresholds, vocab, run_config, gpu, estimate)))
+
+
+@functools.lru_cache(maxsize=4)  # --watch rebuilds the report each poll; the estimate does not change
+def memory_estimate(config: str, model: str | None, world_size: int) -> tuple[MemoryEstimate | None, str]:
+    """mldebug memory's peak per GPU for ``config`` on its rows (as ``mldebug memory --config`` makes it), and the
+    report's line saying what it is, or why it was not made."""
+    from mldebug_cli.checks.run.common import MemoryEstimate
+    from mldebug_cli.core.errors import MldebugError
+    from mldebug_cli.memory.estimate import ALLOCATOR_RESERVE
+    from mldebug_cli.pipelines import memory
+    from mldebug_cli.pipelines.preflight import memory_lengths
+
+    try:
+        report = memory.build_report(memory.MemoryOptions(config=config, model=model, world_size=world_size),
+                                     read_lengths=memory_lengths)
+    except MldebugError as exc:
+        return None, f"RN051 not run: mldebug memory could not estimate {config}: {exc.message} (--model DIR names the model)"
+    allocated = int(report.summary["peak_allocated_bytes"])
+    estimate = MemoryEstimate(allocated, int(allocated * (1 + ALLOCATOR_RESERVE)), str(report.summary["largest_term"]),
+                              config)
+    return estimate, (f"{allocated / 2**30:.2f} GiB allocated per GPU (mldebug memory: {report.context['model']}; "
+                      f"{report.context['lengths']})")
 
 
 def completion_findings(run_path: str, checks) -> tuple[tuple[Finding, ...], str | None]:
@@ -157,12 +189,12 @@ def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | Non
     return report.findings, None
 
 
-def _context(check, thresholds, vocab, run_config, gpu=None):
+def _context(check, thresholds, vocab, run_config, gpu=None, estimate=None):
     from mldebug_cli.checks.run.common import RunContext
 
     limits = dict(check.thresholds)
     limits.update((thresholds or {}).get(check.code, {}))
-    return RunContext(limits=limits, vocab_size=vocab, config=run_config, gpu=gpu)
+    return RunContext(limits=limits, vocab_size=vocab, config=run_config, gpu=gpu, memory_estimate=estimate)
 
 
 def _run_config(path: str):

@@ -23,7 +23,8 @@ from mldebug_cli.frameworks.registry import DEFAULT_ROWS, checked, frameworks, l
 from mldebug_cli.frameworks.rows import EncodedRow, RowDropped, RowProfile, end_texts
 from mldebug_cli.frameworks.selector import row_profile
 from mldebug_cli.frameworks.subjects import Row, Setup, TurnTokens
-from mldebug_cli.pipelines.overlap import overlap_findings
+from mldebug_cli.pipelines.overlap import SUBJECT as OVERLAP_SUBJECT
+from mldebug_cli.pipelines.overlap import image_base, overlap_findings
 from mldebug_cli.pipelines.row_batches import (
     RowSource,
     batch_results,
@@ -41,6 +42,7 @@ from mldebug_cli.render.masking import TRAIN_ON, layout_chat, layout_completion
 from mldebug_cli.render.probe import probe_template
 from mldebug_cli.sources.dataset import Record
 from mldebug_cli.sources.hub import require_local_or_cached
+from mldebug_cli.sources.overlap import RowReader
 from mldebug_cli.sources.preference_rows import preference_task
 from mldebug_cli.sources.row_formats import (
     ROW_FORMATS,
@@ -100,6 +102,7 @@ class InspectOptions:
     transformers_version: str | None = None  # the transformers the run uses (None: the framework's pin decides, else installed)
     eval_dataset: str | None = None  # the eval set: every training row is compared with it (DS053, DS054)
     eval_split: str | None = None  # the eval set's split (a hub dataset or a folder of splits)
+    eval_sets: tuple[tuple[str, str | None], ...] = ()  # more eval sets and their splits (preflight: each one a config names)
     # the Framework named ``framework`` when the caller resolved it (preflight, memory, probe): not looked up again
     resolved: Framework | None = field(default=None, compare=False, repr=False)
 
@@ -121,16 +124,19 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     source = open_rows(options)
     vision_task = _vision_task(source, options)
     if vision_task is not None:
-        _no_eval_overlap(options, "image rows")
         from mldebug_cli.pipelines import vision
 
-        return vision.build_report(replace(options, task=vision_task), source, progress)
+        report = vision.build_report(replace(options, task=vision_task), source, progress)
+        head = [r.data for r in first_records(source, 50) if r.error is None]
+        reader = RowReader(_overlap_detection(head, source.display), vision_task if vision_task != "sft" else None,
+                           str(image_base(options.dataset)))
+        return _with_overlap(report, options, source, reader)
     task = _preference_task(source, options)
     if task is not None:
-        _no_eval_overlap(options, f"{task.upper()} rows")
         from mldebug_cli.pipelines import preference
 
-        return preference.build_report(options, task, progress, source)
+        report = preference.build_report(options, task, progress, source)
+        return _with_overlap(report, options, source, RowReader(task=task))
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
     total = len(source)
     indices = sample_indices(options, total)
@@ -174,7 +180,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         if progress is not None:
             progress(stats.rows, checked_total)
     findings.extend(run_will_not_start(findings, rows, checks, source.display, checked_total))
-    overlap, overlap_line = overlap_findings(options, source, detection, checks)
+    overlap, overlap_line = overlap_findings(options, source, RowReader(detection), checks)
     findings.extend(overlap)
     return Report(
         command="inspect-data",
@@ -191,10 +197,24 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
     )
 
 
-def _no_eval_overlap(options: InspectOptions, rows: str) -> None:
-    if options.eval_dataset is not None:
-        raise UsageError(f"--eval-dataset: the train/eval overlap checks (DS053, DS054) read SFT rows, not {rows} yet",
-                         hint="leave out --eval-dataset for these rows")
+def _with_overlap(report: Report, options: InspectOptions, source: RowSource, reader: RowReader) -> Report:
+    """A preference or image rows' report with the train/eval overlap checks (DS053, DS054) added, when
+    ``--eval-dataset`` asks for them."""
+    if options.eval_dataset is None and not options.eval_sets:
+        return report
+    checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
+    checks = [c for c in checks if c.subject == OVERLAP_SUBJECT]
+    found, line = overlap_findings(options, source, reader, checks)
+    return replace(report, findings=report.findings + tuple(found), context={**report.context, **line},
+                   checks_run=report.checks_run + tuple(c.code for c in checks if c.code not in report.checks_run))
+
+
+def _overlap_detection(head: list[Any], display: str):
+    """Image rows' format for the overlap comparison (None when no text format fits: each row is compared whole)."""
+    try:
+        return detect(head, display)
+    except InputError:
+        return None
 
 
 def _vision_task(source, options: InspectOptions) -> str | None:

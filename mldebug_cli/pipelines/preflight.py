@@ -191,6 +191,7 @@ def _data_section(options, config: ConfigFile, plan: TrainingPlan, tokenizer: st
             **_engine(options),
             sequence_lengths=True,
             transformers_version=(options.target_versions or {}).get("transformers"),
+            eval_sets=_eval_sets(plan),
         ), plan, dataset, framework=framework)
     report = _inspected(inspect_options, config, plan, dataset, preference=preference, framework=framework)
     return _Part(dataset.spec, report)
@@ -262,7 +263,13 @@ def _preference_options(options, plan: TrainingPlan, tokenizer: str, dataset: Da
         not_emulated=preference.not_emulated,
         **_engine(options),
         sequence_lengths=True,
+        eval_sets=_eval_sets(plan),
     )
+
+
+def _eval_sets(plan: TrainingPlan) -> tuple[tuple[str, str | None], ...]:
+    """The eval sets the config names (each training dataset is compared with every one: DS053, DS054)."""
+    return tuple((d.spec, d.split) for d in plan.eval_datasets)
 
 
 def _engine(options: PreflightOptions) -> dict[str, Any]:
@@ -474,7 +481,7 @@ def _shown(value: Any) -> str:
 def _require_datasets(config: ConfigFile, plan: TrainingPlan) -> None:
     from mldebug_cli.sources.hub import require_local_or_cached
 
-    for dataset in plan.datasets:
+    for dataset in (*plan.datasets, *plan.eval_datasets):
         try:
             require_local_or_cached(dataset.spec, "dataset", repo_type="dataset")
         except InputError as exc:
@@ -629,6 +636,8 @@ def _context(config: ConfigFile, plan: TrainingPlan, tokenizer: str, options: Pr
         "train_on": None if preference else plan.train_on.value or "the framework's default",
         "max_length": preference.max_length.value if preference else plan.max_length.value,
         "deploy": ", ".join(options.deploy) or None,
+        "eval_sets": ", ".join(f"{d.spec} ({d.key})" for d in plan.eval_datasets) or None,
+        "eval_not_compared": "; ".join(plan.eval_not_compared) or None,
         "notes": "; ".join(notes) or None,
     }
 

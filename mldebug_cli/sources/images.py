@@ -123,6 +123,12 @@ def read_info(value: Any, base: Path) -> ImageInfo:
     return ImageInfo(source, width, height, mode, fmt)
 
 
+def image_bytes(value: Any, base: Path) -> bytes:
+    """The bytes of the image ``value`` names (a path from ``base``, a data URI, bytes or a bytes mapping), read with
+    the same bounds as ``read_info``; ``ImageProblem`` when it cannot be read."""
+    return _bytes_of(value, base, describe(value))
+
+
 def _bytes_of(value: Any, base: Path, source: str) -> bytes:
     if isinstance(value, Mapping):
         data = value.get("bytes")

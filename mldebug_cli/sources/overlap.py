@@ -2,7 +2,11 @@
 
 A row is compared as its prompt and its reply (a conversation: every turn before the last assistant turn, then that
 turn; prompt-completion rows: the two columns; text rows: the text; pre-tokenized rows: the ids), each normalised
-(Unicode NFKC, case folded, runs of white space made one space). Two rows are exact duplicates when both parts are
+(Unicode NFKC, case folded, runs of white space made one space). A preference row is compared as its prompt and its
+chosen reply (the exact key), its rejected reply joining the words of the near comparison; a KTO row as its prompt and
+completion; a GRPO row as its prompt. An image row adds the blake2b digest of each image's bytes (its ``images`` or
+``image`` column, then the images inline in its messages) to both: the same text over another image is another row.
+Two rows are exact duplicates when both parts are
 equal after that; near duplicates when the Jaccard similarity of their word 5-gram sets is at least the check's
 threshold. Candidates come from datasketch's MinHash LSH over the eval rows only, so memory grows with the eval set,
 not with the training set, which streams past it.
@@ -10,6 +14,7 @@ not with the training set, which streams past it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import unicodedata
@@ -17,15 +22,19 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import UsageError
+from mldebug_cli.sources.images import ImageProblem, describe, image_bytes
+from mldebug_cli.sources.preference_rows import to_trl_row
 from mldebug_cli.sources.row_formats import Chat, PromptCompletion, RowProblem, Sample, Text, Tokens, to_sample
 
 SHINGLE_WORDS = 5  # word 5-grams, as Lee et al. 2022 ("Deduplicating Training Data Makes Language Models Better")
 NUM_PERM = 128  # MinHash permutations: the estimate's standard error is about 1/sqrt(128), 0.09
 LSH_THRESHOLD = 0.6  # candidates: well below the checks' threshold, so a pair at 0.8 is missed with odds < 1 in 10^4
 SEED = 1
+_PREFERENCE_COLUMNS = ("prompt", "chosen", "rejected", "completion")
 EVAL_SIDE = "eval set"  # Location.side of a finding on an eval row (not a row of the dataset shown)
 
 
@@ -37,17 +46,22 @@ class RowText:
     prompt: str
     reply: str
     preview: str = ""  # the prompt's last turn (or the reply), as a message names the row
+    rejected: str = ""  # a preference row's rejected reply: in the near comparison, not in the exact key
+    images: tuple[str, ...] = ()  # an image row's images, each the hex digest of its bytes
 
     @cached_property
     def key(self) -> bytes:
-        return hashlib.blake2b(f"{self.prompt}\x00{self.reply}".encode(), digest_size=8).digest()
+        whole = "\x00".join((self.prompt, self.reply, *self.images))
+        return hashlib.blake2b(whole.encode(), digest_size=8).digest()
 
     @cached_property
     def shingles(self) -> frozenset[str]:
-        words = f"{self.prompt} {self.reply}".split()
+        words = f"{self.prompt} {self.reply} {self.rejected}".split()
         if len(words) < SHINGLE_WORDS:
-            return frozenset((" ".join(words),)) if words else frozenset()
-        return frozenset(" ".join(words[i:i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1))
+            grams = frozenset((" ".join(words),)) if words else frozenset()
+        else:
+            grams = frozenset(" ".join(words[i:i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1))
+        return grams | {f"<image {digest}>" for digest in self.images}
 
 
 @dataclass(frozen=True)
@@ -81,11 +95,85 @@ def row_text(index: int, data: Any, detection: Any) -> RowText:
     try:
         sample = to_sample(data, detection)
     except (RowProblem, TypeError, ValueError, AttributeError, KeyError):
-        whole = normalise(json.dumps(data, sort_keys=True, ensure_ascii=False, default=str))
-        return RowText(index, "", whole, whole)
+        return _whole(index, data)
     prompt, reply = _parts(sample)
     last_turn = prompt.rsplit("\n", 1)[-1].split(": ", 1)[-1] if isinstance(sample, Chat) else prompt
     return RowText(index, normalise(prompt), normalise(reply), " ".join((last_turn or reply).split()))
+
+
+@dataclass(frozen=True)
+class RowReader:
+    """How a dataset's rows become ``RowText``: SFT rows by their detected format, ``task`` rows (dpo, kto, grpo) by
+    TRL's columns, and image rows (``image_base`` set: where their relative image paths start) with their images.
+    Picklable: Ray's workers get it with the batch."""
+
+    detection: Any = None
+    task: str | None = None
+    image_base: str | None = None
+
+    def text(self, index: int, data: Any) -> RowText:
+        text = preference_text(index, data, self.task) if self.task is not None else row_text(index, data, self.detection)
+        if self.image_base is None:
+            return text
+        return dataclasses.replace(text, images=image_digests(data, Path(self.image_base)))
+
+
+def preference_text(index: int, data: Any, task: str) -> RowText:
+    """A DPO row's prompt and chosen reply (an implicit prompt: the messages chosen and rejected begin with), its
+    rejected reply apart; a KTO row's prompt and completion; a GRPO row's prompt. A row TRL's columns do not fit is
+    compared as its canonical JSON."""
+    try:
+        columns = to_trl_row(data, task)
+    except RowProblem:  # image parts in the messages (TRL's vision rows) or a row the task's columns do not fit
+        columns = {k: v for k, v in data.items() if k in _PREFERENCE_COLUMNS and isinstance(v, (str, list))} \
+            if isinstance(data, dict) else {}
+        if not columns:
+            return _whole(index, data)
+    prompt = columns.get("prompt", "")
+    chosen = columns.get("chosen", columns.get("completion", ""))
+    rejected = columns.get("rejected", "")
+    if "prompt" not in columns and isinstance(chosen, list) and isinstance(rejected, list):
+        shared = 0
+        while shared < min(len(chosen), len(rejected)) - 1 and chosen[shared] == rejected[shared]:
+            shared += 1
+        prompt, chosen, rejected = chosen[:shared], chosen[shared:], rejected[shared:]
+    prompt_text, reply = (_side_text(prompt), _side_text(chosen))
+    last_turn = prompt_text.rsplit("\n", 1)[-1].split(": ", 1)[-1] if isinstance(prompt, list) else prompt_text
+    return RowText(index, normalise(prompt_text), normalise(reply), " ".join((last_turn or reply).split()),
+                   rejected=normalise(_side_text(rejected)))
+
+
+def image_digests(data: Any, base: Path) -> tuple[str, ...]:
+    """The digests of a row's images: its ``images`` (or ``image``) column, then the images inline in its messages
+    (an image that cannot be read is named by how the row gives it, so two rows naming the same missing file match)."""
+    if not isinstance(data, dict):
+        return ()
+    column = data["images"] if "images" in data else [data["image"]] if "image" in data else []
+    values = list(column) if isinstance(column, list) else [column]
+    messages = [m for key in ("messages", "prompt", "chosen", "rejected", "completion")
+                if isinstance(data.get(key), list) for m in data[key]]
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, dict) and part.get("type") == "image":
+                values += [part[k] for k in ("image", "url", "path", "base64") if k in part]
+    return tuple(_digest(value, base) for value in values if value is not None)
+
+
+def _digest(value: Any, base: Path) -> str:
+    try:
+        return hashlib.blake2b(image_bytes(value, base), digest_size=8).hexdigest()
+    except ImageProblem:
+        return f"unreadable {describe(value)}"
+
+
+def _side_text(side: Any) -> str:
+    return side if isinstance(side, str) else _turns(side)
+
+
+def _whole(index: int, data: Any) -> RowText:
+    whole = normalise(json.dumps(data, sort_keys=True, ensure_ascii=False, default=str))
+    return RowText(index, "", whole, whole)
 
 
 def _parts(sample: Sample) -> tuple[str, str]:

@@ -47,6 +47,8 @@ class TrainingPlan:
     max_length: Setting
     notes: tuple[str, ...] = ()  # assumptions mldebug had to make, said in the report
     framework_options: Any = None  # the framework's own row settings (LLaMA-Factory: LlamaFactoryOptions)
+    eval_datasets: tuple[DatasetPlan, ...] = ()  # the eval sets the config names, each compared with the training rows
+    eval_not_compared: tuple[str, ...] = ()  # eval sets the framework splits off itself, and why they are not compared
 
 
 def finished(config: ConfigFile, plan: TrainingPlan, allow_outside: bool) -> TrainingPlan:
@@ -94,7 +96,7 @@ def checked_paths(config: ConfigFile, plan: TrainingPlan, allow_outside: bool) -
         return plan
     roots = [Path.cwd().resolve(), Path(config.path).resolve().parent]
     template = [] if plan.chat_template.own else [(plan.chat_template.value, plan.chat_template.key)]
-    named = [(d.spec, d.key) for d in plan.datasets] + template + [(plan.tokenizer.value, plan.tokenizer.key)]
+    named = [(d.spec, d.key) for d in (*plan.datasets, *plan.eval_datasets)] + template + [(plan.tokenizer.value, plan.tokenizer.key)]
     for value, key in named:
         if not value or not Path(str(value)).exists():
             continue

@@ -14,6 +14,7 @@ Case keys (all optional but ``name`` and ``expect``):
   log         a trainer_state.json log_history written as $tmp/trainer_state.json (check-run reads it);
               ``state`` adds its other keys (max_steps, ...)
   files       {name: text, or a mapping/list written as JSON (.json/.jsonl) or YAML}, under $tmp
+  slow        true: the case runs in the slow tier (it takes seconds: a whole memory estimate)
   options     keyword arguments of the command's options ($tmp, $fixtures, $corpus, $tokenizers, $build expand;
               $build holds the files conftest derives from the corpus; $probe/NAME is a planted case of
               tools/make_probe_cases.py, built once per session, and $probe/base-model their tiny random model)
@@ -40,7 +41,7 @@ COMMANDS = ("inspect-data", "preflight", "lr-plot", "check-template", "check-run
 OUTCOMES = ("fail", "pass")
 PROBE_SAMPLE = pytest.mark.replay(by="code", keep=1)
 CASE_KEYS = {"name", "expect", "at", "message", "severity", "tokenizer", "rows", "config", "log", "state", "files",
-             "options", "why"}
+             "options", "why", "slow"}
 
 
 def _load_case_files() -> list[Any]:
@@ -55,6 +56,8 @@ def _load_case_files() -> list[Any]:
             assert not unknown, f"{path.name}: case {case.get('name')!r} has unknown keys {sorted(unknown)}"
             assert case["expect"] in OUTCOMES, f"{path.name}: case {case['name']!r}: expect is fail or pass"
             marks = [needs_corpus] if "$corpus" in json.dumps(case) or "$build" in json.dumps(case) else []
+            if case.get("slow"):  # a case that runs a whole estimate (seconds): the slow tier
+                marks.append(pytest.mark.slow)
             if document["command"] == "probe":  # each runs a tiny model, some after TRL trained it: the first in the
                 marks.append(PROBE_SAMPLE)     # fast tier, the others in the slow tier (tests/tiers.py)
             params.append(pytest.param(document["command"], code, case, id=f"{code}-{case['name']}", marks=marks))

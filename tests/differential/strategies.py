@@ -247,6 +247,79 @@ def axolotl_dataset(draw) -> tuple[str, list[dict]]:
     return shape, rows
 
 
+MULTI_BYTE = ("薛定谔", "数据", "🙂", "naïve café", "Ünïcödé", "定谔的猫", "ありがとう")  # characters split across tokens
+
+
+@st.composite
+def part_text(draw) -> str:
+    """A part's text: a phrase, multi-byte text whose characters span tokens, or a phrase with a space at one edge
+    (axolotl's own warning: a space before a train/mask boundary joins the next part's first token)."""
+    kind = draw(st.sampled_from(["words", "words", "multi_byte", "edge_space", "empty"]))
+    if kind == "multi_byte":
+        return draw(st.sampled_from(MULTI_BYTE)) + draw(st.sampled_from(["", " ", "。", "\n"]))
+    if kind == "empty":
+        return ""
+    out = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5)))
+    return f"{out} " if kind == "edge_space" else f" {out}" if draw(st.booleans()) else out
+
+
+@st.composite
+def flagged_parts(draw, key: str = "text") -> list[dict]:
+    """1-3 content parts; each may carry ``train`` (a bool) and/or ``weight`` (0, 1, 0.0, 0.5), or neither."""
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        part: dict = {"type": "text", key: draw(part_text())}
+        flag = draw(st.sampled_from(["none", "train", "weight", "both"]))
+        if flag in ("train", "both"):
+            part["train"] = draw(st.booleans())
+        if flag in ("weight", "both"):
+            part["weight"] = draw(st.sampled_from([0, 1, 0.0, 0.5]))
+        parts.append(part)
+    return parts
+
+
+@st.composite
+def axolotl_parts_dataset(draw) -> tuple[str, list[dict]]:
+    """(shape, rows) for axolotl's per-part and per-message training (issue 34): content as lists of parts with
+    ``train``/``weight`` flags (``text``, ``value`` or ``content`` keys), reasoning_content as flagged parts, a
+    message-level ``train_detail`` of character offsets (message_field_training_detail), a message-level ``train``;
+    some rows end on a user turn or hold a system turn only."""
+    shape = draw(st.sampled_from(["parts_flags", "parts_value_keys", "parts_reasoning", "messages_train_detail",
+                                  "parts_train_field"]))
+    rows = []
+    for _ in range(draw(st.integers(4, 10))):
+        messages = draw(conversation(tools=False, reasoning=False, system=True))
+        ending = draw(st.sampled_from(["full"] * 6 + ["user_only", "system_only"]))
+        if ending == "user_only":
+            messages = messages[:-1]
+        elif ending == "system_only":
+            messages = [{"role": "system", "content": draw(text())}]
+        for m in messages:
+            if shape == "messages_train_detail":
+                m["content"] = draw(part_text()) + draw(part_text())
+                m["train_detail"] = draw(_offsets(len(m["content"])))
+                continue
+            key = draw(st.sampled_from(["text", "value", "content"])) if shape == "parts_value_keys" else "text"
+            m["content"] = draw(flagged_parts(key))
+            if shape == "parts_reasoning" and m["role"] == "assistant" and draw(st.booleans()):
+                m["reasoning_content"] = draw(flagged_parts())
+            if shape == "parts_train_field":
+                m["train"] = draw(st.booleans())
+        rows.append({"messages": messages})
+    return shape, rows
+
+
+@st.composite
+def _offsets(draw, length: int) -> list[dict]:
+    """axolotl's train_detail: [{begin_offset, end_offset (inclusive), train}], inside the content or past it."""
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        begin = draw(st.integers(0, max(length, 1)))
+        out.append({"begin_offset": begin, "end_offset": draw(st.integers(begin, max(length + 2, begin))),
+                    "train": draw(st.booleans())})
+    return out
+
+
 # Tokenizers whose declared class and tokenizer.json disagree (DeepSeek-V3 declares LlamaTokenizerFast over a
 # byte-level BPE file): name -> (npm tokenizer folder under fixtures/tokenizers/, tokenizer_config.json keys written
 # over the folder's; {} keeps the files as shipped)

@@ -154,10 +154,10 @@ def test_an_unknown_named_template_is_refused_with_the_closest_name(tmp_path):
 def test_chat_settings_mldebug_does_not_emulate_are_findings_too(tmp_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}) + "\n")
-    entry = {"path": str(rows), "type": "chat_template", "message_field_training_detail": "train_detail"}
+    entry = {"path": str(rows), "type": "chat_template", "drop_system_message": True}
     report = report_for({"datasets": [entry]}, str(QWEN25), tmp_path)
     finding = next(f for f in report.findings if f.code == "DS026")
-    assert "datasets.0.message_field_training_detail" in finding.message and "may differ" in finding.message
+    assert "datasets.0.drop_system_message" in finding.message and "may differ" in finding.message
     plain = report_for({"datasets": [{"path": str(rows), "type": "chat_template"}]}, str(QWEN25), tmp_path)
     assert not any(f.code == "DS026" for f in plain.findings)
 

@@ -16,7 +16,6 @@ from support import FIXTURES
 GOLDENS = FIXTURES / "content-parts"
 ROWS = GOLDENS / "rows.json"
 WEIGHTED = (0, 6)  # rows with a per-message loss_weight
-PART_FLAGS = (7, 8)  # rows with axolotl's per-part train/weight flags: their labels are not emulated (ids are)
 runner = CliRunner()
 pytestmark = pytest.mark.slow  # each case inspects 15 rows with a real tokenizer: 4-20 s on 2 shared cores
 
@@ -63,11 +62,14 @@ def test_transformers_hands_every_part_form_to_the_template_as_apply_chat_templa
 @pytest.mark.parametrize("tokenizer", list(golden("axolotl")))
 def test_axolotl_flattens_parts_and_ignores_message_weights_as_its_chat_template_strategy_does(tokenizer):
     """axolotl joins each part's text/content/value (an image part adds nothing) and never reads a message's
-    loss_weight (DS066); a row with nothing trained it drops (DS010). Its per-part train/weight flags mask part of a
-    turn: mldebug trains the turn whole (the ids are held, not the labels)."""
+    loss_weight (DS066). Its per-part train/weight flags mask part of a turn, token by token (rows 7 and 8). A row
+    with nothing trained (no assistant turn, nothing flagged) is masked as any other and then dropped: the same ids
+    and labels, and an error on the row."""
     doc = inspect("axolotl", tokenizer)
-    replay(doc, [c if any(label != -100 for label in c["labels"]) else {"dropped": True}
-                 for c in golden("axolotl")[tokenizer]], ids_only=PART_FLAGS)
+    cases = golden("axolotl")[tokenizer]
+    replay(doc, cases)
+    untrained = {i for i, c in enumerate(cases) if "labels" in c and all(label == -100 for label in c["labels"])}
+    assert untrained and untrained <= {f["location"].get("row") for f in doc["findings"] if f["severity"] == "error"}
     assert {f["location"]["row"] for f in doc["findings"] if f["code"] == "DS066"} == set(WEIGHTED)
 
 

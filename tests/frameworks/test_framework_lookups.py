@@ -11,8 +11,10 @@ its rows ignored --framework), probe 3 detections and 2 look-ups."""
 
 from __future__ import annotations
 
+import pickle
 import sys
 from collections import Counter
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -30,7 +32,8 @@ QWEN = REPO / "fixtures" / "tokenizers" / "qwen2.5-instruct"
 COUNTED = {registry.entry.__code__: "look-up", selector._detected.__code__: "detection"}
 
 
-def _count(*args: str) -> tuple[int, Counter[str]]:
+def _calls(function) -> Counter[str]:
+    """The look-ups and detections ``function()`` makes."""
     seen: Counter[str] = Counter()
 
     def profile(frame, event, arg) -> None:
@@ -39,10 +42,17 @@ def _count(*args: str) -> tuple[int, Counter[str]]:
 
     sys.setprofile(profile)
     try:
-        result = CliRunner().invoke(app, list(args))
+        function()
     finally:
         sys.setprofile(None)
-    return result.exit_code, seen
+    return seen
+
+
+def _count(*args: str) -> tuple[int, Counter[str]]:
+    """A command's exit code, and the look-ups and detections it made."""
+    results = []
+    seen = _calls(lambda: results.append(CliRunner().invoke(app, list(args))))
+    return results[0].exit_code, seen
 
 
 @pytest.mark.parametrize("config", ["axolotl_llama3_lora_1b.yml", "trl_open_r1_sft_demo.yaml"])
@@ -126,3 +136,53 @@ def test_render_and_check_template_resolve_no_framework(tmp_path: Path) -> None:
     code, seen = _count("check-template", "--train", str(QWEN), "--deploy",
                         str(REPO / "fixtures" / "deploy" / "qwen3-chatml-system.Modelfile"), "-f", "json")
     assert code in (0, 1) and seen == Counter()
+
+
+@pytest.mark.parametrize("line", registry.REGISTRY, ids=lambda line: line.name)
+def test_every_framework_pickles_as_itself(line: registry.Entry) -> None:
+    """A Framework holds module-level functions only (no lambdas, no closures), so the object itself travels to
+    worker processes and Ray actors, and comes back the same object's parts."""
+    found = registry.load(line)
+    back = pickle.loads(pickle.dumps(found))
+    assert back == found
+    assert all(getattr(back, f.name) is getattr(found, f.name) for f in fields(found) if callable(getattr(found, f.name)))
+
+
+def test_inspect_options_carry_their_framework_through_a_pickle() -> None:
+    from mldebug_cli.pipelines.inspect import InspectOptions
+
+    options = InspectOptions(dataset="rows.jsonl", tokenizer="tok", framework="axolotl",
+                             resolved=registry.framework("axolotl"))
+    back = pickle.loads(pickle.dumps(options))
+    seen = _calls(lambda: back.rows_framework)
+    assert back.rows_framework == registry.framework("axolotl") and seen == Counter()
+    renamed = replace(back, framework="trl")  # a stale object is never used for another name
+    assert _calls(lambda: renamed.rows_framework) == Counter({"look-up": 1})
+    assert renamed.rows_framework.name == "trl"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("flag", "expected"), [((), Counter({"detection": 1})),
+                                                (("--framework", "trl"), Counter({"look-up": 1}))])
+def test_preflight_on_two_datasets_resolves_its_framework_once(monkeypatch, tmp_path: Path, flag: tuple[str, ...],
+                                                               expected: Counter[str]) -> None:
+    """Each dataset's inspect-data section is handed the object (each looked it up by name before)."""
+    monkeypatch.chdir(REPO)  # the config names the repository's files
+    demo = REPO / "fixtures" / "datasets" / "demo"
+    config = tmp_path / "config.yaml"
+    config.write_text(f"model_name_or_path: {QWEN}\ndatasets:\n  - path: {demo / 'support_chat.jsonl'}\n"
+                      f"  - path: {demo / 'support_chat_eval.jsonl'}\nmax_length: 512\nlearning_rate: 2.0e-05\n"
+                      "per_device_train_batch_size: 4\nnum_train_epochs: 1\noutput_dir: out\n")
+    code, seen = _count("preflight", str(config), *flag, "-f", "json")
+    assert code in (0, 1)
+    assert seen == expected
+
+
+@pytest.mark.slow
+def test_a_framework_named_by_its_own_flags_is_not_looked_up_again() -> None:
+    """--torchtune-dataset names its framework through its registry line: its settings, its tokenizer and its rows
+    ask that one object (three look-ups by name before)."""
+    code, seen = _count("inspect-data", str(REPO / "fixtures" / "datasets" / "demo" / "support_chat.jsonl"),
+                        "-t", str(QWEN), "--torchtune-dataset", "chat", "-f", "json")
+    assert code in (0, 1)
+    assert seen == Counter()

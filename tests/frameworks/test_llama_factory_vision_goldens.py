@@ -10,42 +10,21 @@ names the same failure; where it drops the row, so must mldebug. A fast sample r
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
+from vision_replay import Suite, ids_differ, image_bytes, processor
 
 from mldebug_cli.frameworks.llama_factory import vision as lf_vision
 from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions, Rows, row_profile
-from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
+from mldebug_cli.frameworks.trl.vision import VisionRow
 from mldebug_cli.sources.images import ImageReader
 from support import CORPUS, FIXTURES, needs_corpus
 
 GOLDENS = FIXTURES / "llamafactory-0.9.5-vision"
-FILES = sorted(p.name for p in GOLDENS.glob("goldens-*.json.gz"))
-FAST = 60
-# what LLaMA-Factory raises -> the check mldebug reports it with
-REFUSALS = {
-    "The number of images does not match the number of <image> tokens": "DS031",
-    "The number of videos does not match the number of <video> tokens": "DS031",
-    "The number of audios does not match the number of <audio> tokens": "DS031",
-}
-
-
-@cache
-def goldens(name: str) -> dict[str, Any]:
-    with gzip.open(GOLDENS / name, "rt", encoding="utf-8") as file:
-        return json.load(file)
-
-
-@cache
-def processor(folder: str) -> VisionProcessor:
-    return load_processor(str(FIXTURES / "processors" / folder))
 
 
 @cache
@@ -57,20 +36,8 @@ def rows_for(folder: str, cutoff_len: int, train_on_prompt: bool, mask_history: 
     return row_profile(options, SimpleNamespace(tokenizer=loaded.tokenizer, chat_template=loaded.chat_template), "chat")
 
 
-def image_bytes(spec: dict[str, Any]) -> dict[str, bytes | None]:
-    from PIL import Image
-
-    colour = spec["colour"]
-    fill: Any = {"RGB": (colour, 255 - colour, colour // 2), "RGBA": (colour, 10, 200, 128), "LA": (colour, 200),
-                 "CMYK": (colour, 0, 50, 0)}.get(spec["mode"], colour)
-    buffer = io.BytesIO()
-    Image.new(spec["mode"], (spec["width"], spec["height"]), fill).save(
-        buffer, format="JPEG" if spec["mode"] == "CMYK" else "PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
-
-
 def mldebug_row(case: dict[str, Any], folder: str) -> VisionRow:
-    raw = {"messages": case["messages"], "images": [image_bytes(s) for s in case["images"]]}
+    raw = {"messages": case["messages"], "images": [{"bytes": image_bytes(s), "path": None} for s in case["images"]]}
     settings = case["settings"]
     rows = rows_for(folder, settings["cutoff_len"], settings["train_on_prompt"], settings["mask_history"])
     pixels = lf_vision.Pixels(case["image_max_pixels"], case["image_min_pixels"])
@@ -81,64 +48,48 @@ def disagreement(case: dict[str, Any], folder: str) -> str | None:
     row = mldebug_row(case, folder)
     got = row.refused.code if row.refused else ("DS032" if row.image_problems else None)
     if "error" in case:
-        want = next((code for words, code in REFUSALS.items() if words in case["error"]), "unnamed")
+        want = SUITE.wanted(case["error"])
         return None if got == want else f"LLaMA-Factory raises {case['error'][:120]!r} ({want}); mldebug: {got}"
     if case.get("dropped"):
         return None if row.dropped else f"LLaMA-Factory drops the row; mldebug: {got or 'trains it'}"
     if got is not None or row.dropped:
         return f"LLaMA-Factory trains the row; mldebug: {got or 'drops it'} ({row.refused.message if row.refused else ''})"
-    if row.input_ids != case["input_ids"]:
-        first = next((i for i, (a, b) in enumerate(zip(row.input_ids, case["input_ids"])) if a != b),
-                     min(len(row.input_ids), len(case["input_ids"])))
-        return f"input_ids differ at {first} (mldebug {len(row.input_ids)}, LLaMA-Factory {len(case['input_ids'])})"
+    differ = ids_differ(row.input_ids, case["input_ids"], "LLaMA-Factory")
+    if differ:
+        return differ
     if row.labels != case["labels"]:
         return "labels differ"
     return None
 
 
-def _indices(name: str, slow: bool) -> list[int]:
-    total = len(goldens(name)["cases"])
-    if slow:
-        return list(range(total))
-    step = max(1, total // FAST)
-    return list(range(0, total, step))[:FAST]
-
-
-def _problems(name: str, slow: bool) -> list[str]:
-    doc = goldens(name)
-    return [f"{name} case {i}: {d}" for i in _indices(name, slow) if (d := disagreement(doc["cases"][i], doc["processor"]))]
+SUITE = Suite(
+    GOLDENS, "goldens-*.json.gz",
+    fast=60,
+    refusals={  # what LLaMA-Factory raises -> the check mldebug reports it with
+        "The number of images does not match the number of <image> tokens": "DS031",
+        "The number of videos does not match the number of <video> tokens": "DS031",
+        "The number of audios does not match the number of <audio> tokens": "DS031",
+    },
+    disagreement=disagreement,
+)
 
 
 def test_goldens_record_the_versions_and_every_outcome() -> None:
-    assert FILES
-    for name in FILES:
-        doc = goldens(name)
+    assert SUITE.files
+    for name in SUITE.files:
+        doc = SUITE.goldens(name)
         assert doc["versions"]["llamafactory"] == "0.9.5"
         assert doc["template"] == "qwen2_vl"
         cases = doc["cases"]
         for outcome in ("input_ids", "error", "dropped"):
             assert any(outcome in c for c in cases), outcome
         assert sum(1 for c in cases if "error" in c) < len(cases) // 2
-    assert len(goldens("goldens-qwen2-vl.json.gz")["cases"]) >= 3000
+    assert len(SUITE.goldens("goldens-qwen2-vl.json.gz")["cases"]) >= 3000
 
 
-@pytest.mark.parametrize("name", FILES)
-def test_every_refusal_in_the_goldens_is_named(name: str) -> None:
-    unnamed = {c["error"] for c in goldens(name)["cases"] if "error" in c and not any(w in c["error"] for w in REFUSALS)}
-    assert not unnamed
-
-
-@pytest.mark.parametrize("name", FILES)
-def test_a_sample_of_cases_matches_llama_factory(name: str) -> None:
-    problems = _problems(name, slow=False)
-    assert not problems, "\n".join(problems[:10])
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", FILES)
-def test_every_case_matches_llama_factory(name: str) -> None:
-    problems = _problems(name, slow=True)
-    assert not problems, f"{len(problems)} disagreements:\n" + "\n".join(problems[:20])
+# every refusal is named; a sample of cases agrees with LLaMA-Factory (fast tier); every case does (-m slow)
+test_every_refusal_in_the_goldens_is_named, test_a_sample_of_cases_matches_llama_factory, \
+    test_every_case_matches_llama_factory = SUITE.tests()
 
 
 def test_a_cut_inside_an_image_is_found_where_llama_factory_cuts() -> None:

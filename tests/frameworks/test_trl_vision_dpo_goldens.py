@@ -10,14 +10,10 @@ runs by default; every case under ``-m slow``.
 
 from __future__ import annotations
 
-import gzip
-import json
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
-from test_trl_vision_goldens import image_bytes, processor, refusal_code
+from vision_replay import TRL_REFUSALS, Suite, ids_differ, image_bytes, processor, refusal_code
 
 from mldebug_cli.frameworks.trl.vision import VisionRow
 from mldebug_cli.frameworks.trl.vision_preference import encode_pair
@@ -25,29 +21,9 @@ from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.images import ImageReader
 from support import FIXTURES
 
-GOLDENS = FIXTURES / "trl-1.16.0-vision"
-FILES = sorted(p.name for p in GOLDENS.glob("dpo-goldens-*.json.gz"))
-FAST = 12  # the processor's load is shared with test_trl_vision_goldens (cached)
-# what TRL raises -> the check mldebug reports it with
-REFUSALS = {
-    "does not match number of image placeholders": "DS031",
-    "tokens in the prompts should be the same as the number of images": "DS031",
-    "tokens in the text but no images were passed": "DS031",
-    "Invalid role in message": "DS011",
-    "Invalid role in the last message": "DS011",
-    "KeyError: 'prompt'": "DS010",
-    "aspect ratio must be smaller than 200": "DS032",
-}
-
-
-@cache
-def goldens(name: str) -> dict[str, Any]:
-    with gzip.open(GOLDENS / name, "rt", encoding="utf-8") as file:
-        return json.load(file)
-
 
 def mldebug_row(case: dict[str, Any], folder: str) -> VisionRow:
-    images = [image_bytes(s) for s in case["images"]]
+    images = [{"bytes": image_bytes(s)} for s in case["images"]]
     raw = dict(case["row"])
     if case["column"] == "image":
         raw["image"] = images[0]
@@ -60,7 +36,7 @@ def disagreement(case: dict[str, Any], folder: str) -> str | None:
     row = mldebug_row(case, folder)
     got = row.refused.code if row.refused is not None else "DS032" if row.image_problems else None
     if "error" in case:
-        want = next((code for words, code in REFUSALS.items() if words in case["error"]), "unnamed")
+        want = SUITE.wanted(case["error"])
         if got != want:
             return f"TRL raises {case['error']!r} (expected {want}); mldebug: {got or 'trains the row'}"
         return None
@@ -69,10 +45,9 @@ def disagreement(case: dict[str, Any], folder: str) -> str | None:
     assert row.rejected is not None
     for side, mine in (("chosen", row), ("rejected", row.rejected)):
         want = case[side]
-        if mine.input_ids != want["input_ids"]:
-            first = next((i for i, (a, b) in enumerate(zip(mine.input_ids, want["input_ids"])) if a != b),
-                         min(len(mine.input_ids), len(want["input_ids"])))
-            return f"{side}: input_ids differ at {first} (mldebug {len(mine.input_ids)}, TRL {len(want['input_ids'])})"
+        differ = ids_differ(mine.input_ids, want["input_ids"], "TRL")
+        if differ:
+            return f"{side}: {differ}"
         trained = [int(label != IGNORE_INDEX) for label in mine.labels]
         if trained != want["completion_mask"]:
             return f"{side}: trained tokens differ from TRL's completion_mask"
@@ -83,44 +58,29 @@ def disagreement(case: dict[str, Any], folder: str) -> str | None:
     return None
 
 
-def _indices(name: str, slow: bool) -> list[int]:
-    total = len(goldens(name)["cases"])
-    if slow:
-        return list(range(total))
-    step = max(1, total // FAST)
-    return list(range(0, total, step))[:FAST]
-
-
-def _problems(name: str, slow: bool) -> list[str]:
-    doc = goldens(name)
-    return [f"{name} case {i}: {d}" for i in _indices(name, slow) if (d := disagreement(doc["cases"][i], doc["processor"]))]
+SUITE = Suite(
+    FIXTURES / "trl-1.16.0-vision", "dpo-goldens-*.json.gz",
+    fast=12,  # the processor's load is shared with test_trl_vision_goldens (cached)
+    refusals={
+        **TRL_REFUSALS,
+        "Invalid role in message": "DS011",
+        "Invalid role in the last message": "DS011",
+        "KeyError: 'prompt'": "DS010",
+    },
+    disagreement=disagreement,
+)
 
 
 def test_goldens_record_the_versions_and_enough_cases() -> None:
-    assert FILES
-    for name in FILES:
-        doc = goldens(name)
+    assert SUITE.files
+    for name in SUITE.files:
+        doc = SUITE.goldens(name)
         assert doc["versions"]["trl"] == "1.16.0"
         assert doc["collator"] == "trl.trainer.dpo_trainer.DataCollatorForVisionPreference"
         refused = sum(1 for c in doc["cases"] if "error" in c)
         assert 0 < refused < len(doc["cases"]) * 2 // 3  # both outcomes are exercised, collated rows by the thousand
 
 
-@pytest.mark.parametrize("name", FILES)
-def test_every_refusal_in_the_goldens_is_named(name: str) -> None:
-    cases = goldens(name)["cases"]
-    unnamed = {c["error"] for c in cases if "error" in c and not any(w in c["error"] for w in REFUSALS)}
-    assert not unnamed
-
-
-@pytest.mark.parametrize("name", FILES)
-def test_a_sample_of_cases_matches_trl(name: str) -> None:
-    problems = _problems(name, slow=False)
-    assert not problems, "\n".join(problems[:10])
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", FILES)
-def test_every_case_matches_trl(name: str) -> None:
-    problems = _problems(name, slow=True)
-    assert not problems, f"{len(problems)} disagreements:\n" + "\n".join(problems[:20])
+# every refusal is named; a sample of cases agrees with TRL (fast tier); every case does (-m slow)
+test_every_refusal_in_the_goldens_is_named, test_a_sample_of_cases_matches_trl, test_every_case_matches_trl = \
+    SUITE.tests()

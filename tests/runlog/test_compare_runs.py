@@ -49,8 +49,10 @@ def test_without_tokens_logged_align_tokens_is_one_line(tmp_path):
     a.write_text(json.dumps({"log_history": [{"step": s, "loss": 1.0} for s in range(1, 5)]}))
     with pytest.raises(UsageError, match="logs no tokens seen"):
         build_report(str(a), select=["RN049"], compare=str(a), align="tokens")
-    with pytest.raises(UsageError, match="--align: unknown axis 'time'"):
+    with pytest.raises(UsageError, match="records no wall-clock time per step"):
         build_report(str(a), select=["RN049"], compare=str(a), align="time")
+    with pytest.raises(UsageError, match="--align: unknown axis 'samples'"):
+        build_report(str(a), select=["RN049"], compare=str(a), align="samples")
 
 
 def test_runs_sharing_no_span_are_one_line(tmp_path):
@@ -59,3 +61,55 @@ def test_runs_sharing_no_span_are_one_line(tmp_path):
     b.write_text(json.dumps({"log_history": [{"step": s, "loss": 1.0} for s in range(10, 15)]}))
     with pytest.raises(UsageError, match="share no metric over a common step span"):
         build_report(str(a), select=["RN049"], compare=str(b))
+
+
+def _timed_log(path: Path, seconds_per_step: int, steps: int, by_step: bool = False) -> str:
+    """A LLaMA-Factory trainer_log.jsonl whose loss depends only on the wall-clock time (``elapsed_time``), or
+    (``by_step``) only on the step."""
+    lines = []
+    for s in range(1, steps + 1):
+        t = s * seconds_per_step
+        x = s * 10 if by_step else t
+        lines.append({"current_steps": s, "total_steps": steps, "loss": 10 * math.exp(-x / 200), "lr": 1e-4,
+                      "elapsed_time": f"{t // 3600}:{t % 3600 // 60:02d}:{t % 60:02d}"})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
+
+
+def test_a_slower_run_parts_by_step_and_matches_by_wall_clock(tmp_path):
+    fast = _timed_log(tmp_path / "fast.jsonl", 10, 60)
+    slow = _timed_log(tmp_path / "slow.jsonl", 20, 30)
+    by_step = build_report(fast, select=["RN049"], compare=slow)
+    assert ("RN049", "loss") in _codes(by_step)
+    by_time = build_report(fast, select=["RN049"], compare=slow, align="time")
+    assert by_time.findings == () and by_time.context["compared_with"] == f"{slow} (aligned by time)"
+    faster = _timed_log(tmp_path / "faster.jsonl", 5, 60, by_step=True)  # the same curve by step, twice as fast
+    (found,) = build_report(fast, select=["RN049"], compare=faster, align="time").findings
+    assert found.message.startswith("loss: the runs part at ") and " s (" in found.message and found.location.step is None
+
+
+@pytest.mark.parametrize("store", ["mlruns", "mlflow.db"])
+def test_a_real_mlflow_run_carries_its_wall_clock(store):
+    from mldebug_cli.sources.runlog import read_run
+    from support import RUNS
+
+    run = read_run(str(RUNS / "sft-mlflow" / store))
+    times = [run.times[s] for s in sorted(run.times)]
+    assert len(times) >= 5 and times == sorted(times) and set(run.get("loss").steps) <= set(run.times)
+    pair = build_report(str(RUNS / "sft-mlflow" / store), select=["RN049", "RN050"],
+                        compare=str(RUNS / "sft-mlflow" / store), align="time")
+    assert pair.findings == () or all(f.code == "RN050" for f in pair.findings)
+
+
+@pytest.mark.parametrize("log", ["wandb-offline__stanford-alpaca.run-argq0i8h.wandb", "hf-sft__serial-lain-ai/runs",
+                                 "lf-sft__qwen25-medical.trainer_log.jsonl"])
+def test_real_wandb_tensorboard_and_llama_factory_logs_carry_their_wall_clock(log):
+    from mldebug_cli.sources.runlog import read_run
+    from support import CORPUS_RUNS, HAVE_CORPUS
+
+    if not HAVE_CORPUS:
+        pytest.skip("the shared corpus is not here (MLDEBUG_CORPUS)")
+    run = read_run(str(CORPUS_RUNS / log))
+    times = [run.times[s] for s in sorted(run.times)]
+    assert len(times) >= 5 and times == sorted(times), times[:5]
+    assert set(run.get("loss").steps) <= set(run.times)

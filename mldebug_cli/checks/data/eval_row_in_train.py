@@ -3,6 +3,8 @@
 What it finds
     A row of the eval set (``--eval-dataset``) whose prompt and reply, compared after Unicode NFKC normalisation,
     case folding and collapsing white space, are those of a training row: an exact duplicate across the split.
+    A preference row is its prompt and chosen reply (DPO), its prompt and completion (KTO) or its prompt (GRPO); an
+    image row adds the bytes of its images, so the same question over another image is another row.
     Every training row is compared (not a sample); the finding names the first training rows that hold it.
 
 Why it matters for training

@@ -7,7 +7,9 @@ What it finds
     permutations) over the eval rows; each candidate's similarity is then computed exactly, so the similarity in the
     message is the real one. Word 5-grams and the 0.8 threshold are those of Lee et al. 2022, "Deduplicating Training
     Data Makes Language Models Better" (their near-duplicate pass); axolotl's training-stability guide gives none.
-    Rows shorter than five words are compared whole, so they are near duplicates only when exact (DS053).
+    Rows shorter than five words are compared whole, so they are near duplicates only when exact (DS053). A
+    preference row's words are its prompt, chosen and rejected replies; an image row's images count as one 5-gram
+    each (their bytes' digest).
 
 Why it matters for training
     A near copy of a training row is scored on text the model has learned: its eval loss falls with the train loss

@@ -28,11 +28,43 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class MemoryEstimate:
+    """mldebug memory's peak for the run's config (``--config``), per GPU, in bytes: what PyTorch allocates and what
+    its allocator reserves (``torch.cuda.max_memory_allocated`` and ``max_memory_reserved`` are its logged views)."""
+
+    allocated: int
+    reserved: int
+    largest_term: str  # the term that dominates the estimate
+    config: str
+
+
+# the logged peak, reserved first (what the allocator holds), then allocated; axolotl's names, then the guide's, in GiB
+# (torchtune's peak_memory_* are left out: some of its releases divide by 1e9, others by 2**30)
+MEMORY_KEYS = ("memory/device_reserved (GiB)", "memory/max_reserved", "memory/max_allocated (GiB)", "memory/max_alloc")
+
+
+def logged_peak(run: Run) -> tuple[Series, int] | None:
+    """(series, index of its highest finite point) of the first memory metric the run logged, else None."""
+    for key in MEMORY_KEYS:
+        series = run.get(key)
+        points = [(v, -i) for i, v in enumerate(series.values) if v == v and v != float("inf")] if series else []
+        if series is not None and points:
+            return series, -max(points)[1]  # the first step that reached the peak
+    return None
+
+
+def is_reserved(key: str) -> bool:
+    """Whether a logged memory metric is the allocator's reserved memory (else the allocated peak)."""
+    return "reserved" in key
+
+
+@dataclass(frozen=True)
 class RunContext:
     limits: Mapping[str, float] = field(default_factory=dict)  # this check's thresholds (defaults + mldebug.toml)
     vocab_size: int | None = None
     config: RunConfig | None = None
     gpu: tuple[str, float] | None = None  # (name, GiB per GPU as PyTorch sees it): --gpu / --gpu-memory
+    memory_estimate: MemoryEstimate | None = None  # mldebug memory's peak for --config (RN051)
 
     def limit(self, name: str) -> float:
         return self.limits[name]

@@ -1,8 +1,8 @@
 """Whether two runs' final eval losses differ by more than their own noise (`check-run RUN --compare OTHER`).
 
 What it finds
-    The difference between the two runs' eval losses at the last point both cover (by step, or tokens seen with
-    ``--align tokens``), set against the noise of each run's eval loss: the
+    The difference between the two runs' eval losses at the last point both cover (by step, tokens seen with
+    ``--align tokens`` or wall-clock time with ``--align time``), set against the noise of each run's eval loss: the
     standard deviation of the changes between its last 5 evaluations (at least 3 evaluations each). A difference
     under twice the larger of the two is reported as within noise, above it as a real difference. Twice the
     standard deviation (about a 95% band for a normal scatter) is mldebug's rule; the folklore guide asks "is the eval
@@ -51,7 +51,7 @@ def run(pair: RunComparison, ctx: object) -> Iterator[Hit]:
     within = gap < THRESHOLDS["sigmas"] * noise
     verdict = "within noise" if within else "beyond noise"
     yield Hit(
-        f"eval_loss at {pair.axis} {x:,.0f}, the last both runs cover: {fmt(a)} vs {fmt(b)} ({fmt(gap)} apart): "
+        f"eval_loss at {pair.where(x)}, the last both runs cover: {fmt(a)} vs {fmt(b)} ({fmt(gap)} apart): "
         f"{verdict} (each run's eval loss scatters by "
         f"{fmt(noise)} between its last evaluations; {THRESHOLDS['sigmas']:g} times that is the bar)",
         "compare several seeds of each setting, or evaluate on more rows, before calling a winner" if within

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mldebug_cli.checks.run.common import hit
+from mldebug_cli.checks.run.common import hit, logged_peak
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -38,18 +38,6 @@ if TYPE_CHECKING:
 SEVERITY = "warning"
 SUBJECT = "run"
 THRESHOLDS = {"max_share": 0.9}
-# reserved first (what the allocator holds), then allocated; axolotl's names, then the guide's
-MEMORY_KEYS = ("memory/device_reserved (GiB)", "memory/max_reserved", "memory/max_allocated (GiB)", "memory/max_alloc")
-
-
-def logged_peak(run: Run):
-    """(series, index of its highest finite point) of the first memory metric the run logged, else None."""
-    for key in MEMORY_KEYS:
-        series = run.get(key)
-        points = [(v, -i) for i, v in enumerate(series.values) if v == v and v != float("inf")] if series else []
-        if points:
-            return series, -max(points)[1]  # the first step that reached the peak
-    return None
 
 
 def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:

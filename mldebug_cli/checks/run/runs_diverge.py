@@ -1,7 +1,8 @@
 """Where two runs' curves part (`check-run RUN --compare OTHER`): loss, eval loss, grad norm or learning rate.
 
 What it finds
-    For each metric both runs log, the first point (step, or tokens seen with ``--align tokens``) from which the
+    For each metric both runs log, the first point (step; tokens seen with ``--align tokens``; seconds since each
+    run's first logged step with ``--align time``, where W&B, TensorBoard or MLflow stamped the steps) from which the
     two curves stay apart for at least 3 points in a row: a relative difference above 10% for the losses, 50% for
     the grad norm (it is noisy step to step) and 1% for the learning rate (the same config gives the same schedule,
     so any gap is a setting). The thresholds are mldebug's: the guides say to compare runs on the same token set and
@@ -11,7 +12,8 @@ Why it matters for training
     "What changed?" is answered by where the curves part: a learning-rate gap from step 1 is a schedule or warmup
     setting; a loss that parts late, with the same LR, is the data order, a bad batch or numerics; a grad norm that
     parts first often announces the loss. Comparing by step runs with another batch size or packing compares
-    different amounts of data: ``--align tokens`` puts them on the tokens seen.
+    different amounts of data: ``--align tokens`` puts them on the tokens seen; ``--align time`` asks what each
+    setup reaches in the same hours (the folklore's "against tokens or wall-clock").
 
 Example
     ``loss: the runs part at step 120 (1.21 vs 1.62, 34% apart) and stay apart to step 400 (0.82 vs 1.35)``.
@@ -45,12 +47,11 @@ def run(pair: RunComparison, ctx: object) -> Iterator[Hit]:
             continue
         x, a, b = aligned.points[start]
         xe, ae, be = aligned.points[-1]
-        where = f"{pair.axis} {x:,.0f}"
         yield Hit(
-            f"{aligned.metric}: the runs part at {where} ({fmt(a)} vs {fmt(b)}, {_relative(a, b):.0%} apart) and end "
-            f"at {pair.axis} {xe:,.0f} at {fmt(ae)} vs {fmt(be)}",
+            f"{aligned.metric}: the runs part at {pair.where(x)} ({fmt(a)} vs {fmt(b)}, {_relative(a, b):.0%} apart) "
+            f"and end at {pair.where(xe)} at {fmt(ae)} vs {fmt(be)}",
             "diff the two configs for the setting that explains the first metric to part" +
-            ("" if pair.axis == "tokens" else "; with other batch sizes or packing, compare with --align tokens"),
+            ("; with other batch sizes or packing, compare with --align tokens" if pair.axis == "step" else ""),
             Location(path=pair.other, key=aligned.metric, step=int(x) if pair.axis == "step" else None),
         )
 

@@ -160,9 +160,10 @@ def dataset_classes(rl: object, release: str) -> tuple[str, ...]:
     return tuple(c for c in RL_DATASETS.get(str(rl).lower(), union) if c in union) or union
 
 
-def key_schema(config: ConfigFile, targets: TargetVersions) -> schema.KeySchema:
+def key_schema(config: ConfigFile, targets: TargetVersions, task: str | None = None) -> schema.KeySchema:
     """AxolotlInputConfig's fields (and, for each ``datasets`` entry, those of the dataset schema its ``rl:`` trainer
-    reads: SFTDataset, DPODataset, KTODataset, ...): installed, else the wheels' record at the target release."""
+    reads: SFTDataset, DPODataset, KTODataset, ...): installed, else the wheels' record at the target release (its
+    ``rl:`` key names the trainer; ``task`` decides nothing)."""
     installed = versions.installed("axolotl")
     target = targets.get("axolotl")
     deprecated: Mapping[str, object]  # its keys: the deprecated parameters
@@ -232,7 +233,31 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     max_length = Setting(int(config.get("sequence_len", DEFAULT_SEQUENCE_LEN)), set_key(config, "sequence_len"))
     if config.get("excess_length_strategy", "drop") == "drop":
         notes.append("axolotl drops rows longer than sequence_len (excess_length_strategy: drop): rows flagged as truncated are dropped from training")
-    return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on, max_length, tuple(notes))
+    return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on,
+                        max_length, tuple(notes), eval_datasets=_test_datasets(config),
+                        eval_not_compared=_held_out(config))
+
+
+def _test_datasets(config: ConfigFile) -> tuple[DatasetPlan, ...]:
+    """``test_datasets``: entries shaped as ``datasets``' (axolotl evaluates on them instead of a val_set_size share)."""
+    out = []
+    for i, entry in enumerate(config.get("test_datasets") or []):
+        if isinstance(entry, dict) and entry.get("path"):
+            fmt = _row_format(_dataset_type(entry)[0]) or ("messages" if entry.get("field_messages") else None)
+            out.append(DatasetPlan(local(config, str(entry["path"]), entry.get("data_files")), f"test_datasets.{i}.path",
+                                   fmt, entry.get("split")))
+    return tuple(out)
+
+
+def _held_out(config: ConfigFile) -> tuple[str, ...]:
+    """axolotl's ``val_set_size`` share: split off the prepared (tokenized, filtered, deduplicated when asked) rows, so
+    which input rows it holds is not known from the input alone."""
+    size = config.get("val_set_size")
+    if not isinstance(size, (int, float)) or isinstance(size, bool) or size <= 0 or config.get("test_datasets"):
+        return ()
+    return (f"val_set_size: {size:g} is split off the rows axolotl has already prepared (tokenized, filtered), so "
+            "which rows each side holds is not known from the input: save its split and compare it with inspect-data "
+            "--eval-dataset",)
 
 
 def _chat_template(config: ConfigFile, notes: list[str]) -> Setting:
@@ -379,8 +404,6 @@ def _reading(config: ConfigFile, entry_key: str, entry: dict) -> tuple[tuple[str
 
 # chat_template dataset keys mldebug reads but does not emulate: what it does instead
 UNEMULATED_KEYS = {
-    "message_field_training_detail": "per-character training spans are not emulated; mldebug trains each turn whole "
-                                     "by its role (and message_field_training)",
     "drop_system_message": "not emulated; mldebug keeps the system message",
     "chat_template_kwargs": "not passed to the template; mldebug renders with the template's defaults",
 }
@@ -389,7 +412,8 @@ UNEMULATED_KEYS = {
 def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
     """The chat_template masking keys set for one dataset entry (and the top-level ones), checked as axolotl checks them."""
     found = []
-    keyed = [(name, f"{entry}.{name}") for name in ("roles_to_train", "train_on_eos", "train_on_eot", "message_field_training")]
+    keyed = [(name, f"{entry}.{name}") for name in ("roles_to_train", "train_on_eos", "train_on_eot", "message_field_training",
+                                                    "message_field_training_detail")]
     keyed += [(name, name) for name in ("train_on_inputs", "eot_tokens")]
     for name, key in keyed:
         value = config.get(key)
@@ -403,8 +427,8 @@ def _masking(config: ConfigFile, entry: str) -> tuple[tuple[str, Setting], ...]:
             raise InputError(f"{at(config, key)}: {name} must be one of {', '.join(TERMINATORS)}, not {value!r}")
         elif name == "train_on_inputs" and not isinstance(value, bool):
             raise InputError(f"{at(config, key)}: train_on_inputs must be true or false")
-        elif name == "message_field_training" and not isinstance(value, str):
-            raise InputError(f"{at(config, key)}: message_field_training must name a message key")
+        elif name in ("message_field_training", "message_field_training_detail") and not isinstance(value, str):
+            raise InputError(f"{at(config, key)}: {name} must name a message key")
         found.append((name, Setting(value, key)))
     return tuple(found)
 
@@ -546,14 +570,19 @@ class Rows(RowProfile):
         from mldebug_cli.frameworks.axolotl import chat_template as axolotl
         from mldebug_cli.sources.row_formats import Chat, RowProblem, _tools, _validated_messages
 
-        if self.masking is None or self.options is None or not self.options.reads_own_messages:
+        if self.masking is None:
+            return None
+        options = self.masking.options
+        if not options.reads_own_messages and not axolotl.reads_itself(raw):
             return None
         try:
-            messages = axolotl.read_conversation(raw, self.options)
+            messages = axolotl.read_conversation(raw, options)
         except ValueError as exc:
             raise RowProblem(Code.INVALID_MESSAGES, str(exc)) from None
-        key = self.options.field_messages or "messages"
-        return Chat(_validated_messages(messages, key), _tools(raw) if isinstance(raw, dict) else None)
+        key = options.field_messages or "messages"
+        # no assistant turn: axolotl masks the row as any other (its flags or settings may train it), and drops it
+        # when nothing is trained
+        return Chat(_validated_messages(messages, key, require_assistant=False), _tools(raw) if isinstance(raw, dict) else None)
 
     def encodes(self, sample: Any) -> bool:
         from mldebug_cli.frameworks.axolotl.prompters import Prompted
@@ -572,7 +601,7 @@ class Rows(RowProfile):
 
         if self.masking is None or not isinstance(sample, Chat):
             return sample
-        return replace(sample, messages=axolotl.as_axolotl_reads(sample.messages, raw))
+        return replace(sample, messages=axolotl.as_axolotl_reads(sample.messages, raw, self.masking))
 
     def locator(self, renderer: Any, setup: Any) -> Any:
         from mldebug_cli.frameworks.axolotl import chat_template as axolotl
@@ -591,7 +620,7 @@ class Rows(RowProfile):
 
         if row.layout is None or row.layout.method != axolotl.METHOD:
             return None
-        return axolotl.label_tokens(encoding, ids, row.layout, self.masking)
+        return axolotl.label_tokens(encoding, ids, row.layout, self.masking, row.sample.messages, self.tokenizer)
 
 
 UNLIMITED = 1 << 40  # no sequence_len given (inspect-data without --max-length): nothing is cut or dropped
@@ -627,7 +656,7 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     except axolotl.AxolotlConfigError as exc:
         raise InputError(f"axolotl refuses these settings: {exc}", hint="fix eot_tokens / train_on_eos / train_on_eot",
                          setting=SETTING_END_OF_TURN_MASKING) from None
-    return Rows(given, masking, unemulated=unemulated)
+    return Rows(given, masking, tokenizer=loaded.tokenizer, unemulated=unemulated)
 
 
 def masking_options(dataset: DatasetPlan, train_on: str | None = None):
@@ -640,16 +669,21 @@ def masking_options(dataset: DatasetPlan, train_on: str | None = None):
     return AxolotlOptions(**masking)
 
 
+def dataset_options(plan: TrainingPlan, dataset: DatasetPlan, train_on: str | None):
+    """One of the config's datasets' row options: its masking settings (the plan's own are the first's)."""
+    return masking_options(dataset, train_on)
+
+
 FRAMEWORK = Framework(
     name="axolotl",
     versioned=("axolotl", "transformers"),
     detection=Detection(rank=1, keys=frozenset({"base_model", "micro_batch_size", "num_epochs", "sample_packing",
                                                "lr_scheduler", "sequence_len", "val_set_size"}), at_least=2),
     read_spec=read_spec,
-    key_schema=lambda config, targets, task: key_schema(config, targets),
+    key_schema=key_schema,
     read_plan=read_plan,
     read_preference=read_preference,
-    dataset_options=lambda plan, dataset, train_on: masking_options(dataset, train_on),
+    dataset_options=dataset_options,
     end_of_turn_keys=("eot_tokens", "train_on_eot", "train_on_eos"),
     rows=Rows,
     row_profile=row_profile,

@@ -26,8 +26,8 @@ from mldebug_cli.frameworks.hf.schedulers import (
     HF_SCHEDULER_TYPES,
     SCHEDULERS,
 )
-from mldebug_cli.frameworks.registry import borrowed
 from mldebug_cli.frameworks.rows import RowProfile
+from mldebug_cli.frameworks.trl import plan as trl_plan
 from mldebug_cli.frameworks.trl.trainer_facts import transformers_trainer_facts
 from mldebug_cli.schedule.model import GenerationBatching, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
@@ -270,14 +270,20 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     return rows
 
 
+def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str | None = None) -> schema.KeySchema:
+    """A TrainingArguments file's keys: TrainingArguments' at the target transformers version (the task decides
+    nothing)."""
+    return training_arguments_schema(targets)
+
+
 FRAMEWORK = Framework(
     name="transformers",
     versioned=("transformers",),
     fallback=True,
     read_spec=read_spec,
-    key_schema=lambda config, targets, task: training_arguments_schema(targets),
-    read_plan=borrowed("trl", "read_plan"),  # a bare TrainingArguments file's data is read as TRL's SFT script reads it
-    read_preference=borrowed("trl", "read_preference"),
+    key_schema=key_schema,
+    read_plan=trl_plan.read_plan,  # a bare TrainingArguments file's data is read as TRL's SFT script reads it
+    read_preference=trl_plan.read_preference,
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=transformers_trainer_facts,

@@ -15,8 +15,10 @@ from the per-dataset sizes preflight measures.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from mldebug_cli.core.errors import InputError
@@ -65,7 +67,9 @@ def _packing(r: SpecReader) -> Packing:
     return Packing(on, key, r.integer(None, "cutoff_len", DEFAULT_CUTOFF))
 
 
-def key_schema(config: ConfigFile, targets: versions.TargetVersions) -> schema.KeySchema:
+def key_schema(config: ConfigFile, targets: versions.TargetVersions, task: str | None = None) -> schema.KeySchema:
+    """LLaMA-Factory's own dataclasses' fields over Seq2SeqTrainingArguments' (its ``stage:`` key names the trainer;
+    ``task`` decides nothing)."""
     own, source = _own_keys(targets)
     base = hf.training_arguments_schema(targets, seq2seq=True)
     renamed = record.dropped("llamafactory", "LLaMA-Factory", DATACLASSES, own,
@@ -91,13 +95,32 @@ def _own_keys(targets: versions.TargetVersions) -> tuple[dict[str, schema.KeyTyp
 
 
 FORMATS = {"alpaca": "alpaca", "sharegpt": "sharegpt"}
+# keys only LLaMA-Factory 0.9.5's v1 engine reads (llamafactory/v1/config; none is a v0 hparams field)
+V1_KEYS = ("train_dataset", "global_batch_size", "batching_strategy", "lr_scheduler_config", "optim_config",
+           "dist_config", "peft_config", "init_config", "kernel_config", "quant_config")
+
+
+def v1_engine(config: ConfigFile) -> str | None:
+    """What selects LLaMA-Factory's v1 engine, if anything does: ``USE_V1`` set as its cli.py reads it
+    (``is_env_enabled``: true, y or 1) or keys only the v1 config has."""
+    keys = [k for k in V1_KEYS if config.has(k)]
+    env = os.environ.get("USE_V1", "0").lower() in ("true", "y", "1")
+    if not env and not keys:
+        return None
+    said = (["USE_V1 is set"] if env else []) + ([f"the config sets {', '.join(keys)}"] if keys else [])
+    return (f"LLaMA-Factory's v1 engine is selected ({'; '.join(said)}): it is not emulated; mldebug follows the v0 "
+            "engine of `llamafactory-cli train` (its data path, batching and steps)")
+
+
 def read_plan(config: ConfigFile) -> TrainingPlan:
     """Datasets from ``dataset_dir/dataset_info.json``, masking and cutoff_len (default 2048) of a LLaMA-Factory config."""
+    v1 = v1_engine(config)
     names = config.get("dataset")
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     if not names:
-        raise InputError(f"{config.path}: no dataset key: LLaMA-Factory configs name their datasets in `dataset`")
+        raise InputError(f"{config.path}: {v1}" if v1 and config.has("train_dataset") else
+                         f"{config.path}: no dataset key: LLaMA-Factory configs name their datasets in `dataset`")
     dataset_dir = str(config.get("dataset_dir", "data"))
     folder = resolve_dir(config, dataset_dir)
     info_path = folder / "dataset_info.json"
@@ -107,17 +130,11 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
         raise InputError(f"{at(config, 'dataset')}: {info_path} not found (dataset_dir is {dataset_dir!r})") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
         raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
-    datasets = []
-    for name in names:
-        entry = info.get(name)
-        if not isinstance(entry, dict):
-            raise InputError(f"{at(config, 'dataset')}: dataset {name!r} is not in {info_path}")
-        if entry.get("file_name"):
-            spec = str(folder / entry["file_name"])
-        else:
-            spec = entry.get("hf_hub_url") or entry.get("ms_hub_url") or entry.get("script_url") or name
-        fmt = FORMATS.get(entry.get("formatting", "alpaca"))
-        datasets.append(DatasetPlan(spec, "dataset", fmt, entry.get("split"), name=name))
+    datasets = [_dataset(config, info, info_path, folder, name, "dataset") for name in names]
+    eval_names = config.get("eval_dataset")
+    if isinstance(eval_names, str):
+        eval_names = [n.strip() for n in eval_names.split(",") if n.strip()]
+    eval_datasets = tuple(_dataset(config, info, info_path, folder, str(name), "eval_dataset") for name in eval_names or ())
     options = lf_options(config)
     if options.train_on_prompt:
         train_on = Setting("all", "train_on_prompt")
@@ -131,7 +148,29 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     else:
         note = "no `template` key: LLaMA-Factory parses the tokenizer's chat template into its slots, and so does mldebug"
     return TrainingPlan("llama-factory", Setting(config.get("model_name_or_path"), "model_name_or_path"), Setting(None),
-                        tuple(datasets), train_on, max_length, (note,), framework_options=options)
+                        tuple(datasets), train_on, max_length, (note,) + ((v1,) if v1 else ()), framework_options=options,
+                        eval_datasets=eval_datasets, eval_not_compared=_held_out(config, bool(eval_datasets)))
+
+
+def _dataset(config: ConfigFile, info: dict, info_path: Path, folder: Path, name: str, key: str) -> DatasetPlan:
+    """The dataset ``name`` of dataset_info.json, as the config's ``key`` (dataset, eval_dataset) names it."""
+    entry = info.get(name)
+    if not isinstance(entry, dict):
+        raise InputError(f"{at(config, key)}: dataset {name!r} is not in {info_path}")
+    if entry.get("file_name"):
+        spec = str(folder / entry["file_name"])
+    else:
+        spec = entry.get("hf_hub_url") or entry.get("ms_hub_url") or entry.get("script_url") or name
+    return DatasetPlan(spec, key, FORMATS.get(entry.get("formatting", "alpaca")), entry.get("split"), name=name)
+
+
+def _held_out(config: ConfigFile, has_eval_dataset: bool) -> tuple[str, ...]:
+    """LLaMA-Factory's ``val_size`` share: split off the preprocessed (encoded, filtered) rows with the run's seed."""
+    size = config.get("val_size")
+    if has_eval_dataset or not isinstance(size, (int, float)) or isinstance(size, bool) or size <= 0:
+        return ()
+    return (f"val_size: {size:g} is split off the rows LLaMA-Factory has already encoded and filtered, so which rows "
+            "each side holds is not known from the input: save its split and compare it with inspect-data --eval-dataset",)
 
 
 # --- preference stages (stage: dpo, stage: kto) -------------------------------------------------------------
@@ -445,7 +484,7 @@ FRAMEWORK = Framework(
     detection=Detection(rank=2, keys=frozenset({"finetuning_type", "cutoff_len", "template", "stage", "val_size",
                                                "neat_packing"}), at_least=2),
     read_spec=read_spec,
-    key_schema=lambda config, targets, task: key_schema(config, targets),
+    key_schema=key_schema,
     read_plan=read_plan,
     read_preference=read_preference,
     rows=Rows,

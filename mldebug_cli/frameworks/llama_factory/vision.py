@@ -43,6 +43,7 @@ from mldebug_cli.frameworks.trl.vision import (
     VisionProcessor,
     VisionRow,
     header_after_specials,
+    read_infos,
     rendered_offsets,
 )
 from mldebug_cli.sources.dataset import Record
@@ -156,12 +157,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     except RowRefused as refused:
         row.refused = refused
         return row
-    infos: list[ImageInfo] = []
-    for i, value in enumerate(images):
-        try:
-            infos.append(images_from.info(value))
-        except ImageProblem as problem:
-            row.image_problems.append((i, problem))
+    infos = read_infos(row, images, images_from)
     if row.image_problems:
         return row
     sizes = []

@@ -427,6 +427,18 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path) -> VisionP
          "train_on": "all"})
 
 
+def read_infos(row: VisionRow, images: Sequence[Any], images_from: ImageReader) -> list[ImageInfo]:
+    """Each readable image's size and mode, in order; a problem with one is recorded on the row (its index, what is
+    wrong), and the caller reports the row without encoding it."""
+    infos: list[ImageInfo] = []
+    for i, value in enumerate(images):
+        try:
+            infos.append(images_from.info(value))
+        except ImageProblem as problem:
+            row.image_problems.append((i, problem))
+    return infos
+
+
 def _refuse_settings(options: Any) -> None:
     """What TRL's SFTTrainer raises for a vision dataset with these settings."""
     own = getattr(options, "framework_options", None)

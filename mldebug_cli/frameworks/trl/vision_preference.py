@@ -39,11 +39,12 @@ from mldebug_cli.frameworks.trl.vision import (
     assistant_header,
     expand_images,
     prepare_messages,
+    read_infos,
     row_images,
 )
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
-from mldebug_cli.sources.images import ImageInfo, ImageProblem, ImageReader
+from mldebug_cli.sources.images import ImageReader
 
 SIDES = ("chosen", "rejected")
 CUT_CONSEQUENCE = ("the model raises ValueError (Image features and image tokens do not match) at the first batch "
@@ -60,12 +61,7 @@ def encode_pair(index: int, line: int | None, raw: Any, processor: VisionProcess
     except RowRefused as refused:
         row.refused = refused
         return row
-    infos: list[ImageInfo] = []
-    for i, value in enumerate(images):
-        try:
-            infos.append(images_from.info(value))
-        except ImageProblem as problem:
-            row.image_problems.append((i, problem))
+    infos = read_infos(row, images, images_from)
     if row.image_problems:
         return row
     prompt = VisionRow(index, line, text=prompt_text, rendered=prompt_text, messages=messages)

@@ -2,7 +2,10 @@
 
 The axis is the optimizer step, or the tokens seen (``--align tokens``: the ``num_input_tokens_seen`` the HF Trainer
 logs with ``include_num_input_tokens_seen``, or TRL's ``num_tokens``), so that runs with other batch sizes or packing
-compare over the same data. Each compared metric is read at the first run's points; the other run's value there is
+compare over the same data, or the wall-clock time since each run's first logged step (``--align time``: the time
+W&B stamps on each history row, TensorBoard on each event, MLflow on each point, LLaMA-Factory's ``elapsed_time``;
+a trainer_state.json has none), so
+that a faster setup is judged on what it reaches in the same hours. Each compared metric is read at the first run's points; the other run's value there is
 interpolated linearly between its own two nearest points, inside the span both runs cover (never extrapolated).
 """
 
@@ -10,12 +13,15 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.sources.runlog.model import Run, Series
 
-AXES = ("step", "tokens")
+AXES = ("step", "tokens", "time")
+# the logs whose readers keep each step's wall-clock time
+TIMED_FORMATS = "W&B, TensorBoard and MLflow logs and LLaMA-Factory's trainer_log.jsonl"
 TOKEN_SERIES = ("num_input_tokens_seen", "num_tokens")  # the HF Trainer's, TRL's
 METRICS = ("loss", "eval_loss", "grad_norm", "learning_rate")
 
@@ -32,10 +38,14 @@ class Aligned:
 class RunComparison:
     first: str  # the runs' paths
     other: str
-    axis: str  # step | tokens
+    axis: str  # step | tokens | time (seconds since each run's first logged step)
     metrics: tuple[Aligned, ...]
     first_eval: tuple[float, ...] = ()  # each run's own eval losses, in order (the noise of the eval difference)
     other_eval: tuple[float, ...] = ()
+
+    def where(self, x: float) -> str:
+        """A point of the axis as the messages name it: "step 120", "tokens 1,200,000", "1,830 s"."""
+        return f"{x:,.0f} s" if self.axis == "time" else f"{self.axis} {x:,.0f}"
 
 
 def compare(first: Run, other: Run, axis: str = "step") -> RunComparison:
@@ -58,9 +68,15 @@ def compare(first: Run, other: Run, axis: str = "step") -> RunComparison:
     return RunComparison(first.path, other.path, axis, tuple(metrics), _evals(first), _evals(other))
 
 
-def _axis(run: Run, axis: str) -> Series | None:
+def _axis(run: Run, axis: str) -> Series | Mapping[int, float] | None:
     if axis == "step":
         return None
+    if axis == "time":
+        if len(run.times) < 2:
+            raise UsageError(f"--align time: {run.path} ({run.format}) records no wall-clock time per step",
+                             hint=f"{TIMED_FORMATS} carry it; compare by step or tokens")
+        start = min(run.times.values())
+        return {step: seconds - start for step, seconds in run.times.items()}
     found = next((run.get(name) for name in TOKEN_SERIES if run.get(name) is not None), None)
     if found is None:
         raise UsageError(f"--align tokens: {run.path} logs no tokens seen ({' or '.join(TOKEN_SERIES)})",
@@ -69,11 +85,12 @@ def _axis(run: Run, axis: str) -> Series | None:
     return found
 
 
-def _points(series: Series, axis: Series | None) -> list[tuple[float, float]]:
-    """(x, value) for the finite values, x the step or the tokens seen at that step, in increasing x."""
+def _points(series: Series, axis: Series | Mapping[int, float] | None) -> list[tuple[float, float]]:
+    """(x, value) for the finite values, x the step, the tokens seen or the seconds elapsed at that step, in
+    increasing x (a step without a time is left out)."""
     out = []
     for step, value in zip(series.steps, series.values):
-        x = float(step) if axis is None else axis.value_at(step)
+        x = float(step) if axis is None else axis.get(step) if isinstance(axis, Mapping) else axis.value_at(step)
         if x is not None and math.isfinite(value) and math.isfinite(x):
             out.append((float(x), float(value)))
     out.sort()

@@ -104,6 +104,20 @@ class JsonlReader:
         self.rows += 1
         if values:
             sink.add(step, values, number_)
+            elapsed = entry.get("elapsed_time")
+            if isinstance(elapsed, str):
+                sink.time(step, _seconds(elapsed))
+
+
+def _seconds(elapsed: str) -> float | None:
+    """LLaMA-Factory's ``elapsed_time`` (``str(timedelta)``: "0:01:03", "1 day, 2:03:04") in seconds."""
+    days, _, clock = elapsed.rpartition(", ")
+    parts = clock.split(":")
+    try:
+        seconds = sum(float(p) * 60 ** i for i, p in enumerate(reversed(parts))) if len(parts) == 3 else None
+        return None if seconds is None else seconds + (int(days.split()[0]) * 86400 if days else 0)
+    except (ValueError, IndexError):
+        return None
 
 
 def _batch(lines: list[str]) -> list[dict] | None:

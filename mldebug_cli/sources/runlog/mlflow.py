@@ -190,7 +190,7 @@ class MetricFile:
                 raise ValueError
             value = float(parts[1])
             step = as_step(parts[2]) if len(parts) >= 3 else 0
-            int(parts[0])
+            stamp = int(parts[0])
             if step is None:  # Inf, NaN, or beyond any run's length
                 raise ValueError
         except ValueError:
@@ -199,6 +199,7 @@ class MetricFile:
                 sink.note("bad-record", f"{self.path}: line {self.lines.line} is not '<timestamp> <value> <step>'; skipped")
             return
         _add(sink, self.key, step, value)
+        sink.time(step, stamp / 1000)  # MLflow stamps each point in milliseconds
 
 
 def _add(sink: LogSink, key: str, step: int, value: float) -> None:
@@ -242,15 +243,18 @@ def _read_database(path: Path, sink: LogSink, run_id: str | None) -> None:
         raise InputError(f"{path}: cannot open the MLflow database ({exc})") from None
     try:
         run = choose(_database_runs(connection, path), run_id, path, sink)
-        rows = connection.execute("SELECT key, value, step, is_nan FROM metrics WHERE run_uuid = ?", (run.run_id,))
+        rows = connection.execute("SELECT key, value, step, is_nan, timestamp FROM metrics WHERE run_uuid = ?",
+                                  (run.run_id,))
         points = bad = 0
-        for key, value, step, is_nan in rows:
+        for key, value, step, is_nan, stamp in rows:
             points += 1
             at = as_step(step)
             if at is None:  # a step of Inf (SQLite keeps it), NaN or beyond any run's length
                 bad += 1
                 continue
             _add(sink, str(key), at, _db_value(value, is_nan))
+            if isinstance(stamp, (int, float)):
+                sink.time(at, stamp / 1000)
         if bad:
             sink.note("bad-record", f"{path}: {bad} metric rows of run {run.run_id} have a step that is not a "
                       "whole number (Inf, NaN or over 2^62); skipped")

@@ -91,6 +91,7 @@ class Run:
     notes: tuple[Note, ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
     original_keys: Mapping[str, str] = field(default_factory=dict)  # canonical -> as logged
+    times: Mapping[int, float] = field(default_factory=dict)  # step -> wall-clock seconds, where the log records them
 
     def get(self, key: str) -> Series | None:
         series = self.series.get(key)
@@ -328,7 +329,7 @@ def finish(path: Path, fmt: str, store: RowStore, sink: LogSink, copy: bool = Fa
         notes.append(Note("no-step", f"{store.unstepped} logged rows had no step; numbered by position"))
     meta = dict(sink.meta)
     meta.update({f"final_{k}" if not k.startswith("train_") else k: v for k, v in store.summary.items()})
-    return Run(str(path), fmt, infer_kind(series), series, tuple(notes), meta, dict(store.names))
+    return Run(str(path), fmt, infer_kind(series), series, tuple(notes), meta, dict(store.names), dict(sink.times))
 
 
 def _order_notes(disorders: Mapping[str, Disorder]) -> list[Note]:

@@ -36,6 +36,7 @@ class LogSink:
     rows: RowSink
     notes: list[Note] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    times: dict[int, float] = field(default_factory=dict)  # step -> when it was first logged (seconds since the epoch)
 
     def __post_init__(self) -> None:
         self.add = self.rows.add  # one call per row, not two: a million rows is a million calls
@@ -44,6 +45,11 @@ class LogSink:
 
     def note(self, kind: str, message: str, line: int | None = None) -> None:
         self.notes.append(Note(kind, message, line))
+
+    def time(self, step: int | None, seconds: float | None) -> None:
+        """The wall-clock time a step's values were logged (the first time seen for the step is kept)."""
+        if step is not None and seconds is not None and math.isfinite(seconds):
+            self.times.setdefault(step, seconds)
 
 
 def number(value: Any) -> float | None:

@@ -112,9 +112,11 @@ def _stop(sink: LogSink, path: Path, events: int, what: str) -> int:
 
 
 def _event(payload: bytes, sink: LogSink) -> None:
-    step, summary = 0, None
-    for number, _wire, value in fields(payload, {2: (VARINT,), 5: (BYTES,)}):
-        if number == 2:
+    step, summary, wall_time = 0, None, None
+    for number, _wire, value in fields(payload, {1: (FIXED64,), 2: (VARINT,), 5: (BYTES,)}):
+        if number == 1:
+            wall_time = as_double(as_bytes(value))
+        elif number == 2:
             step = signed64(as_int(value))
         elif number == 5:
             summary = as_bytes(value)
@@ -128,6 +130,7 @@ def _event(payload: bytes, sink: LogSink) -> None:
                 values[tag_value[0]] = tag_value[1]
     if values:
         sink.add(step, values)
+        sink.time(step, wall_time)
 
 
 def _scalar(value: bytes) -> tuple[str, float] | None:

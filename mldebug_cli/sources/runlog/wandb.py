@@ -109,6 +109,7 @@ def _history(record: bytes, sink: LogSink) -> int:
     global_step = as_step(values.pop("train/global_step", None))
     if global_step is None and step is not None:
         global_step = as_int(step) + 1
+    sink.time(global_step, values.get("_timestamp"))  # W&B stamps each history row (seconds since the epoch)
     for key in [k for k in values if k.startswith("_")]:
         values.pop(key)
     if values:
