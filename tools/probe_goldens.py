@@ -2,7 +2,8 @@
 configs, and the replay of mldebug's probe on the same configs.
 
     python tools/probe_goldens.py make [--count 300] [--out fixtures/probe-goldens/trl-1.16.0.json.gz]
-    python tools/probe_goldens.py replay [--golden ...] [--limit N]
+    python tools/probe_goldens.py make --out FILE --id N [--id M ...]; merge --add FILE [--id N ...]
+    python tools/probe_goldens.py replay [--golden ...] [--limit N] [--seed S]
 
 ``make`` draws configs with hypothesis (seeded, derandomised), round after round over every (architecture, task)
 pair: an architecture (tools/make_probe_cases.py's tiny random models: Llama, Qwen2, Qwen3, Mistral, Gemma 2,
@@ -348,11 +349,15 @@ def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1), ids
     return 0
 
 
-def merge(out: Path, parts: int) -> int:
+def merge(out: Path, parts: int, add: list[Path] | None = None, only: set[int] | None = None) -> int:
     """Join the shards' records in id order into ``out`` (every record made: a shard cut short leaves gaps in the ids,
-    and each record keeps its id, the index of its config in the draw)."""
-    by_id = {r["id"]: r for part in range(parts) if _shard_path(out, part).is_file()
-             for r in load(_shard_path(out, part))["cases"]}
+    and each record keeps its id, the index of its config in the draw). ``add``: files of ``make --out FILE --id``
+    runs, joined to the records ``out`` already holds (``only``: just those ids of them, e.g. the ones replayed)."""
+    files = [_shard_path(out, part) for part in range(parts)]
+    if add:
+        files = [out, *add]
+    by_id = {r["id"]: r for file in files if file.is_file() for r in load(file)["cases"]
+             if file == out or only is None or r["id"] in only}
     kept = [by_id[i] for i in sorted(by_id)]
     _save(out, kept)
     print(f"{len(kept)} configs (ids {min(by_id, default=0)}-{max(by_id, default=-1)}) -> {out}")
@@ -433,10 +438,15 @@ def replay_one(record: dict, folder: Path, model: Path) -> list[str]:
     return problems
 
 
-def replay(golden: Path, work: Path, limit: int | None, ids: list[int] | None = None, start: int = 0) -> int:
+def replay(golden: Path, work: Path, limit: int | None, ids: list[int] | None = None, start: int = 0,
+           seed: int | None = None) -> int:
+    """``seed``: the seed of a file whose harness set ``args.seed`` itself and did not store it (session 9's file:
+    ``args.seed = 0``; the trainer seeds LoRA A's init with it), given to every config that names none."""
     sys.path.insert(0, str(ROOT))
     built = models(work / "models")
     records = [r for r in load(golden)["cases"] if (ids is None or r["id"] in ids) and r["id"] >= start][:limit]
+    if seed is not None:
+        records = [{**r, "config": {"seed": seed, **r["config"]}} for r in records]
     disagreeing = 0
     for record in records:
         problems = replay_one(record, work / f"replay-{record['id']:03d}", built[record["arch"]])
@@ -459,20 +469,23 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("--id", type=int, action="append", dest="ids", help="make only this config of the draw")
     merged = sub.add_parser("merge")
     merged.add_argument("--out", type=Path, default=GOLDEN)
-    merged.add_argument("--parts", type=int, required=True)
+    merged.add_argument("--parts", type=int, default=1)
+    merged.add_argument("--add", type=Path, action="append", help="a make --out FILE to join to --out's records")
+    merged.add_argument("--id", type=int, action="append", dest="ids", help="join only this id of the --add files")
     replayed = sub.add_parser("replay")
     replayed.add_argument("--golden", type=Path, default=GOLDEN)
     replayed.add_argument("--work", type=Path, default=Path("/tmp/probe-goldens"))
     replayed.add_argument("--limit", type=int)
     replayed.add_argument("--id", type=int, action="append", dest="ids", help="replay only this stored config")
     replayed.add_argument("--start", type=int, default=0, help="replay the stored configs from this id on")
+    replayed.add_argument("--seed", type=int, help="the seed of configs that name none (an older file's harness seed)")
     args = parser.parse_args(argv)
     if args.command == "make":
         part, parts = (int(x) for x in args.shard.split("/"))
         return make(args.count, args.out, args.work, (part, parts), args.ids)
     if args.command == "merge":
-        return merge(args.out, args.parts)
-    return replay(args.golden, args.work, args.limit, args.ids, args.start)
+        return merge(args.out, args.parts, args.add, None if args.ids is None else set(args.ids))
+    return replay(args.golden, args.work, args.limit, args.ids, args.start, args.seed)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,9 @@ class TermGradients:
 
     names: list[str]
     grads: dict[str, list[Any]]  # term -> one tensor (or None) per parameter
+    # the gradient of the terms' sum from one backward pass, as the trainer takes it (None: the sum of the terms'):
+    # under bf16/fp16 autocast each backward rounds its own output gradients, so the per-term sum is off in the 4th digit
+    combined: list[Any] | None = None
 
     def norms(self) -> dict[str, float]:
         return {term: _norm(grads) for term, grads in self.grads.items()}
@@ -47,7 +50,9 @@ class TermGradients:
         return dot / math.sqrt(a2 * b2) if a2 > 0 and b2 > 0 else math.nan
 
     def total(self) -> list[Any]:
-        """The summed gradient per parameter (None where no term reaches it)."""
+        """The summed gradient per parameter (None where no term reaches it): the one-pass gradient where taken."""
+        if self.combined is not None:
+            return self.combined
         out: list[Any] = []
         for i in range(len(self.names)):
             parts = [self.grads[t][i] for t in self.grads if self.grads[t][i] is not None]
@@ -56,15 +61,19 @@ class TermGradients:
 
     def add(self, other: TermGradients) -> None:
         """Accumulate another batch's gradients (same terms and parameters)."""
+        if self.combined is not None or other.combined is not None:  # a batch summed in one pass: keep that sum
+            self.combined = _accumulated(self.total() if self.grads else [None] * len(self.names), other.total())
         for term, grads in other.grads.items():
-            mine = self.grads.setdefault(term, [None] * len(self.names))
-            for i, g in enumerate(grads):
-                if g is not None:
-                    mine[i] = g.clone() if mine[i] is None else mine[i] + g
+            self.grads[term] = _accumulated(self.grads.setdefault(term, [None] * len(self.names)), grads)
 
 
-def term_gradients(losses: Mapping[str, Any], params: Iterable[Any]) -> TermGradients:
-    """d(term)/d(param) for each term separately (one backward pass each, the graph kept between them).
+def _accumulated(mine: list[Any], grads: list[Any]) -> list[Any]:
+    return [mine[i] if g is None else g.clone() if mine[i] is None else mine[i] + g for i, g in enumerate(grads)]
+
+
+def term_gradients(losses: Mapping[str, Any], params: Iterable[Any], together: bool = False) -> TermGradients:
+    """d(term)/d(param) for each term separately (one backward pass each, the graph kept between them); with
+    ``together``, also the gradient of their sum from one more backward pass, as a trainer takes it (``combined``).
 
     ``params`` are ``(name, parameter)`` pairs (``model.named_parameters()``) or bare parameters; frozen ones are
     skipped. A term that does not require grad (nothing trainable reaches it) gets None everywhere. The gradients
@@ -80,6 +89,9 @@ def term_gradients(losses: Mapping[str, Any], params: Iterable[Any]) -> TermGrad
     kept = [p.grad for p in tensors]
     result: dict[str, list[Any]] = {}
     terms = list(losses.items())
+    reaching = [loss for _, loss in terms if isinstance(loss, torch.Tensor) and loss.requires_grad]
+    together = together and len(reaching) > 1
+    combined = None
     try:
         for index, (term, loss) in enumerate(terms):
             if not (isinstance(loss, torch.Tensor) and loss.requires_grad):
@@ -87,12 +99,17 @@ def term_gradients(losses: Mapping[str, Any], params: Iterable[Any]) -> TermGrad
                 continue
             for p in tensors:
                 p.grad = None
-            loss.backward(retain_graph=index < len(terms) - 1)
+            loss.backward(retain_graph=together or index < len(terms) - 1)
             result[term] = [None if p.grad is None else p.grad.detach().clone() for p in tensors]
+        if together:
+            for p in tensors:
+                p.grad = None
+            sum(reaching[1:], reaching[0]).backward()
+            combined = [None if p.grad is None else p.grad.detach().clone() for p in tensors]
     finally:
         for p, grad in zip(tensors, kept):
             p.grad = grad
-    return TermGradients([n for n, _ in named], result)
+    return TermGradients([n for n, _ in named], result, combined)
 
 
 def metric_sensitivity(loss_of_metric: Callable[[Any], Any], metric: Any, neutral: float = 0.0) -> Any:

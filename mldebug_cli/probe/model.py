@@ -101,7 +101,8 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
     _check_weights(model_dir)
     # TRL's trainers call transformers' set_seed(args.seed) before they load the model and wrap it with peft
     # (trl/trainer/sft_trainer.py 1.16: "PEFT initializes the adapter weights randomly"): LoRA A's init follows it
-    set_seed(facts.sampler.seed if facts.sampler is not None else DEFAULT_SEED)
+    seed = facts.sampler.seed if facts.sampler is not None else DEFAULT_SEED
+    set_seed(seed)
     try:
         # trust_remote_code=False: transformers refuses a folder's own code instead of asking on stdin (None asks)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True,
@@ -112,7 +113,7 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
     fused = fused_head and facts.fused_lm_head and _add_fused_lm_head(model, facts)
     described = None
     if adapter is not None or facts.peft is not None:
-        model, described = _wrap(model, facts.peft, adapter)
+        model, described = _wrap(model, facts.peft, adapter, seed)
     path = _checkpointing(model, facts, versions, described)
     return Built(model, path, described is not None, fused)
 
@@ -131,7 +132,9 @@ def _add_fused_lm_head(model: Any, facts: Any) -> bool:
     return True
 
 
-def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
+def _wrap(model: Any, peft_facts: Any, adapter: str | None, seed: int = DEFAULT_SEED) -> tuple[Any, str]:
+    """``seed``: the one the trainer set before wrapping; a new adapter's A matrices are drawn under it, whether the
+    trainer got the model by path or as an object (set_seed(args.seed) comes first either way, issue 33)."""
     from peft import LoraConfig, PeftModel, get_peft_model
 
     if adapter is not None:
@@ -161,7 +164,9 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None) -> tuple[Any, str]:
     saved = f", modules_to_save {', '.join(config.modules_to_save)}" if config.modules_to_save else ""
     tokens = ", trainable tokens" if getattr(config, "trainable_token_indices", None) else ""
     method = "DoRA" if getattr(config, "use_dora", False) else "LoRA"
-    return wrapped, f"{method} r={config.r} on {', '.join(targets) if isinstance(targets, list) else targets}{saved}{tokens}"
+    init = "" if adapter is not None else f", initialised under seed {seed}"
+    return wrapped, (f"{method} r={config.r} on {', '.join(targets) if isinstance(targets, list) else targets}"
+                     f"{saved}{tokens}{init}")
 
 
 def _checkpointing(model: Any, facts: Any, versions: Any, peft: str | None) -> GradientPath:

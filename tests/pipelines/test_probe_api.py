@@ -69,3 +69,32 @@ def test_term_gradients_pass_through_reentrant_checkpointing_and_leave_grad_alon
     assert grads.grads["first"][0].tolist() == [3.0, 4.0]
     assert grads.grads["second"][0].tolist() == [6.0, 16.0]
     assert w.grad.tolist() == [5.0, 5.0]
+
+
+def test_together_the_total_is_the_one_pass_gradient_a_trainer_takes_under_bf16_autocast():
+    """Under autocast each backward rounds its own bf16 output gradients, so the sum of two terms' gradients is not
+    the gradient of their sum (ORPO's NLL + odds ratio in bf16 differed in the 4th digit, issue 33); ``together``
+    takes the latter from one more backward pass, and the terms stay separate."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64))
+    x = torch.randn(32, 64)
+
+    def losses():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(x).float()
+        return {"first": out.logsumexp(-1).mean(), "second": 0.3 * (out[:, :7] ** 2).mean()}
+
+    trainer = losses()
+    model.zero_grad()
+    (trainer["first"] + trainer["second"]).backward()
+    one_pass = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    grads = api.term_gradients(losses(), model.named_parameters(), together=True)
+    assert all(torch.equal(a, b) for a, b in zip(grads.total(), one_pass))
+    summed = api.TermGradients(grads.names, grads.grads).total()
+    assert not all(torch.equal(a, b) for a, b in zip(summed, one_pass))  # what probe reported before
+    assert all(p.grad is None for p in model.parameters())  # the parameters' own .grad left as they were
+    twice = api.TermGradients(grads.names, {}, None)
+    twice.add(grads)
+    twice.add(grads)
+    assert all(torch.equal(a, 2 * b) for a, b in zip(twice.total(), one_pass))
