@@ -174,7 +174,9 @@ def test_a_worker_that_dies_past_its_retries_is_one_error(monkeypatch, tmp_path)
     from mldebug_cli.pipelines import ray_engine
 
     monkeypatch.setattr(ray_engine, "ACTOR_RESTARTS", 0)
-    path = write_chat_shards(tmp_path / "few", 3000, 3)
+    # rows enough that the pool is still checking when the hunt finds an actor on a loaded machine (with 3,000 the
+    # run was seen to end first in a slow tier beside another; the kill stops it early either way)
+    path = write_chat_shards(tmp_path / "few", 12000, 6)
     stop = threading.Event()
     killed = _kill_a_pool_actor(stop)
     with pytest.raises(InputError, match="a Ray worker died while checking rows"):
