@@ -89,7 +89,8 @@ def test_a_footer_whose_level_histograms_disagree_is_an_error_not_an_abort(tmp_p
     footer_length = int.from_bytes(data[-8:-4], "little")
     footer = data[-8 - footer_length:-8]
     histogram = b"\x19\x26\x06\x06\x19"  # SizeStatistics.repetition_level_histogram: a list of two i64 (3, 3)
-    assert histogram in footer
+    if histogram not in footer:  # a pyarrow that writes no level histograms (SizeStatistics): nothing to change
+        pytest.skip(f"pyarrow {pa.__version__} wrote no level histogram to change")
     footer = footer.replace(histogram, b"\x19\x36\x06\x06\x00\x19", 1)  # three entries where the schema allows two
     path.write_bytes(data[:-8 - footer_length] + footer + len(footer).to_bytes(4, "little") + b"PAR1")
     code, stdout, stderr, _ = run_cli_process("inspect-data", path, "-t", QWEN25)
