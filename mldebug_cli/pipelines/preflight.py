@@ -449,7 +449,7 @@ def _from_config(config: ConfigFile, plan: TrainingPlan, dataset: DatasetPlan, g
             continue
         parts.append(f"{name} {_shown(value)} ({_key_at(config, key)})")
     parts += [f"{name} {_shown(setting.value)} ({_key_at(config, setting.key)})" for name, setting in dataset.masking
-              if "train_on" not in given or name != "train_on_inputs"]
+              if setting.key is not None and ("train_on" not in given or name != "train_on_inputs")]
     return "; ".join(parts)
 
 

@@ -131,8 +131,7 @@ def test_the_input_file_is_not_modified() -> None:
     assert EXAMPLE.read_bytes() == before
 
 
-@pytest.mark.parametrize("flags, says", [(["--framework", "axolotl"], "processing strategy per chat_template"),
-                                         (["--task", "kto"], "DataCollatorForVisionUnpairedPreference"),
+@pytest.mark.parametrize("flags, says", [(["--task", "kto"], "DataCollatorForVisionUnpairedPreference"),
                                          (["--task", "grpo"], "GRPOTrainer takes them")])
 def test_image_rows_elsewhere_are_refused_by_name_not_read_as_text(flags: list[str], says: str) -> None:
     code, _, err = run(str(EXAMPLE), "-t", str(PROCESSOR), *flags)
@@ -218,3 +217,37 @@ def test_llama_factory_image_rows_need_a_template_with_an_mm_plugin() -> None:
     code, _, err = run(str(LF_EXAMPLE), "-t", str(PROCESSOR), "--framework", "llama-factory", "--template", "qwen")
     assert code == 2
     assert "does not support image input" in err and "qwen2_vl" in err
+
+
+AX_CONFIG = FIXTURES / "preflight" / "axolotl-vision" / "config.yml"
+
+
+def test_the_bundled_axolotl_example_fires_each_check_on_its_row() -> None:
+    code, out, _ = run("--config", str(AX_CONFIG), "--all", "--show", "10", "-f", "json")
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["context"]["chat_template"] == "axolotl's 'qwen2_vl' template"
+    assert "(qwen2_vl strategy)" in doc["context"]["framework"]
+    fired = {(f["code"], f["location"]["row"]) for f in doc["findings"]}
+    # row 2: two images, the first used; 5: a placeholder and no image (trained, the forward fails); 6: a literal
+    # <|image_pad|> beside the image; rows 0, 1, 8 are the twins (one image each, string contents, ShareGPT turns)
+    assert fired == {("DS067", 2), ("DS032", 3), ("DS032", 4), ("DS031", 5), ("DS031", 6), ("DS035", 7), ("DS037", 9)}
+    rows = {r["row"]: r for r in doc["rows"]}
+    for row, reply in ((0, "Red."), (1, "Blue."), (8, "A wide green ball.")):
+        trained = "".join(p for p, label in zip(rows[row]["pieces"], rows[row]["labels"]) if label != -100)
+        assert trained.replace("\u0120", " ") == reply + "<|im_end|>"  # the reply and its end marker, no image token
+    [image] = rows[1]["images"]  # string contents: the image goes after the first user message's text
+    assert "".join(rows[1]["pieces"][:image["start"]]).endswith("ball?<|vision_start|>")
+
+
+@pytest.mark.parametrize("line, says", [("sample_packing: true", "sample_packing on image rows is not emulated"),
+                                        ("skip_prepare_dataset: false", "without skip_prepare_dataset: true"),
+                                        ("processor_type: null", "the config sets no processor_type"),
+                                        ("chat_template: qwen3_5", "processing strategy is not emulated")])
+def test_axolotl_image_settings_it_does_not_emulate_are_refused_by_name(tmp_path: Path, line: str, says: str) -> None:
+    key = line.split(":")[0]
+    text = "\n".join(k for k in AX_CONFIG.read_text(encoding="utf-8").splitlines() if not k.startswith(key + ":"))
+    config = tmp_path / "config.yml"
+    config.write_text(text.replace("../../", f"{FIXTURES}/") + "\n" + line + "\n", encoding="utf-8")
+    code, _, err = run("--config", str(config), "--all")
+    assert code == 2 and says in " ".join(err.split())

@@ -79,6 +79,9 @@ class AxolotlOptions:
     roles: tuple[tuple[str, tuple[str, ...]], ...] | None = None  # custom ``roles:``: role -> the names that map to it
     split_thinking: bool = False  # assistant <think>...</think> moved into reasoning_content
     unemulated: tuple[str, ...] = ()  # settings the config gives that mldebug does not emulate (DS026)
+    chat_template_type: str | None = None  # the config's chat_template name (image rows: it picks the strategy)
+    multimodal_gap: str | None = None  # why the config's image rows are not emulated (None: they are)
+    config_folder: str | None = None  # the config's folder (image paths: the working directory's, else beside it)
 
     @property
     def role_names(self) -> dict[str, str]:

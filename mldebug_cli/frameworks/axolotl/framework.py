@@ -9,6 +9,7 @@ schedulers and that step counting are ``axolotl.schedulers``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -21,7 +22,7 @@ from mldebug_cli.frameworks.axolotl.schedulers import COUNTING, SCHEDULERS
 from mldebug_cli.frameworks.axolotl.trainer_facts import DEFAULT_SEQUENCE_LEN, axolotl_trainer_facts
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
 from mldebug_cli.frameworks.common import SpecReader
-from mldebug_cli.frameworks.framework import Detection, Framework, VisionRows
+from mldebug_cli.frameworks.framework import Detection, Framework, VisionPath, VisionRows
 from mldebug_cli.frameworks.hf.framework import hf_scheduler_choice
 from mldebug_cli.frameworks.hf.schedulers import HF_SCHEDULER_TYPES
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
@@ -223,7 +224,7 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
         if fmt is None and entry.get("field_messages"):
             fmt = "messages"  # the conversation is under a key of the config's choosing: axolotl reads it there
         path = local(config, str(entry["path"]), entry.get("data_files"))
-        masking = _masking(config, f"datasets.{i}") + _reading(config, f"datasets.{i}", entry)
+        masking = _masking(config, f"datasets.{i}") + _reading(config, f"datasets.{i}", entry) + _multimodal(config)
         if kind != "chat_template":
             masking += (("dataset_type", Setting(kind, f"datasets.{i}.type")),
                         ("type_options", Setting(type_options, f"datasets.{i}.type")))
@@ -231,7 +232,7 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     chat_template = _chat_template(config, notes)
     train_on = Setting("all", "train_on_inputs") if config.get("train_on_inputs") is True else Setting("assistant", set_key(config, "train_on_inputs"))
     max_length = Setting(int(config.get("sequence_len", DEFAULT_SEQUENCE_LEN)), set_key(config, "sequence_len"))
-    if config.get("excess_length_strategy", "drop") == "drop":
+    if config.get("excess_length_strategy", "drop") == "drop" and not config.get("skip_prepare_dataset"):
         notes.append("axolotl drops rows longer than sequence_len (excess_length_strategy: drop): rows flagged as truncated are dropped from training")
     return TrainingPlan("axolotl", Setting(config.get(tokenizer_key), tokenizer_key), chat_template, tuple(datasets), train_on,
                         max_length, tuple(notes), eval_datasets=_test_datasets(config),
@@ -400,6 +401,36 @@ def _reading(config: ConfigFile, entry_key: str, entry: dict) -> tuple[tuple[str
     if skipped:
         found.append(("unemulated", Setting(skipped, entry_key)))
     return tuple(found)
+
+
+def _multimodal(config: ConfigFile) -> tuple[tuple[str, Setting], ...]:
+    """The settings axolotl's multimodal collator is built from (its chat_template name picks the processing
+    strategy), and why the config's image rows are not emulated, where they are not."""
+    choice = config.get("chat_template")
+    # read from other keys (no key of their own: the report's "from config" line leaves them out)
+    found = [("chat_template_type", Setting(choice))] if isinstance(choice, str) else []
+    found.append(("config_folder", Setting(os.path.dirname(os.path.abspath(config.path)))))
+    gap: str | None
+    if not config.get("processor_type"):
+        gap = ("the config sets no processor_type: axolotl does not build its multimodal collator for these rows (its "
+               "text path is not emulated on image rows)")
+    elif config.get("skip_prepare_dataset") is not True:
+        gap = ("processor_type without skip_prepare_dataset: true: axolotl tokenizes the rows with its text "
+               "chat_template strategy before the multimodal collator sees them (not emulated)")
+    else:
+        gap = next((f"{key} on image rows is not emulated ({what})" for key, what in MULTIMODAL_UNEMULATED.items()
+                    if config.get(key)), None)
+    if gap is not None:
+        found.append(("multimodal_gap", Setting(gap)))
+    return tuple(found)
+
+
+# config keys of axolotl's multimodal path that mldebug does not emulate: what they do
+MULTIMODAL_UNEMULATED = {
+    "sample_packing": "axolotl builds its batch-sampler collator, not the multimodal one",
+    "image_size": "each image resized (or padded to a square) before the processor sees it",
+    "role_boundaries": "role markers of the config's own replace the strategy's",
+}
 
 
 # chat_template dataset keys mldebug reads but does not emulate: what it does instead
@@ -659,6 +690,22 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
     return Rows(given, masking, tokenizer=loaded.tokenizer, unemulated=unemulated)
 
 
+def _vision_path(options: Any, processor: Any, folder: Any) -> VisionPath:
+    """axolotl's multimodal collator (vision.py), imported when a dataset has image rows: the config's settings (its
+    first dataset's masking keys, as axolotl's builder takes them), else axolotl's defaults."""
+    from mldebug_cli.frameworks.axolotl.chat_template import AxolotlOptions
+    from mldebug_cli.frameworks.axolotl.vision import MultimodalSettings, vision_path
+
+    own = options.framework_options if isinstance(options.framework_options, AxolotlOptions) else AxolotlOptions(
+        train_on_inputs=options.train_on == "all")
+    name = own.chat_template_type
+    # the template file the config's chat_template resolves to (a named one, or chat_template_jinja); None: the tokenizer's
+    template = read_text(options.chat_template) if options.chat_template else None
+    settings = MultimodalSettings(name, template, own.train_on_inputs, own.roles_to_train, own.train_on_eos,
+                                  own.field_messages, own.config_folder)
+    return vision_path(options, processor, folder, settings, own.multimodal_gap)
+
+
 def masking_options(dataset: DatasetPlan, train_on: str | None = None):
     """The dataset's chat_template masking settings over axolotl's defaults (``train_on``: --train-on, which wins)."""
     from mldebug_cli.frameworks.axolotl.chat_template import AxolotlOptions
@@ -688,10 +735,6 @@ FRAMEWORK = Framework(
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=axolotl_trainer_facts,
-    # image rows: read from axolotl 0.19.0's processing_strategies.py, not emulated (no path)
-    vision=VisionRows((), "", None, {
-        "sft": "axolotl 0.19.0 takes them with processor_type and its multimodal chat_template collator: a processing "
-               "strategy per chat_template (qwen2_vl, qwen3_5, gemma3, ...), labels kept for the trained roles with "
-               "the pad and image tokens masked",
-    }),
+    # vision.py: processor_type rows through MultiModalChatDataCollator and the chat_template's processing strategy
+    vision=VisionRows(("sft",), "axolotl's multimodal collator", _vision_path),
 )

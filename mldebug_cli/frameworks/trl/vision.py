@@ -94,6 +94,7 @@ class VisionRow:
     cut_literal: int = 0  # image tokens written literally in the text that the cut removes (the processor's count differs)
     side: str | None = None  # preference rows: "chosen" or "rejected" (None: a single sequence)
     rejected: VisionRow | None = None  # preference rows: the rejected side, on the chosen side's row
+    unused_images: int = 0  # images of the row's column that the framework leaves out (axolotl: all but the first)
 
     @property
     def truncated(self) -> bool:
@@ -389,8 +390,11 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     return row
 
 
-def expand_images(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcessor, max_length: int | None) -> None:
-    """Each placeholder replaced by its image's tokens, then the whole text tokenized once, as the processor does."""
+def expand_images(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionProcessor, max_length: int | None,
+                  special_tokens: bool = False) -> None:
+    """Each placeholder replaced by its image's tokens, then the whole text tokenized once, as the processor does
+    (``special_tokens``: with the tokenizer's own, as the processor's apply_chat_template asks for them when the
+    rendered text does not start with the BOS token)."""
     pieces = row.text.split(processor.image_placeholder)
     if len(pieces) - 1 != len(infos):  # the template wrote more or fewer placeholders than the parts it was given
         row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the template wrote {len(pieces) - 1} image placeholder(s) for {len(infos)} "
@@ -406,7 +410,7 @@ def expand_images(row: VisionRow, infos: Sequence[ImageInfo], processor: VisionP
         return
     expansions = [processor.expansion(info.height, info.width, tokens) for info, (_, _, tokens) in zip(infos, sizes)]
     row.text = pieces[0] + "".join(expansion + piece for expansion, piece in zip(expansions, pieces[1:]))
-    encoding = processor.tokenizer.backend_tokenizer.encode(row.text, add_special_tokens=False)
+    encoding = processor.tokenizer.backend_tokenizer.encode(row.text, add_special_tokens=special_tokens)
     ids = encoding.ids
     if processor.processor_class in WRAPPING_PROCESSORS:
         blocks = _blocks(encoding.offsets, ids, pieces, expansions, processor)
