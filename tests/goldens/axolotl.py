@@ -12,7 +12,7 @@ import pytest
 import yaml
 from _pytest.mark import ParameterSet
 
-from goldens import content_parts
+from goldens import axolotl_vision, content_parts
 from goldens.suite import GoldenSuite
 from mldebug_cli.core.findings import Report
 from mldebug_cli.frameworks.axolotl import framework as axolotl_framework
@@ -121,4 +121,5 @@ SUITES = (
     GoldenSuite("axolotl-content-parts", "axolotl", content_parts.TOOL,
                 "python tools/content_parts_goldens.py axolotl --wheel /tmp/axo/whl", content_parts.GOLDENS,
                 lambda: content_parts.cases("axolotl"), replay_content_parts),
+    *axolotl_vision.SUITES,
 )
