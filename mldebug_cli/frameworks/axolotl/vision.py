@@ -349,7 +349,8 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path, settings: 
 
     trained = ("every token (train_on_inputs)" if settings.train_on_inputs else
                f"the {', '.join(settings.roles_to_train) or 'no'} turns (train_on_eos {settings.train_on_eos})"
-               if masking.boundaries else "every token: this strategy has no role boundaries")
+               if masking.boundaries else "every token (this strategy has no role boundaries)")
+    beside = " (else the config's folder)" if settings.config_folder else ""
     return VisionPath(
         encode, None, assistant_header(processor),
         {"format": "axolotl multimodal rows (messages or conversations, an images column: its first image used)",
@@ -357,5 +358,5 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path, settings: 
                            "the tokenizer's (chat_template unset)" if processor.tokenizer.chat_template else
                            processor.template_source),
          "framework": f"axolotl {EMULATED_AXOLOTL} MultiModalChatDataCollator ({masking.name} strategy): nothing cut, "
-                      f"{trained} kept, the pad and image tokens masked; image paths read from the working directory (else the config's folder)",
+                      f"{trained} kept, the pad and image tokens masked; image paths read from the working directory{beside}",
          "train_on": "all" if settings.train_on_inputs or not masking.boundaries else "assistant"})
