@@ -44,3 +44,12 @@ def test_an_images_column_that_is_not_a_list_of_images_is_refused(value: object,
     with pytest.raises(RowRefused) as refused:
         prepare({"messages": [user(BARE)], "images": value}, None)
     assert refused.value.code == Code.IMAGE_UNREADABLE and words in refused.value.message
+
+
+def test_a_configured_field_is_read_and_a_sharegpt_one_converted() -> None:
+    turns = [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]
+    messages, _, _ = prepare({"chat": turns, "messages": [{"role": "user", "content": "stale"}]}, "chat")
+    assert [(m["role"], m["content"][0]["text"]) for m in messages] == [("user", "q"), ("assistant", "a")]
+    messages, _, _ = prepare({"conversations": turns, "messages": [{"role": "user", "content": "kept"}]},
+                             "conversations")
+    assert messages[0]["content"][0]["text"] == "kept"  # messages, when not null, wins over conversations

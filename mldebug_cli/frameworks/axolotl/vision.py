@@ -217,16 +217,24 @@ def _kind(value: Any) -> str:
 
 
 def _conversation(raw: Mapping[str, Any], field_messages: str | None) -> list[Any]:
-    named = field_messages if field_messages and raw.get(field_messages) is not None else None
-    messages = raw[named] if named else raw.get("messages")
-    legacy = _legacy(messages) if named and named not in ("messages", "conversations") else False
-    if messages is not None and not legacy:
-        if not isinstance(messages, list):
+    """The configured field (else ``messages``) moved to ``messages``, or to ``conversations`` when its first turn has
+    from/value; then ``messages`` when not null, else the ShareGPT ``conversations`` converted."""
+    example = dict(raw)
+    field = field_messages if field_messages and example.get(field_messages) is not None else None
+    field = field or ("messages" if example.get("messages") is not None else None)
+    if field and field not in ("messages", "conversations"):
+        moved = example.pop(field)
+        target = "conversations" if _legacy(moved) else "messages"
+        example[target] = moved
+        if target == "conversations":
+            example.pop("messages", None)
+    if example.get("messages") is not None:
+        if not isinstance(example["messages"], list):
             raise RowRefused(Code.INVALID_MESSAGES, "messages is not a list", "give each row a list of messages")
-        return messages
-    turns = messages if legacy else raw.get("conversations")
+        return example["messages"]
+    turns = example.get("conversations")
     if turns is None:
-        raise RowRefused(Code.INVALID_MESSAGES, "the row has no messages or conversations: axolotl raises ValueError",
+        raise RowRefused(Code.INVALID_MESSAGES, "the row has no messages or conversations: axolotl raises",
                          "give each row a messages (or conversations) list")
     if not isinstance(turns, list):
         raise RowRefused(Code.INVALID_MESSAGES, "conversations is not a list", "give each row a list of turns")
