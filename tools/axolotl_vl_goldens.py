@@ -39,7 +39,7 @@ AXOLOTL_OUT = vl_harness.ROOT / "fixtures" / "axolotl-0.19.0-vision"
 # the chat_template names drawn per processor folder (None: unset, the tokenizer's or the processor's own template)
 TEMPLATES = {"qwen2-vl": (None, "qwen2_vl", "qwen2_vl", "qwen2_vl"), "gemma-3": (None, "gemma3", "gemma3"),
              "llava-1.5": (None, "llava"),
-             "idefics3": (None,)}
+             "idefics3": (None,)}  # its image processor needs torchvision at 5.16.1: not run
 FOLDER = ["qwen2-vl"]  # the --processor folder (read when case() draws the settings)
 PACKAGES = ("axolotl", "transformers", "tokenizers", "pillow", "torch", "hypothesis")
 

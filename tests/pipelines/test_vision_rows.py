@@ -251,3 +251,10 @@ def test_axolotl_image_settings_it_does_not_emulate_are_refused_by_name(tmp_path
     config.write_text(text.replace("../../", f"{FIXTURES}/") + "\n" + line + "\n", encoding="utf-8")
     code, _, err = run("--config", str(config), "--all")
     assert code == 2 and says in " ".join(err.split())
+
+
+@pytest.mark.slow  # the Idefics3 processor takes seconds to load
+def test_axolotl_image_rows_with_a_processor_not_checked_against_axolotl_are_refused() -> None:
+    code, _, err = run(str(FIXTURES / "datasets" / "vision" / "axolotl_mm.jsonl"), "-t",
+                       str(FIXTURES / "processors" / "idefics3"), "--framework", "axolotl")
+    assert code == 2 and "Idefics3Processor" in err and "LlavaProcessor" in err

@@ -61,6 +61,9 @@ BOUNDARIES = {
 OWN_STRATEGIES = ("qwen3_5", "gemma3n", "gemma4", "gemma4_unified", "llama3_2_vision", "llama4", "pixtral",
                   "mistral_v7_tekken")
 GEMMA_SOFT_TOKEN, GEMMA_SOFT_ID = "<image_soft_token>", 262144  # Gemma3ProcessingStrategy's fallback id
+# processor classes checked against axolotl's own collator (Idefics3's image processor needs torchvision at the
+# transformers axolotl pins, 5.16.1, so its rows could not be run there)
+CHECKED_PROCESSORS = frozenset({"Qwen2VLProcessor", "Qwen2_5_VLProcessor", "Gemma3Processor", "LlavaProcessor"})
 FORWARD_FAILS = ("axolotl trains the row; the model's forward raises ValueError (Image features and image tokens do "
                  "not match) at its first batch")
 
@@ -342,6 +345,10 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path, settings: 
         raise UsageError(f"chat_template {name!r}: axolotl's own {name} processing strategy is not emulated for image "
                          f"rows", hint=f"mldebug emulates {', '.join(sorted(BOUNDARIES))} and the templates without "
                                         "a strategy (llava, unset)")
+    if processor.processor_class not in CHECKED_PROCESSORS:
+        raise UsageError(f"the rows have images and the model's processor is {processor.processor_class}: mldebug "
+                         f"emulates axolotl's multimodal collator with {', '.join(sorted(CHECKED_PROCESSORS))} only",
+                         hint="check axolotl image rows with one of those processor folders")
     if options.train_on not in (None, "all", "assistant"):
         raise UsageError(f"--train-on {options.train_on} on axolotl image rows is not emulated",
                          hint="set train_on_inputs / roles_to_train in the config")
