@@ -45,7 +45,7 @@ from mldebug_cli.frameworks.trl.vision import (
 )
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.dataset import Record
-from mldebug_cli.sources.images import ImageReader
+from mldebug_cli.sources.images import ImageProblem, ImageReader
 
 EMULATED_AXOLOTL = "0.19.0"
 IMAGE_KEYS = ("image", "url", "path", "base64")  # an image part with one of these carries its image
@@ -323,6 +323,13 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     if placeholders and not infos:
         row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"{placeholders} image placeholder(s) and no image: "
                                  f"{FORWARD_FAILS}", 'give the row its image, or drop the {"type": "image"} part')
+        return row
+    for i, info in enumerate(infos):  # the image processor runs before the placeholders are counted
+        try:
+            processor.size_after_resize(info.height, info.width)
+        except ValueError as exc:  # smart_resize: an aspect ratio over 200
+            row.image_problems.append((i, ImageProblem(f"is refused by the image processor ({exc})", info.source)))
+    if row.image_problems:
         return row
     bos = processor.tokenizer.bos_token
     expand_images(row, infos, processor, None, special_tokens=not (bos is not None and row.text.startswith(bos)))
