@@ -162,3 +162,20 @@ def test_step_of_a_llama_factory_config_is_its_trainers_batch(tmp_path, keys, or
 def test_a_plan_mldebug_cannot_name_rows_for_is_refused_by_name(config, words):
     result = run("inspect-data", "--config", config, "--step", 1)
     assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_check_run_names_the_rows_behind_a_spike_of_a_llama_factory_run(tmp_path):
+    """A spike at step 5 (epoch 2 of 3 steps each): the rows of that step's 8 micro-batches in epoch 2's order."""
+    from mldebug_cli.schedule.batch_plan import shuffled_order
+
+    logs = [{"step": s, "epoch": s / 3, "loss": 9.0 if s == 5 else 2.0 - 0.01 * s, "grad_norm": 1.0,
+             "learning_rate": 1e-4} for s in range(1, 10)]
+    state = tmp_path / "trainer_state.json"
+    state.write_text(json.dumps({"log_history": logs, "global_step": 9, "max_steps": 9, "logging_steps": 1}))
+    result = run("check-run", state, "--config", llama_factory_config(tmp_path), "-f", "json", "--exit-zero")
+    doc = json.loads(result.stdout)
+    (spike,) = [b for b in doc["batches"] if b["code"] == "RN003"]
+    assert (spike["step"], spike["epoch"]) == (5, 1)
+    assert [r["row"] for r in spike["rows"]] == shuffled_order(20, 42, epoch=1)[8:16]
+    assert "rows LLaMA-Factory keeps" in doc["context"]["batch_plan"]
