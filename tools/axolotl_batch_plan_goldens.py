@@ -7,7 +7,7 @@ transformers 5.16.1, accelerate 1.13.0, datasets 4.8.4, trl 1.9.0, peft 0.20.0, 
     python -m venv /work/venvs/axolotl-sampler
     /work/venvs/axolotl-sampler/bin/pip install torch==2.13.0 transformers==5.16.1 accelerate==1.13.0 \\
         datasets==4.8.4 trl==1.9.0 peft==0.20.0 tokenizers==0.23.1 huggingface_hub==1.17.0 'numba>=0.63.1,<1.0' \\
-        hypothesis pydantic==2.12.5 PyYAML==6.0.3 addict fire einops colorama
+        hypothesis pydantic==2.12.5 PyYAML==6.0.3 addict fire einops colorama pillow
     /work/venvs/axolotl-sampler/bin/pip install --no-deps axolotl==0.19.0
     nice -n 15 /work/venvs/axolotl-sampler/bin/python tools/axolotl_batch_plan_goldens.py --configs 240
 
