@@ -16,3 +16,4 @@ def test_goldens_record_the_versions_and_both_outcomes() -> None:
         assert errors < len(doc["cases"])  # axolotl trains rows of every processor
         refused += errors
     assert refused > 0
+    assert len(SUITE.goldens("goldens-qwen2-vl.json.gz")["cases"]) >= 3000
