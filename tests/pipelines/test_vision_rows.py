@@ -240,6 +240,7 @@ def test_the_bundled_axolotl_example_fires_each_check_on_its_row() -> None:
     assert "".join(rows[1]["pieces"][:image["start"]]).endswith("ball?<|vision_start|>")
 
 
+@pytest.mark.slow  # each loads the processor: seconds
 @pytest.mark.parametrize("line, says", [("sample_packing: true", "sample_packing on image rows is not emulated"),
                                         ("skip_prepare_dataset: false", "without skip_prepare_dataset: true"),
                                         ("processor_type: null", "the config sets no processor_type"),
