@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from mldebug_cli.core.sections.runlog import (
 
 if TYPE_CHECKING:
     from mldebug_cli.checks.run.common import MemoryEstimate
+    from mldebug_cli.frameworks.framework import Framework
 
 COMMAND = "check-run"
 CONFIG_KEYS = ("gradient_accumulation_steps", "max_completion_length", "num_generations", "beta", "learning_rate",
@@ -86,16 +87,17 @@ def build_report(
         findings += tuple(f for check in checks if check.subject == COMPARISON for f in check.findings(comparison, None))
     lr_codes: tuple[str, ...] = ()
     lr_note = None
-    if config and any(r.code == Code.LOGGED_LR_MISMATCH for r in registry.selected(select, ignore)):
-        lr_findings, lr_note = logged_lr_findings(run, config)
+    framework = _config_framework(config) if config else None
+    if framework and any(r.code == Code.LOGGED_LR_MISMATCH for r in registry.selected(select, ignore)):
+        lr_findings, lr_note = logged_lr_findings(run, str(config), framework)
         findings += lr_findings
         lr_codes = (Code.LOGGED_LR_MISMATCH,) if lr_note is None else ()
     batches: tuple[StepRows, ...] = ()
     batch_note = None
-    if config:
+    if framework:
         from mldebug_cli.pipelines.run_batches import rows_behind
 
-        batches, batch_note = rows_behind(findings, run, config, world_size)
+        batches, batch_note = rows_behind(findings, run, str(config), world_size, framework)
     return Report(
         command=COMMAND,
         findings=findings,
@@ -162,13 +164,28 @@ def check_history(history: list, meta: Mapping[str, Any], select: Iterable[str] 
     return run_checks(run, checks, vocab=vocab_size)
 
 
-def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | None]:
-    """LR009 from lr-plot: the run's logged LR against the config's simulated schedule (trainer_state.json runs).
+def _config_framework(config: str) -> Callable[[], Framework]:
+    """The config's framework, detected on first use and then kept: LR009's schedule and the rows behind a flagged
+    step ask the one object (a run whose checks need neither detects nothing)."""
+
+    def detect() -> Framework:
+        from mldebug_cli.frameworks.selector import detected
+        from mldebug_cli.sources.config_file import load_config
+
+        return detected(load_config(config))
+
+    return functools.cache(detect)
+
+
+def logged_lr_findings(run, config: str, framework: Callable[[], Framework] | None = None) -> tuple[tuple[Finding, ...], str | None]:
+    """LR009 from lr-plot: the run's logged LR against the config's simulated schedule (trainer_state.json runs);
+    ``framework``: the config's, detected once by the caller (None: detected here).
 
     The simulation needs the training rows; they are taken as the rows that give the run's own step count
     (max_steps / epochs × batch × accumulation), which is all the schedule depends on.
     """
     from mldebug_cli.core.errors import MldebugError
+    from mldebug_cli.frameworks.registry import checked
     from mldebug_cli.pipelines import schedule
     from mldebug_cli.sources.config_file import load_config
 
@@ -182,8 +199,9 @@ def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | Non
         return (), "LR009 not run: the run's max_steps, epochs or batch size is unknown"
     rows = math.ceil(max_steps / epochs) * int(batch) * int(accumulation)
     try:
+        found = None if framework is None else checked(framework(), "schedule")
         report = schedule.build_report(config=config, num_rows=rows, trainer_state=run.path, select=[Code.LOGGED_LR_MISMATCH],
-                                       engine="builtin")
+                                       engine="builtin", framework=found)
     except MldebugError as exc:
         return (), f"LR009 not run: {exc.message}"
     return report.findings, None
