@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.sources.model_config import checked_sizes
 from mldebug_cli.sources.tokenizer import torch_hidden_from_transformers
@@ -120,7 +120,7 @@ def read_model_shape(path: str | Path) -> ModelShape:
     except FileNotFoundError:
         raise InputError(f"{file}: no model config.json there", "pass --model DIR, a folder with the model's config.json") from None
     except (OSError, ValueError, RecursionError) as error:  # ValueError: not UTF-8, not JSON, a number too long
-        raise InputError(f"{file}: not a readable config.json ({' '.join(str(error).split())[:200]})") from None
+        raise InputError(f"{file}: not a readable config.json ({in_one_line(error, 200)})") from None
     if not isinstance(config, dict):
         raise InputError(f"{file}: config.json is not a JSON object")
     return shape_from_config(config, str(file))
@@ -144,7 +144,7 @@ def with_class_defaults(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
         full["tie_word_embeddings"] = bool(getattr(text, "tie_word_embeddings", getattr(built, "tie_word_embeddings", False)))
         full["model_type"] = getattr(text, "model_type", model_type)
     except Exception as error:  # noqa: BLE001 - a config transformers refuses is read as written, said
-        return config, f"keys as written (transformers {cls.__name__} refused it: {' '.join(str(error).split())[:120]})"
+        return config, f"keys as written (transformers {cls.__name__} refused it: {in_one_line(error, 120)})"
     return full, f"defaults of transformers {type(text).__name__}"
 
 

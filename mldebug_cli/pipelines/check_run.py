@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.errors import InputError, UsageError, in_one_line
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.safe_io import read_text
@@ -234,7 +234,7 @@ def tokenizer_vocab_size(folder: str) -> int:
     except FileNotFoundError:
         raise InputError(f"{path}: no tokenizer.json (pass --vocab-size instead)") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
-        raise InputError(f"{path}: cannot read the tokenizer ({' '.join(str(exc).split())[:200]})") from None
+        raise InputError(f"{path}: cannot read the tokenizer ({in_one_line(exc, 200)})") from None
     vocab = (data.get("model") or {}).get("vocab") if isinstance(data, dict) else None
     ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab))) if isinstance(vocab, list) else []
     ids += [t.get("id", 0) for t in data.get("added_tokens") or [] if isinstance(t, dict)]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.probe.subject import GradientPath
 from mldebug_cli.sources.model_config import checked_sizes
@@ -108,7 +108,7 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True,
                                                      trust_remote_code=False)
     except Exception as exc:  # a refused pickle, a safetensors error, a shape mismatch: the folder's, said by name
-        raise InputError(f"{model_dir}: cannot load the model ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
+        raise InputError(f"{model_dir}: cannot load the model ({type(exc).__name__}: {in_one_line(exc, 200)})") from None
     torch.nn.Module.to(model, device)  # (transformers types PreTrainedModel.to's first argument oddly)
     fused = fused_head and facts.fused_lm_head and _add_fused_lm_head(model, facts)
     described = None
@@ -142,7 +142,7 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None, seed: int = DEFAULT_
         try:
             wrapped = PeftModel.from_pretrained(model, adapter, is_trainable=True, trust_remote_code=False)
         except Exception as exc:  # a refused pickle, a shape mismatch with the model: the adapter's, said by name
-            raise InputError(f"{adapter}: cannot load the adapter ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
+            raise InputError(f"{adapter}: cannot load the adapter ({type(exc).__name__}: {in_one_line(exc, 200)})") from None
         config: Any = wrapped.peft_config["default"]  # the adapter's LoraConfig (its base PeftConfig lacks r)
     else:
         targets = peft_facts.target_modules
@@ -157,7 +157,7 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None, seed: int = DEFAULT_
             wrapped = get_peft_model(model, config)
         except ValueError as exc:  # peft refuses the config (NoMatchingPeftModuleError: no module matches): so does the run
             raise InputError(f"lora_target_modules {config.target_modules!r}: peft refuses it "
-                             f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})",
+                             f"({type(exc).__name__}: {in_one_line(exc, 200)})",
                              hint="target_modules as a string is a regular expression over the full module name; "
                                   "a list names modules") from None
     targets = sorted(config.target_modules) if isinstance(config.target_modules, (set, list)) else config.target_modules
