@@ -31,7 +31,7 @@ image's block, and a cut anywhere in it stops the run (the processor's TypeError
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -514,7 +514,7 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path) -> VisionP
     images = ImageReader(base)
     max_length = options.max_length if options.max_length is not None else DEFAULT_MAX_LENGTH
     return VisionPath(
-        lambda record: _row(record, processor, images, max_length), max_length, assistant_header(processor),
+        lambda record: record_row(record, encode_row, processor, images, max_length), max_length, assistant_header(processor),
         {"format": "messages with images (TRL vision SFT: images column, image content parts)",
          "chat_template": processor.template_source,
          "framework": f"TRL {EMULATED_TRL} DataCollatorForVisionLanguageModeling: max_length "
@@ -551,12 +551,15 @@ def _refuse_settings(options: Any) -> None:
                          "collator with every token trained (its default)", hint="leave --train-on unset")
 
 
-def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
+def record_row(record: Record, encode: Callable[..., VisionRow], processor: VisionProcessor, images: ImageReader,
+               max_length: int | None) -> VisionRow:
+    """A dataset record's row by ``encode`` (``encode_row``; a DPO pair's ``encode_pair``); a line that could not be
+    read is refused as it is."""
     if record.error is not None:
         row = VisionRow(record.index, record.line)
         row.refused = RowRefused(Code.INVALID_MESSAGES, record.error, "fix the line")
         return row
-    return encode_row(record.index, record.line, record.data, processor, images, max_length)
+    return encode(record.index, record.line, record.data, processor, images, max_length)
 
 
 def assistant_header(processor: VisionProcessor) -> str:
