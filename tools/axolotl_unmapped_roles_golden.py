@@ -5,7 +5,7 @@ roles it is told of and hands the rest to the chat template as they are: Gemma 3
 
 The rows are LLaMA-Factory's glaive_toolcall_en_demo.json from the shared corpus (read in place, never copied);
 the goldens hold, per template, each row's error or a digest of its ids and labels.
-tests/frameworks/test_axolotl_unmapped_roles.py replays them against ``mldebug inspect-data --config``.
+tests/goldens/axolotl.py (suite axolotl-unmapped-roles) replays them against ``mldebug inspect-data --config``.
 
     python tools/axolotl_unmapped_roles_golden.py --wheel /work/venvs/axolotl-whl
 """
