@@ -216,7 +216,10 @@ def vision_shape(config: dict[str, Any], text_hidden: int) -> VisionShape | None
     if family is None or not isinstance(config.get("vision_config"), dict):
         return None
     vision = _vision_defaults(config)
-    get = vision.get
+
+    def get(key: str, default: Any = None) -> Any:
+        return vision.get(key, default)
+
     if family in ("qwen2_vl", "qwen2_5_vl"):
         qwen25 = family == "qwen2_5_vl"
         width = int(get("hidden_size") if qwen25 else get("embed_dim"))
