@@ -37,6 +37,7 @@ def _model(config: dict, attn: str = "sdpa", dtype=None):
     return model.train()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_parameters_equal_torch(family):
     for head in (False, True) if family == "gemma3" else (False,):
@@ -112,3 +113,14 @@ def test_tower_activations_equal_saved_tensor_hooks(family, attn):
     one, two = _saved(family, 1, attn), _saved(family, 2, attn)
     assert two - one == layer
     assert one == layer + shape.fixed_bytes(2, images, patches, True, True, CPU_STATS)
+
+
+def test_an_unreadable_vision_config_is_one_line_naming_the_file():
+    from mldebug_cli.core.errors import InputError
+
+    config = tiny_config("qwen2_vl", 2)
+    config["vision_config"]["depth"] = "many"
+    with pytest.raises(InputError, match=r"m/config.json: vision_config is not a readable vision tower .*depth"):
+        shape_from_config(config, "m/config.json")
+    text_only = {k: v for k, v in tiny_config("qwen2_vl", 2).items() if k != "vision_config"}
+    assert shape_from_config(text_only).vision is None
