@@ -136,9 +136,12 @@ class VisionShape:
     # ------------------------------------------------------------------------------------------- patches
 
     def patches(self, image_tokens: int) -> int:
-        """Patches the tower runs for an image the processor gave ``image_tokens`` tokens (Idefics3: all its tiles)."""
+        """Patches the tower runs for an image the processor gave ``image_tokens`` image tokens (Idefics3: all its
+        tiles; Gemma 3: each pan-and-scan crop a view of its own)."""
         if self.family in ("qwen2_vl", "qwen2_5_vl", "idefics3"):
             return image_tokens * self.merge ** 2
+        if self.family == "siglip":
+            return self.positions * max(1, -(-image_tokens // max(1, self.tokens_per_image)))
         return self.positions  # one fixed-size view per image (CLIP's class token included)
 
     def attention_groups(self, image_tokens: int) -> list[int]:
@@ -194,7 +197,7 @@ class VisionShape:
         if self.family == "qwen2_5_vl":
             return total + ((4 * d + 4 + cb * d + 3 * cb * d) * patches if tower_trains or projector_trains else 0)
         if self.family == "siglip":  # post_layernorm, the pool's input copy, the soft-embedding norm per token
-            tokens = images * self.tokens_per_image
+            tokens = patches // max(1, self.positions) * self.tokens_per_image  # every view's soft tokens
             post = patches * (cb * d + stats + cb * d) if tower_trains else 0
             return total + post + (tokens * (10 * d + 4) + 4 * d if tower_trains or projector_trains else 0)
         if self.family == "idefics3":  # post_layernorm, the pixel-shuffled projection input

@@ -14,7 +14,7 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, FindingKeeper, Hit, Location, Report
 from mldebug_cli.core.registry import Code
-from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
+from mldebug_cli.core.sections.rows import ImageLine, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
 from mldebug_cli.frameworks.vision_subjects import VisionSetup
 from mldebug_cli.render.labels import IGNORE_INDEX
@@ -107,7 +107,7 @@ class _VisionEngine:
             sides = [row] if row.rejected is None else [row, row.rejected]
             row_findings = _pair_findings(self.checks, sides, self.setup, record)
             result.findings += row_findings
-            result.stats.add(row)
+            result.stats.add(row, self.processor.image_token_id)
             rank = -max((f.severity.rank for f in row_findings), default=-1)
             shown = result.shown
             if self.limit and (len(shown) < self.limit or (rank, record.index) < shown[-1][:2]):  # views only for rows that may be shown
@@ -161,6 +161,12 @@ def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView
                    images=images, side=row.side)
 
 
+def _image_tokens(row: VisionRow, image: ImageLine, image_token_id: int) -> int:
+    """The image's own tokens (its block less the tags, wrappers and text between tiles or crops): what the
+    vision tower's views are counted from."""
+    return sum(1 for t in row.input_ids[image.start:image.start + image.tokens] if t == image_token_id)
+
+
 class _Stats:
     """Running statistics; lengths are kept as a histogram so memory stays flat as the dataset grows."""
 
@@ -171,7 +177,7 @@ class _Stats:
         # (row, each sequence's length, trained tokens, each image's tokens per sequence) for memory
         self.sequences: list[tuple[int, tuple[int, ...], int, tuple[int, ...]]] = []
 
-    def add(self, row: VisionRow) -> None:
+    def add(self, row: VisionRow, image_token_id: int) -> None:
         self.rows += 1
         if not row.input_ids:
             self.failed += 1
@@ -186,7 +192,8 @@ class _Stats:
         self.trained += trained
         if self.keep_lengths:  # a preference row runs its images once per side
             self.sequences.append((row.index, tuple(side.full_length for side in sides), trained,
-                                   tuple(image.tokens for side in sides for image in side.images)))
+                                   tuple(_image_tokens(side, image, image_token_id) for side in sides
+                                         for image in side.images)))
 
     def merge(self, other: _Stats) -> None:
         self.rows += other.rows
