@@ -103,7 +103,8 @@ def build_report(
         findings=findings,
         checks_run=tuple(check.code for check in checks) + lr_codes,
         targets=(run.path,),
-        context={"run": run.path, "format": run.format, "kind": run.kind,
+        context={"run": run.path + (f" (eval series from the TensorBoard log {run.meta['evals_from']})"
+                                    if run.meta.get("evals_from") else ""), "format": run.format, "kind": run.kind,
                  "steps": _step_span(run), "vocab_size": vocab, "config": config, "logged_lr": lr_note,
                  "batch_plan": batch_note, "completions": completions_note, "memory_estimate": estimate_note,
                  "compared_with": None if comparison is None else f"{comparison.other} (aligned by {comparison.axis})", **({} if device is None else {"gpu": f"{device[0]} ({device[1]:g} GiB)"})},

@@ -127,6 +127,7 @@ def test_huge_numbers_and_nan_everywhere_give_findings(tmp_path):
     assert doc["series"]["loss"]["min"] is None  # strict JSON: no NaN in the report
 
 
+@pytest.mark.slow  # 10 CPU s; the fast tier reads the same format (trainer_log.jsonl) at small sizes above
 def test_a_million_step_log_is_checked(tmp_path):
     path = tmp_path / "trainer_log.jsonl"
     with path.open("w") as stream:
