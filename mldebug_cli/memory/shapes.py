@@ -181,7 +181,7 @@ def shape_from_config(config: dict[str, Any], source: str = "", class_defaults: 
                 shape = replace(shape, vision=vision_shape(original, hidden))
             except Exception as error:  # noqa: BLE001 - transformers' config class refuses the vision_config its way
                 raise InputError(f"{source or 'config.json'}: vision_config is not a readable vision tower "
-                                 f"({' '.join(str(error).split())[:160]})") from None
+                                 f"({in_one_line(error, 160)})") from None
     except KeyError as absent:
         raise InputError(f"{source or 'config.json'}: no {absent.args[0]} (not a decoder-only language model config?)") from None
     except (TypeError, ValueError) as error:
