@@ -42,6 +42,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "fixtures" / "probe-goldens" / "trl-1.16.0.json.gz"
+GOLDEN_QLORA = ROOT / "fixtures" / "probe-goldens" / "trl-1.16.0-qlora.json.gz"  # draw q1, made with bitsandbytes
 RELATIVE = 1e-4
 # bf16 is held to the same 1e-4: probe runs TRL's own fused LM head (add_fused_lm_head), whose chunked log-probs sum
 # each vocabulary chunk's product in fp32, so both sides round the same operations the same way
@@ -71,6 +72,11 @@ ALPHABET = "abcdefgh xyz.,!?'\"[]{}<>\n\t é中😀-_/\\"
 # the draw leans where the stored v1 set is thin: LoRA and DoRA, bf16, non-reentrant checkpointing
 ADAPTERS = (("full", 2), ("lora", 5), ("dora", 3))
 CHECKPOINTING = (("off", 3), ("reentrant", 3), ("non-reentrant", 4))
+# "q1": QLoRA (4-bit bitsandbytes, made where bitsandbytes is installed: its CPU backend) on the trainers whose `trl`
+# command passes get_quantization_config to the trainer (the experimental ORPOTrainer has no such command)
+DRAWS = ("v2", "q1")
+QLORA_TASKS = ("sft", "dpo", "kto", "grpo")
+QLORA_ADAPTERS = (("lora", 3), ("dora", 1))
 
 
 def _pick(rng: random.Random, weighted: tuple[tuple[str, int], ...]) -> str:
@@ -90,12 +96,14 @@ def draw_case(index: int, version: str = DRAW) -> dict:
     the string ``probe-goldens/<version>/<index>``, hashed by sha512 whatever PYTHONHASHSEED), so no change to this
     tool's text, another module's or the draw's length moves it. The (architecture, task) pair goes round with the
     index, so every path is covered from the first 35 configs on."""
-    if version != "v2":
+    if version not in DRAWS:
         raise ValueError(f"draw {version!r} is not this tool's (v1: tools/probe_goldens_v1.py, in a fresh process)")
     rng = random.Random(f"probe-goldens/{version}/{index}")
-    arch, task = [(a, t) for t in TASKS for a in ARCHS_V2][index % (len(TASKS) * len(ARCHS_V2))]
+    quantized = version == "q1"
+    tasks = QLORA_TASKS if quantized else TASKS
+    arch, task = [(a, t) for t in tasks for a in ARCHS_V2][index % (len(tasks) * len(ARCHS_V2))]
     n = rng.randint(2, 4)
-    adapter = _pick(rng, ADAPTERS)
+    adapter = _pick(rng, QLORA_ADAPTERS if quantized else ADAPTERS)
     config: dict[str, Any] = {"learning_rate": rng.choice([1e-5, 1e-4, 1e-3]), "per_device_train_batch_size": n,
                               "max_length": 128, "bf16": rng.random() < 0.5, "seed": rng.choice(SEEDS)}
     checkpointing = _pick(rng, CHECKPOINTING)
@@ -105,6 +113,9 @@ def draw_case(index: int, version: str = DRAW) -> dict:
     if adapter != "full":
         config.update(use_peft=True, lora_r=rng.choice([2, 4, 8]), lora_alpha=rng.choice([8, 16]), lora_dropout=0.0,
                       lora_target_modules=rng.choice(TARGETS.get(arch, DEFAULT_TARGETS)), use_dora=adapter == "dora")
+    if quantized:  # ModelConfig's keys, which the `trl` scripts turn into get_quantization_config's BitsAndBytesConfig
+        config.update(load_in_4bit=True, bnb_4bit_quant_type=rng.choice(["nf4", "fp4"]),
+                      use_bnb_nested_quant=rng.random() < 0.5)
     beta = rng.choice([0.05, 0.1, 0.5])
     if task == "dpo":
         loss = rng.choice(DPO_LOSSES)
@@ -206,7 +217,7 @@ def run_trainer(case: dict, config_path: Path) -> Truth:
     import torch
     from datasets import Dataset
     from torch.utils.data import SequentialSampler
-    from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
+    from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config, get_quantization_config
 
     _fingerprints_off()
     config_class, trainer_class = (_load(ref) for ref in TRAINERS[case["task"]])
@@ -228,6 +239,8 @@ def run_trainer(case: dict, config_path: Path) -> Truth:
             return rewards
         reward_of_ids_recorded.__name__ = "reward_of_ids"
         extra["reward_funcs"] = reward_of_ids_recorded
+    if model_args.load_in_4bit or model_args.load_in_8bit:  # as the `trl` scripts pass it (sft.py, dpo.py, ...)
+        extra["quantization_config"] = get_quantization_config(model_args)
     trainer = trainer_class(model=model_args.model_name_or_path, args=args,
                             train_dataset=Dataset.from_list(case["rows"]), processing_class=tokenizer,
                             peft_config=get_peft_config(model_args), **extra)
@@ -304,19 +317,20 @@ def _zero_by_design(name: str, params: dict[str, Any]) -> bool:
 
 
 def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1), ids: list[int] | None = None,
-         start: int = 0) -> int:
+         start: int = 0, draw: str = DRAW) -> int:
     """Run the trainer on configs ``start``..``count``-1 of the draw (those of ``shard`` K/N: index % N == K) and store
     them at ``out`` (a shard's own file when N > 1: ``merge`` joins them). A run cut short goes on where it stopped.
     One process for every config: imports, the tiny models and each tokenizer are made once."""
+    _one_thread()
     built = models(work / "models")
     part, parts = shard
     target = out if parts == 1 else _shard_path(out, part)
-    records = _resumed(target)
+    records = _resumed(target, draw)
     done = {_key(r) for r in records}
     order = range(start, count) if ids is None else ids  # --id: in the order given
     for index in order:
-        case = draw_case(index)
-        if index % parts != part or (DRAW, index) in done:
+        case = draw_case(index, draw)
+        if index % parts != part or (draw, index) in done:
             continue
         config_path = write_case(work / f"case-{index:03d}", case, built[case["arch"]])
         cpu = time.process_time()
@@ -325,7 +339,7 @@ def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1), ids
         except Exception as exc:  # the trainer refused the config: mldebug must refuse it too
             truth = None
             refused = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
-        record = {"draw": DRAW, "id": index, **case}
+        record = {"draw": draw, "id": index, **case}
         if truth is None:
             record["refused"] = refused
         else:
@@ -340,6 +354,18 @@ def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1), ids
     _save(target, records)
     print(f"{len(records)} configs, {sum('refused' in r for r in records)} refused by the trainer -> {target}")
     return 0
+
+
+def _one_thread() -> None:
+    """One torch thread: on the shared 2-core machine a second intra-op thread spins more than it computes (DPO
+    LoRA configs: 7.3 and 12.0 CPU s with the default 2 threads, 5.8 and 7.9 with one), and ``make`` and ``replay``
+    can then run side by side. The sums' order changes in the last bits only (far below the 1e-4 compared).
+    ``PROBE_GOLDENS_THREADS`` sets another count (benchmarks/bench_probe_goldens.py compares them)."""
+    import os
+
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("PROBE_GOLDENS_THREADS", "1")))
 
 
 def _key(record: dict) -> tuple[str, int]:
@@ -367,12 +393,12 @@ def _shard_path(out: Path, part: int) -> Path:
     return out.with_name(f"{out.name}.shard{part}")
 
 
-def _resumed(out: Path) -> list[dict]:
+def _resumed(out: Path, draw: str) -> list[dict]:
     """The records already stored at ``out`` (another draw's are kept as they are; this draw's are its own)."""
     if not out.is_file():
         return []
-    return [r for r in load(out)["cases"] if _key(r)[0] != DRAW or {k: r[k] for k in draw_case(r["id"])} ==
-            draw_case(r["id"])]
+    return [r for r in load(out)["cases"] if _key(r)[0] != draw or {k: r[k] for k in draw_case(r["id"], draw)} ==
+            draw_case(r["id"], draw)]
 
 
 def _save(out: Path, records: list[dict]) -> None:
@@ -380,6 +406,8 @@ def _save(out: Path, records: list[dict]) -> None:
 
     versions = {p: md.version(p) for p in ("torch", "transformers", "trl", "peft", "datasets", "accelerate",
                                           "hypothesis")}
+    if any(r.get("draw") == "q1" for r in records):
+        versions["bitsandbytes"] = md.version("bitsandbytes")
     out.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(out, "wt", encoding="utf-8") as handle:
         json.dump({"versions": versions, "made_by": "tools/probe_goldens.py make", "cases": records}, handle,
@@ -443,6 +471,7 @@ def replay(golden: Path, work: Path, limit: int | None, ids: list[int] | None = 
     """``seed``: the seed of a file whose harness set ``args.seed`` itself and did not store it (session 9's file:
     ``args.seed = 0``; the trainer seeds LoRA A's init with it), given to every config that names none."""
     sys.path.insert(0, str(ROOT))
+    _one_thread()
     built = models(work / "models")
     records = [r for r in load(golden)["cases"] if (ids is None or r["id"] in ids) and r["id"] >= start][:limit]
     if seed is not None:
@@ -465,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("--count", type=int, default=300)
     made.add_argument("--out", type=Path, default=GOLDEN)
     made.add_argument("--work", type=Path, default=Path("/tmp/probe-goldens"))
+    made.add_argument("--draw", default=DRAW, choices=DRAWS, help="q1: QLoRA (needs bitsandbytes)")
     made.add_argument("--from", type=int, default=0, dest="start", help="the first id of the draw to make")
     made.add_argument("--shard", default="0/1", help="K/N: only the configs whose index % N == K, to their own file")
     made.add_argument("--id", type=int, action="append", dest="ids", help="make only this config of the draw")
@@ -483,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "make":
         part, parts = (int(x) for x in args.shard.split("/"))
-        return make(args.count, args.out, args.work, (part, parts), args.ids, args.start)
+        return make(args.count, args.out, args.work, (part, parts), args.ids, args.start, args.draw)
     if args.command == "merge":
         return merge(args.out, args.parts, args.add, None if args.ids is None else set(args.ids))
     return replay(args.golden, args.work, args.limit, args.ids, args.start, args.seed)

@@ -26,6 +26,9 @@ sys.modules[spec.name] = goldens  # its dataclasses look their module up
 spec.loader.exec_module(goldens)
 
 RECORDS = goldens.load()["cases"] if goldens.GOLDEN.is_file() else []
+# QLoRA (4-bit bitsandbytes on its CPU backend), made where bitsandbytes is installed; replayed only there
+QLORA = goldens.load(goldens.GOLDEN_QLORA) if goldens.GOLDEN_QLORA.is_file() else {"versions": {}, "cases": []}
+HAS_BITSANDBYTES = importlib.util.find_spec("bitsandbytes") is not None
 pytestmark = pytest.mark.skipif(not RECORDS, reason=f"no stored goldens at {goldens.GOLDEN}: "
                                 "run `python tools/probe_goldens.py make`")
 
@@ -114,17 +117,34 @@ def test_the_goldens_record_the_versions_that_made_them():
     assert versions["trl"] == "1.16.0" and {"torch", "transformers", "peft", "datasets", "accelerate"} <= set(versions)
 
 
-KNOWN_DISAGREEMENTS: dict[int, tuple[str, bool]] = {  # stored config id -> (why probe and the trainer differ, strict)
-}
+KNOWN_DISAGREEMENTS: dict[tuple[str, int], tuple[str, bool]] = {  # (draw, id) -> (why probe and the trainer differ,
+}                                                                    # strict)
 
 
 def _cases(records: list[dict]) -> list:
-    return [pytest.param(r, marks=pytest.mark.xfail(reason=KNOWN_DISAGREEMENTS[r["id"]][0],
-                                                    strict=KNOWN_DISAGREEMENTS[r["id"]][1]))
-            if r["id"] in KNOWN_DISAGREEMENTS else r for r in records]
+    known = {key: pytest.mark.xfail(reason=why, strict=strict) for key, (why, strict) in KNOWN_DISAGREEMENTS.items()}
+    return [pytest.param(r, marks=known[goldens._key(r)]) if goldens._key(r) in known else r for r in records]
 
 
 @pytest.mark.replay
 @pytest.mark.parametrize("record", _cases(RECORDS), ids=lambda r: f"{r.get('draw', 'v1')}-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
 def test_probe_agrees_with_the_trainer(record, tiny_models, tmp_path):
+    assert goldens.replay_one(record, tmp_path, tiny_models[record["arch"]]) == []
+
+
+def test_the_qlora_goldens_are_their_draw_and_record_bitsandbytes():
+    records = QLORA["cases"]
+    assert records, f"no QLoRA goldens at {goldens.GOLDEN_QLORA}"
+    assert all(r["draw"] == "q1" and r["config"]["load_in_4bit"] for r in records)
+    assert [{k: r[k] for k in goldens.draw_case(r["id"], "q1")} for r in records] == \
+        [goldens.draw_case(r["id"], "q1") for r in records]
+    assert QLORA["versions"]["trl"] == "1.16.0" and "bitsandbytes" in QLORA["versions"]
+    assert {r["task"] for r in records} == set(goldens.QLORA_TASKS)
+
+
+@pytest.mark.replay
+@pytest.mark.skipif(not HAS_BITSANDBYTES, reason="bitsandbytes is not installed: probe cannot load a 4-bit model "
+                    "(and says so); the QLoRA goldens replay where it is (e.g. a venv with bitsandbytes 0.50.2)")
+@pytest.mark.parametrize("record", QLORA["cases"], ids=lambda r: f"q1-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
+def test_probe_agrees_with_the_trainer_on_qlora(record, tiny_models, tmp_path):
     assert goldens.replay_one(record, tmp_path, tiny_models[record["arch"]]) == []
