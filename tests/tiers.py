@@ -1,7 +1,8 @@
 """The test tiers (docs/testing.md): pyproject's addopts run the fast tier (``-m "not slow"``, in parallel) and
 ``-m slow`` the rest. A test marked ``replay`` (a golden or differential replay: one case per parameter set) keeps
 ``REPLAY_SAMPLE`` evenly spaced cases of each test function in the fast tier (``@pytest.mark.replay(by="suite")``: of
-each value of its ``suite`` parameter; ``keep=1``: one case, the first, where each case is costly); its other cases
+each value of its ``suite`` parameter; ``keep=1``: one case, the first, where each case is costly; a case's own
+``replay(keep=...)`` mark sets its group's, ``keep=None`` keeping every case not already marked slow); its other cases
 are marked ``slow``, so the two tiers together run every case once.
 
 A property test (hypothesis) in the fast tier runs a fifth of its examples (``fast_examples``: at least 10, never more
@@ -28,7 +29,7 @@ def fast_examples(count: int) -> int:
 def mark_replays(items: list[pytest.Item]) -> None:
     """Mark ``slow`` the cases of each ``replay`` test function that are not in its fast-tier sample."""
     groups: dict[tuple[str, str, str], list[pytest.Item]] = {}
-    keep: dict[tuple[str, str, str], int] = {}
+    keep: dict[tuple[str, str, str], int | None] = {}
     for item in items:
         replay = item.get_closest_marker("replay")
         if replay is None or item.get_closest_marker("slow") is not None:
@@ -37,8 +38,11 @@ def mark_replays(items: list[pytest.Item]) -> None:
         params = item.callspec.params if isinstance(item, pytest.Function) and hasattr(item, "callspec") else {}
         key = (item.nodeid.split("::")[0], getattr(item, "originalname", item.name), repr(params.get(by)) if by else "")
         groups.setdefault(key, []).append(item)
-        keep.setdefault(key, replay.kwargs.get("keep", REPLAY_SAMPLE))
+        own = [mark for mark in getattr(getattr(item, "callspec", None), "marks", ()) if mark.name == "replay"]
+        keep.setdefault(key, (own[0] if own else replay).kwargs.get("keep", REPLAY_SAMPLE))
     for key, cases in groups.items():
+        if keep[key] is None:
+            continue
         for index in set(range(len(cases))) - sampled(len(cases), keep[key]):
             cases[index].add_marker(pytest.mark.slow)
 

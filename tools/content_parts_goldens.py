@@ -15,7 +15,7 @@ Three writers, one per framework, each run where that framework is installed:
 - ``llamafactory`` (LLaMA-Factory 0.9.5's venv, see tools/llamafactory_goldens.py): its ShareGPT converter
   (OpenAI-style role/content tags) and ``SupervisedDatasetProcessor`` with its ``llama3`` and ``qwen`` templates.
 
-tests/frameworks/test_content_parts_goldens.py replays them against ``mldebug inspect-data --framework NAME``.
+tests/goldens/ (suites *-content-parts) replays them against ``mldebug inspect-data --framework NAME``.
 
     python tools/content_parts_goldens.py transformers
     python tools/content_parts_goldens.py axolotl --wheel /tmp/axo/whl

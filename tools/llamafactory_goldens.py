@@ -1,7 +1,7 @@
 """Write fixtures/llamafactory-0.9.5/: real LLaMA-Factory 0.9.5 input_ids and labels for the project's own rows.
 
 Not run in CI (llamafactory caps transformers below mldebug's floor, so it cannot share mldebug's venv):
-tests/frameworks/test_llama_factory_goldens.py reads what this wrote and checks that mldebug's emulation
+tests/goldens/llama_factory.py reads what this wrote and checks that mldebug's emulation
 (``--framework llama-factory --template NAME``) gives the same ids and labels, row for row.
 
 Usage, in a throwaway venv (CPU, offline):

@@ -22,7 +22,7 @@ Not run in CI (llamafactory caps transformers below mldebug's floor). In a throw
         --processor qwen2.5-vl-256                          # goldens-<processor>.json.gz
     HF_HUB_OFFLINE=1 /work/venvs/lf-vision/bin/python tools/llamafactory_vl_goldens.py --corpus ../shared/corpus
 
-tests/frameworks/test_llama_factory_vision_goldens.py replays them against mldebug's emulation.
+tests/goldens/llama_factory.py (suite llama-factory-vision) replays them against mldebug's emulation.
 """
 
 from __future__ import annotations

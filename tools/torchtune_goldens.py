@@ -1,7 +1,7 @@
 """Write fixtures/torchtune-0.6.1/: what torchtune 0.6.1's SFT builders make of generated rows on its Qwen2.5 tokenizer.
 
 Not run in CI (torchtune wants torchao and pins torchdata; it is no dependency of mldebug):
-tests/frameworks/test_torchtune_goldens.py reads what this wrote and checks that mldebug's emulation
+tests/goldens/torchtune.py reads what this wrote and checks that mldebug's emulation
 (``inspect-data --framework torchtune``) gives the same input_ids and labels, and refuses the same rows, row for row.
 
 Usage, in a venv that sees the global torch 2.13 CPU build (the imports of torchtune's data path need these only):

@@ -1,6 +1,6 @@
 """Write fixtures/trl-1.16.0/goldens-*.json: TRL 1.16.0's own input_ids and labels for the project's rows.
 
-Not run in CI: tests/frameworks/test_trl_goldens.py reads what this wrote and checks that
+Not run in CI: tests/goldens/trl.py reads what this wrote and checks that
 `mldebug inspect-data --framework trl` gives the same ids, labels and dropped rows.
 
 Usage (offline; a tiny randomly initialised model, nothing is downloaded):

@@ -1,6 +1,6 @@
 """Write fixtures/trl-1.16.0-preference/goldens.json: what TRL's own trainers make of our preference rows.
 
-Not run in CI (trl is not a dependency): tests/pipelines/test_preference_goldens.py reads what this wrote and checks
+Not run in CI (trl is not a dependency): tests/goldens/trl.py reads what this wrote and checks
 that `mldebug inspect-data --task dpo|kto|grpo` gives the same ids and labels, and drops the same rows.
 
 Usage (offline; no model is downloaded, a tiny random model is built from a config):

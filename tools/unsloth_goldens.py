@@ -1,6 +1,6 @@
 """Write fixtures/unsloth-2026.10.9/goldens.json: Unsloth's own train_on_responses_only labels for the project's rows.
 
-Not run in CI: tests/frameworks/test_unsloth_goldens.py reads what this wrote and checks that
+Not run in CI: tests/goldens/unsloth.py reads what this wrote and checks that
 `mldebug inspect-data --framework unsloth --instruction-part ... --response-part ...` gives the same labels and
 drops the same rows.
 

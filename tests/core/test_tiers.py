@@ -1,6 +1,7 @@
-"""The test tiers (tests/tiers.py): a replay test keeps an evenly spaced sample of its cases in the fast tier and
-the rest in the slow tier, so that the two tiers together run every case exactly once; and the fast tier keeps at
-least one test of every check, command, output format and framework of the registries."""
+"""The test tiers (tests/tiers.py): a replay test keeps an evenly spaced sample of its cases in the fast tier (a
+case's own ``replay(keep=...)`` mark sets its suite's sample: the golden harness's suites) and the rest in the slow
+tier, so that the two tiers together run every case exactly once; and the fast tier keeps at least one test of every
+check, command, output format and framework of the registries."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ def test_suites(suite, case):
 def test_case_files(code, case):
     pass
 
+@pytest.mark.replay(by="suite")
+@pytest.mark.parametrize(("suite", "case"), [pytest.param("c", i, marks=pytest.mark.replay(keep=None)) for i in range(6)]
+                         + [pytest.param("d", i, marks=pytest.mark.replay(keep=2)) for i in range(6)]
+                         + [pytest.param("e", i, marks=[pytest.mark.replay(keep=None), pytest.mark.slow]) for i in range(2)])
+def test_declared(suite, case):
+    pass
+
 @pytest.mark.slow
 def test_whole_replay():
     pass
@@ -71,11 +79,12 @@ def test_the_two_tiers_split_every_case_between_them_once(pytester: pytest.Pytes
     pytester.makepyfile(test_replays=MODULE)
     fast, slow = _selected(pytester, "not slow"), _selected(pytester, "slow")
     assert not fast & slow
-    assert len(fast | slow) == CASES + 2 + 2 * CASES + 6 + 2
+    assert len(fast | slow) == CASES + 2 + 2 * CASES + 6 + 14 + 2
     kept = sampled(CASES, REPLAY_SAMPLE)
     assert fast == ({f"test_golden[{i}]" for i in kept} | {f"test_suites[{s}-{i}]" for s in "ab" for i in kept}
                     | {"test_small_golden[0]", "test_small_golden[1]", "test_unit", "test_case_files[x-0]",
-                       "test_case_files[y-0]"})
+                       "test_case_files[y-0]"}
+                    | {f"test_declared[c-{i}]" for i in range(6)} | {"test_declared[d-0]", "test_declared[d-5]"})
     assert "test_whole_replay" in slow
 
 

@@ -1,64 +1,21 @@
-"""axolotl's instruction prompters: the same ids and labels as axolotl 0.19.0 itself, from stored goldens."""
+"""axolotl's instruction prompters and chat_template reading settings: what mldebug says of them (axolotl 0.19.0's
+own ids and labels, from its goldens, are replayed by tests/goldens/: suites axolotl-prompters, -chat and -named)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-import yaml
+from goldens.axolotl import PROMPTERS, golden_report, report_for
 
-from mldebug_cli.frameworks.axolotl import framework as axolotl_framework
 from mldebug_cli.frameworks.axolotl import prompters as axolotl_prompters
-from mldebug_cli.frameworks.axolotl.framework import masking_options as _axolotl_options
 from mldebug_cli.pipelines import inspect
-from mldebug_cli.sources.config_file import load_config
 from mldebug_cli.sources.row_formats import RowProblem
-from support import FIXTURES, QWEN25, ROOT, golden_clock
-
-GOLDENS = FIXTURES / "axolotl-0.19.0" / "prompters"
-
-
-def report_for(cfg: dict, tokenizer: str, tmp_path, **extra):
-    """inspect-data's report for the config's first dataset, read by the same reader as preflight."""
-    config_path = tmp_path / "axolotl.yml"
-    config_path.write_text(yaml.safe_dump({"base_model": tokenizer, "learning_rate": 1e-5, **cfg}))
-    plan = axolotl_framework.read_plan(load_config(config_path))
-    dataset = plan.datasets[0]
-    options = inspect.InspectOptions(
-        dataset=dataset.spec, tokenizer=tokenizer, framework="axolotl", data_format=dataset.data_format,
-        max_length=plan.max_length.value, chat_template=plan.chat_template.value,
-        framework_options=_axolotl_options(dataset), **extra)
-    return inspect.build_report(options)
-
-
-def golden_report(golden, tmp_path):
-    expected = json.loads(golden.read_text())
-    cfg = expected["axolotl_cfg"]
-    cfg["datasets"] = [{**d, "path": str(GOLDENS / d["path"])} for d in cfg["datasets"]]
-    n = len(expected["rows"])
-    report = report_for(cfg, str(ROOT / expected["tokenizer"]), tmp_path, rows=tuple(range(n)), show=n)
-    return expected, {view["row"]: view for view in report.details["rows"]}, report
-
-
-@pytest.mark.replay
-@pytest.mark.parametrize("golden", sorted(GOLDENS.glob("*.*.json")), ids=lambda p: p.name[:-5])
-def test_inspect_data_gives_axolotls_own_prompter_ids_and_labels(golden, tmp_path):
-    """Goldens written by tools/axolotl_goldens.py from axolotl 0.19.0 (see fixtures/README.md)."""
-    expected, got, _ = golden_report(golden, tmp_path)
-    for want in expected["rows"]:
-        row = got[want["row"]]
-        if "rows" in want:  # completion: axolotl splits the row into rows of sequence_len, in order
-            assert row["input_ids"] == [i for r in want["rows"] for i in r["input_ids"]], f"row {want['row']}"
-            assert row["labels"] == [i for r in want["rows"] for i in r["labels"]], f"row {want['row']}"
-            assert all(r["kept"] for r in want["rows"]) == (not row.get("dropped", False))
-            continue
-        assert row["input_ids"] == want["input_ids"], f"row {want['row']}"
-        assert row["labels"] == want["labels"], f"row {want['row']}"
-        assert row.get("dropped", False) == (not want["kept"]), f"row {want['row']}"
+from support import QWEN25
 
 
 def test_the_prompter_replaces_the_chat_template_and_says_so(tmp_path):
-    golden = GOLDENS / "qwen2.5-instruct.alpaca.json"
+    golden = PROMPTERS / "qwen2.5-instruct.alpaca.json"
     _, got, report = golden_report(golden, tmp_path)
     assert report.context["train_on"] == "completion via axolotl's alpaca prompter (its own prompt text and tokenization; no chat template)"
     assert got[0]["prompt"].startswith("Below is an instruction that describes a task, paired with an input")
@@ -96,49 +53,6 @@ def test_styles_system_prompts_and_the_dict_form():
     assert axolotl_prompters.prompter("alpaca:nope", {}) is None and axolotl_prompters.prompter("explainchoice", {}) is None
     with pytest.raises(RowProblem, match="no 'instruction' field"):
         axolotl_prompters.read(axolotl_prompters.prompter("alpaca", {}), {"output": "y"})
-
-
-CHAT_GOLDENS = FIXTURES / "axolotl-0.19.0" / "chat"
-
-
-@pytest.mark.replay
-@pytest.mark.parametrize("golden", sorted(CHAT_GOLDENS.glob("*.*.json")), ids=lambda p: p.name[:-5])
-def test_chat_template_reading_settings_give_axolotls_own_ids_and_labels(golden, tmp_path):
-    """field_messages, message_property_mappings (and the older keys), roles, per-message train, split_thinking."""
-    expected = json.loads(golden.read_text())
-    cfg = expected["axolotl_cfg"]
-    cfg["datasets"] = [{**d, "path": str(CHAT_GOLDENS / d["path"])} for d in cfg["datasets"]]
-    n = len(expected["rows"])
-    report = report_for(cfg, str(ROOT / expected["tokenizer"]), tmp_path, rows=tuple(range(n)), show=n)
-    got = {view["row"]: view for view in report.details["rows"]}
-    for want in expected["rows"]:
-        assert got[want["row"]]["input_ids"] == want["input_ids"], f"row {want['row']}"
-        assert got[want["row"]]["labels"] == want["labels"], f"row {want['row']}"
-
-
-NAMED_GOLDENS = FIXTURES / "axolotl-0.19.0" / "named"
-
-
-@pytest.mark.replay
-@pytest.mark.parametrize("golden", sorted(NAMED_GOLDENS.glob("*.*.json")), ids=lambda p: p.name[:-5])
-def test_axolotls_named_chat_templates_give_its_own_ids_and_labels(golden, tmp_path):
-    """chat_template: chatml / qwen_25 / qwen3 / llama3 / mistral_v7_tekken / phi_3 / gemma3, from the installed
-    axolotl or the stored copy of 0.19.0's templates."""
-    expected = json.loads(golden.read_text())
-    cfg = expected["axolotl_cfg"]
-    cfg["datasets"] = [{**d, "path": str((NAMED_GOLDENS / d["path"]).resolve())} for d in cfg["datasets"]]
-    n = len(expected["rows"])
-    with golden_clock(expected):  # mistral_v7_tekken writes today's date into the system prompt
-        report = report_for(cfg, str(ROOT / expected["tokenizer"]), tmp_path, rows=tuple(range(n)), show=n)
-    assert report.context["chat_template"].startswith(f"axolotl's {cfg['chat_template']!r} template, from axolotl ")
-    got = {view["row"]: view for view in report.details["rows"]}
-    for want in expected["rows"]:
-        row = got[want["row"]]
-        if "error" in want:  # the template raises on the row: axolotl stops, mldebug reports it (DS009)
-            assert row["input_ids"] == [] and row.get("error")
-            continue
-        assert row["input_ids"] == want["input_ids"], f"row {want['row']}"
-        assert row["labels"] == want["labels"], f"row {want['row']}"
 
 
 def test_an_unknown_named_template_is_refused_with_the_closest_name(tmp_path):

@@ -1,8 +1,6 @@
-"""`inspect-data --framework trl` gives TRL 1.16.0's own input_ids, labels and dropped rows, row for row.
-
-The goldens were written by tools/trl_goldens.py, which runs TRL's real SFTTrainer data preparation and
-its DataCollatorForLanguageModeling on the project's rows (fixtures/trl-1.16.0/rows-*.json).
-"""
+"""`inspect-data --framework trl` beside TRL 1.16.0: the training template it picks, its default max_length, the rows
+it drops, and what is said without trl installed. The goldens of TRL's own ids, labels and dropped rows
+(tools/trl_goldens.py) are replayed by tests/goldens/ (suite trl-sft)."""
 
 from __future__ import annotations
 
@@ -13,72 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import CORPUS, FIXTURES, TOKENIZERS, needs_corpus, write_jsonl
+from support import FIXTURES, TOKENIZERS, write_jsonl
 
 GOLDENS = FIXTURES / "trl-1.16.0"
-# Differences accepted on purpose: rows file -> (the rows that differ, why). Listed in docs/frameworks/trl.md, "What
-# --framework trl emulates". The test fails when they stop differing, so the list stays true.
-ACCEPTED: dict = {}  # none: ShareGPT rows are read as TRL reads them (tags kept as roles), with DS011 on each
-
-
-def _cases():
-    for path in sorted(GOLDENS.glob("goldens-*.json")):
-        golden = json.loads(path.read_text(encoding="utf-8"))
-        corpus = golden.get("corpus_tokenizer")
-        marks = [needs_corpus] if corpus else []
-        for setting in golden["settings"]:
-            name = f"{golden['tokenizer']}:{setting['rows_file'].removeprefix('rows-').removesuffix('.json')}:{setting['setting']}"
-            yield pytest.param(golden["tokenizer"], corpus, setting, id=name, marks=marks)
-
-
-def inspect(tokenizer: str, corpus: str | None, setting: dict) -> dict:
-    folder = CORPUS / corpus if corpus else TOKENIZERS / tokenizer
-    rows = json.loads((GOLDENS / setting["rows_file"]).read_text(encoding="utf-8"))
-    args = ["inspect-data", str(GOLDENS / setting["rows_file"]), "-t", str(folder), "--framework", "trl",
-            *setting["inspect_flags"], "--rows", f"0-{len(rows) - 1}", "-f", "json"]
-    result = CliRunner().invoke(app, args, catch_exceptions=False)
-    return json.loads(result.stdout)
-
-
-def mismatches(doc: dict, setting: dict) -> list[str]:
-    """Rows where mldebug and TRL differ (ids, labels, or whether the row is dropped)."""
-    got = {r["row"]: r for r in doc["rows"]}
-    problems = []
-    for row in setting["dropped"]:
-        if not got[row].get("dropped"):
-            problems.append(f"row {row}: TRL drops it, mldebug keeps it")
-    for want in setting["rows"]:
-        row = got[want["row"]]
-        if row.get("dropped"):
-            problems.append(f"row {want['row']}: TRL keeps it, mldebug drops it")
-        elif row["input_ids"] != want["input_ids"]:
-            problems.append(f"row {want['row']}: input_ids differ")
-        elif row["labels"] != want["labels"]:
-            problems.append(f"row {want['row']}: labels differ")
-    return problems
-
-
-@pytest.mark.replay
-@pytest.mark.parametrize(("tokenizer", "corpus", "setting"), list(_cases()))
-def test_inspect_data_gives_trls_own_ids_labels_and_dropped_rows(tokenizer, corpus, setting):
-    doc = inspect(tokenizer, corpus, setting)
-    if setting["rows_file"] in ACCEPTED:
-        differing, _ = ACCEPTED[setting["rows_file"]]
-        if "error" in setting:  # the template refuses TRL's unmapped roles; mldebug renders the mapped ones
-            assert not any(f["code"] == "DS009" for f in doc["findings"])
-            return
-        assert {int(p.split()[1].rstrip(":")) for p in mismatches(doc, setting)} == differing
-        return
-    if "error" in setting and "TemplateError" in setting["error"]:  # the template raises on the row: so does TRL
-        assert any(f["code"] == "DS009" for f in doc["findings"]), doc["findings"]
-        return
-    if "error" in setting:  # SFTTrainer refuses the setting: mldebug says so, as an error
-        refusals = [f for f in doc["findings"] if f["code"] == "DS015" and f["severity"] == "error"]
-        assert refusals and "raises" in refusals[0]["message"], doc["findings"]
-        return
-    assert mismatches(doc, setting) == []
-    if setting["training_template"]:
-        assert setting["training_template"] in doc["context"]["chat_template"]
 
 
 def run(args: list[str]) -> dict:

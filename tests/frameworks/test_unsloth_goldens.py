@@ -1,42 +1,17 @@
-"""--framework unsloth against Unsloth itself: train_on_responses_only's labels, row for row.
-
-The goldens (fixtures/unsloth-2026.10.9/goldens.json, written by tools/unsloth_goldens.py) are the labels the real
-unsloth_zoo 2026.10.9 function gives TRL 1.16.0's prepared ids of fixtures/trl-1.16.0/rows-messages.json, and the rows
-it leaves with nothing to train (Unsloth drops them).
-"""
+"""--framework unsloth: the goldens of Unsloth's own train_on_responses_only (tools/unsloth_goldens.py, replayed row
+for row by tests/goldens/, suite unsloth-labels) are worth comparing with, and the parts Unsloth refuses or mldebug
+cannot place are one-line errors."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from goldens.unsloth import GOLDENS, ROWS, case_id
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
-from support import FIXTURES, TOKENIZERS
-
-GOLDENS = json.loads((FIXTURES / "unsloth-2026.10.9" / "goldens.json").read_text(encoding="utf-8"))
-ROWS = FIXTURES / "trl-1.16.0" / "rows-messages.json"
-
-
-def case_id(case: dict) -> str:
-    return f"{case['tokenizer']}-{case['trl_setting']}-{case['variant']}"
-
-
-@pytest.mark.replay
-@pytest.mark.parametrize("case", GOLDENS["cases"], ids=case_id)
-def test_labels_and_dropped_rows_equal_unsloths_own(case):
-    result = CliRunner().invoke(app, ["inspect-data", str(ROWS), "-t", str(TOKENIZERS / case["tokenizer"]),
-                                      "--framework", "unsloth", *case["inspect_flags"], "--rows", "0-6",
-                                      "-f", "json", "--exit-zero"])
-    assert result.exit_code == 0, result.output
-    doc = json.loads(result.stdout)
-    dropped = sorted(r["row"] for r in doc["rows"] if r.get("dropped"))
-    assert dropped == case["dropped"]
-    ours = {r["row"]: (r["input_ids"], r["labels"]) for r in doc["rows"] if not r.get("dropped")}
-    assert ours == {r["row"]: (r["input_ids"], r["labels"]) for r in case["rows"]}
-    assert doc["summary"]["rows_dropped"] == len(case["dropped"])
-    assert "Unsloth train_on_responses_only" in doc["context"]["train_on"]
+from support import TOKENIZERS
 
 
 def test_the_goldens_train_something_and_mask_something():

@@ -1,6 +1,6 @@
 """inspect-data on image rows for processors that wrap or tile each image: Gemma 3 (``<start_of_image>``, 256 soft
 tokens, ``<end_of_image>``) and Idefics3/SmolVLM (tiles with row/column tags and a global view), under TRL's SFT
-collator. The ids themselves are held to TRL in tests/frameworks/test_trl_vision_goldens.py; these tests hold the
+collator. The ids themselves are held to TRL in tests/goldens/trl_vision.py; these tests hold the
 views, the checks on a planted row and its quiet twin, and the refusals. Each loads a large tokenizer: slow tier."""
 
 from __future__ import annotations

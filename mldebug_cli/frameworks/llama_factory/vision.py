@@ -2,7 +2,7 @@
 the template's ``mm_plugin``, then encoded by the supervised processor like any chat row.
 
 What LLaMA-Factory 0.9.5 does (``data/converter.py``, ``data/mm_plugin.py`` Qwen2VLPlugin,
-``data/processor/supervised.py``), checked row for row against it (tests/frameworks/test_llama_factory_vision_goldens.py):
+``data/processor/supervised.py``), checked row for row against it (tests/goldens/llama_factory.py):
 
 - The converter drops a row whose roles are out of order or whose turn count is odd, before any image is looked at.
   String image paths are joined to ``media_dir`` (the dataset's folder unless set) when that file exists, else used

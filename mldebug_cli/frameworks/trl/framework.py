@@ -6,7 +6,7 @@ DatasetMixtureConfig and ModelConfig from the same file. TRL's own fields come f
 package, else from the stored list of trl 1.16.0. Which class a config is for is read from its keys
 (the class sharing the most keys of its own with the file; SFTConfig when none does).
 
-SFTTrainer's data semantics (checked row for row against TRL 1.16.0, tests/frameworks/test_trl_goldens.py):
+SFTTrainer's data semantics (checked row for row against TRL 1.16.0, tests/goldens/trl.py):
 
 - Conversations are rendered with the chat template and tokenized without special tokens; plain text and
   text prompt/completion rows get the EOS text appended (unless they end with it) and are tokenized with them.

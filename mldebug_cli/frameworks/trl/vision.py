@@ -1,7 +1,7 @@
 """TRL's vision SFT path: how SFTTrainer (TRL 1.16) turns a row with images into ids and labels.
 
 What TRL does (``trl/trainer/sft_trainer.py`` DataCollatorForVisionLanguageModeling, ``trl/data_utils.py``
-prepare_multimodal_messages), checked row for row against TRL itself (tests/frameworks/test_trl_vision_goldens.py):
+prepare_multimodal_messages), checked row for row against TRL itself (tests/goldens/trl_vision.py):
 
 - A dataset whose first row has an ``image`` or ``images`` column is a vision dataset: it is not tokenized ahead,
   no row is dropped; the collator processes each batch. Packing, padding_free and ``truncation_mode: keep_end`` are

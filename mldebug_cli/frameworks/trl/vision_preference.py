@@ -1,7 +1,7 @@
 """TRL's vision DPO path: how DPOTrainer (TRL 1.16) turns a preference row with images into two sequences.
 
 What TRL does (``trl/trainer/dpo_trainer.py`` DataCollatorForVisionPreference, ``trl/data_utils.py``
-apply_chat_template), checked row for row against TRL itself (tests/frameworks/test_trl_vision_dpo_goldens.py):
+apply_chat_template), checked row for row against TRL itself (tests/goldens/trl_vision.py):
 
 - A dataset whose first row has an ``image`` or ``images`` column is a vision dataset: nothing is prepared ahead (no
   prompt extraction, no row dropped); the collator processes each batch. ``truncation_mode: keep_end`` (with a

@@ -13,7 +13,7 @@ searches the prepared ids for the token ids of the two parts, learnt from unslot
   trained); the next instruction marker (not trained, nor the optional tokens before it); or the end of the row.
 - ``last_response_only`` trains only the last of those spans. Rows left with no trained token are dropped.
 
-Checked row for row against the real function (tests/frameworks/test_unsloth_goldens.py, goldens written by
+Checked row for row against the real function (tests/goldens/unsloth.py, goldens written by
 tools/unsloth_goldens.py into fixtures/unsloth-2026.10.9/). Not emulated: ``mask_out_tokens``,
 ``force_match=False`` and parts auto-detected from the template (both parts must be given).
 

@@ -1,7 +1,8 @@
 """The shared replay of the vision goldens (tools/vl_goldens.py, tools/vl_dpo_goldens.py,
 tools/llamafactory_vl_goldens.py): each suite names its golden files, how many cases run without ``-m slow``, the
 exceptions of the framework it maps to the checks that name them, and how one case disagrees; the loading, the
-sample, the images the tools drew and the wording of a disagreement are here once."""
+sample, the images the tools drew and the wording of a disagreement are here once. A golden file is one case of the
+replay test (``cases``), many golden cases each."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.mark import ParameterSet
 
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
 from support import FIXTURES
@@ -74,7 +76,7 @@ def ids_differ(mine: list[int], theirs: list[int], who: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class Suite:
+class VisionSuite:
     """One framework's vision goldens and how a case is replayed against mldebug."""
 
     folder: Path  # under fixtures/
@@ -111,22 +113,17 @@ class Suite:
             assert not problems, f"{len(problems)} disagreements:\n" + "\n".join(problems[:20])
         assert not problems, "\n".join(problems[:10])
 
-    def tests(self) -> tuple[Callable[[str], None], Callable[[str], None], Callable[[str], None]]:
-        """The suite's three replay tests, one per golden file each, for its module to name: every refusal is named,
-        a sample of cases agrees (fast tier), every case agrees (``-m slow``)."""
-        per_file = pytest.mark.parametrize("name", self.files)
+    def cases(self) -> list[ParameterSet]:
+        """Per golden file: every refusal is named and a sample of cases agrees (the fast tier, but for the files of
+        ``slow_only``), every case agrees (slow)."""
+        named = [pytest.param(("named", name), id=f"named:{name}") for name in self.files]
+        sample = [pytest.param(("sample", name), id=f"sample:{name}") for name in self.files if name not in self.slow_only]
+        every = [pytest.param(("every", name), id=f"every:{name}", marks=pytest.mark.slow) for name in self.files]
+        return [*named, *sample, *every]
 
-        @per_file
-        def named(name: str) -> None:
+    def replay(self, case: tuple[str, str], tmp_path: Path) -> None:
+        kind, name = case
+        if kind == "named":
             assert not self.unnamed(name)
-
-        @pytest.mark.parametrize("name", [name for name in self.files if name not in self.slow_only])
-        def sample(name: str) -> None:
-            self.check(name, slow=False)
-
-        @pytest.mark.slow
-        @per_file
-        def every(name: str) -> None:
-            self.check(name, slow=True)
-
-        return named, sample, every
+        else:
+            self.check(name, slow=kind == "every")
