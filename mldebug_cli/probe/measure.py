@@ -164,8 +164,6 @@ def metric_gradients(model: Any, batches: list[Batch], user: Any, device: str, d
 
     named = trainable(model)
     totals = TermGradients([n for n, _ in named], {})
-    # a QLoRA adapter in bf16 (TRL casts it) rounds each backward's gradients the same way, without autocast
-    rounded = dtype != "fp32" or any(p.dtype != torch.float32 for _, p in named)
     values = []
     model.train()
     for batch in batches:
