@@ -77,6 +77,7 @@ class SamplerFacts:
     epochs: float = 3.0
     max_steps: int = -1
     not_replayed: str | None = None  # why the batch plan does not replay this trainer's order (None: it does)
+    rows_note: str | None = None  # how the planned rows relate to the file's, where they may differ
 
 
 @dataclass(frozen=True)

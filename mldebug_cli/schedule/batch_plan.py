@@ -14,12 +14,16 @@ row against the real ``Trainer`` by ``tools/batch_plan_goldens.py``, goldens in 
   remainder); ``max_steps`` (else ``ceil(num_train_epochs × steps per epoch)``) ends the run, even mid-epoch.
 - packing or any other regrouping of rows before the sampler: pass ``units`` (the rows behind each sample the
   sampler sees) and the plan names the original rows.
+- a batch sampler that regroups rows after the order is drawn (axolotl's multipack): pass ``batcher`` (an epoch's
+  sample order → its micro-batches of rows); its batches are all full, dealt round-robin over the ranks and a tail
+  short of a round dropped (accelerate's ``BatchSamplerShard`` over a ``drop_last`` batch sampler), and
+  ``epoch_batches`` cuts every epoch to the sampler's length where the trainer fixed it beforehand.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 
@@ -38,6 +42,7 @@ class SamplerSettings:
     epochs: float = 1.0  # num_train_epochs
     max_steps: int = -1  # > 0 overrides epochs
     even_batches: bool = True  # accelerate's DataLoaderConfiguration.even_batches
+    rows_note: str | None = None  # how the planned rows relate to the file's rows, said with the plan
 
     @property
     def sampler_seed(self) -> int:
@@ -47,8 +52,9 @@ class SamplerSettings:
         order = f"shuffled with seed {self.sampler_seed} (+ epoch)" if self.shuffle else "in dataset order"
         ranks = f" × {self.world_size} ranks" if self.world_size > 1 else ""
         drop = ", last short micro-batch dropped" if self.drop_last else ""
+        note = f" ({self.rows_note})" if self.rows_note else ""
         return (f"{self.samples:,} samples {order}, micro-batches of {self.micro_batch_size}{ranks}, "
-                f"{self.gradient_accumulation_steps} per optimizer step{drop}")
+                f"{self.gradient_accumulation_steps} per optimizer step{drop}{note}")
 
 
 @dataclass(frozen=True)
@@ -66,11 +72,15 @@ class OptimizerStep:
 class BatchPlan:
     """The optimizer steps of a run, each with its rows per rank and micro-batch."""
 
-    def __init__(self, settings: SamplerSettings, units: Sequence[Sequence[int]] | None = None):
+    def __init__(self, settings: SamplerSettings, units: Sequence[Sequence[int]] | None = None,
+                 batcher: Callable[[list[int]], list[list[int]]] | None = None, epoch_batches: int | None = None):
         if settings.micro_batch_size < 1 or settings.gradient_accumulation_steps < 1 or settings.world_size < 1:
             raise ValueError("micro-batch size, gradient accumulation and world size must be at least 1")
         self.settings = settings
         self._kept: tuple[int, list[int]] | None = None
+        self._kept_batches: tuple[int, list[list[int]]] | None = None
+        self.batcher = batcher
+        self.epoch_batches = epoch_batches
         self.units = [tuple(u) for u in units] if units is not None else None
         if self.units is not None and len(self.units) != settings.samples:
             raise ValueError(f"{len(self.units)} units for {settings.samples} samples")
@@ -142,8 +152,23 @@ class BatchPlan:
             self._kept = (epoch, order)
         return self._kept[1]
 
+    def epoch_batches_drawn(self, epoch: int) -> int:
+        """The micro-batches the batch sampler itself makes in ``epoch`` (before any cut or dealing to ranks)."""
+        return len(self._batched(epoch)) if self.batcher is not None else 0
+
+    def _batched(self, epoch: int) -> list[list[int]]:
+        assert self.batcher is not None
+        if self._kept_batches is None or self._kept_batches[0] != epoch:
+            self._kept_batches = (epoch, self.batcher(self._order(epoch)))
+        return self._kept_batches[1]
+
     def _rank_batches(self, epoch: int, rank: int) -> list[list[int]]:
         s = self.settings
+        if self.batcher is not None:
+            batches = self._batched(epoch)
+            if self.epoch_batches is not None:
+                batches = batches[:self.epoch_batches]
+            return shard_batches(batches, s.world_size, rank, 0, drop_last=True, even_batches=False)
         order = self._order(epoch)
         batches = [order[i:i + s.micro_batch_size] for i in range(0, len(order), s.micro_batch_size)]
         if s.drop_last and batches and len(batches[-1]) < s.micro_batch_size:

@@ -17,6 +17,7 @@ MAX_SCHEDULE_STEPS = 100_000  # steps simulated one by one; past this the curve 
 SAMPLED_POINTS = 10_000  # evenly spaced steps of a longer curve (besides its start, warmup end and last steps)
 EDGE_STEPS = 1_000  # steps kept one by one at the start, around the warmup's end and at the end
 ENGINE_CHOICES = ("auto", "builtin")
+REAL_ENGINE = "real"  # simulate_lrs only (the tests that hold the formulas equal to it): the real scheduler, always
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,16 @@ class EngineResult:
 def simulate_lrs(
     choice: SchedulerChoice, base_lr: float, warmup: int, total: int, count: int, engine: str = "auto"
 ) -> EngineResult:
-    """LRs of optimizer steps 1..count for a scheduler built with ``warmup`` and ``total`` steps."""
+    """LRs of optimizer steps 1..count for a scheduler built with ``warmup`` and ``total`` steps.
+
+    ``auto`` computes with the built-in formula, under the real scheduler's name, where the family holds the two equal
+    for this choice at the installed release (``SchedulerFamily.exact``): the same floats without importing torch.
+    A formula that raises hands over to the real scheduler, whose own error the report quotes."""
+    exact = choice.family.exact(choice) if engine == "auto" and choice.family.exact is not None else None
+    if exact is not None:
+        result = _run_builtin(choice, base_lr, warmup, total, count)
+        if result.error is None:
+            return EngineResult(result.lrs, exact)
     real = None if engine == "builtin" or choice.family.real is None else choice.family.real(choice)
     if real is None:
         return _run_builtin(choice, base_lr, warmup, total, count)
@@ -112,6 +122,6 @@ def _run_real(real: RealScheduler, choice, base_lr: float, warmup: int, total: i
                 lrs.append(float(lr.item() if torch.is_tensor(lr) else lr))
                 if steps_scheduler:
                     scheduler.step()
-        except (ZeroDivisionError, OverflowError, ValueError) as exc:
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:  # TypeError: a kwarg of a wrong type
             return EngineResult(tuple(lrs), real.engine, error=_failure(exc), fails_after=len(lrs))
     return EngineResult(tuple(lrs), real.engine)

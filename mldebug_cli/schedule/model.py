@@ -38,6 +38,10 @@ class SchedulerFamily:
     real: Callable[[SchedulerChoice], RealScheduler | None] | None = None  # its own scheduler when it imports here
     required_kwargs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> kwargs, one of them needed
     with_warmup: Mapping[str, str] = field(default_factory=dict)  # a scheduler built without warmup -> its twin with
+    # the real scheduler's engine name (as ``real`` names it) when its built-in formula for this choice is held equal to
+    # it, float for float, at the installed release (tests/schedule/test_lr_engines.py), found without importing
+    # torch; None: only the real scheduler says what it does
+    exact: Callable[[SchedulerChoice], str | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ BUILD = ROOT / "build"  # files conftest derives from the corpus (the Phi-3 GGUF
 COMMANDS = ("inspect-data", "preflight", "lr-plot", "check-template", "check-run", "probe")
 OUTCOMES = ("fail", "pass")
 PROBE_SAMPLE = pytest.mark.replay(by="code", keep=1)
+PROBE_FAST_CODE = "GP002"  # the probe case file whose first case stays in the fast tier
 CASE_KEYS = {"name", "expect", "at", "message", "severity", "tokenizer", "rows", "config", "log", "state", "files",
              "options", "why", "slow"}
 
@@ -58,8 +59,10 @@ def _load_case_files() -> list[Any]:
             marks = [needs_corpus] if "$corpus" in json.dumps(case) or "$build" in json.dumps(case) else []
             if case.get("slow"):  # a case that runs a whole estimate (seconds): the slow tier
                 marks.append(pytest.mark.slow)
-            if document["command"] == "probe":  # each runs a tiny model, some after TRL trained it: the first in the
-                marks.append(PROBE_SAMPLE)     # fast tier, the others in the slow tier (tests/tiers.py)
+            if document["command"] == "probe":  # each runs a tiny model, some after TRL trained it: GP002's first in
+                # the fast tier (the cheapest end-to-end probe), the others in the slow tier; each GP check's decision
+                # on its planted readings is in the fast tier (tests/checks/test_probe_readings.py)
+                marks.append(PROBE_SAMPLE if code == PROBE_FAST_CODE else pytest.mark.slow)
             params.append(pytest.param(document["command"], code, case, id=f"{code}-{case['name']}", marks=marks))
     return params
 

@@ -118,3 +118,64 @@ def test_memorys_peak_batch_is_named_at_its_step_on_every_rank_count(world_size)
                  FIXTURES / "memory-models" / "qwen2.5-0.5b", "--world-size", world_size, "-f", "json", "--exit-zero")
     doc = json.loads(result.stdout)
     assert 27 in doc["batch"]["rows"] and doc["batch"]["step"] == index // world_size + 1
+
+
+LLAMA_FACTORY = FIXTURES / "preflight" / "llama-factory"  # 2 datasets; shop_identity has 20 alpaca rows
+
+
+def llama_factory_config(tmp_path, **keys) -> str:
+    """LLaMA-Factory's example config on one dataset, without max_samples (what the batch plan replays)."""
+    text = (LLAMA_FACTORY / "config.yaml").read_text()
+    text = text.replace("dataset: shop_identity,shop_tools", "dataset: shop_identity").replace("max_samples: 1000\n", "")
+    text = text.replace("dataset_dir: data", f"dataset_dir: {LLAMA_FACTORY / 'data'}")
+    text = text.replace("model_name_or_path: ../../tokenizers/qwen2.5-instruct",
+                        f"model_name_or_path: {FIXTURES / 'tokenizers' / 'qwen2.5-instruct'}")
+    text += "".join(f"{key}: {value}\n" for key, value in keys.items())
+    path = tmp_path / "lf.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keys, order", [
+    ({}, "shuffled"),  # the Trainer's seeded shuffle (seed 42)
+    ({"disable_shuffling": "true", "seed": 7}, "in order"),  # LLaMA-Factory's SequentialSampler
+])
+def test_step_of_a_llama_factory_config_is_its_trainers_batch(tmp_path, keys, order):
+    from mldebug_cli.schedule.batch_plan import shuffled_order
+
+    result = run("inspect-data", "--config", llama_factory_config(tmp_path, **keys), "--step", 2, "-f", "json",
+                 "--exit-zero", "--allow-outside-paths")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    rows = shuffled_order(20, 42) if order == "shuffled" else list(range(20))
+    # batch 1, accumulation 8: step 2 is micro-batches 9-16 (fixtures/batch-plan/llamafactory-0.9.5.jsonl checks the rule)
+    assert [r["row"] for r in doc["rows"]] == sorted(rows[8:16])
+    assert doc["context"]["step 2 (epoch 1)"] == "; ".join(f"micro-batch {i + 1}: {r}" for i, r in enumerate(rows[8:16]))
+    assert "rows LLaMA-Factory keeps" in doc["context"]["batch plan"]
+
+
+@pytest.mark.parametrize("config, words", [
+    (LLAMA_FACTORY / "config.yaml", "2 datasets are merged (concat) before the sampler"),
+    (FIXTURES / "preflight" / "axolotl" / "config_fixed.yml", "mldebug replays the sampler over that prepared dataset"),
+])
+def test_a_plan_mldebug_cannot_name_rows_for_is_refused_by_name(config, words):
+    result = run("inspect-data", "--config", config, "--step", 1)
+    assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_check_run_names_the_rows_behind_a_spike_of_a_llama_factory_run(tmp_path):
+    """A spike at step 5 (epoch 2 of 3 steps each): the rows of that step's 8 micro-batches in epoch 2's order."""
+    from mldebug_cli.schedule.batch_plan import shuffled_order
+
+    logs = [{"step": s, "epoch": s / 3, "loss": 9.0 if s == 5 else 2.0 - 0.01 * s, "grad_norm": 1.0,
+             "learning_rate": 1e-4} for s in range(1, 10)]
+    state = tmp_path / "trainer_state.json"
+    state.write_text(json.dumps({"log_history": logs, "global_step": 9, "max_steps": 9, "logging_steps": 1}))
+    result = run("check-run", state, "--config", llama_factory_config(tmp_path), "-f", "json", "--exit-zero")
+    doc = json.loads(result.stdout)
+    (spike,) = [b for b in doc["batches"] if b["code"] == "RN003"]
+    assert (spike["step"], spike["epoch"]) == (5, 1)
+    assert [r["row"] for r in spike["rows"]] == shuffled_order(20, 42, epoch=1)[8:16]
+    assert "rows LLaMA-Factory keeps" in doc["context"]["batch_plan"]

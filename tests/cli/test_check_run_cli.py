@@ -127,6 +127,7 @@ def test_huge_numbers_and_nan_everywhere_give_findings(tmp_path):
     assert doc["series"]["loss"]["min"] is None  # strict JSON: no NaN in the report
 
 
+@pytest.mark.slow  # 10 CPU s; the fast tier reads the same format (trainer_log.jsonl) at small sizes above
 def test_a_million_step_log_is_checked(tmp_path):
     path = tmp_path / "trainer_log.jsonl"
     with path.open("w") as stream:
@@ -170,3 +171,20 @@ def test_gpu_flag_judges_the_logged_peak_memory(tmp_path):
     assert json.loads(check_run(str(state), "--gpu-memory", "141", "-f", "json", "--select", "RN042").stdout)[
         "findings"] == []
     assert check_run(str(state), "--gpu", "H999").exit_code == 2
+
+
+@pytest.mark.parametrize("reserved, flagged", [(76.1, True), (70.0, False)])
+def test_gpu_flag_judges_torchtunes_logged_peak_memory(tmp_path, reserved, flagged):
+    """RN042 on a torchtune log (DiskLogger's ``Step n | key:value`` lines): its peak_memory_reserved, GiB as
+    torchtune 0.3.0 and later divide it (get_memory_stats), against --gpu; a run below 90% of the card is quiet."""
+    lines = [f"Step {s} | loss:{2.0 - 0.1 * s} lr:2e-05 peak_memory_active:60.0 peak_memory_alloc:62.0 "
+             f"peak_memory_reserved:{reserved if s >= 3 else 60.0}" for s in range(1, 6)]
+    log = tmp_path / "log_1700000000.txt"
+    log.write_text("\n".join(lines) + "\n")
+    doc = json.loads(check_run(str(log), "--gpu", "H100-80GB", "-f", "json", "--select", "RN042").stdout)
+    if not flagged:
+        assert doc["findings"] == []
+        return
+    (finding,) = doc["findings"]
+    assert finding["location"]["step"] == 3 and "peak_memory_reserved peaked at 76.1 GiB" in finding["message"]
+    assert "0.2.x logged GB" in finding["message"]

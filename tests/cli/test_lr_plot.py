@@ -165,3 +165,30 @@ def test_a_reader_that_stops_early_closes_the_pipe_quietly():
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=300) == 0, stderr
     assert first[0].startswith(b"step,") and stderr == ""
+
+
+@pytest.mark.slow  # a fresh interpreter (imports, the schedule): 3-5 CPU s
+def test_lr_plot_on_a_config_keeps_torch_out_of_the_process(tmp_path):
+    """At a transformers release whose get_scheduler the built-in formulas are held equal to
+    (tests/schedule/test_lr_engines.py), `mldebug lr-plot` on a config imports no torch, peft or trl, and gives the
+    report this process gives (which has torch, and names the same engine)."""
+    import transformers
+
+    from mldebug_cli.frameworks.hf.schedulers import EXACT_RELEASES
+
+    if transformers.__version__ not in EXACT_RELEASES:
+        pytest.skip(f"transformers {transformers.__version__} is not a release the formulas are held equal at")
+    out = tmp_path / "lr.json"
+    args = ["--config", str(CONFIGS / "hf_training_args.yaml"), "--num-rows", "20000", "-f", "json"]
+    code = (
+        "import sys\n"
+        "from mldebug_cli.cli import main\n"
+        f"sys.argv = ['mldebug', 'lr-plot', *{args!r}, '-o', {str(out)!r}, '--exit-zero']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('AFTER', sorted(m for m in ('torch', 'peft', 'trl') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert "AFTER []" in result.stdout, result.stdout[-500:] + result.stderr[-2000:]
+    here = lr_plot(*args, "--exit-zero")
+    assert json.loads(out.read_text()) == json.loads(here.stdout)
+    assert json.loads(out.read_text())["engine"] == f"transformers {transformers.__version__}"

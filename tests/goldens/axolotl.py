@@ -1,6 +1,6 @@
 """axolotl 0.19.0's goldens (tools/axolotl_goldens.py, from the unpacked wheel): its instruction prompters, its
-chat_template reading settings and its named chat templates give these ids and labels; and content parts
-(content_parts.py)."""
+chat_template reading settings and its named chat templates give these ids and labels; content parts
+(content_parts.py); and the rows its trainer puts in each optimizer step (batch_plans.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 from _pytest.mark import ParameterSet
 
-from goldens import content_parts
+from goldens import batch_plans, content_parts
 from goldens.suite import GoldenSuite
 from mldebug_cli.core.findings import Report
 from mldebug_cli.frameworks.axolotl import framework as axolotl_framework
@@ -121,4 +121,7 @@ SUITES = (
     GoldenSuite("axolotl-content-parts", "axolotl", content_parts.TOOL,
                 "python tools/content_parts_goldens.py axolotl --wheel /tmp/axo/whl", content_parts.GOLDENS,
                 lambda: content_parts.cases("axolotl"), replay_content_parts),
+    GoldenSuite("axolotl-batch-plan", "axolotl", batch_plans.AXOLOTL_TOOL, batch_plans.AXOLOTL_COMMAND,
+                batch_plans.AXOLOTL_GOLDENS, lambda: batch_plans.cases(batch_plans.AXOLOTL_GOLDENS),
+                batch_plans.replay_axolotl),
 )

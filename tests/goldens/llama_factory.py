@@ -1,7 +1,8 @@
 """LLaMA-Factory 0.9.5's goldens: the supervised and pairwise processors' ids and labels (tools/llamafactory_goldens.py,
 on the project's rows in fixtures/llamafactory-rows/), the multimodal rows (tools/llamafactory_vl_goldens.py:
 template qwen2_vl, Qwen2VLPlugin and the real processor on hypothesis-generated rows; where it raises, mldebug refuses
-the row with the check that names the same failure; where it drops the row, so does mldebug) and content parts."""
+the row with the check that names the same failure; where it drops the row, so does mldebug), content parts, and the
+rows its trainers put in each optimizer step (batch_plans.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from _pytest.mark import ParameterSet
 
-from goldens import content_parts
+from goldens import batch_plans, content_parts
 from goldens.suite import GoldenSuite
 from goldens.vision import VisionSuite, ids_differ, image_bytes, processor
 from mldebug_cli.core.errors import InputError
@@ -181,4 +182,7 @@ SUITES = (
     GoldenSuite("llama-factory-content-parts", "llama-factory", content_parts.TOOL,
                 "HF_HUB_OFFLINE=1 /work/venvs/lf-vision/bin/python tools/content_parts_goldens.py llamafactory",
                 content_parts.GOLDENS, lambda: content_parts.cases("llamafactory"), replay_content_parts),
+    GoldenSuite("llama-factory-batch-plan", "llama-factory", batch_plans.LLAMA_FACTORY_TOOL,
+                batch_plans.LLAMA_FACTORY_COMMAND, batch_plans.LLAMA_FACTORY_GOLDENS,
+                lambda: batch_plans.cases(batch_plans.LLAMA_FACTORY_GOLDENS), batch_plans.replay_llama_factory),
 )

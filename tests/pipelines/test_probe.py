@@ -77,7 +77,9 @@ def test_lora_a_matrices_are_exempt_on_the_first_step_never_flagged(probe_cases)
 
 
 @pytest.mark.parametrize("name, read_as, adapters", [
-    ("sft-trl-cli-reentrant", "(trl, sft)", 4), ("lf-lora-dpo", "(llama-factory, dpo)", 14)])
+    ("sft-trl-cli-reentrant", "(trl, sft)", 4),
+    # the same promise under LLaMA-Factory's DPO (14 adapters, two terms): 13-14 CPU s, the slow tier
+    pytest.param("lf-lora-dpo", "(llama-factory, dpo)", 14, marks=pytest.mark.slow)])
 def test_issue_33_false_alarms_every_lora_b_gets_the_gradient_the_trainer_gives_it(probe_case, name, read_as,
                                                                                     adapters):
     """Reentrant checkpointing with input grads on: the gradient reaches every lora_B through the recomputed
@@ -198,7 +200,8 @@ def test_grpo_equal_reward_groups_are_named_by_their_prompts(probe_cases):
     assert report.details["map"]["row"] == "loss"
 
 
-def test_a_fresh_grpo_runs_kl_term_is_idle_not_dominated(probe_cases, tmp_path):
+@pytest.mark.slow  # a GRPO probe, 41 CPU s; the fast tier holds GP005's decision on an idle KL term
+def test_a_fresh_grpo_runs_kl_term_is_idle_not_dominated(probe_cases, tmp_path):  # (test_probe_readings.py)
     """With the policy still the reference, GRPO's KL term and its gradient are exactly 0: never GP005."""
     import yaml
 

@@ -10,10 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mldebug_cli.frameworks.axolotl.schedulers import SCHEDULERS as AXOLOTL_FAMILY
-from mldebug_cli.frameworks.hf.schedulers import HF_SCHEDULER_TYPES
+from mldebug_cli.frameworks.hf.schedulers import (
+    EXACT_RELEASES,
+    HF_ACCEPTED_KWARGS,
+    HF_METRIC_DRIVEN,
+    HF_SCHEDULER_TYPES,
+)
 from mldebug_cli.frameworks.hf.schedulers import SCHEDULERS as HF_FAMILY
 from mldebug_cli.schedule.arithmetic import hf_dataloader_length
-from mldebug_cli.schedule.engine import BUILTIN_ENGINE, simulate_lrs
+from mldebug_cli.schedule.engine import BUILTIN_ENGINE, REAL_ENGINE, simulate_lrs
 from mldebug_cli.schedule.model import SchedulerChoice
 
 pytest.importorskip("torch")
@@ -47,7 +52,7 @@ CASES = [(name, kwargs, w, t) for name, variants in KWARG_VARIANTS.items() for k
 
 def both_engines(choice: SchedulerChoice, warmup: int, total: int, count: int | None = None):
     count = total if count is None else count
-    real = simulate_lrs(choice, BASE_LR, warmup, total, count)
+    real = simulate_lrs(choice, BASE_LR, warmup, total, count, engine=REAL_ENGINE)
     builtin = simulate_lrs(choice, BASE_LR, warmup, total, count, engine="builtin")
     return real, builtin
 
@@ -111,6 +116,41 @@ def test_one_cycle_formula_equals_torch(kwargs, warmup, total):
 def test_random_step_counts_agree(name, warmup, total):
     real, builtin = both_engines(SchedulerChoice(name, HF_FAMILY, {}), warmup, total)
     assert builtin.lrs == real.lrs
+
+
+# messy kwargs: numbers of either type, zero and negative ones, names that are not shapes, strings and booleans
+_NUMBERS = st.one_of(st.integers(-3, 12), st.floats(-2.0, 12.0, allow_nan=False), st.sampled_from([0, 0.0, 1e-9, 1e-7]))
+_VALUES = st.one_of(_NUMBERS, st.sampled_from(["linear", "cosine", "1-sqrt", "exp", "0.5", True, None]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    data=st.data(),
+    name=st.sampled_from(HF_SCHEDULER_TYPES),
+    warmup=st.integers(0, 40),
+    total=st.integers(1, 60),
+    base_lr=st.sampled_from([BASE_LR, 1e-5, 2e-4, 1.0]),
+)
+def test_auto_gives_the_real_schedulers_lrs_without_torch_where_it_may(data, name, warmup, total, base_lr):
+    """lr-plot's and preflight's default engine (auto) computes with the built-in formula, under transformers' name,
+    where hf.schedulers._exact says the two agree (a recorded release, numeric kwargs): on any kwargs it gives the
+    real get_scheduler's LRs and error, float for float, or runs the real one."""
+    accepted = sorted(HF_ACCEPTED_KWARGS.get(name, frozenset({"num_cycles"})))
+    kwargs = data.draw(st.dictionaries(st.sampled_from(accepted), _VALUES, max_size=len(accepted)) if accepted
+                       else st.just({}))
+    choice = SchedulerChoice(name, HF_FAMILY, kwargs)
+    auto = simulate_lrs(choice, base_lr, warmup, total, total + 2)
+    real = simulate_lrs(choice, base_lr, warmup, total, total + 2, engine=REAL_ENGINE)
+    assert (auto.lrs, auto.engine, auto.error, auto.fails_after) == (real.lrs, real.engine, real.error, real.fails_after)
+
+
+def test_auto_takes_the_formula_at_recorded_releases_only():
+    """The torch-free path is taken (the same name, but torch is not needed) exactly at the recorded releases."""
+    choice = SchedulerChoice("cosine", HF_FAMILY, {"num_cycles": 0.5})
+    exact = HF_FAMILY.exact(choice)
+    assert (exact is not None) == (transformers.__version__ in EXACT_RELEASES)
+    assert HF_FAMILY.exact(SchedulerChoice("cosine", HF_FAMILY, {"num_cycles": "0.5"})) is None
+    assert HF_FAMILY.exact(SchedulerChoice(sorted(HF_METRIC_DRIVEN)[0], HF_FAMILY, {"factor": 0.5})) is None
 
 
 @settings(max_examples=40, deadline=None)

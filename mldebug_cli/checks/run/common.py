@@ -38,9 +38,19 @@ class MemoryEstimate:
     config: str
 
 
-# the logged peak, reserved first (what the allocator holds), then allocated; axolotl's names, then the guide's, in GiB
-# (torchtune's peak_memory_* are left out: some of its releases divide by 1e9, others by 2**30)
-MEMORY_KEYS = ("memory/device_reserved (GiB)", "memory/max_reserved", "memory/max_allocated (GiB)", "memory/max_alloc")
+# the logged peak, reserved first (what the allocator holds), then allocated; axolotl's names, the guide's, then
+# torchtune's (training/memory.py get_memory_stats: max_memory_reserved / max_memory_allocated over 1024**3 from
+# 0.3.0 on, in the 0.3.0, 0.3.1, 0.4.0, 0.5.0 and 0.6.1 wheels; 0.2.1 divided by 1e9), in GiB
+MEMORY_KEYS = ("memory/device_reserved (GiB)", "memory/max_reserved", "peak_memory_reserved",
+               "memory/max_allocated (GiB)", "memory/max_alloc", "peak_memory_alloc")
+TORCHTUNE_MEMORY_KEYS = ("peak_memory_reserved", "peak_memory_alloc")
+
+
+def unit_note(key: str) -> str:
+    """What a reader of the message should know of the logged unit: torchtune's 0.2 releases logged GB."""
+    if key in TORCHTUNE_MEMORY_KEYS:
+        return " (GiB, as torchtune 0.3.0 and later log it; 0.2.x logged GB of 1e9 bytes, 7% fewer bytes)"
+    return ""
 
 
 def logged_peak(run: Run) -> tuple[Series, int] | None:

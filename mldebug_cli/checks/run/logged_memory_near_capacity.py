@@ -4,7 +4,8 @@ What it finds
     The peak GPU memory a run logged, read from axolotl's per-step metrics (``memory/device_reserved (GiB)``, which
     is ``torch.cuda.max_memory_reserved``, else ``memory/max_allocated (GiB)``: axolotl 0.18
     ``core/trainers/base.py`` and ``utils/bench.py``; the names ``memory/max_reserved`` and ``memory/max_alloc`` that
-    axolotl's training-stability guide uses are read too, in GiB), against the GPU given with ``--gpu`` or
+    axolotl's training-stability guide uses are read too, in GiB; so are torchtune's ``peak_memory_reserved`` and
+    ``peak_memory_alloc``, GiB from torchtune 0.3.0 on), against the GPU given with ``--gpu`` or
     ``--gpu-memory``: a warning when the peak is at or above 90% of it (the headroom MEM002 asks of an estimate).
     Without a GPU the check is quiet.
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mldebug_cli.checks.run.common import hit, logged_peak
+from mldebug_cli.checks.run.common import hit, logged_peak, unit_note
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -52,6 +53,6 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
         return
     yield hit(subject, series, index, None,
               f"{series.key} peaked at {peak:.1f} GiB at step {series.steps[index]}: {share:.0%} of the {name} "
-              f"({size:g} GiB to PyTorch)",
+              f"({size:g} GiB to PyTorch){unit_note(series.key)}",
               "lower the peak before the next run (mldebug memory --config names the term and the fix): a smaller "
               "micro-batch with more accumulation, gradient checkpointing or a shorter max length")

@@ -3,7 +3,7 @@
 What it finds
     With ``check-run --config``, the peak GPU memory the run logged (the metric RN042 reads: axolotl's
     ``memory/device_reserved (GiB)`` or ``memory/max_allocated (GiB)``, the guide's ``memory/max_reserved`` or
-    ``memory/max_alloc``) beside ``mldebug memory``'s estimate for the same config on its rows, per GPU: the
+    ``memory/max_alloc``, torchtune's ``peak_memory_reserved`` or ``peak_memory_alloc``) beside ``mldebug memory``'s estimate for the same config on its rows, per GPU: the
     allocated peak for an allocated metric, the allocated peak with the allocator's reserve for a reserved one. One
     line says the difference: information when it is within 10% of the estimate, a warning when further.
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mldebug_cli.checks.run.common import hit, is_reserved, logged_peak
+from mldebug_cli.checks.run.common import hit, is_reserved, logged_peak, unit_note
 from mldebug_cli.core.findings import Severity
 
 if TYPE_CHECKING:
@@ -61,7 +61,8 @@ def run(subject: Run, ctx: RunContext) -> Iterator[Hit]:
     close = abs(difference) <= ctx.limit("max_difference")
     yield hit(subject, series, index, None,
               f"{series.key} peaked at {logged:.2f} GiB at step {series.steps[index]}, {said} mldebug memory's estimate "
-              f"of {expected:.2f} GiB {what} for {estimate.config} (largest term: {estimate.largest_term})",
+              f"of {expected:.2f} GiB {what} for {estimate.config} (largest term: {estimate.largest_term})"
+              f"{unit_note(series.key)}",
               "the estimate holds for this setup" if close else
               f"compare `mldebug memory --config {estimate.config}` (its terms and assumptions) with how the run was "
               "started: another micro-batch, max length, checkpointing or model; a difference that remains is a gap "

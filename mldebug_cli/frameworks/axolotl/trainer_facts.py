@@ -14,6 +14,7 @@ from mldebug_cli.frameworks.trainer_facts import (
     LossTerm,
     PeftFacts,
     PolicyFacts,
+    SamplerFacts,
     StabilityFacts,
     TrainerFacts,
     compute_dtype,
@@ -105,7 +106,29 @@ def axolotl_trainer_facts(config: ConfigFile, framework: str, world_size: int) -
         keys=dict(r.keys),
         fused_loss=FusedLoss("plugins: [axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin] + "
                              "cut_cross_entropy: true", "cce"),
+        sampler=_sampler(config),
     )
+
+
+def _sampler(config: ConfigFile) -> SamplerFacts:
+    """axolotl's trainer order is replayed over the dataset it prepares (``frameworks.axolotl.batch_plan``, verified
+    on its own trainer), but that dataset is not the file's rows in order: axolotl shuffles the merged rows
+    (``shuffle_merged_datasets``, on by default) and drops rows longer than ``sequence_len`` before its sampler, and
+    with ``sample_packing`` the batches depend on every prepared row's token count. The plan from a config is
+    therefore named, not given."""
+    packing = bool(config.get("sample_packing"))
+    order = "packed" if packing else "sequential" if config.get("curriculum_sampling") else "random"
+    why = ("axolotl prepares its dataset before its sampler (merged rows shuffled unless shuffle_merged_datasets is "
+           "false, rows over sequence_len dropped" + (", rows packed by token count" if packing else "") +
+           "): mldebug replays the sampler over that prepared dataset, not the preparation, so it cannot name "
+           "the file's rows")
+    seed = config.get("seed")
+    epochs = config.get("num_epochs")
+    max_steps = config.get("max_steps")
+    return SamplerFacts(order=order, seed=seed if isinstance(seed, int) else 42,
+                        drop_last=bool(config.get("dataloader_drop_last")),
+                        epochs=float(epochs) if isinstance(epochs, int | float) else 1.0,
+                        max_steps=max_steps if isinstance(max_steps, int) and max_steps > 0 else -1, not_replayed=why)
 
 
 def _checkpointing(config: ConfigFile, rl: str) -> dict[str, Any]:

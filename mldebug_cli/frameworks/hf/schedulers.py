@@ -253,6 +253,35 @@ def real_engine_version() -> str | None:
     return f"transformers {transformers.__version__}"
 
 
+# transformers releases at which tests/schedule/test_lr_engines.py holds every built-in formula equal to
+# get_scheduler's LRs, float for float (the pinned newest and the lowest pyproject allows; a release is added here
+# only after those tests passed on it)
+EXACT_RELEASES = frozenset({"5.22.2", "5.24.0"})
+_SHAPE_KWARGS = frozenset({"warmup_type", "decay_type"})  # the kwargs that are names, not numbers
+
+
+def _exact(choice: SchedulerChoice) -> str | None:
+    """The real engine's name when the built-in formula gives get_scheduler's LRs for this choice: a recorded
+    transformers release, torch installed (else the real one would not run), plain numbers as kwargs (a string or a
+    boolean may be read differently by the two) and none for a metric-driven scheduler (its constructor checks their
+    values; the formula only their names). Found without importing torch or transformers."""
+    import importlib.util
+
+    from mldebug_cli.frameworks import versions
+
+    if choice.name in HF_METRIC_DRIVEN and choice.kwargs:
+        return None
+    for key, value in choice.kwargs.items():
+        if key in _SHAPE_KWARGS and value in _WSD_SHAPES:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+    release = versions.installed("transformers")
+    if release not in EXACT_RELEASES or importlib.util.find_spec("torch") is None:
+        return None
+    return f"transformers {release}"
+
+
 def _real(choice: SchedulerChoice) -> RealScheduler | None:
     version = real_engine_version()
     return None if version is None else RealScheduler(version, _build, _read_lr, steps=_steps)
@@ -293,4 +322,5 @@ SCHEDULERS = SchedulerFamily(
     real=_real,
     required_kwargs=HF_REQUIRED_KWARGS,
     with_warmup={"constant": "constant_with_warmup"},
+    exact=_exact,
 )

@@ -9,6 +9,7 @@ from mldebug_cli.frameworks.trainer_facts import (
     LossFacts,
     LossTerm,
     PeftFacts,
+    SamplerFacts,
     StabilityFacts,
     TrainerFacts,
     compute_dtype,
@@ -89,7 +90,42 @@ def llama_factory_trainer_facts(config: ConfigFile, framework: str, world_size: 
                                  eval_split_fix="val_size: 0.05 with eval_strategy: steps"),
         keys=dict(r.keys),
         fused_loss=FusedLoss("enable_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),  # ModelArguments
+        sampler=_sampler(r, stage),
     )
+
+
+REPLAYED_STAGES = ("sft", "pt")  # the trainers tools/llamafactory_batch_plan_goldens.py runs
+
+
+def _sampler(r: SpecReader, stage: str) -> SamplerFacts:
+    """The trainers' ``_get_train_sampler`` (train/sft/trainer.py, train/pt/trainer.py): ``disable_shuffling`` gives a
+    ``SequentialSampler``, else the Trainer's seeded shuffle; the rows are those LLaMA-Factory hands its trainer, so
+    what regroups or reorders them while it prepares the dataset is named, not replayed."""
+    order = "sequential" if r.flag("sampler", "disable_shuffling", False) else str(
+        r.text("sampler", "train_sampling_strategy", "random"))
+    datasets = [d for d in str(r.raw("dataset", "dataset") or "").split(",") if d.strip()]
+    why = None
+    if r.flag("packing", "packing", False) or r.flag("packing", "neat_packing", False):
+        order, why = "packed", "packing/neat_packing packs rows into sequences while the dataset is prepared"
+    elif float(r.number("eval_split", "val_size", 0.0) or 0.0) > 0:
+        why = "val_size splits the training rows off with a seeded shuffle (train_test_split) before the sampler"
+    elif r.flag("streaming", "streaming", False):
+        why = "streaming reads the rows as an iterable dataset (no sampler)"
+    elif len(datasets) > 1:
+        why = f"{len(datasets)} datasets are merged ({r.text('mix_strategy', 'mix_strategy', 'concat')}) before the sampler"
+    elif r.has("max_samples"):
+        why = "max_samples keeps part of the rows before the sampler"
+    elif stage not in REPLAYED_STAGES:
+        why = f"stage {stage}: the batch plan is verified against LLaMA-Factory's sft and pt trainers only"
+    elif order in ("group_by_length", "batch_rebalance"):
+        why = f"train_sampling_strategy {order} draws from the global torch RNG or rebalances by length"
+    return SamplerFacts(
+        order=order, seed=r.integer("seed", "seed", 42), data_seed=r.integer("data_seed", "data_seed", None),
+        drop_last=r.flag("drop_last", "dataloader_drop_last", False),
+        epochs=float(r.number("epochs", "num_train_epochs", 3.0)), max_steps=r.integer("max_steps", "max_steps", -1),
+        not_replayed=why, rows_note=(
+            "row numbers count the rows LLaMA-Factory keeps: each row it drops while converting (flagged by "
+            "inspect-data) shifts the rows after it by one"))
 
 
 def _eval_split(r: SpecReader) -> str:
