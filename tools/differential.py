@@ -6,8 +6,10 @@ through mldebug; input_ids, labels, dropped rows and refusals compared row by ro
 
 MLDEBUG_FRAMED=FILE keeps the framework side of a run in FILE and reuses it when it exists (same suite, seed, groups).
 
-SUITE is one of: trl-sft, trl-dpo, trl-kto, trl-orpo, trl-grpo, llamafactory-sft, llamafactory-pairwise,
-llamafactory-tokenizers, axolotl, axolotl-parts, unsloth. ``llamafactory-tokenizers`` is a grid, not a draw of settings: 192 configs
+SUITE is one of: trl-sft, trl-sft-classes, trl-dpo, trl-kto, trl-orpo, trl-grpo, llamafactory-sft,
+llamafactory-classes, llamafactory-pairwise, llamafactory-tokenizers, axolotl, axolotl-parts, unsloth (the two
+``-classes`` suites draw issue 34's classes: typed content parts of every form with per-message weights, rows
+without an assistant turn, multi-byte text, tool-call ids of every form). ``llamafactory-tokenizers`` is a grid, not a draw of settings: 192 configs
 (LLT_TOKENIZERS x templates auto/named/default/empty x train_on_prompt x mask_history x cutoff_len), each config
 given the next drawn group of rows (``--groups`` a multiple of 192 gives every config the same number). Rows are drawn by the hypothesis strategies in tests/differential/strategies.py (seeded), in groups of
 4-10 rows of one shape; each group gets a tokenizer (the repository's npm tokenizers) and a setting drawn from the
@@ -113,6 +115,12 @@ LF_SETTINGS = {
 }
 SUITES["llamafactory-sft"] = {name: (config, {}) for name, config in LF_SETTINGS.items()}
 SUITES["llamafactory-pairwise"] = {name: (config, {}) for name, config in LF_SETTINGS.items() if "mask" not in name}
+# issue 34's classes (tests/differential/strategies.py sft_classes_dataset, lf_classes_dataset): typed content parts
+# of every form and per-message weights, rows without an assistant turn, multi-byte text, tool-call ids of every form
+SUITES["trl-sft-classes"] = {name: TRL_SFT_SETTINGS[name] for name in (
+    "default", "assistant_only_loss", "completion_only_loss_off", "max_length_32", "max_length_32_keep_end",
+    "packing_bfd_32", "padding_free_max_length_1024")}
+SUITES["llamafactory-classes"] = dict(SUITES["llamafactory-sft"])
 SUITES["axolotl"] = {
     "defaults": ({}, {}),
     "train_on_inputs": ({"train_on_inputs": True}, {"train_on_inputs": True}),
@@ -187,7 +195,8 @@ SUITES["unsloth"] = {
 LF_TEMPLATES = ("qwen@qwen2.5-instruct", "qwen3@qwen3", "qwen3_nothink@qwen3", "llama3@llama3-instruct",
                 "mistral@mistral-nemo-instruct", "default@qwen2.5-instruct", "chatml@qwen2.5-instruct",
                 "@qwen2.5-instruct", "@llama3-instruct", "empty@llama3-instruct")
-SUITE_TOKENIZERS = {"llamafactory-sft": LF_TEMPLATES, "llamafactory-pairwise": LF_TEMPLATES}
+SUITE_TOKENIZERS = {"llamafactory-sft": LF_TEMPLATES, "llamafactory-pairwise": LF_TEMPLATES,
+                    "llamafactory-classes": LF_TEMPLATES}
 # llamafactory-tokenizers: tokenizer -> LLaMA-Factory's template named for it. Llama 3 loads right in every release;
 # DeepSeek-V3 declares LlamaTokenizerFast over a byte-level file (transformers 5.0-5.21 drop its spaces and
 # newlines); the held-out two are never used by the other suites: Qwen2.5's byte-level file declared as
@@ -221,7 +230,7 @@ def _llt_grid() -> list[tuple[str, str, dict]]:
 LLT_GRID = _llt_grid()
 SUITES["llamafactory-tokenizers"] = {setting: (config, {}) for _, setting, config in LLT_GRID}
 SUITE_TOKENIZERS["axolotl"] = SUITE_TOKENIZERS["axolotl-parts"] = AXOLOTL_TEMPLATES
-GROUP_SIZE = {"axolotl": 60, "axolotl-parts": 60}  # rows per group (one framework set-up each)
+GROUP_SIZE = {"axolotl": 60, "axolotl-parts": 60, "llamafactory-classes": 40}  # rows per group (one framework set-up each)
 WRONG_RESPONSE_PART = "<|assistant|>\n"  # a mistyped part: matches nothing
 TOOL_DATE = "26 Nov 2026"  # the date Llama 3's tool prompt carries, pinned on both sides
 LF_VENV = next((VENVS / n for n in ("lf095", "lf-vision") if (VENVS / n / "bin" / "python").exists()), VENVS / "lf095")
@@ -251,6 +260,7 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
         "trl-orpo": strategies.preference_dataset("orpo"), "trl-grpo": strategies.preference_dataset("grpo"),
         "llamafactory-sft": strategies.sharegpt_dataset(), "llamafactory-pairwise": strategies.sharegpt_dataset(True),
         "llamafactory-tokenizers": strategies.sharegpt_dataset(),
+        "trl-sft-classes": strategies.sft_classes_dataset(), "llamafactory-classes": strategies.lf_classes_dataset(),
     }[suite]
     drawn: list = []
     # the grid joins drawn groups (4-10 rows each) into files of LLT_ROWS: enough of each shape for every file
@@ -307,7 +317,7 @@ def tokenizer_folder(name: str) -> Path:
 
 
 # suites whose settings are many: smaller files, the settings taken in turn (each setting meets most shapes)
-FILE_ROWS = {"trl-sft": 40}
+FILE_ROWS = {"trl-sft": 40, "trl-sft-classes": 40}
 
 
 def assemble(suite: str, seed: int, drawn: list[tuple[str, list[dict]]], size: int = 200) -> list[dict]:
@@ -412,7 +422,7 @@ def _tokenizer(name: str):
 
 
 def _trl(suite: str, group: dict, rows: list[dict], numbers: list[int]) -> dict:
-    if suite == "trl-sft":
+    if suite.startswith("trl-sft"):
         return _trl_sft(group, rows, numbers)
     import trl_preference_goldens as pref
 
@@ -493,6 +503,11 @@ def lf_dataset_info(shape: str, ranking: bool, rows: list[dict]) -> dict:
     """The dataset_info.json entry for a generated shape (LLaMA-Factory's column names), naming only the columns the
     rows have (a named column the file lacks is a KeyError in LLaMA-Factory's converter)."""
     present = {key for row in rows for key in row}
+    if shape.startswith("openai"):  # role/content messages (LLaMA-Factory v1's demo rows read by v0's converter)
+        tags = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant",
+                "system_tag": "system"}
+        return {"file_name": "rows.json", "formatting": "sharegpt", "ranking": ranking,
+                "columns": {"messages": "messages"}, "tags": tags}
     if "alpaca" in shape:
         columns = {"prompt": "instruction", "query": "input", "system": "system", "history": "history",
                    "chosen": "chosen", "rejected": "rejected", "response": "output"}
@@ -785,8 +800,8 @@ def inspect_options(suite: str, group: dict, path: Path):
         from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
 
         template = group["tokenizer"].split("@")[0] or None
-        return InspectOptions(tokenizer=str(tokenizer_folder(name)), framework="llama-factory",
-                              data_format="alpaca" if "alpaca" in group["shape"] else "sharegpt",
+        data_format = "alpaca" if "alpaca" in group["shape"] else None if group["shape"].startswith("openai") else "sharegpt"
+        return InspectOptions(tokenizer=str(tokenizer_folder(name)), framework="llama-factory", data_format=data_format,
                               framework_options=LlamaFactoryOptions(template=template, tool_date=TOOL_DATE,
                                                                     **group["config"]), **base)
     if owner(suite) == "axolotl":

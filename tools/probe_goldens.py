@@ -5,11 +5,15 @@ configs, and the replay of mldebug's probe on the same configs.
     python tools/probe_goldens.py make --out FILE --id N [--id M ...]; merge --add FILE [--id N ...]
     python tools/probe_goldens.py replay [--golden ...] [--limit N] [--seed S]
 
-``make`` draws configs with hypothesis (seeded, derandomised), round after round over every (architecture, task)
-pair: an architecture (tools/make_probe_cases.py's tiny random models: Llama, Qwen2, Qwen3, Mistral, Gemma 2,
-Gemma 3, Phi-3), a trainer path (SFT; DPO sigmoid, hinge, ipo, sigmoid+sft with loss_weights; ORPO; KTO kto and
-apo_zero_unpaired; GRPO grpo, dapo, dr_grpo, bnpo with beta 0 or 0.04), full fine-tuning or LoRA/DoRA, gradient
-checkpointing off, reentrant or non-reentrant, fp32 or bf16, a seed, and 2-4 rows (GRPO: prompts) of messy text.
+``make`` takes config number ``id`` of the draw "v2", a pure function of (id, "v2") (``draw_case``: a
+``random.Random`` seeded with ``probe-goldens/v2/<id>``; no edit of this file or of any loaded module moves it), the
+(architecture, task) pair going round with the id: an architecture (tools/make_probe_cases.py's tiny random models:
+Llama, Qwen2, Qwen3, Mistral, Gemma 2, Gemma 3, Phi-3), a trainer path (SFT; DPO sigmoid, hinge, ipo, sigmoid+sft
+with loss_weights; ORPO; KTO kto and apo_zero_unpaired; GRPO grpo, dapo, dr_grpo, bnpo with beta 0 or 0.04), full
+fine-tuning or LoRA/DoRA (weighted 2:5:3), gradient checkpointing off, reentrant or non-reentrant (3:3:4), fp32 or
+bf16, a seed, and 2-4 rows (GRPO: prompts) of messy text. The stored "v1" records came from the earlier hypothesis
+draw, whose derandomised seed follows the tool's own text: tools/probe_goldens_v1.py keeps that text frozen, and
+each record is checked against the draw it names.
 Each config is written as a TRL CLI file (ScriptArguments + the trainer's config + ModelConfig keys) and parsed
 with TRL's own parser; the trainer is built as ``trl <command> --config`` builds it (the model by path, so the
 trainer seeds torch with ``seed`` before loading it and wrapping it with ``get_peft_config``'s LoRA; the reference
@@ -29,13 +33,16 @@ import argparse
 import gzip
 import json
 import math
+import random
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "fixtures" / "probe-goldens" / "trl-1.16.0.json.gz"
+GOLDEN_QLORA = ROOT / "fixtures" / "probe-goldens" / "trl-1.16.0-qlora.json.gz"  # draw q1, made with bitsandbytes
 RELATIVE = 1e-4
 # bf16 is held to the same 1e-4: probe runs TRL's own fused LM head (add_fused_lm_head), whose chunked log-probs sum
 # each vocabulary chunk's product in fp32, so both sides round the same operations the same way
@@ -43,7 +50,7 @@ ABSOLUTE = 1e-7  # gradient norms below this (a LoRA A at step 0 is exactly 0) c
 TOKENIZER_OF = {"llama": "llama3-instruct"}  # every other architecture: qwen2.5-instruct
 TARGETS = {"phi3": ("all-linear", ["o_proj", "down_proj"], ["qkv_proj"])}
 DEFAULT_TARGETS = ("all-linear", ["q_proj", "v_proj"], ["o_proj", "down_proj"])
-DRAWS = 40  # hypothesis examples per (architecture, task), fixed: the first N configs are the same whatever N
+DRAW = "v2"  # the draw new goldens come from (each record names its own: the stored "v1" ones came from hypothesis)
 DPO_LOSSES = (["sigmoid"], ["hinge"], ["ipo"], ["sigmoid", "sft"])
 GRPO_LOSSES = ("grpo", "dapo", "dr_grpo", "bnpo")
 TASKS = ("sft", "dpo", "orpo", "kto", "grpo")
@@ -59,99 +66,94 @@ def _maker():
     return module
 
 
-def strategy(arch: str, task: str):
-    """One generated config of ``arch`` and ``task``: adapter, checkpointing, dtype, loss settings and rows."""
-    from hypothesis import strategies as st
-
-    words = st.text(alphabet=st.sampled_from(list("abcdefgh xyz.,!?'\"[]{}<>\n\t é中😀-_/\\")), min_size=1, max_size=30)
-    text = words.filter(lambda s: s.strip() != "")
-
-    @st.composite
-    def case(draw):
-        n = draw(st.integers(2, 4))
-        adapter = draw(st.sampled_from(["full", "lora", "dora"]))
-        config: dict[str, Any] = {"learning_rate": draw(st.sampled_from([1e-5, 1e-4, 1e-3])),
-                                  "per_device_train_batch_size": n, "max_length": 128,
-                                  "bf16": draw(st.booleans()), "seed": draw(st.sampled_from(SEEDS))}
-        checkpointing = draw(st.sampled_from(["off", "reentrant", "non-reentrant"]))
-        if checkpointing != "off":
-            config["gradient_checkpointing"] = True
-            config["gradient_checkpointing_kwargs"] = {"use_reentrant": checkpointing == "reentrant"}
-        if adapter != "full":
-            config.update(use_peft=True, lora_r=draw(st.sampled_from([2, 4, 8])), lora_alpha=draw(st.sampled_from([8, 16])),
-                          lora_dropout=0.0, lora_target_modules=draw(st.sampled_from(TARGETS.get(arch, DEFAULT_TARGETS))),
-                          use_dora=adapter == "dora")
-        beta = draw(st.sampled_from([0.05, 0.1, 0.5]))
-        if task == "dpo":
-            loss = draw(st.sampled_from(DPO_LOSSES))
-            config.update(beta=beta, loss_type=loss)
-            if len(loss) > 1:
-                config["loss_weights"] = [1.0, draw(st.sampled_from([0.5, 1.0]))]
-        elif task == "orpo":
-            config.update(beta=beta, max_completion_length=64)
-        elif task == "kto":
-            config.update(beta=beta, loss_type=draw(st.sampled_from(["kto", "apo_zero_unpaired"])),
-                          desirable_weight=draw(st.sampled_from([1.0, 1.5])), undesirable_weight=1.0)
-        elif task == "grpo":  # n prompts, each sampled twice: one generation batch, one micro-batch
-            config.update(per_device_train_batch_size=2 * n, num_generations=2, max_completion_length=8,
-                          beta=draw(st.sampled_from([0.0, 0.04])), loss_type=draw(st.sampled_from(GRPO_LOSSES)),
-                          temperature=draw(st.sampled_from([0.7, 1.0])))
-            del config["max_length"]
-        rows = []
-        for index in range(n):
-            prompt = [{"role": "user", "content": draw(text)}]
-            if draw(st.booleans()):
-                prompt = [{"role": "system", "content": draw(text)}] + prompt
-            if task == "sft":
-                rows.append({"messages": prompt + [{"role": "assistant", "content": draw(text)}]})
-            elif task == "grpo":  # the prompt's index keeps the groups apart when two drawn texts are equal
-                rows.append({"prompt": prompt[:-1] + [{"role": "user", "content": f"{index}. {prompt[-1]['content']}"}]})
-            elif task == "kto":  # both labels present: KTOTrainer needs desirable and undesirable rows
-                rows.append({"prompt": prompt, "completion": [{"role": "assistant", "content": draw(text)}],
-                             "label": index % 2 == 0})
-            else:
-                rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": draw(text)}],
-                             "rejected": [{"role": "assistant", "content": draw(text)}]})
-        return {"arch": arch, "task": task, "adapter": adapter, "checkpointing": checkpointing, "config": config,
-                "rows": rows}
-
-    return case()
+ARCHS_V2 = ("gemma2", "gemma3_text", "llama", "mistral", "phi3", "qwen2", "qwen3")  # pinned: a new architecture in
+# make_probe_cases.py must not move the draw (a test checks each is there)
+ALPHABET = "abcdefgh xyz.,!?'\"[]{}<>\n\t é中😀-_/\\"
+# the draw leans where the stored v1 set is thin: LoRA and DoRA, bf16, non-reentrant checkpointing
+ADAPTERS = (("full", 2), ("lora", 5), ("dora", 3))
+CHECKPOINTING = (("off", 3), ("reentrant", 3), ("non-reentrant", 4))
+# "q1": QLoRA (4-bit bitsandbytes, made where bitsandbytes is installed: its CPU backend) on the trainers whose `trl`
+# command passes get_quantization_config to the trainer (the experimental ORPOTrainer has no such command)
+DRAWS = ("v2", "q1")
+QLORA_TASKS = ("sft", "dpo", "kto", "grpo")
+QLORA_ADAPTERS = (("lora", 3), ("dora", 1))
 
 
-def combinations() -> list[tuple[str, str]]:
-    """Every (architecture, task) pair: the draw goes round them so that each path is covered from the first configs
-    on (one free draw leans on the strategy's first choices: 64 configs held 2 Qwen3 and no GRPO)."""
-    return [(arch, task) for task in TASKS for arch in sorted(_maker().ARCHITECTURES)]
+def _pick(rng: random.Random, weighted: tuple[tuple[str, int], ...]) -> str:
+    return rng.choices([name for name, _ in weighted], weights=[w for _, w in weighted])[0]
 
 
-def draw_cases(count: int) -> list[dict]:
-    """The first ``count`` configs: round after round, one distinct derandomised draw per (architecture, task)."""
-    pairs = combinations()
-    rounds = -(-count // len(pairs))
-    drawn = [_draw(arch, task, rounds) for arch, task in pairs]
-    cases = [drawn[p][r] for r in range(rounds) for p in range(len(pairs)) if r < len(drawn[p])]
-    return cases[:count]
+def _text(rng: random.Random) -> str:
+    """Messy text: 1-30 characters of ALPHABET (markup, quotes, tabs, newlines, CJK, an emoji), never blank."""
+    while True:
+        text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 30)))
+        if text.strip():
+            return text
 
 
-def _draw(arch: str, task: str, count: int) -> list[dict]:
-    """The first ``count`` distinct configs of the derandomised draw for ``arch`` and ``task`` (the draw's length is
-    fixed, so the first N are the same whatever ``count``)."""
-    from hypothesis import HealthCheck, Phase, given, settings
+def draw_case(index: int, version: str = DRAW) -> dict:
+    """Config number ``index`` of the draw ``version``: a pure function of the two (``random.Random`` seeded with
+    the string ``probe-goldens/<version>/<index>``, hashed by sha512 whatever PYTHONHASHSEED), so no change to this
+    tool's text, another module's or the draw's length moves it. The (architecture, task) pair goes round with the
+    index, so every path is covered from the first 35 configs on."""
+    if version not in DRAWS:
+        raise ValueError(f"draw {version!r} is not this tool's (v1: tools/probe_goldens_v1.py, in a fresh process)")
+    rng = random.Random(f"probe-goldens/{version}/{index}")
+    quantized = version == "q1"
+    tasks = QLORA_TASKS if quantized else TASKS
+    arch, task = [(a, t) for t in tasks for a in ARCHS_V2][index % (len(tasks) * len(ARCHS_V2))]
+    n = rng.randint(2, 4)
+    adapter = _pick(rng, QLORA_ADAPTERS if quantized else ADAPTERS)
+    config: dict[str, Any] = {"learning_rate": rng.choice([1e-5, 1e-4, 1e-3]), "per_device_train_batch_size": n,
+                              "max_length": 128, "bf16": rng.random() < 0.5, "seed": rng.choice(SEEDS)}
+    checkpointing = _pick(rng, CHECKPOINTING)
+    if checkpointing != "off":
+        config["gradient_checkpointing"] = True
+        config["gradient_checkpointing_kwargs"] = {"use_reentrant": checkpointing == "reentrant"}
+    if adapter != "full":
+        config.update(use_peft=True, lora_r=rng.choice([2, 4, 8]), lora_alpha=rng.choice([8, 16]), lora_dropout=0.0,
+                      lora_target_modules=rng.choice(TARGETS.get(arch, DEFAULT_TARGETS)), use_dora=adapter == "dora")
+    if quantized:  # ModelConfig's keys, which the `trl` scripts turn into get_quantization_config's BitsAndBytesConfig
+        config.update(load_in_4bit=True, bnb_4bit_quant_type=rng.choice(["nf4", "fp4"]),
+                      use_bnb_nested_quant=rng.random() < 0.5)
+    beta = rng.choice([0.05, 0.1, 0.5])
+    if task == "dpo":
+        loss = rng.choice(DPO_LOSSES)
+        config.update(beta=beta, loss_type=loss)
+        if len(loss) > 1:
+            config["loss_weights"] = [1.0, rng.choice([0.5, 1.0])]
+    elif task == "orpo":
+        config.update(beta=beta, max_completion_length=64)
+    elif task == "kto":
+        config.update(beta=beta, loss_type=rng.choice(["kto", "apo_zero_unpaired"]),
+                      desirable_weight=rng.choice([1.0, 1.5]), undesirable_weight=1.0)
+    elif task == "grpo":  # n prompts, each sampled twice: one generation batch, one micro-batch
+        config.update(per_device_train_batch_size=2 * n, num_generations=2, max_completion_length=8,
+                      beta=rng.choice([0.0, 0.04]), loss_type=rng.choice(GRPO_LOSSES),
+                      temperature=rng.choice([0.7, 1.0]))
+        del config["max_length"]
+    rows = []
+    for row in range(n):
+        prompt = [{"role": "user", "content": _text(rng)}]
+        if rng.random() < 0.5:
+            prompt = [{"role": "system", "content": _text(rng)}] + prompt
+        if task == "sft":
+            rows.append({"messages": prompt + [{"role": "assistant", "content": _text(rng)}]})
+        elif task == "grpo":  # the prompt's index keeps the groups apart when two drawn texts are equal
+            rows.append({"prompt": prompt[:-1] + [{"role": "user", "content": f"{row}. {prompt[-1]['content']}"}]})
+        elif task == "kto":  # both labels present: KTOTrainer needs desirable and undesirable rows
+            rows.append({"prompt": prompt, "completion": [{"role": "assistant", "content": _text(rng)}],
+                         "label": row % 2 == 0})
+        else:
+            rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": _text(rng)}],
+                         "rejected": [{"role": "assistant", "content": _text(rng)}]})
+    return {"arch": arch, "task": task, "adapter": adapter, "checkpointing": checkpointing, "config": config,
+            "rows": rows}
 
-    cases: list[dict] = []
-    seen: set[str] = set()
 
-    @settings(max_examples=DRAWS, derandomize=True, database=None, phases=[Phase.generate], deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(strategy(arch, task))
-    def collect(case):
-        key = json.dumps(case, sort_keys=True)
-        if key not in seen and len(cases) < count:
-            seen.add(key)
-            cases.append(case)
-
-    collect()
-    return cases
+def draw_cases(count: int, version: str = DRAW) -> list[dict]:
+    """The first ``count`` configs of the draw ``version``."""
+    return [draw_case(index, version) for index in range(count)]
 
 
 def models(folder: Path) -> dict[str, Path]:
@@ -215,7 +217,7 @@ def run_trainer(case: dict, config_path: Path) -> Truth:
     import torch
     from datasets import Dataset
     from torch.utils.data import SequentialSampler
-    from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
+    from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config, get_quantization_config
 
     _fingerprints_off()
     config_class, trainer_class = (_load(ref) for ref in TRAINERS[case["task"]])
@@ -237,6 +239,8 @@ def run_trainer(case: dict, config_path: Path) -> Truth:
             return rewards
         reward_of_ids_recorded.__name__ = "reward_of_ids"
         extra["reward_funcs"] = reward_of_ids_recorded
+    if model_args.load_in_4bit or model_args.load_in_8bit:  # as the `trl` scripts pass it (sft.py, dpo.py, ...)
+        extra["quantization_config"] = get_quantization_config(model_args)
     trainer = trainer_class(model=model_args.model_name_or_path, args=args,
                             train_dataset=Dataset.from_list(case["rows"]), processing_class=tokenizer,
                             peft_config=get_peft_config(model_args), **extra)
@@ -312,27 +316,30 @@ def _zero_by_design(name: str, params: dict[str, Any]) -> bool:
     return partner is not None and not bool(partner.detach().any())
 
 
-def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1), ids: list[int] | None = None) -> int:
-    """Run the trainer on the first ``count`` configs (those of ``shard`` K/N: index % N == K) and store them at
-    ``out`` (a shard's own file when N > 1: ``merge`` joins them). A run cut short goes on where it stopped."""
+def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1), ids: list[int] | None = None,
+         start: int = 0, draw: str = DRAW) -> int:
+    """Run the trainer on configs ``start``..``count``-1 of the draw (those of ``shard`` K/N: index % N == K) and store
+    them at ``out`` (a shard's own file when N > 1: ``merge`` joins them). A run cut short goes on where it stopped.
+    One process for every config: imports, the tiny models and each tokenizer are made once."""
+    _one_thread()
     built = models(work / "models")
-    cases = draw_cases(count)
     part, parts = shard
     target = out if parts == 1 else _shard_path(out, part)
-    records = _resumed(target, cases)
-    done = {r["id"] for r in records}
-    order = range(len(cases)) if ids is None else [i for i in ids if i < len(cases)]  # --id: in the order given
+    records = _resumed(target, draw)
+    done = {_key(r) for r in records}
+    order = range(start, count) if ids is None else ids  # --id: in the order given
     for index in order:
-        case = cases[index]
-        if index % parts != part or index in done:
+        case = draw_case(index, draw)
+        if index % parts != part or (draw, index) in done:
             continue
         config_path = write_case(work / f"case-{index:03d}", case, built[case["arch"]])
+        cpu = time.process_time()
         try:
             truth = run_trainer(case, config_path)
         except Exception as exc:  # the trainer refused the config: mldebug must refuse it too
             truth = None
             refused = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
-        record = {"id": index, **case}
+        record = {"draw": draw, "id": index, **case}
         if truth is None:
             record["refused"] = refused
         else:
@@ -341,26 +348,44 @@ def make(count: int, out: Path, work: Path, shard: tuple[int, int] = (0, 1), ids
                 record["rollouts"] = truth.rollouts
         records.append(record)
         print(f"{index:3d} {case['arch']:12s} {case['task']:4s} {case['adapter']:4s} {case['checkpointing']:13s} "
-              f"bf16={case['config']['bf16']!s:5s} " + (f"loss {truth.loss:.6g}" if truth else record["refused"]),
-              flush=True)
+              f"bf16={case['config']['bf16']!s:5s} cpu {time.process_time() - cpu:5.1f}s "
+              + (f"loss {truth.loss:.6g}" if truth else record["refused"]), flush=True)
         _save(target, records)  # a long run leaves usable goldens when cut short
     _save(target, records)
     print(f"{len(records)} configs, {sum('refused' in r for r in records)} refused by the trainer -> {target}")
     return 0
 
 
+def _one_thread() -> None:
+    """One torch thread: on the shared 2-core machine a second intra-op thread spins more than it computes (DPO
+    LoRA configs: 7.3 and 12.0 CPU s with the default 2 threads, 5.8 and 7.9 with one), and ``make`` and ``replay``
+    can then run side by side. The sums' order changes in the last bits only (far below the 1e-4 compared).
+    ``PROBE_GOLDENS_THREADS`` sets another count (benchmarks/bench_probe_goldens.py compares them)."""
+    import os
+
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("PROBE_GOLDENS_THREADS", "1")))
+
+
+def _key(record: dict) -> tuple[str, int]:
+    """A record's identity: its draw and its index in that draw."""
+    return record.get("draw", "v1"), record["id"]
+
+
 def merge(out: Path, parts: int, add: list[Path] | None = None, only: set[int] | None = None) -> int:
-    """Join the shards' records in id order into ``out`` (every record made: a shard cut short leaves gaps in the ids,
-    and each record keeps its id, the index of its config in the draw). ``add``: files of ``make --out FILE --id``
-    runs, joined to the records ``out`` already holds (``only``: just those ids of them, e.g. the ones replayed)."""
-    files = [_shard_path(out, part) for part in range(parts)]
+    """Join the shards' records in (draw, id) order into ``out`` (every record made: a shard cut short leaves gaps in
+    the ids, and each record keeps its draw and id). ``add``: files of ``make --out FILE --id`` runs, joined to the
+    records ``out`` already holds (``only``: just those ids of them, e.g. the ones replayed)."""
+    files = [out, *(_shard_path(out, part) for part in range(parts))]
     if add:
         files = [out, *add]
-    by_id = {r["id"]: r for file in files if file.is_file() for r in load(file)["cases"]
-             if file == out or only is None or r["id"] in only}
-    kept = [by_id[i] for i in sorted(by_id)]
+    by_key = {_key(r): r for file in files if file.is_file() for r in load(file)["cases"]
+              if file == out or only is None or r["id"] in only}
+    kept = [by_key[k] for k in sorted(by_key)]
     _save(out, kept)
-    print(f"{len(kept)} configs (ids {min(by_id, default=0)}-{max(by_id, default=-1)}) -> {out}")
+    counts = {d: sum(k[0] == d for k in by_key) for d in sorted({k[0] for k in by_key})}
+    print(f"{len(kept)} configs ({', '.join(f'{d}: {n}' for d, n in counts.items())}) -> {out}")
     return 0
 
 
@@ -368,11 +393,12 @@ def _shard_path(out: Path, part: int) -> Path:
     return out.with_name(f"{out.name}.shard{part}")
 
 
-def _resumed(out: Path, cases: list[dict]) -> list[dict]:
-    """The records already stored at ``out`` whose config is still the draw's at their index."""
+def _resumed(out: Path, draw: str) -> list[dict]:
+    """The records already stored at ``out`` (another draw's are kept as they are; this draw's are its own)."""
     if not out.is_file():
         return []
-    return [r for r in load(out)["cases"] if r["id"] < len(cases) and {k: r[k] for k in cases[r["id"]]} == cases[r["id"]]]
+    return [r for r in load(out)["cases"] if _key(r)[0] != draw or {k: r[k] for k in draw_case(r["id"], draw)} ==
+            draw_case(r["id"], draw)]
 
 
 def _save(out: Path, records: list[dict]) -> None:
@@ -380,6 +406,8 @@ def _save(out: Path, records: list[dict]) -> None:
 
     versions = {p: md.version(p) for p in ("torch", "transformers", "trl", "peft", "datasets", "accelerate",
                                           "hypothesis")}
+    if any(r.get("draw") == "q1" for r in records):
+        versions["bitsandbytes"] = md.version("bitsandbytes")
     out.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(out, "wt", encoding="utf-8") as handle:
         json.dump({"versions": versions, "made_by": "tools/probe_goldens.py make", "cases": records}, handle,
@@ -443,6 +471,7 @@ def replay(golden: Path, work: Path, limit: int | None, ids: list[int] | None = 
     """``seed``: the seed of a file whose harness set ``args.seed`` itself and did not store it (session 9's file:
     ``args.seed = 0``; the trainer seeds LoRA A's init with it), given to every config that names none."""
     sys.path.insert(0, str(ROOT))
+    _one_thread()
     built = models(work / "models")
     records = [r for r in load(golden)["cases"] if (ids is None or r["id"] in ids) and r["id"] >= start][:limit]
     if seed is not None:
@@ -465,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("--count", type=int, default=300)
     made.add_argument("--out", type=Path, default=GOLDEN)
     made.add_argument("--work", type=Path, default=Path("/tmp/probe-goldens"))
+    made.add_argument("--draw", default=DRAW, choices=DRAWS, help="q1: QLoRA (needs bitsandbytes)")
+    made.add_argument("--from", type=int, default=0, dest="start", help="the first id of the draw to make")
     made.add_argument("--shard", default="0/1", help="K/N: only the configs whose index % N == K, to their own file")
     made.add_argument("--id", type=int, action="append", dest="ids", help="make only this config of the draw")
     merged = sub.add_parser("merge")
@@ -482,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "make":
         part, parts = (int(x) for x in args.shard.split("/"))
-        return make(args.count, args.out, args.work, (part, parts), args.ids)
+        return make(args.count, args.out, args.work, (part, parts), args.ids, args.start, args.draw)
     if args.command == "merge":
         return merge(args.out, args.parts, args.add, None if args.ids is None else set(args.ids))
     return replay(args.golden, args.work, args.limit, args.ids, args.start, args.seed)

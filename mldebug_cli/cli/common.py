@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from mldebug_cli.core.errors import MldebugError
+from mldebug_cli.core.errors import MldebugError, in_one_line
 from mldebug_cli.core.escape import visible
 from mldebug_cli.core.exit import ExitCode, exit_code_for
 from mldebug_cli.core.findings import Report, Severity
@@ -282,7 +282,7 @@ def print_error(exc: BaseException) -> None:
     else:
         message = f"internal error: {type(exc).__name__}: {exc}"
         hint = "run with --debug for the traceback and report it"
-    sys.stderr.write(f"Error: {visible(' '.join(str(message).split()))}\n")
+    sys.stderr.write(f"Error: {visible(in_one_line(message))}\n")
     if hint:
         sys.stderr.write(f"Hint: {visible(hint)}\n")
 

@@ -147,8 +147,9 @@ def inspect_data(
             eval_split=eval_split,
             resolved=owner,
         )
+        reader = None  # the framework that read --config: --step's batch plan asks it too
         if config is not None:
-            build_report, options = _configured(str(config), dataset, options, allow_outside_paths, {
+            build_report, options, reader = _configured(str(config), dataset, options, allow_outside_paths, {
                 "tokenizer": tokenizer, "chat_template": chat_template, "data_format": data_format,
                 "framework": framework, "train_on": train_on, "max_length": max_length, "split": split})
         if owner is not None:
@@ -156,7 +157,7 @@ def inspect_data(
         if step is not None:
             from mldebug_cli.pipelines.batch_step import at_step
 
-            build_report = at_step(build_report, str(config), step, world_size)
+            build_report = at_step(build_report, str(config), step, world_size, reader)
     opts = OutputOptions(output_format, output, fail_on, color, exit_zero)
     run_report(lambda: _with_progress(build_report, options), opts)
 
@@ -217,14 +218,16 @@ def _require_without_config(dataset: str | None, tokenizer: str | None) -> None:
 
 
 def _configured(config: str, dataset: str | None, options, allow_outside_paths: bool, flags: dict):
-    """The config's settings under the flags given (a flag left at its default is None): (build, options)."""
+    """The config's settings under the flags given (a flag left at its default is None): (build, options, the
+    framework that read the config)."""
     from mldebug_cli.pipelines.preflight import configured_inspect, inspect_with_config
 
     given = frozenset(name for name, value in flags.items() if value is not None)
     configured = configured_inspect(config, dataset, options, given, allow_outside_paths)
     from dataclasses import replace
 
-    return (lambda options, progress=None: inspect_with_config(replace(configured, options=options), progress)), configured.options
+    return ((lambda options, progress=None: inspect_with_config(replace(configured, options=options), progress)),
+            configured.options, configured.reader)
 
 
 MAX_ROWS_NAMED = 1_000_000  # rows --rows may list (each is kept, and shown in the report)

@@ -20,6 +20,13 @@ class MldebugError(Exception):
         return self.message
 
 
+def in_one_line(said: object, limit: int | None = None) -> str:
+    """What ``said`` (an exception, or any text) says on one line: each run of whitespace one space, cut to ``limit``
+    characters (None: all of it). Third-party exceptions span lines; an error message is one."""
+    text = " ".join(str(said).split())
+    return text if limit is None else text[:limit]
+
+
 # the run settings an error or a finding can say it comes from
 SETTING_CHAT_TEMPLATE = "chat_template"  # the chat template file the run renders with
 SETTING_MAX_LENGTH = "max_length"  # the sequence limit rows are cut to

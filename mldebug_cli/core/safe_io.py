@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
-from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.errors import InputError, UsageError, in_one_line
 
 PSEUDO_FILE_SYSTEMS = ("/proc/", "/sys/")  # "regular" files there are kernel interfaces, not data (/dev/shm is data)
 STREAM_FOLDERS = ("/dev/", "/proc/")  # -o /dev/stdout, /proc/self/fd/1: written where they point, never renamed over
@@ -218,7 +218,7 @@ def long_number_message(text: str, exc: ValueError) -> str:
 
     found = long_number(text)
     if found is None:
-        return " ".join(str(exc).split())[:200]
+        return in_one_line(exc, 200)
     line, digits = found
     return f"line {line}: a number of {digits:,} digits, over the {sys.get_int_max_str_digits():,} mldebug reads"
 

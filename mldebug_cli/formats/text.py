@@ -65,6 +65,8 @@ def _group(findings: tuple[Finding, ...]) -> dict[str, list[Finding]]:
     groups: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:
         groups[f.code].append(f)
+    for group in groups.values():  # a finding on the whole dataset (the run will not start) before its rows'
+        group.sort(key=lambda f: f.location.row is not None)
     return dict(sorted(groups.items(), key=lambda kv: (-kv[1][0].severity.rank, kv[0])))
 
 

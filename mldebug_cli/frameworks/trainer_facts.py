@@ -163,6 +163,10 @@ class TrainerFacts:
     quantized_adapter_bf16: bool = False  # on a quantized model its trainer casts the trainable adapter weights to bf16
     pad_token_required: bool = False  # its collator stops at the first batch when the tokenizer has no pad token
     stability: StabilityFacts = field(default_factory=StabilityFacts)
+    # a vision-language model's parts its trainer freezes (LLaMA-Factory's freeze_vision_tower and
+    # freeze_multi_modal_projector; TRL freezes nothing: peft's all-linear adapts the tower's linears too)
+    freezes_vision_tower: bool = False
+    freezes_projector: bool = False
 
 
 MAX_WORLD_SIZE = 1_000_000  # processes; past it no step arithmetic is meaningful

@@ -34,6 +34,7 @@ class MicroBatch:
     rows: tuple[int, ...] = ()  # dataset rows in it (0-based)
     step: int | None = None  # optimizer step it runs in (1-based), when the order is known
     padded: bool = False  # sequences of different lengths share a padded batch (an attention mask is built)
+    images: tuple[int, ...] = ()  # each image's tokens, for every image the vision tower runs in this batch
 
     def describe(self) -> str:
         rows = ", ".join(str(r) for r in self.rows[:6]) + (", ..." if len(self.rows) > 6 else "")

@@ -97,12 +97,31 @@ def lora_modules(shape: ModelShape, setup: MemorySetup) -> list:
 
 
 def adapter_parameters(shape: ModelShape, setup: MemorySetup) -> int:
-    """LoRA: r × (fan_in + fan_out) per targeted module; DoRA adds a magnitude vector of fan_out."""
+    """LoRA: r × (fan_in + fan_out) per targeted module; DoRA adds a magnitude vector of fan_out; a vision tower's
+    and projector's linears too where they train (peft's ``all-linear`` adapts every Linear but the LM head)."""
     if setup.peft is None:
         return 0
     per_layer = sum(setup.peft.r * (x.fan_in + x.fan_out) + (x.fan_out if setup.peft.method == "dora" else 0)
                     for x in lora_modules(shape, setup))
-    return per_layer * shape.layers
+    return per_layer * shape.layers + vision_adapter_parameters(shape, setup)
+
+
+def vision_adapter_parameters(shape: ModelShape, setup: MemorySetup) -> int:
+    if setup.peft is None or shape.vision is None:
+        return 0
+    targets = setup.peft.targets
+    names = None if targets in ("all-linear", ("all-linear",)) else {targets} if isinstance(targets, str) else set(targets)
+    return shape.vision.lora_parameters(setup.peft.r, setup.vision_tower_trains, setup.projector_trains,
+                                        setup.peft.method == "dora", names)
+
+
+def vision_trainable_parameters(shape: ModelShape, setup: MemorySetup) -> int:
+    """A full fine-tune's trainable vision parameters: the tower and the projector unless frozen."""
+    vision = shape.vision
+    if vision is None:
+        return 0
+    return (vision.tower_parameters if setup.vision_tower_trains else 0) + (
+        vision.projector_parameters if setup.projector_trains else 0)
 
 
 def saved_modules_parameters(shape: ModelShape, setup: MemorySetup) -> int:
@@ -120,16 +139,18 @@ def saved_modules_parameters(shape: ModelShape, setup: MemorySetup) -> int:
 
 def trainable_parameters(shape: ModelShape, setup: MemorySetup) -> int:
     if setup.peft is None:
-        return shape.parameters
+        return shape.parameters + vision_trainable_parameters(shape, setup)
     return adapter_parameters(shape, setup) + saved_modules_parameters(shape, setup)
 
 
 def weight_bytes(shape: ModelShape, setup: MemorySetup) -> tuple[int, str, str]:
     """The base weights: dtype bytes per parameter, or bitsandbytes' packed layout for the layers' linears."""
-    p = shape.parameters
+    p = shape.parameters + shape.vision_parameters
     wb = setup.weight_bytes
     if setup.quantization is None:
-        return p * wb, f"{_m(p)} params × {wb} B ({setup.weights_dtype})", "parameter count from config.json"
+        vision = f" (vision tower and projector {_m(shape.vision_parameters)})" if shape.vision is not None else ""
+        return (p * wb, f"{_m(p)} params{vision} × {wb} B ({setup.weights_dtype})",
+                "parameter count from config.json")
     linear = shape.layers * shape.layer_linear_parameters
     rest = p - linear
     # bitsandbytes leaves embeddings, norms and the LM head in the load dtype (TRL: float32 by default)
@@ -305,8 +326,9 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
 
     weights, formula, source = weight_bytes(shape, setup)
     if setup.zero_stage or setup.fsdp:
-        weights = shape.parameters * (cb if setup.zero_stage else setup.weight_bytes)
-        formula = f"{_m(shape.parameters)} params × {cb if setup.zero_stage else setup.weight_bytes} B"
+        everything = shape.parameters + shape.vision_parameters
+        weights = everything * (cb if setup.zero_stage else setup.weight_bytes)
+        formula = f"{_m(everything)} params × {cb if setup.zero_stage else setup.weight_bytes} B"
     offload_params = setup.offload_param or setup.fsdp_offload
     host = 0
     if offload_params:
@@ -399,6 +421,8 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
                           f"{shape.layers} layers × {layer_acts / batch.tokens:,.0f} B/token × {batch.tokens:,} tokens"
                           f" ({batch.describe()})", "saved-for-backward tensors per op (layer_activation_bytes)",
                           "saved"))
+    if shape.vision is not None and batch.images:
+        terms.append(vision_activation_term(shape, setup, batch))
     mlp = shape.intermediate * max(1, shape.experts_per_token if shape.experts else 1)
     flowing = batch.tokens * (3 * mlp * cb + shape.hidden * (4 + cb))
     terms.append(Term("layer backward", flowing,
@@ -425,6 +449,38 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
     moments = _moments(terms)
     peak = max(moments, key=lambda moment: moments[moment])
     return Estimate(tuple(terms), moments, peak, batch, setup, host)
+
+
+def vision_activation_term(shape: ModelShape, setup: MemorySetup, batch: MicroBatch) -> Term:
+    """What the vision tower saves for backward on the batch's images (memory.vision, per patch, held to
+    saved-tensor hooks): every layer's tensors when the tower or its adapters train (each layer's input alone under
+    gradient checkpointing, one layer recomputed at a time), the projector's inputs when only it trains, nothing
+    when both are frozen (no tensor of the tower needs a gradient)."""
+    vision = shape.vision
+    assert vision is not None
+    cb = setup.compute_bytes
+    images = len(batch.images)
+    patches = sum(vision.patches(t) for t in batch.images)
+    tower = setup.vision_tower_trains
+    projector = setup.projector_trains
+    fixed = vision.fixed_bytes(cb, images, patches, tower, projector)
+    what = f"{images} images, {patches:,} patches"
+    if not tower:
+        return Term("vision activations", fixed, f"{what}: tower frozen, " + (
+            "the projector's inputs" if projector else "projector frozen: nothing saved"),
+                    "a frozen tower's tensors need no gradient (LLaMA-Factory freeze_vision_tower)", "saved")
+    eager = setup.attention == "eager"
+    groups = [g for t in batch.images for g in vision.attention_groups(t)]
+    layer = vision.layer_bytes_per_patch(cb, eager) * patches + (vision.eager_probability_bytes(groups) if eager else 0)
+    if setup.gradient_checkpointing:
+        kept = vision.layers * patches * vision.width * cb
+        return Term("vision activations", kept + layer + fixed,
+                    f"{what}: checkpointed, {vision.layers} layer inputs × {vision.width} × {cb} B + one recomputed "
+                    f"layer ({layer / patches:,.0f} B/patch) + pixels, norms and projector",
+                    "gradient checkpointing covers the vision blocks too (transformers)", "saved")
+    return Term("vision activations", vision.layers * layer + fixed,
+                f"{what}: {vision.layers} layers × {layer / patches:,.0f} B/patch + pixels, norms and projector",
+                "saved-for-backward tensors per op (memory.vision, equal to saved-tensor hooks on CPU)", "saved")
 
 
 def generation_term(shape: ModelShape, setup: MemorySetup) -> Term:

@@ -59,6 +59,8 @@ class MemorySetup:
     # the fused loss the framework's config can turn on: the change to suggest, and its loss kernel
     fused_loss_change: str = "use_liger_kernel: true (Liger's fused linear cross-entropy)"
     fused_loss_kernel: str = "liger"
+    vision_tower_trains: bool = True  # a vision-language model's tower (or its adapters) trains
+    projector_trains: bool = True
 
     @property
     def weight_bytes(self) -> int:
@@ -126,4 +128,5 @@ def setup_from_facts(facts, seed: int = 42) -> MemorySetup:
         seed=seed if sampler is None else sampler.data_seed if sampler.data_seed is not None else sampler.seed,
         shuffle=sampler is None or sampler.order != "sequential", drop_last=bool(sampler and sampler.drop_last),
         fused_loss_change=facts.fused_loss.change, fused_loss_kernel=facts.fused_loss.kernel,
+        vision_tower_trains=not facts.freezes_vision_tower, projector_trains=not facts.freezes_projector,
     )

@@ -12,17 +12,19 @@ models of each family in tests/memory/test_torch_accounting.py.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import read_text
+from mldebug_cli.memory.linear import Linear
+from mldebug_cli.memory.vision import VisionShape, vision_shape
 from mldebug_cli.sources.model_config import checked_sizes
 from mldebug_cli.sources.tokenizer import torch_hidden_from_transformers
 
 # model types whose q/k/v projections carry a bias (Qwen2 and its descendants)
-QKV_BIAS = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
+QKV_BIAS = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text"})
 # RMSNorms of hidden width per decoder layer (input and post-attention; Gemma 2/3 add pre/post feed-forward norms)
 FOUR_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text"})
 # per-head q_norm/k_norm of head_dim (Qwen3, Gemma 3); OLMo 2 normalises the whole q and k projections
@@ -31,18 +33,6 @@ PROJECTION_NORMS = frozenset({"olmo2"})
 # Phi-3 fuses q/k/v into qkv_proj and gate/up into gate_up_proj (what LoRA targets and adds r × (in + out) to)
 FUSED_PROJECTIONS = frozenset({"phi3"})
 REQUIRED = ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size")
-
-
-@dataclass(frozen=True)
-class Linear:
-    name: str  # q_proj, k_proj, ...
-    fan_in: int
-    fan_out: int
-    bias: bool = False
-
-    @property
-    def parameters(self) -> int:
-        return self.fan_in * self.fan_out + (self.fan_out if self.bias else 0)
 
 
 @dataclass(frozen=True)
@@ -61,6 +51,7 @@ class ModelShape:
     experts_per_token: int = 0
     source: str = ""
     defaults: str = ""  # where the keys config.json omits came from
+    vision: VisionShape | None = None  # a vision-language model's tower and projector (memory.vision)
 
     @property
     def norm_parameters(self) -> int:
@@ -105,10 +96,15 @@ class ModelShape:
         return (self.embedding_parameters + self.lm_head_parameters + self.layers * self.layer_parameters
                 + self.hidden)
 
+    @property
+    def vision_parameters(self) -> int:
+        return self.vision.parameters if self.vision is not None else 0
+
     def describe(self) -> str:
         return (f"{self.model_type}: {self.parameters / 1e9:.2f}B parameters, {self.layers} layers, hidden {self.hidden}, "
                 f"{self.heads} heads ({self.kv_heads} kv, dim {self.head_dim}), MLP {self.intermediate}, vocab {self.vocab}"
-                f"{', tied embeddings' if self.tied else ''}")
+                f"{', tied embeddings' if self.tied else ''}"
+                + (f"; {self.vision.describe()}" if self.vision is not None else ""))
 
 
 def read_model_shape(path: str | Path) -> ModelShape:
@@ -120,7 +116,7 @@ def read_model_shape(path: str | Path) -> ModelShape:
     except FileNotFoundError:
         raise InputError(f"{file}: no model config.json there", "pass --model DIR, a folder with the model's config.json") from None
     except (OSError, ValueError, RecursionError) as error:  # ValueError: not UTF-8, not JSON, a number too long
-        raise InputError(f"{file}: not a readable config.json ({' '.join(str(error).split())[:200]})") from None
+        raise InputError(f"{file}: not a readable config.json ({in_one_line(error, 200)})") from None
     if not isinstance(config, dict):
         raise InputError(f"{file}: config.json is not a JSON object")
     return shape_from_config(config, str(file))
@@ -144,7 +140,7 @@ def with_class_defaults(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
         full["tie_word_embeddings"] = bool(getattr(text, "tie_word_embeddings", getattr(built, "tie_word_embeddings", False)))
         full["model_type"] = getattr(text, "model_type", model_type)
     except Exception as error:  # noqa: BLE001 - a config transformers refuses is read as written, said
-        return config, f"keys as written (transformers {cls.__name__} refused it: {' '.join(str(error).split())[:120]})"
+        return config, f"keys as written (transformers {cls.__name__} refused it: {in_one_line(error, 120)})"
     return full, f"defaults of transformers {type(text).__name__}"
 
 
@@ -157,6 +153,7 @@ def _text_part(config: dict[str, Any]) -> dict[str, Any]:
 def shape_from_config(config: dict[str, Any], source: str = "", class_defaults: bool = True) -> ModelShape:
     checked_sizes(config, source or "config.json")  # 1e9 experts, 1e999 layers, zero heads: an error, not an estimate
     defaults = ""
+    original = config
     written = _text_part(config)
     missing = next((k for k in REQUIRED if k not in written), None)
     if missing:  # the shape itself must be written down; only the rest takes the class's defaults
@@ -179,6 +176,12 @@ def shape_from_config(config: dict[str, Any], source: str = "", class_defaults: 
             experts_per_token=int(text.get("num_experts_per_tok") or 0),
             source=source, defaults=defaults,
         )
+        if class_defaults and isinstance(original.get("vision_config"), dict):
+            try:
+                shape = replace(shape, vision=vision_shape(original, hidden))
+            except Exception as error:  # noqa: BLE001 - transformers' config class refuses the vision_config its way
+                raise InputError(f"{source or 'config.json'}: vision_config is not a readable vision tower "
+                                 f"({in_one_line(error, 160)})") from None
     except KeyError as absent:
         raise InputError(f"{source or 'config.json'}: no {absent.args[0]} (not a decoder-only language model config?)") from None
     except (TypeError, ValueError) as error:

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Report
 from mldebug_cli.schedule.batch_plan import BatchPlan, OptimizerStep
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.framework import Framework
+
 MAX_LISTED = 64  # rows listed per rank in the report's context line
 
 
-def at_step(build: Callable[..., Report], config: str, step: int, world_size: int = 1) -> Callable[..., Report]:
-    """``build`` (an inspect-data report builder) restricted to the rows of optimizer ``step`` (1-based)."""
+def at_step(build: Callable[..., Report], config: str, step: int, world_size: int = 1,
+            framework: Framework | None = None) -> Callable[..., Report]:
+    """``build`` (an inspect-data report builder) restricted to the rows of optimizer ``step`` (1-based);
+    ``framework``: the one that read the config (None: detected from it)."""
     if step < 1:
         raise UsageError(f"--step must be 1 or more (optimizer steps count from 1), got {step}")
 
@@ -24,7 +29,7 @@ def at_step(build: Callable[..., Report], config: str, step: int, world_size: in
         from mldebug_cli.frameworks.selector import read_trainer_facts
         from mldebug_cli.pipelines.row_batches import open_rows
 
-        facts = read_trainer_facts(config, None, world_size)
+        facts = read_trainer_facts(config, framework, world_size)
         plan = batch_plan(facts, len(open_rows(options)), config)
         chosen = plan.step(step)
         if chosen is None:

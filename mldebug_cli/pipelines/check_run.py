@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.errors import InputError, UsageError, in_one_line
 from mldebug_cli.core.findings import Finding, Report
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.safe_io import read_text
@@ -25,6 +25,7 @@ from mldebug_cli.core.sections.runlog import (
 
 if TYPE_CHECKING:
     from mldebug_cli.checks.run.common import MemoryEstimate
+    from mldebug_cli.frameworks.framework import Framework
 
 COMMAND = "check-run"
 CONFIG_KEYS = ("gradient_accumulation_steps", "max_completion_length", "num_generations", "beta", "learning_rate",
@@ -86,22 +87,24 @@ def build_report(
         findings += tuple(f for check in checks if check.subject == COMPARISON for f in check.findings(comparison, None))
     lr_codes: tuple[str, ...] = ()
     lr_note = None
-    if config and any(r.code == Code.LOGGED_LR_MISMATCH for r in registry.selected(select, ignore)):
-        lr_findings, lr_note = logged_lr_findings(run, config)
+    framework = _config_framework(config) if config else None
+    if framework and any(r.code == Code.LOGGED_LR_MISMATCH for r in registry.selected(select, ignore)):
+        lr_findings, lr_note = logged_lr_findings(run, str(config), framework)
         findings += lr_findings
         lr_codes = (Code.LOGGED_LR_MISMATCH,) if lr_note is None else ()
     batches: tuple[StepRows, ...] = ()
     batch_note = None
-    if config:
+    if framework:
         from mldebug_cli.pipelines.run_batches import rows_behind
 
-        batches, batch_note = rows_behind(findings, run, config, world_size)
+        batches, batch_note = rows_behind(findings, run, str(config), world_size, framework)
     return Report(
         command=COMMAND,
         findings=findings,
         checks_run=tuple(check.code for check in checks) + lr_codes,
         targets=(run.path,),
-        context={"run": run.path, "format": run.format, "kind": run.kind,
+        context={"run": run.path + (f" (eval series from the TensorBoard log {run.meta['evals_from']})"
+                                    if run.meta.get("evals_from") else ""), "format": run.format, "kind": run.kind,
                  "steps": _step_span(run), "vocab_size": vocab, "config": config, "logged_lr": lr_note,
                  "batch_plan": batch_note, "completions": completions_note, "memory_estimate": estimate_note,
                  "compared_with": None if comparison is None else f"{comparison.other} (aligned by {comparison.axis})", **({} if device is None else {"gpu": f"{device[0]} ({device[1]:g} GiB)"})},
@@ -162,13 +165,28 @@ def check_history(history: list, meta: Mapping[str, Any], select: Iterable[str] 
     return run_checks(run, checks, vocab=vocab_size)
 
 
-def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | None]:
-    """LR009 from lr-plot: the run's logged LR against the config's simulated schedule (trainer_state.json runs).
+def _config_framework(config: str) -> Callable[[], Framework]:
+    """The config's framework, detected on first use and then kept: LR009's schedule and the rows behind a flagged
+    step ask the one object (a run whose checks need neither detects nothing)."""
+
+    def detect() -> Framework:
+        from mldebug_cli.frameworks.selector import detected
+        from mldebug_cli.sources.config_file import load_config
+
+        return detected(load_config(config))
+
+    return functools.cache(detect)
+
+
+def logged_lr_findings(run, config: str, framework: Callable[[], Framework] | None = None) -> tuple[tuple[Finding, ...], str | None]:
+    """LR009 from lr-plot: the run's logged LR against the config's simulated schedule (trainer_state.json runs);
+    ``framework``: the config's, detected once by the caller (None: detected here).
 
     The simulation needs the training rows; they are taken as the rows that give the run's own step count
     (max_steps / epochs × batch × accumulation), which is all the schedule depends on.
     """
     from mldebug_cli.core.errors import MldebugError
+    from mldebug_cli.frameworks.registry import checked
     from mldebug_cli.pipelines import schedule
     from mldebug_cli.sources.config_file import load_config
 
@@ -182,8 +200,9 @@ def logged_lr_findings(run, config: str) -> tuple[tuple[Finding, ...], str | Non
         return (), "LR009 not run: the run's max_steps, epochs or batch size is unknown"
     rows = math.ceil(max_steps / epochs) * int(batch) * int(accumulation)
     try:
+        found = None if framework is None else checked(framework(), "schedule")
         report = schedule.build_report(config=config, num_rows=rows, trainer_state=run.path, select=[Code.LOGGED_LR_MISMATCH],
-                                       engine="builtin")
+                                       engine="builtin", framework=found)
     except MldebugError as exc:
         return (), f"LR009 not run: {exc.message}"
     return report.findings, None
@@ -216,7 +235,7 @@ def tokenizer_vocab_size(folder: str) -> int:
     except FileNotFoundError:
         raise InputError(f"{path}: no tokenizer.json (pass --vocab-size instead)") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
-        raise InputError(f"{path}: cannot read the tokenizer ({' '.join(str(exc).split())[:200]})") from None
+        raise InputError(f"{path}: cannot read the tokenizer ({in_one_line(exc, 200)})") from None
     vocab = (data.get("model") or {}).get("vocab") if isinstance(data, dict) else None
     ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab))) if isinstance(vocab, list) else []
     ids += [t.get("id", 0) for t in data.get("added_tokens") or [] if isinstance(t, dict)]

@@ -13,7 +13,16 @@ from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError, UsageError
-from mldebug_cli.core.findings import KEPT_PER_CHECK, ContextValue, Finding, FindingKeeper, Hit, Location, Report
+from mldebug_cli.core.findings import (
+    CONTEXT_VERSIONS,
+    KEPT_PER_CHECK,
+    ContextValue,
+    Finding,
+    FindingKeeper,
+    Hit,
+    Location,
+    Report,
+)
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks import versions
@@ -189,12 +198,19 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
         context=_context(setup, rows, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options)
-        | overlap_line,
+        | overlap_line | _versions_line(target),
         summary=stats.summary(total, findings.by_code),
         details=RowsSection(tuple(_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)),
                             options.token_table or bool(options.rows),
                             sorted(stats.sequences) if options.sequence_lengths else None).as_details(),
     )
+
+
+def _versions_line(target: versions.TargetVersions) -> dict[str, str]:
+    """The transformers the rows are read for, where it is not the installed one (a flag, a pin beside the config,
+    or the newest release the framework's own pin allows): the header says which and why."""
+    chosen = target.get("transformers")
+    return {} if chosen.source == versions.INSTALLED else {CONTEXT_VERSIONS: chosen.describe()}
 
 
 def _with_overlap(report: Report, options: InspectOptions, source: RowSource, reader: RowReader) -> Report:

@@ -62,6 +62,7 @@ class Lengths:
     source: str = "data"  # what they come from, for the report
     dataset: str | None = None
     not_read: str | None = None  # why the rows were not read (then every sequence is taken at max_length)
+    images: dict[int, tuple[int, ...]] = field(default_factory=dict)  # row -> each image's tokens (image rows)
 
 
 def build_report(options: MemoryOptions, progress: Callable[[str], None] | None = None,
@@ -160,13 +161,14 @@ def peak_over_data(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu_
     if setup.task == "grpo" and rows:  # the prompts the data really has, within max_prompt_length
         longest = max(max(sizes) for _, sizes, _ in rows)
         setup = setup.changed(max_prompt_length=min(longest, setup.max_prompt_length or longest))
-    batches = _batches(setup, rows)
+    batches = _with_images(_batches(setup, rows), lengths.images)
     seen: dict[tuple, Estimate] = {}
     for batch in batches:
-        key = (batch.sequences, batch.length, batch.tokens, batch.label_tokens, batch.padded)
+        key = (batch.sequences, batch.length, batch.tokens, batch.label_tokens, batch.padded, batch.images)
         if key not in seen:
             seen[key] = estimate(shape, setup, batch, gpu_bytes)
-    best = max(batches, key=lambda b: seen[(b.sequences, b.length, b.tokens, b.label_tokens, b.padded)].allocated)
+    best = max(batches, key=lambda b: seen[(b.sequences, b.length, b.tokens, b.label_tokens, b.padded,
+                                            b.images)].allocated)
     peak = estimate(shape, setup, best, gpu_bytes)
     typical = None
     long_rows: list[LongRow] = []
@@ -183,6 +185,13 @@ def peak_over_data(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu_
         if not setup.packing and not setup.padding_free and sides:
             typical = estimate(shape, setup, typical_batch, gpu_bytes)
     return peak, typical, long_rows
+
+
+def _with_images(batches: list[MicroBatch], images: dict[int, tuple[int, ...]]) -> list[MicroBatch]:
+    """Each batch with the images its rows hand the vision tower (image rows; unchanged for text rows)."""
+    if not images:
+        return batches
+    return [replace(b, images=tuple(t for row in b.rows for t in images.get(row, ()))) for b in batches]
 
 
 def _cut(rows: list, max_length: int | None) -> list:
@@ -233,13 +242,17 @@ def lengths_of(report: Report) -> Lengths:
     """The sequence lengths an inspect-data report collected (InspectOptions.sequence_lengths)."""
     summary = data_summary(report.summary)
     sequences = data_section(report.summary, report.details).sequence_lengths or []
-    rows = [(row, tuple(sizes), trained) for row, sizes, trained in sequences]
+    rows = [(row, tuple(sizes), trained) for row, sizes, trained, *_ in sequences]
+    images = {entry[0]: tuple(entry[3]) for entry in sequences if len(entry) > 3 and entry[3]}  # image rows
     total = summary.rows or len(rows)
     checked = summary.rows_checked or (summary.pairs if isinstance(summary, PairsSummary) else 0) or len(rows)
     target = report.targets[0] if report.targets else None
+    with_images = f" ({sum(len(v) for v in images.values()):,} images expanded by the processor)" if images else ""
     if checked and total and checked < total:
-        return Lengths(rows, f"{len(rows):,} rows of a sample of {checked:,} of {total:,} in {target}", target)
-    return Lengths(rows, f"all {len(rows):,} rows of {target}, as mldebug encodes them for this config", target)
+        return Lengths(rows, f"{len(rows):,} rows of a sample of {checked:,} of {total:,} in {target}{with_images}",
+                       target, images=images)
+    return Lengths(rows, f"all {len(rows):,} rows of {target}, as mldebug encodes them for this config{with_images}",
+                   target, images=images)
 
 
 def model_config(model: str | None, named: str | None, config_path: str, allow_outside: bool = False) -> Path:

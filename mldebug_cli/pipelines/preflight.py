@@ -295,6 +295,7 @@ class ConfiguredInspect:
     context: dict[str, ContextValue]
     preference: Any = None  # frameworks.preference_config.PreferenceConfig of a DPO/KTO/ORPO/GRPO config
     framework: Framework | None = None  # the plan's framework, resolved (None: looked up by the plan's name)
+    reader: Framework | None = None  # the framework that read the config (None: a name it does not know)
 
 
 def configured_inspect(config_path: str, dataset: str | None, options, given: frozenset[str],
@@ -339,7 +340,7 @@ def configured_inspect(config_path: str, dataset: str | None, options, given: fr
         "config_notes": "; ".join((*plan.notes, *([note] if note else []))) or None,
     }
     return ConfiguredInspect(configured, config, pointing, chosen, context, preference,
-                             _plan_framework(plan, reader) if reader is not None else None)
+                             _plan_framework(plan, reader) if reader is not None else None, reader)
 
 
 _RESOLVED = "as the command resolved it"  # memory and probe: the command resolved the framework (--framework or detected)

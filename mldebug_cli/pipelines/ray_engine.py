@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from mldebug_cli.core.errors import InputError, MldebugError, UsageError
+from mldebug_cli.core.errors import InputError, MldebugError, UsageError, in_one_line
 from mldebug_cli.sources.dataset import DatasetSource
 from mldebug_cli.sources.shards import Chunk, ShardedSource, is_sharded, plan_shards, read_chunk, scan_shard
 
@@ -196,4 +196,4 @@ def _reported(exc: BaseException, ray) -> MldebugError | BaseException:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300] or type(exc).__name__
+    return in_one_line(exc, 300) or type(exc).__name__

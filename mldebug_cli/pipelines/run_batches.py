@@ -4,21 +4,27 @@ replayed by the batch plan from the config's sampler settings and its (first) da
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Finding
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.runlog import RowAt, StepRows
 
+if TYPE_CHECKING:
+    from mldebug_cli.frameworks.framework import Framework
+
 BATCH_CODES = (Code.NON_FINITE_VALUES, Code.LOSS_SPIKE, Code.GRAD_NORM_SPIKE)  # the findings whose steps get their rows
 MAX_STEPS_PER_FINDING = 8  # a loss logged every k steps averages k steps: at most this many are named
 
 
-def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: int = 1) -> tuple[tuple[StepRows, ...], str]:
-    """The rows of each flagged step and a context line saying where they come from (or why they could not be)."""
+def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: int = 1,
+                framework: Callable[[], Framework] | None = None) -> tuple[tuple[StepRows, ...], str]:
+    """The rows of each flagged step and a context line saying where they come from (or why they could not be);
+    ``framework``: the config's, detected once by the caller (None: detected here)."""
     from mldebug_cli.frameworks.sampling import batch_plan
-    from mldebug_cli.frameworks.selector import detect_framework, read_plan, read_trainer_facts
+    from mldebug_cli.frameworks.selector import detected, read_plan, read_trainer_facts
     from mldebug_cli.sources.config_file import load_config
     from mldebug_cli.sources.shards import open_dataset
 
@@ -27,12 +33,13 @@ def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: 
         return (), "no finding names a step to replay"
     try:
         config = load_config(config_path)
-        training = read_plan(config, detect_framework(config))
+        owner = framework() if framework is not None else detected(config)
+        training = read_plan(config, owner)
         if not training.datasets:
             raise InputError(f"{config_path}: the config names no dataset")
         dataset = training.datasets[0]
         source = open_dataset(dataset.spec, dataset.split)
-        plan = batch_plan(read_trainer_facts(config_path, None, world_size), len(source), config_path)
+        plan = batch_plan(read_trainer_facts(config_path, owner, world_size), len(source), config_path)
     except InputError as exc:
         return (), f"rows not named: {exc.message}"
     steps = {s: plan.step(s) for _, s in wanted}

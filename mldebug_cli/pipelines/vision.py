@@ -14,7 +14,7 @@ from mldebug_cli.core import registry
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.core.findings import Finding, FindingKeeper, Hit, Location, Report
 from mldebug_cli.core.registry import Code
-from mldebug_cli.core.sections.rows import LengthPercentiles, RowsSection, RowsSummary, RowView
+from mldebug_cli.core.sections.rows import ImageLine, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks.trl.vision import VisionProcessor, VisionRow, load_processor
 from mldebug_cli.frameworks.vision_subjects import VisionSetup
 from mldebug_cli.render.labels import IGNORE_INDEX
@@ -41,10 +41,11 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
     total = len(source)
     indices = sample_indices(options, total)
     limit = len(options.rows) if options.rows else options.show
-    engine = _VisionEngine(path, checks, setup, processor, limit)
+    keep_lengths = bool(getattr(options, "sequence_lengths", False))
+    engine = _VisionEngine(path, checks, setup, processor, limit, keep_lengths)
     findings = FindingKeeper(options.findings_kept)  # flat in rows: past the first K of a check, counted
     shown: list[_Shown] = []
-    stats = _Stats()
+    stats = _Stats(keep_lengths)
     checked = total if indices is None else len(indices)
     workers = workers_for(options.workers, checked) if options.engine == "local" else 1
     for result in batch_results(engine, source, indices, options, workers):
@@ -68,7 +69,8 @@ def build_report(options: Any, source: Any, progress: Callable[[int, int], None]
         } | engine_line(options),
         summary=stats.summary(total, checked, max_length, findings.by_code),
         details=RowsSection(tuple(view for _, _, views in sorted(shown, key=lambda s: s[1]) for view in views),
-                            options.token_table or bool(options.rows)).as_details(),
+                            options.token_table or bool(options.rows),
+                            sorted(stats.sequences) if keep_lengths else None).as_details(),
     )
 
 
@@ -95,19 +97,20 @@ class _VisionEngine:
     setup: VisionSetup
     processor: VisionProcessor
     limit: int  # rows that can be shown
+    keep_lengths: bool = False  # every row's sequence lengths and image tokens (memory)
 
     def process(self, batch: list[Record]) -> _BatchResult:
-        result = _BatchResult([], _Stats(), [])
+        result = _BatchResult([], _Stats(self.keep_lengths), [])
         for record in batch:
             record = record.parsed()
             row = self.path.encode(record)
             sides = [row] if row.rejected is None else [row, row.rejected]
             row_findings = _pair_findings(self.checks, sides, self.setup, record)
             result.findings += row_findings
-            result.stats.add(row)
+            result.stats.add(row, self.processor.image_token_id)
             rank = -max((f.severity.rank for f in row_findings), default=-1)
             shown = result.shown
-            if len(shown) < self.limit or (rank, record.index) < shown[-1][:2]:  # views only for rows that may be shown
+            if self.limit and (len(shown) < self.limit or (rank, record.index) < shown[-1][:2]):  # views only for rows that may be shown
                 views = tuple(_view(side, self.processor, record) for side in sides)
                 result.shown = _most_serious([*shown, (rank, record.index, views)], self.limit)
         return result
@@ -158,24 +161,39 @@ def _view(row: VisionRow, processor: VisionProcessor, record: Record) -> RowView
                    images=images, side=row.side)
 
 
+def _image_tokens(row: VisionRow, image: ImageLine, image_token_id: int) -> int:
+    """The image's own tokens (its block less the tags, wrappers and text between tiles or crops): what the
+    vision tower's views are counted from."""
+    return sum(1 for t in row.input_ids[image.start:image.start + image.tokens] if t == image_token_id)
+
+
 class _Stats:
     """Running statistics; lengths are kept as a histogram so memory stays flat as the dataset grows."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_lengths: bool = False) -> None:
         self.rows = self.failed = self.tokens = self.trained = self.truncated = 0
         self.lengths: Counter[int] = Counter()
+        self.keep_lengths = keep_lengths
+        # (row, each sequence's length, trained tokens, each image's tokens per sequence) for memory
+        self.sequences: list[tuple[int, tuple[int, ...], int, tuple[int, ...]]] = []
 
-    def add(self, row: VisionRow) -> None:
+    def add(self, row: VisionRow, image_token_id: int) -> None:
         self.rows += 1
         if not row.input_ids:
             self.failed += 1
             return
         sides = [row] if row.rejected is None else [row, row.rejected]  # a preference row: both sequences
         self.truncated += any(side.truncated for side in sides)
+        trained = 0
         for side in sides:
             self.tokens += len(side.input_ids)
-            self.trained += sum(1 for label in side.labels if label != IGNORE_INDEX)
+            trained += sum(1 for label in side.labels if label != IGNORE_INDEX)
             self.lengths[side.full_length] += 1
+        self.trained += trained
+        if self.keep_lengths:  # a preference row runs its images once per side
+            self.sequences.append((row.index, tuple(side.full_length for side in sides), trained,
+                                   tuple(_image_tokens(side, image, image_token_id) for side in sides
+                                         for image in side.images)))
 
     def merge(self, other: _Stats) -> None:
         self.rows += other.rows
@@ -184,6 +202,7 @@ class _Stats:
         self.trained += other.trained
         self.truncated += other.truncated
         self.lengths.update(other.lengths)
+        self.sequences += other.sequences
 
     def summary(self, total: int, checked: int, max_length: int | None, by_check: Counter[str]) -> dict[str, Any]:
         ordered = sorted(self.lengths.items())

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError, UsageError
+from mldebug_cli.core.errors import InputError, UsageError, in_one_line
 
 METRIC_FLAG = "--metric"
 LOSS_TERM_FLAG = "--loss-term"
@@ -84,5 +84,5 @@ def parameter_group(name: str) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    text = in_one_line(exc)
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__

@@ -116,6 +116,8 @@ def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], 
 
     named = trainable(model)
     totals = TermGradients([n for n, _ in named], {})
+    # a QLoRA adapter in bf16 (TRL casts it) rounds each backward's gradients the same way, without autocast
+    rounded = dtype != "fp32" or any(p.dtype != torch.float32 for _, p in named)
     per_term: dict[str, dict[str, list[Any]]] = {s.name: {"push": [], "metric": [], "rows": [], "loss": []}
                                                     for s in specs}
     error = None
@@ -137,8 +139,9 @@ def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], 
         if not any(v.requires_grad for v in weighted.values()):
             error = "no loss term requires grad: backward cannot run (no trainable parameter is on the loss's path)"
         # under autocast the sum of the terms' gradients is not the trainer's one-pass gradient (each backward rounds
-        # its own bf16/fp16 output gradients: 7e-4 relative on an ORPO LoRA in bf16): take that one as well
-        totals.add(term_gradients(weighted, named, together=dtype != "fp32"))
+        # its own bf16/fp16 output gradients: 7e-4 relative on an ORPO LoRA in bf16; 1e-3 on a DPO sigmoid+sft QLoRA in
+        # fp32, whose adapter is bf16): take that one as well
+        totals.add(term_gradients(weighted, named, together=rounded))
     total = totals.total()
     if any(g is not None and not bool(torch.isfinite(g).all()) for g in total):
         return Measured([], totals.names, {}, [], non_finite=_locate_non_finite(model, batches[0], device, dtype))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.probe.subject import GradientPath
 from mldebug_cli.sources.model_config import checked_sizes
@@ -103,19 +103,72 @@ def build(model_dir: str, facts: Any, versions: Any, adapter: str | None = None,
     # (trl/trainer/sft_trainer.py 1.16: "PEFT initializes the adapter weights randomly"): LoRA A's init follows it
     seed = facts.sampler.seed if facts.sampler is not None else DEFAULT_SEED
     set_seed(seed)
+    quantization = quantization_config(facts)
+    loaded: dict[str, Any] = {} if quantization is None else {"quantization_config": quantization, "device_map": None}
     try:
         # trust_remote_code=False: transformers refuses a folder's own code instead of asking on stdin (None asks)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True,
-                                                     trust_remote_code=False)
+                                                     trust_remote_code=False, **loaded)
     except Exception as exc:  # a refused pickle, a safetensors error, a shape mismatch: the folder's, said by name
-        raise InputError(f"{model_dir}: cannot load the model ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
+        raise InputError(f"{model_dir}: cannot load the model ({type(exc).__name__}: {in_one_line(exc, 200)})") from None
     torch.nn.Module.to(model, device)  # (transformers types PreTrainedModel.to's first argument oddly)
     fused = fused_head and facts.fused_lm_head and _add_fused_lm_head(model, facts)
     described = None
+    if quantization is not None and facts.task == "orpo" and (adapter is not None or facts.peft is not None):
+        _prepare_kbit(model, facts)
     if adapter is not None or facts.peft is not None:
         model, described = _wrap(model, facts.peft, adapter, seed)
     path = _checkpointing(model, facts, versions, described)
+    if quantization is not None and described is not None and facts.quantized_adapter_bf16:
+        if facts.task != "orpo":
+            _adapter_to_bf16(model)
+        elif facts.dtype == "bf16" and facts.quantization == "4bit":  # the experimental ORPOTrainer's own cast
+            from trl.experimental.utils import peft_module_casting_to_bf16
+
+            peft_module_casting_to_bf16(model)
     return Built(model, path, described is not None, fused)
+
+
+def quantization_config(facts: Any) -> Any | None:
+    """The BitsAndBytesConfig TRL 1.16's ``get_quantization_config`` builds from the config's ModelConfig keys
+    (``load_in_4bit``: nf4/fp4, double quantisation, the compute dtype from ``dtype``; ``load_in_8bit``), which
+    its trainers pass to ``from_pretrained`` (``device_map`` None on the CPU). None: the config loads no quantized
+    model. Without bitsandbytes probe cannot load the model as the run does, and says so."""
+    if facts.quantization is None:
+        return None
+    import importlib.util
+
+    key = f"load_in_{facts.quantization}"
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise InputError(f"{key}: probe cannot load the model quantized as the run does: bitsandbytes is not "
+                         "installed", hint="pip install bitsandbytes (0.49 and later run 4-bit layers on the CPU), "
+                                           f"or probe without {key} to see the unquantized model's gradients")
+    from transformers import BitsAndBytesConfig
+
+    if facts.quantization == "8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=DTYPES.get(facts.model_dtype or "fp32", "float32"),
+                              bnb_4bit_quant_type=facts.quant_type or "nf4",
+                              bnb_4bit_use_double_quant=bool(facts.double_quant))
+
+
+def _prepare_kbit(model: Any, facts: Any) -> None:
+    """The experimental ORPOTrainer (TRL 1.16) runs peft's ``prepare_model_for_kbit_training`` on a quantized model
+    before it wraps it: every other weight frozen and cast to fp32, input gradients on under checkpointing."""
+    from peft import prepare_model_for_kbit_training
+
+    prepare_model_for_kbit_training(model, use_gradient_checkpointing=bool(facts.gradient_checkpointing),
+                                    gradient_checkpointing_kwargs=dict(facts.gradient_checkpointing_kwargs or {}))
+
+
+def _adapter_to_bf16(model: Any) -> None:
+    """TRL 1.16's SFT, DPO, KTO and GRPO trainers on a quantized model: the trainable adapter weights go to bf16
+    (QLoRA's recipe), DoRA's magnitude vectors excepted (trl/trainer/sft_trainer.py)."""
+    import torch
+
+    for name, param in model.named_parameters():
+        if param.requires_grad and "lora_magnitude_vector" not in name:
+            param.data = param.data.to(torch.bfloat16)
 
 
 def _add_fused_lm_head(model: Any, facts: Any) -> bool:
@@ -142,7 +195,7 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None, seed: int = DEFAULT_
         try:
             wrapped = PeftModel.from_pretrained(model, adapter, is_trainable=True, trust_remote_code=False)
         except Exception as exc:  # a refused pickle, a shape mismatch with the model: the adapter's, said by name
-            raise InputError(f"{adapter}: cannot load the adapter ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
+            raise InputError(f"{adapter}: cannot load the adapter ({type(exc).__name__}: {in_one_line(exc, 200)})") from None
         config: Any = wrapped.peft_config["default"]  # the adapter's LoraConfig (its base PeftConfig lacks r)
     else:
         targets = peft_facts.target_modules
@@ -157,7 +210,7 @@ def _wrap(model: Any, peft_facts: Any, adapter: str | None, seed: int = DEFAULT_
             wrapped = get_peft_model(model, config)
         except ValueError as exc:  # peft refuses the config (NoMatchingPeftModuleError: no module matches): so does the run
             raise InputError(f"lora_target_modules {config.target_modules!r}: peft refuses it "
-                             f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})",
+                             f"({type(exc).__name__}: {in_one_line(exc, 200)})",
                              hint="target_modules as a string is a regular expression over the full module name; "
                                   "a list names modules") from None
     targets = sorted(config.target_modules) if isinstance(config.target_modules, (set, list)) else config.target_modules

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.probe.losses import POLICY_METRIC, POLICY_TERM, grpo_advantages
 from mldebug_cli.probe.subject import TermMeasure
 from mldebug_cli.sources.rewards import RewardGroup
@@ -48,7 +48,7 @@ def _prompt_ids(tokenizer: Any, group: RewardGroup) -> list[int]:
         ids = tokenizer.apply_chat_template(group.prompt, add_generation_prompt=True, tokenize=True, return_dict=True)
     except Exception as exc:  # a template error on the user's messages: name the line
         raise InputError(f"line {group.line}: the chat template cannot render the prompt ({type(exc).__name__}: "
-                         f"{' '.join(str(exc).split())[:120]})") from None
+                         f"{in_one_line(exc, 120)})") from None
     return list(ids["input_ids"])
 
 

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from mldebug_cli.core.errors import in_one_line
 from mldebug_cli.sources.template_bounds import bounded_parse
 
 GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
@@ -160,12 +161,12 @@ def template_syntax_error(template: str) -> str | None:
         with _bounded_transformers():
             compile_bounded(template)
     except jinja2.TemplateSyntaxError as exc:  # unknown filters and tests (TemplateAssertionError) too
-        return f"line {exc.lineno}: {' '.join(str(exc.message or exc).split())}"
+        return f"line {exc.lineno}: {in_one_line(exc.message or exc)}"
     return None
 
 
 def _describe(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())[:300]
+    text = in_one_line(exc, 300)
     lineno = getattr(exc, "lineno", None)
     if lineno and type(exc).__name__ == "TemplateSyntaxError":
         text = f"line {lineno}: {text}"

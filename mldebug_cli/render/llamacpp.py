@@ -31,7 +31,7 @@ from jinja2 import nodes
 from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.render.chat import bound_width_filters, concat_checking_code_generator, memory_cap
 from mldebug_cli.sources.template_bounds import bounded_parse
 
@@ -613,12 +613,8 @@ def _render(compiled: jinja2.Template, context: dict[str, Any], name: str, now: 
         OverflowError,
         RecursionError,
     ) as exc:
-        raise InputError(f"{name}: the template failed to render ({type(exc).__name__}: {_one_line(exc)})") from None
+        raise InputError(f"{name}: the template failed to render ({type(exc).__name__}: {in_one_line(exc, 300)})") from None
     return "".join(chunks)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]
 
 
 _timer_lock = threading.Lock()

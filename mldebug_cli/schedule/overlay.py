@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.schedule.arithmetic import hf_warmup_steps
 from mldebug_cli.schedule.formulas import ScheduleBuildError, builtin_lr_at
@@ -68,7 +68,7 @@ def read_trainer_state(path: str) -> tuple[tuple[LoggedLR, ...], int | None]:
     except FileNotFoundError:
         raise InputError(f"{path}: trainer state file not found") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
-        raise InputError(f"{path}: cannot read the trainer state ({' '.join(str(exc).split())[:200]})") from None
+        raise InputError(f"{path}: cannot read the trainer state ({in_one_line(exc, 200)})") from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise InputError(f"{path}: no log_history list (is this a trainer_state.json?)")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import note_inputs, open_regular, read_bytes, require_regular
 from mldebug_cli.sources.hub import require_local_or_cached, stay_offline
 from mldebug_cli.sources.json_array import NESTED_TOO_DEEPLY, json_array_elements, number_too_long
@@ -157,7 +157,7 @@ def _decoded_row(ds, index: int) -> Record:
         row = ds[index]
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a value it cannot decode
         return Record(index, None, error=f"the row cannot be decoded ({type(exc).__name__}: "
-                                         f"{' '.join(str(exc).split())[:200]})")
+                                         f"{in_one_line(exc, 200)})")
     return next(_rows_of_batch({c: [v] for c, v in row.items()}, [index]))
 
 
@@ -328,7 +328,7 @@ def _saved_json(path: Path) -> dict:
     try:
         value = json.loads(read_bytes(path))
     except (ValueError, RecursionError) as exc:
-        raise InputError(f"{path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
+        raise InputError(f"{path}: not readable JSON ({in_one_line(exc, 200)})") from None
     if not isinstance(value, dict):
         raise InputError(f"{path}: expected a JSON object")
     return value
@@ -443,7 +443,7 @@ def _load_with_datasets(path: Path, spec: str, kind: str, split: str | None):
         cause: BaseException = exc
         while cause.__cause__ is not None and type(cause).__name__ == "DatasetGenerationError":  # says only "failed"
             cause = cause.__cause__
-        reason = " ".join(str(cause).split())[:300]
+        reason = in_one_line(cause, 300)
         raise InputError(f"{spec}: datasets could not read it: {type(cause).__name__}: {reason}") from None
     if isinstance(ds, datasets.DatasetDict):
         names = list(ds)

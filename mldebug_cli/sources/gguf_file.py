@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFValueType, Keys, TokenType
 from gguf.gguf_reader import ReaderField
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import open_regular
 
 _MAGIC = b"GGUF"
@@ -219,7 +219,7 @@ def read_gguf_vocab(path: str | Path) -> GGUFVocab:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return in_one_line(exc) or type(exc).__name__
 
 
 def _default_add_bos_eos(tokenizer_model: str | None, tokenizer_pre: str | None) -> tuple[bool, bool]:

@@ -223,7 +223,10 @@ def _typed_parts(message: dict[str, Any], index: int) -> dict[str, Any]:
     return out
 
 
-def _validated_messages(messages: Any, key: str, require_assistant: bool = True) -> list[dict[str, Any]]:
+def _validated_messages(messages: Any, key: str, require_assistant: bool = True,
+                        roles_as_given: bool = False) -> list[dict[str, Any]]:
+    """``roles_as_given``: a role no chat template knows goes to the template as it is (axolotl's reader maps the
+    roles it is told of and passes the rest through: the template renders or raises on them)."""
     if not isinstance(messages, list):
         raise RowProblem(Code.INVALID_MESSAGES, f"{key} is {_kind(messages)}, expected a list of messages")
     if not messages:
@@ -245,7 +248,8 @@ def _validated_messages(messages: Any, key: str, require_assistant: bool = True)
         if content is None and not message.get("tool_calls"):
             raise RowProblem(Code.INVALID_MESSAGES, f"the {role} message's content is null", i)
         out.append(message)
-    _known_roles(out, key)
+    if not roles_as_given:
+        _known_roles(out, key)
     if require_assistant and not any(m["role"] == "assistant" for m in out):
         raise RowProblem(Code.INVALID_MESSAGES, "the conversation has no assistant turn, so nothing would be trained")
     return out

@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import open_regular
 
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit
@@ -37,7 +37,7 @@ def check_header(path: str | os.PathLike) -> int:
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InputError(f"{path}: the safetensors header is not JSON ({' '.join(str(exc).split())[:120]})") from None
+        raise InputError(f"{path}: the safetensors header is not JSON ({in_one_line(exc, 120)})") from None
     if not isinstance(header, dict):
         raise InputError(f"{path}: the safetensors header is not a JSON object")
     data = size - 8 - length

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import inside
 from mldebug_cli.sources.dataset import (
     MIB,
@@ -215,7 +215,7 @@ def _remote_files(spec: str) -> list[str]:
     try:
         names = _within_time(spec, listing)
     except (OSError, ValueError) as exc:
-        raise InputError(f"{spec}: cannot list it: {' '.join(str(exc).split())[:300]}") from None
+        raise InputError(f"{spec}: cannot list it: {in_one_line(exc, 300)}") from None
     return [n for n in names if pattern is None or fnmatch.fnmatch(n, pattern)]
 
 
@@ -236,7 +236,7 @@ def scan_shard(shard: str, chunk_rows: int = CHUNK_ROWS, kind: str | None = None
     except InputError as exc:  # a bound of mldebug's: its message names the shard already
         return Unreadable(shard, exc.message.removeprefix(f"{shard}: "))
     except Exception as exc:  # noqa: BLE001 - pyarrow and the filesystems raise many types for an unreadable file
-        return Unreadable(shard, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+        return Unreadable(shard, f"{type(exc).__name__}: {in_one_line(exc, 300)}")
 
 
 def _scan_parquet(shard: str) -> list[Chunk]:
@@ -311,7 +311,7 @@ def read_chunk(chunk: Chunk, wanted: list[int] | None = None, parse: bool = Fals
             if keep is None or record.index in keep:
                 yield record
     except Exception as exc:  # noqa: BLE001 - pyarrow and the filesystems raise many types for an unreadable file
-        reason = f"the shard cannot be read from here on ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+        reason = f"the shard cannot be read from here on ({type(exc).__name__}: {in_one_line(exc, 200)})"
         for index in range(left, chunk.first_row + chunk.rows):
             if keep is None or index in keep:
                 yield Record(index, None, error=reason, path=chunk.shard)

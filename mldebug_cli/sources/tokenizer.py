@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, InputError
+from mldebug_cli.core.errors import SETTING_CHAT_TEMPLATE, InputError, in_one_line
 from mldebug_cli.core.safe_io import note_inputs, read_text, require_regular, stays_inside
 from mldebug_cli.sources.hub import online, require_local_or_cached, snapshot_folders, stay_offline
 
@@ -144,10 +144,10 @@ def _auto_tokenizer(spec: str, trust_remote_code: bool):
                 spec, trust_remote_code=trust_remote_code, local_files_only=not online()
             )
     except OSError as exc:
-        raise InputError(f"{spec}: cannot load a tokenizer: {_one_line(exc)}",
+        raise InputError(f"{spec}: cannot load a tokenizer: {in_one_line(exc, 300)}",
                          hint="pass a local folder, or a hub id that is in the local cache (or --online)") from None
     except Exception as exc:  # transformers raises ValueError/KeyError/... for broken folders
-        raise InputError(f"{spec}: cannot load a tokenizer: {type(exc).__name__}: {_one_line(exc)}") from None
+        raise InputError(f"{spec}: cannot load a tokenizer: {type(exc).__name__}: {in_one_line(exc, 300)}") from None
     if not getattr(tokenizer, "is_fast", False):
         raise InputError(
             f"{spec}: only a slow (Python) tokenizer could be loaded; mldebug needs a fast tokenizer (tokenizer.json)",
@@ -164,7 +164,7 @@ def _template(tokenizer, spec: str, override: str | None) -> tuple[str | None, s
         except FileNotFoundError:
             raise InputError(f"{override}: no such chat template file", setting=SETTING_CHAT_TEMPLATE) from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{override}: cannot read the chat template: {_one_line(exc)}",
+            raise InputError(f"{override}: cannot read the chat template: {in_one_line(exc, 300)}",
                              setting=SETTING_CHAT_TEMPLATE) from None
         return text, override
     template = getattr(tokenizer, "chat_template", None)
@@ -189,11 +189,7 @@ def _read_json(path: Path) -> Any:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InputError(f"{path}: not readable JSON: {_one_line(exc)}") from None
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]
+        raise InputError(f"{path}: not readable JSON: {in_one_line(exc, 300)}") from None
 
 
 def special_texts(tok) -> list[str]:

@@ -124,9 +124,17 @@ def test_kl_at_the_first_step_means_the_reference_is_not_the_policy():
 
 
 @needs_corpus
-@pytest.mark.parametrize("name", ["trl-sft__tinyllama.trainer_state.json", "hf-sft__serial-lain-ai"])
+@pytest.mark.parametrize("name", ["trl-sft__tinyllama.trainer_state.json", "hf-sft__serial-lain-ai/trainer_state.json"])
 def test_healthy_sft_runs_trip_no_check(name):
     assert findings(CORPUS_RUNS / name) == ()
+
+
+@needs_corpus
+def test_an_output_folder_reads_the_final_evaluate_from_its_tensorboard_log():
+    """Issue 34 item 10: HF Trainer saved trainer_state.json before the final evaluate(), which only its TensorBoard
+    log (runs/) holds: the folder's one eval, after 100 epochs over 31 rows, is below the train loss: RN010."""
+    (finding,) = [f for f in findings(CORPUS_RUNS / "hf-sft__serial-lain-ai") if f.code == "RN010"]
+    assert finding.location.step == 3100 and "these eval rows are the training rows" in finding.message
 
 
 # --- failure modes written here -------------------------------------------------------------------------------------

@@ -206,9 +206,11 @@ def test_bad_inputs_are_one_line_errors_with_exit_2(tmp_path: Path):
     assert unknown.exit_code == 2 and "--deploy-engine tgi cannot serve a gguf" in unknown.stderr
 
 
-def test_a_tokenizer_compared_with_itself_has_every_special_token_including_unk():
-    # Mistral-Nemo's <unk> is id 0 on both sides: the unk id is a token of the vocabulary, not "missing"
-    nemo = FIXTURES / "tokenizers" / "mistral-nemo-instruct"
+@pytest.mark.parametrize("folder", ["tokenizers/mistral-nemo-instruct",  # Gemma 3: 25 s, slow
+                                    pytest.param("processors/gemma-3", marks=pytest.mark.slow)])
+def test_a_tokenizer_compared_with_itself_has_every_special_token_including_unk(folder):
+    # <unk> is id 0 (Mistral-Nemo) or 3 (Gemma 3) on both sides: the unk id is a token of the vocabulary, not "missing"
+    nemo = FIXTURES / folder
     result = run("check-template", "--train", nemo, "--deploy", nemo, "--deploy-engine", "vllm-completions", "-f", "json")
     codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
     assert "CT011" not in codes and "CT003" in codes  # the completions route's own BOS on a rendered <s>: real

@@ -250,3 +250,18 @@ def test_html_cut_notes_agree_with_their_count():
     assert problems(visible_html(cut_note("rows", 1))) == [] and "1 more row not shown" in cut_note("rows", 1)
     assert "1 more token of this row" in cut_note("tokens of this row", 1)
     assert "3 more places" in cut_note("places", 3)
+
+
+def test_an_exception_is_said_on_one_line_by_one_function():
+    """A third-party exception's words in an error message: whitespace runs made one space, cut to a limit; and no
+    module spells that out again (core.errors.in_one_line is the one place)."""
+    from mldebug_cli.core.errors import in_one_line
+
+    error = ValueError("Expecting value:\n  line 1\tcolumn 2 \r\n(char 1)  ")
+    assert in_one_line(error) == "Expecting value: line 1 column 2 (char 1)"
+    assert in_one_line(error, 15) == "Expecting value"
+    assert in_one_line(ValueError()) == "" and in_one_line("a\nb") == "a b"
+    package = Path(__file__).resolve().parents[2] / "mldebug_cli"
+    spelled = re.compile(r"""join\(str\([^)]*\)\.split\(\)\)""")
+    assert [str(p.relative_to(package)) for p in sorted(package.rglob("*.py")) if spelled.search(p.read_text())] == \
+        ["core/errors.py"]

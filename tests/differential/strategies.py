@@ -7,6 +7,7 @@ whitespace, empty strings and non-ASCII; a few rows are long, around the small `
 
 from __future__ import annotations
 
+import json
 import string
 
 from hypothesis import strategies as st
@@ -386,3 +387,150 @@ def tokenizer_texts(seed: int, count: int) -> list[str]:
 
     collect()
     return ["saddle\nspoke and the chain", *dict.fromkeys(drawn)][:count]
+
+
+# ---------------------------------------------------------------------------------------------------- issue 34 classes
+# The classes of issue 34 under TRL SFT and LLaMA-Factory (tools/differential.py suites trl-sft-classes and
+# llamafactory-classes): content parts of every form with per-message weights, rows without an assistant turn, text
+# whose characters span tokens, tool-call ids of every form.
+
+TOOL_ID_FORMS = {  # shape -> the ids a file's tool calls carry (one Arrow type per file: ints and strings never mix)
+    "tool_id_mistral9": _alnum(9), "tool_id_openai": st.builds(lambda s: f"call_{s}", _alnum(24)),
+    "tool_id_string": st.sampled_from(["tool-1", "get_weather:0", "", "x"]), "tool_id_int": st.integers(0, 10**6),
+    "tool_id_missing": st.none(),
+}
+
+
+@st.composite
+def multi_byte_text(draw) -> str:
+    """Words and multi-byte pieces (CJK, kana, emoji, accents) whose UTF-8 bytes a byte-level BPE splits across
+    tokens, with or without spaces between them."""
+    pieces = draw(st.lists(st.sampled_from(MULTI_BYTE + ("谁是", "物理学家", "。", "？", "，")) | st.sampled_from(WORDS),
+                           min_size=1, max_size=6))
+    return draw(st.sampled_from(["", " "])).join(pieces)
+
+
+@st.composite
+def typed_part(draw, forms: tuple[str, ...] = ("text", "value", "image", "unknown")) -> dict:
+    """A content part in one of the forms users send: transformers' text, LLaMA-Factory v1's value, an image, a
+    type no template knows."""
+    form = draw(st.sampled_from(forms))
+    if form == "image":
+        return {"type": "image"}
+    phrase = draw(st.one_of(text(), multi_byte_text()))
+    return {"type": "text", "value": phrase} if form == "value" else {"type": "text" if form == "text" else "audio_note",
+                                                                       "text": phrase}
+
+
+def _weights(draw, messages: list[dict]) -> None:
+    """LLaMA-Factory v1's per-message loss_weight, on every message (one Arrow type per column)."""
+    for m in messages:
+        m["loss_weight"] = draw(st.sampled_from([0.0, 1.0, 0.5]))
+
+
+def _ending(draw, messages: list[dict]) -> list[dict]:
+    """The conversation as drawn, or cut to end on its user turn, or a system turn alone."""
+    kind = draw(st.sampled_from(["full", "full", "user_only", "system_only"]))
+    if kind == "user_only":
+        return messages[:-1]
+    if kind == "system_only":
+        return [{"role": "system", "content": draw(text())}]
+    return messages
+
+
+@st.composite
+def tool_conversation(draw, ids: st.SearchStrategy) -> list[dict]:
+    """A user turn, an assistant tool call (1-2 calls) with ids drawn from ``ids`` (None: no id key), the tool
+    results (tool_call_id set where the call has one), the reply."""
+    messages: list[dict] = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": draw(text())})
+    messages.append({"role": "user", "content": draw(st.one_of(text(), multi_byte_text()))})
+    calls = []
+    for _ in range(draw(st.integers(1, 2))):
+        call: dict = {"type": "function", "function": {"name": "get_weather",
+                                                       "arguments": {"city": draw(st.sampled_from(["Paris", "数据"]))}}}
+        value = draw(ids)
+        if value is not None:
+            call["id"] = value
+        calls.append(call)
+    messages.append({"role": "assistant", "content": "", "tool_calls": calls})
+    for call in calls:
+        result = {"role": "tool", "content": draw(st.sampled_from(['{"temp": 21}', "sunny", "晴"]))}
+        if "id" in call:
+            result["tool_call_id"] = call["id"]
+        messages.append(result)
+    messages.append({"role": "assistant", "content": draw(st.one_of(text(), multi_byte_text()))})
+    return messages
+
+
+@st.composite
+def sft_classes_dataset(draw) -> tuple[str, list[dict]]:
+    """(shape, rows) for TRL SFT: typed content parts of every form (with or without per-message loss_weight),
+    transformers' text parts with weights, string turns with weights, rows without an assistant turn (user-only,
+    system-only), multi-byte text, tool calls with ids of every form."""
+    shape = draw(st.sampled_from(["parts_forms", "parts_text_weights", "string_weights", "no_assistant",
+                                  "multi_byte", *TOOL_ID_FORMS]))
+    rows = []
+    for _ in range(draw(st.integers(4, 10))):
+        if shape in TOOL_ID_FORMS:
+            rows.append({"messages": draw(tool_conversation(TOOL_ID_FORMS[shape])), "tools": [WEATHER]})
+            continue
+        messages = draw(conversation(tools=False, reasoning=False))
+        if shape == "multi_byte":
+            for m in messages:
+                m["content"] = draw(multi_byte_text())
+        elif shape == "no_assistant":
+            messages = _ending(draw, messages)
+        elif shape in ("parts_forms", "parts_text_weights"):
+            forms = ("text", "value", "image", "unknown") if shape == "parts_forms" else ("text",)
+            for m in messages:
+                m["content"] = draw(st.lists(typed_part(forms), min_size=1, max_size=2))
+        if shape != "multi_byte" and shape != "no_assistant" and (shape != "parts_forms" or draw(st.booleans())):
+            _weights(draw, messages)
+        rows.append({"messages": messages})
+    return shape, rows
+
+
+@st.composite
+def lf_classes_dataset(draw) -> tuple[str, list[dict]]:
+    """(shape, rows) for LLaMA-Factory 0.9.5's SFT data path: OpenAI-style role/content rows with typed parts of
+    every form and per-message loss_weight (LLaMA-Factory v1's demo shape) or strings with weights; ShareGPT rows
+    without an assistant turn (ending on the user, a system turn alone); multi-byte text; function calls whose JSON
+    carries an id of every form."""
+    shape = draw(st.sampled_from(["openai_parts", "openai_weights", "sharegpt_no_assistant", "sharegpt_multi_byte",
+                                  "sharegpt_tool_ids"]))
+    rows = []
+    for _ in range(draw(st.integers(4, 10))):
+        if shape.startswith("openai"):
+            messages = draw(conversation(tools=False, reasoning=False))
+            if shape == "openai_parts":
+                for m in messages:
+                    m["content"] = draw(st.lists(typed_part(("value", "text", "image", "unknown")), min_size=1,
+                                                 max_size=2))
+            _weights(draw, messages)
+            rows.append({"messages": messages})
+            continue
+        turns = []
+        for _ in range(draw(st.integers(1, 3))):
+            human = draw(multi_byte_text() if shape == "sharegpt_multi_byte" else text())
+            turns.append({"from": "human", "value": human})
+            if shape == "sharegpt_tools" or shape == "sharegpt_tool_ids":
+                call: dict = {"name": "get_weather", "arguments": {"city": draw(st.sampled_from(["Oslo", "数据"]))}}
+                value = draw(st.one_of(*TOOL_ID_FORMS.values()))
+                if value is not None:
+                    call["id"] = value
+                turns.append({"from": "function_call", "value": json.dumps(call, ensure_ascii=False)})
+                turns.append({"from": "observation", "value": draw(st.sampled_from(['{"temp": 21}', "晴"]))})
+            turns.append({"from": "gpt", "value": draw(multi_byte_text() if shape == "sharegpt_multi_byte" else text())})
+        row: dict = {"conversations": turns}
+        if shape == "sharegpt_no_assistant":
+            kind = draw(st.sampled_from(["full", "user_only", "system_only"]))
+            if kind == "user_only":
+                turns.pop()
+            elif kind == "system_only":
+                row["conversations"] = [{"from": "system", "value": draw(text())}]
+        if shape == "sharegpt_tool_ids":
+            row["tools"] = json.dumps([WEATHER["function"]])
+        rows.append(row)
+    return shape, rows

@@ -53,7 +53,9 @@ def test_no_silent_disagreement(suite, group, tmp_path):
 
 def test_every_stored_suite_holds_at_least_3000_generated_cases():
     """Issue 21's figure: at least 3,000 generated cases per framework suite (a case is one row)."""
-    small = {suite: sum(len(g["rows"]) for g in document["groups"]) for suite, document in DOCUMENTS.items()}
+    # issue 34's class suites (trl-sft-classes, llamafactory-classes) add to their framework's main suite
+    small = {suite: sum(len(g["rows"]) for g in document["groups"]) for suite, document in DOCUMENTS.items()
+             if not suite.endswith("-classes")}
     assert {suite: n for suite, n in small.items() if n < 3000} == {}
 
 

@@ -26,6 +26,9 @@ sys.modules[spec.name] = goldens  # its dataclasses look their module up
 spec.loader.exec_module(goldens)
 
 RECORDS = goldens.load()["cases"] if goldens.GOLDEN.is_file() else []
+# QLoRA (4-bit bitsandbytes on its CPU backend), made where bitsandbytes is installed; replayed only there
+QLORA = goldens.load(goldens.GOLDEN_QLORA) if goldens.GOLDEN_QLORA.is_file() else {"versions": {}, "cases": []}
+HAS_BITSANDBYTES = importlib.util.find_spec("bitsandbytes") is not None
 pytestmark = pytest.mark.skipif(not RECORDS, reason=f"no stored goldens at {goldens.GOLDEN}: "
                                 "run `python tools/probe_goldens.py make`")
 
@@ -35,19 +38,70 @@ def tiny_models(tmp_path_factory):
     return goldens.models(tmp_path_factory.mktemp("probe-golden-models"))
 
 
-@pytest.mark.slow
-def test_the_stored_configs_are_the_generated_ones_and_every_trainer_ran_or_refused():
-    # the tool's own draw, in order, made in a fresh process as the tool makes it (in a test worker that has run other
-    # hypothesis tests the derandomised draw was seen to differ from the 7th case on)
+def _v1_draw(count: int) -> list[dict]:
+    """The hypothesis draw the "v1" records came from, made by the frozen tool in a fresh process as the tool made it
+    (in a test worker that has run other hypothesis tests the derandomised draw was seen to differ)."""
     script = ("import importlib.util, json, sys; s = importlib.util.spec_from_file_location('probe_goldens', sys.argv[1]); "
               "m = importlib.util.module_from_spec(s); sys.modules['probe_goldens'] = m; s.loader.exec_module(m); "
               "print(json.dumps(m.draw_cases(int(sys.argv[2]))))")
-    out = subprocess.run([sys.executable, "-c", script, str(ROOT / "tools" / "probe_goldens.py"),
-                          str(max(r["id"] for r in RECORDS) + 1)],
+    out = subprocess.run([sys.executable, "-c", script, str(ROOT / "tools" / "probe_goldens_v1.py"), str(count)],
                          capture_output=True, text=True, check=True, timeout=600).stdout
-    drawn = json.loads(out)  # a record's id is its index in the draw (shards cut short leave gaps)
-    assert [{k: r[k] for k in drawn[r["id"]]} for r in RECORDS] == [drawn[r["id"]] for r in RECORDS]
+    return json.loads(out)
+
+
+@pytest.mark.slow
+def test_the_stored_configs_are_their_draws_and_every_trainer_ran_or_refused():
+    # each record against the draw it names: "v2" is a pure function of the id, "v1" the frozen hypothesis draw
+    v1 = [r for r in RECORDS if r.get("draw", "v1") == "v1"]
+    drawn = _v1_draw(max(r["id"] for r in v1) + 1) if v1 else []
+    assert [{k: r[k] for k in drawn[r["id"]]} for r in v1] == [drawn[r["id"]] for r in v1]
+    v2 = [r for r in RECORDS if r.get("draw") == "v2"]
+    assert [{k: r[k] for k in goldens.draw_case(r["id"])} for r in v2] == [goldens.draw_case(r["id"]) for r in v2]
+    assert {r.get("draw", "v1") for r in RECORDS} <= {"v1", "v2"}
     assert all("refused" in r or (r["grads"] and "loss" in r) for r in RECORDS)
+
+
+# sha256 of the first 21 configs of the draw "v2" as JSON (sort_keys, ensure_ascii): a change to draw_case moves it
+V2_FIRST_21 = "661721f3b84cb2cfdc669d48eba978e10f2b70e325b52f0eb9a8662054f92e68"
+
+
+def _load_tool(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_v2_draw_does_not_move_when_the_tools_text_or_another_modules_changes(tmp_path):
+    import hashlib
+
+    first = goldens.draw_cases(21)
+    assert hashlib.sha256(json.dumps(first, sort_keys=True).encode()).hexdigest() == V2_FIRST_21
+    # the tool with a literal changed and one added, and another module with new literals loaded beside it
+    text = (ROOT / "tools" / "probe_goldens.py").read_text()
+    edited = text.replace("RELATIVE = 1e-4", 'RELATIVE = 2e-4\nNEW_LITERAL = "a literal the draw must not see"')
+    assert edited != text
+    (tmp_path / "probe_goldens_edited.py").write_text(edited)
+    (tmp_path / "another_module_edited.py").write_text('WORDS = ["qlora", "paged_adamw_8bit", 3407, 0.125]\n')
+    _load_tool(tmp_path / "another_module_edited.py")
+    assert _load_tool(tmp_path / "probe_goldens_edited.py").draw_cases(21) == first
+    # and in a fresh process (PYTHONHASHSEED differs; random seeds a str by sha512)
+    script = ("import importlib.util, json, sys; s = importlib.util.spec_from_file_location('pg', sys.argv[1]); "
+              "m = importlib.util.module_from_spec(s); sys.modules['pg'] = m; s.loader.exec_module(m); "
+              "print(json.dumps(m.draw_cases(21)))")
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "probe_goldens_edited.py")],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    assert json.loads(out) == first
+
+
+def test_the_v2_draw_covers_every_path_from_its_first_configs():
+    cases = goldens.draw_cases(70)
+    assert {(c["arch"], c["task"]) for c in cases[:35]} == {(a, t) for a in goldens.ARCHS_V2 for t in goldens.TASKS}
+    assert set(goldens.ARCHS_V2) <= set(goldens._maker().ARCHITECTURES)
+    assert {c["adapter"] for c in cases} == {"full", "lora", "dora"}
+    assert {c["checkpointing"] for c in cases} == {"off", "reentrant", "non-reentrant"}
+    assert {c["config"]["bf16"] for c in cases} == {True, False}
 
 
 def test_the_goldens_cover_every_trainer_path_and_five_architectures():
@@ -63,17 +117,41 @@ def test_the_goldens_record_the_versions_that_made_them():
     assert versions["trl"] == "1.16.0" and {"torch", "transformers", "peft", "datasets", "accelerate"} <= set(versions)
 
 
-KNOWN_DISAGREEMENTS: dict[int, tuple[str, bool]] = {  # stored config id -> (why probe and the trainer differ, strict)
+# (draw, id) -> (why probe and the trainer differ, strict). Both sides are deterministic on these (the trainer remade
+# bit-identical, probe replayed bit-identical); like session 11's id 1038 they are LoRA on all linear layers in bf16,
+# and only lora_B norms differ: the cause is not found (docs/probe-truth.md)
+KNOWN_DISAGREEMENTS: dict[tuple[str, int], tuple[str, bool]] = {
+    ("v2", 84): ("ORPO, LoRA all-linear on Gemma 2, bf16, no checkpointing: 7 of 28 lora_B norms off by up to 1.7e-3 "
+                 "relative (cause not found)", True),
+    ("v2", 94): ("KTO apo_zero_unpaired, LoRA all-linear on Mistral, bf16, reentrant: 3 of 28 lora_B norms off by up to "
+                 "3e-4 relative (cause not found)", True),
 }
 
 
 def _cases(records: list[dict]) -> list:
-    return [pytest.param(r, marks=pytest.mark.xfail(reason=KNOWN_DISAGREEMENTS[r["id"]][0],
-                                                    strict=KNOWN_DISAGREEMENTS[r["id"]][1]))
-            if r["id"] in KNOWN_DISAGREEMENTS else r for r in records]
+    known = {key: pytest.mark.xfail(reason=why, strict=strict) for key, (why, strict) in KNOWN_DISAGREEMENTS.items()}
+    return [pytest.param(r, marks=known[goldens._key(r)]) if goldens._key(r) in known else r for r in records]
 
 
 @pytest.mark.replay
-@pytest.mark.parametrize("record", _cases(RECORDS), ids=lambda r: f"{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
+@pytest.mark.parametrize("record", _cases(RECORDS), ids=lambda r: f"{r.get('draw', 'v1')}-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
 def test_probe_agrees_with_the_trainer(record, tiny_models, tmp_path):
+    assert goldens.replay_one(record, tmp_path, tiny_models[record["arch"]]) == []
+
+
+def test_the_qlora_goldens_are_their_draw_and_record_bitsandbytes():
+    records = QLORA["cases"]
+    assert records, f"no QLoRA goldens at {goldens.GOLDEN_QLORA}"
+    assert all(r["draw"] == "q1" and r["config"]["load_in_4bit"] for r in records)
+    assert [{k: r[k] for k in goldens.draw_case(r["id"], "q1")} for r in records] == \
+        [goldens.draw_case(r["id"], "q1") for r in records]
+    assert QLORA["versions"]["trl"] == "1.16.0" and "bitsandbytes" in QLORA["versions"]
+    assert {r["task"] for r in records} == set(goldens.QLORA_TASKS)
+
+
+@pytest.mark.replay
+@pytest.mark.skipif(not HAS_BITSANDBYTES, reason="bitsandbytes is not installed: probe cannot load a 4-bit model "
+                    "(and says so); the QLoRA goldens replay where it is (e.g. a venv with bitsandbytes 0.50.2)")
+@pytest.mark.parametrize("record", QLORA["cases"], ids=lambda r: f"q1-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
+def test_probe_agrees_with_the_trainer_on_qlora(record, tiny_models, tmp_path):
     assert goldens.replay_one(record, tmp_path, tiny_models[record["arch"]]) == []

@@ -7,7 +7,9 @@ Before the typed Framework was carried along, lr-plot made 13 ``entry`` calls (7
 loop) and inspect-data 2; preflight made 10 and a detection (the same look-ups again for each finding it pointed
 at the config), and each of its data sections one more (their inspect-data options named it); memory made 4
 detections and 6 look-ups (its rows, its step count and its trainer facts each resolved the framework again, and
-its rows ignored --framework), probe 3 detections and 2 look-ups."""
+its rows ignored --framework), probe 3 detections and 2 look-ups; `inspect-data --config --step` 2 detections, and
+`check-run --config` (no --framework: the config's is detected) 3 detections and a look-up. Under ``--engine ray`` the
+Ray workers (counted by a profile Ray sets in each) make none: the object travels to them."""
 
 from __future__ import annotations
 
@@ -186,3 +188,85 @@ def test_a_framework_named_by_its_own_flags_is_not_looked_up_again() -> None:
                         "-t", str(QWEN), "--torchtune-dataset", "chat", "-f", "json")
     assert code in (0, 1)
     assert seen == Counter()
+
+
+@pytest.mark.slow
+def test_inspect_data_looks_its_framework_flag_up_once() -> None:
+    code, seen = _count("inspect-data", str(REPO / "fixtures" / "datasets" / "demo" / "support_chat.jsonl"),
+                        "-t", str(QWEN), "--framework", "trl", "-f", "json")
+    assert code in (0, 1)
+    assert seen == Counter({"look-up": 1})
+
+
+@pytest.mark.slow
+def test_inspect_data_at_a_step_detects_the_configs_framework_once(monkeypatch) -> None:
+    """--config --step: the batch plan's trainer facts ask the framework that read the config (detected twice before)."""
+    monkeypatch.chdir(REPO)  # the config names its dataset relative to the repository
+    code, seen = _count("inspect-data", "--config", str(REPO / "fixtures" / "preflight" / "trl" / "config_fixed.yaml"),
+                        "--step", "1", "-f", "json", "--exit-zero")
+    assert code == 0
+    assert seen == Counter({"detection": 1})
+
+
+@pytest.mark.slow
+def test_check_run_detects_its_configs_framework_once() -> None:
+    """check-run takes no --framework; with --config its LR009 schedule and the rows behind a flagged step ask the
+    one framework detected from the config (3 detections and a look-up by name before)."""
+    from mldebug_cli.pipelines.check_run import build_report
+
+    run = REPO / "fixtures" / "runs" / "sft-poisoned-row"
+    reports = []
+    seen = _calls(lambda: reports.append(build_report(str(run / "trainer_state.json"), config=str(run / "config.yaml"),
+                                                      thresholds={"RN003": {"sigma": 1.5}})))
+    assert reports[0].details["batches"]  # a spike's rows were named: the batch plan ran
+    assert seen == Counter({"detection": 1})
+
+
+def _worker_counter(path: str):
+    """A Ray worker's set-up: each look-up or detection it makes, and each batch it checks, is a line of ``path``
+    (a nested function: Ray sends it by value, as workers cannot import this module)."""
+    watched = {(code.co_name, code.co_filename): what for code, what in COUNTED.items()}
+
+    def setup() -> None:
+        import sys
+        import threading
+
+        def profile(frame, event, arg) -> None:
+            if event != "call":
+                return
+            code = frame.f_code
+            what = watched.get((code.co_name, code.co_filename))
+            if what is None and code.co_name == "process" and code.co_filename.endswith("pipelines/inspect.py"):
+                what = "batch"
+            if what is not None:
+                with open(path, "a") as file:
+                    file.write(what + "\n")
+
+        sys.setprofile(profile)
+        threading.setprofile(profile)
+
+    return setup
+
+
+@pytest.mark.slow
+def test_inspect_data_on_ray_looks_its_framework_up_once_and_its_workers_never(tmp_path: Path) -> None:
+    """--engine ray: the driver looks the name up once; the actors get the object with the batch engine (pickled)
+    and look nothing up (a profile set in every Ray worker counts their calls; the batches they ran prove it ran)."""
+    ray = pytest.importorskip("ray")
+    from mldebug_cli.pipelines.ray_engine import local_priority
+
+    counted = tmp_path / "workers.txt"
+    local_priority()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning",
+             runtime_env={"worker_process_setup_hook": _worker_counter(str(counted))})
+    try:
+        code, seen = _count("inspect-data", str(REPO / "fixtures" / "datasets" / "demo" / "support_chat.jsonl"),
+                            "-t", str(QWEN), "--framework", "trl", "--engine", "ray", "--ray-concurrency", "2",
+                            "-f", "json")
+    finally:
+        ray.shutdown()
+    assert code in (0, 1)
+    assert seen == Counter({"look-up": 1})
+    in_workers = Counter(counted.read_text().split()) if counted.exists() else Counter()
+    assert in_workers["batch"] >= 1, in_workers  # the profile was set where the batches ran
+    assert in_workers == Counter({"batch": in_workers["batch"]}), in_workers

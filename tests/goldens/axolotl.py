@@ -4,6 +4,7 @@ chat_template reading settings and its named chat templates give these ids and l
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from mldebug_cli.frameworks.axolotl import framework as axolotl_framework
 from mldebug_cli.frameworks.axolotl.framework import masking_options
 from mldebug_cli.pipelines import inspect
 from mldebug_cli.sources.config_file import load_config
-from support import FIXTURES, ROOT, golden_clock
+from support import FIXTURES, GLAIVE, ROOT, golden_clock, needs_corpus
 
 GOLDENS = FIXTURES / "axolotl-0.19.0"
 PROMPTERS, CHAT, NAMED = GOLDENS / "prompters", GOLDENS / "chat", GOLDENS / "named"
@@ -113,6 +114,48 @@ def replay_content_parts(tokenizer: str, tmp_path: Path) -> None:
     assert content_parts.weighted_rows(doc) == set(content_parts.WEIGHTED)
 
 
+UNMAPPED = FIXTURES / "axolotl-unmapped-roles" / "goldens.json"
+
+
+def unmapped_role_cases() -> list[ParameterSet]:
+    """One case per template; each inspects the corpus's 300 glaive rows (30-60 s on 2 shared cores): slow."""
+    cases = json.loads(UNMAPPED.read_text(encoding="utf-8"))["cases"]
+    return [pytest.param(template, id=template, marks=[needs_corpus, pytest.mark.slow]) for template in sorted(cases)]
+
+
+def replay_unmapped_roles(template: str, tmp_path: Path) -> None:
+    """Issue 34 item 7: ShareGPT tool rows whose function_call/observation tags the config does not map. axolotl
+    hands the tags to the template as roles: Gemma 3's raises on 153 rows (one stops the dataset map: mldebug says
+    the run will not start), ChatML renders them (the same ids and labels; DS011 says the template does not know
+    them)."""
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    goldens = json.loads(UNMAPPED.read_text(encoding="utf-8"))
+    case = goldens["cases"][template]
+    config = {"base_model": str(FIXTURES / case["tokenizer"]), "chat_template": template, "sequence_len": 100_000,
+              "micro_batch_size": 1, "datasets": [{"path": str(GLAIVE), "type": "chat_template", **goldens["entry"]}]}
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = CliRunner().invoke(app, ["inspect-data", "--config", str(path), "--allow-outside-paths", "--all",
+                                      "--show", "300", "-f", "json", "--exit-zero"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    want = case["rows"]
+    raised = {f["location"]["row"] for f in doc["findings"] if f["code"] == "DS009" and f["location"].get("row") is not None}
+    assert raised == {n for n, r in enumerate(want) if "error" in r}
+    shown = {r["row"]: r for r in doc["rows"] if r.get("input_ids")}
+    digests = {n: hashlib.sha1(json.dumps([r["input_ids"], r["labels"]], separators=(",", ":")).encode()).hexdigest()[:16]
+               for n, r in shown.items()}
+    assert shown and all(digests[n] == want[n]["digest"] for n in shown)
+    stops = [f["message"] for f in doc["findings"] if f["code"] == "DS009" and f["location"].get("row") is None]
+    if raised:
+        assert len(stops) == 1 and stops[0].startswith("the run will not start: axolotl tokenizes every row")
+    else:
+        assert not stops and "DS011" in {f["code"] for f in doc["findings"]}
+
+
 SUITES = (
     GoldenSuite("axolotl-prompters", "axolotl", TOOL, COMMAND.format("prompters"), PROMPTERS,
                 lambda: files(PROMPTERS), replay_prompter),
@@ -121,6 +164,9 @@ SUITES = (
     GoldenSuite("axolotl-content-parts", "axolotl", content_parts.TOOL,
                 "python tools/content_parts_goldens.py axolotl --wheel /tmp/axo/whl", content_parts.GOLDENS,
                 lambda: content_parts.cases("axolotl"), replay_content_parts),
+    GoldenSuite("axolotl-unmapped-roles", "axolotl", "tools/axolotl_unmapped_roles_golden.py",
+                "python tools/axolotl_unmapped_roles_golden.py --wheel /work/venvs/axolotl-whl", UNMAPPED,
+                unmapped_role_cases, replay_unmapped_roles, keep=None),
     GoldenSuite("axolotl-batch-plan", "axolotl", batch_plans.AXOLOTL_TOOL, batch_plans.AXOLOTL_COMMAND,
                 batch_plans.AXOLOTL_GOLDENS, lambda: batch_plans.cases(batch_plans.AXOLOTL_GOLDENS),
                 batch_plans.replay_axolotl),

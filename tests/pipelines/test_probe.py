@@ -275,3 +275,28 @@ def test_each_planted_case_is_loud_through_the_cli_and_its_twin_quiet(probe_case
     quiet_exit, quiet_codes = run(quiet)
     assert code in loud_codes and loud_exit == (1 if code in ("GP002", "GP003", "GP008") else 0)
     assert quiet_codes == set() and quiet_exit == 0
+
+
+def _has_bitsandbytes() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("bitsandbytes") is not None
+
+
+@pytest.mark.skipif(_has_bitsandbytes(), reason="bitsandbytes is installed: probe loads the 4-bit model "
+                    "(tests/differential/test_probe_goldens.py replays the QLoRA goldens)")
+def test_a_4bit_config_without_bitsandbytes_says_in_one_line_that_probe_cannot_load_it(probe_cases, tmp_path):
+    from typer.testing import CliRunner
+
+    from mldebug_cli.cli import app
+
+    model = probe_cases["base-model"]
+    (tmp_path / "rows.json").write_text(json.dumps([{"messages": [{"role": "user", "content": "Hi"},
+                                                                  {"role": "assistant", "content": "Hello."}]}] * 2))
+    config = tmp_path / "config.yaml"
+    config.write_text(f"model_name_or_path: {model}\ndataset_name: rows.json\nuse_peft: true\nlora_r: 4\n"
+                      "load_in_4bit: true\nbnb_4bit_quant_type: nf4\nper_device_train_batch_size: 2\n")
+    result = CliRunner().invoke(app, ["probe", str(config), "--model", str(model), "--allow-outside-paths"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert ("load_in_4bit: probe cannot load the model quantized as the run does: bitsandbytes is not installed"
+            in " ".join(result.output.split()))

@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
@@ -70,16 +72,47 @@ def test_a_soft_token_typed_into_the_text_and_cut_is_named(tmp_path: Path) -> No
     assert "DS033" not in codes(out)
 
 
-def test_gemma3_pan_and_scan_is_refused_by_name(tmp_path: Path) -> None:
+def _pan_and_scan_folder(tmp_path: Path) -> Path:
+    """The Gemma 3 processor fixture with ``do_pan_and_scan`` on (its tokenizer and template linked, not copied)."""
     folder = tmp_path / "gemma"
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
-        (folder / name).symlink_to(GEMMA / name)
+        if not (folder / name).exists():
+            (folder / name).symlink_to(GEMMA / name)
     config = json.loads((GEMMA / "processor_config.json").read_text(encoding="utf-8"))
     config["image_processor"]["do_pan_and_scan"] = True
     (folder / "processor_config.json").write_text(json.dumps(config), encoding="utf-8")
-    code, _, err = run(str(EXAMPLE), "-t", str(folder))
-    assert code == 2 and "pan-and-scan crops are not emulated" in err
+    return folder
+
+
+def test_gemma3_pan_and_scan_in_the_config_makes_no_crops_and_says_so(tmp_path: Path) -> None:
+    folder = _pan_and_scan_folder(tmp_path)
+    code, out, _ = run(str(EXAMPLE), "-t", str(folder), "--rows", "5", "-f", "json")
+    report = json.loads(out)
+    row = report["rows"][0]
+    assert row["input_ids"].count(SOFT) == 256 and row["input_ids"].count(BOI) == 1  # 640x480: no crops
+    assert "do_pan_and_scan: true is not applied" in report["context"]["processor"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(sizes=st.lists(st.tuples(st.integers(1, 2400), st.integers(1, 2400)), min_size=1, max_size=2))
+def test_gemma3_with_pan_and_scan_on_ids_equal_the_processor_as_trl_calls_it(tmp_path_factory, sizes) -> None:
+    """The processor called as TRL 1.16's collator calls it (no pan-and-scan argument) makes no crops even with
+    do_pan_and_scan true in its folder; mldebug's ids equal its own for drawn image sizes, wide and tall ones
+    included (which would be cropped were it applied)."""
+    from PIL import Image
+
+    from mldebug_cli.frameworks.trl.vision import VisionRow, expand_images, load_processor
+    from mldebug_cli.sources.images import ImageInfo
+
+    processor = load_processor(str(_pan_and_scan_folder(tmp_path_factory.mktemp("pas"))))
+    boi = processor.image_placeholder
+    text = f"<start_of_turn>user\n{boi} and {boi * (len(sizes) - 1)} what?<end_of_turn>\n"
+    images = [Image.new("RGB", (w, h), (200, 30, 30)) for w, h in sizes]
+    real = processor.processor(text=[text], images=[images], add_special_tokens=False)["input_ids"][0]
+    row = VisionRow(0, None, text=text)
+    expand_images(row, [ImageInfo(f"{w}x{h}", w, h, "RGB", "PNG") for w, h in sizes], processor, None)
+    assert row.input_ids == list(real)
 
 
 def test_idefics3_splits_an_image_into_tagged_tiles_and_a_global_view() -> None:

@@ -248,6 +248,8 @@ def test_the_render_process_imports_only_minijinja_besides_the_standard_library(
     assert "minijinja" in loaded and not loaded & {"transformers", "tokenizers", "torch", "jinja2", "typer", "datasets"}
     assert {n for n in json.loads(done.stdout) if n.startswith("mldebug_cli")} == {
         "mldebug_cli",
+        "mldebug_cli.core",
+        "mldebug_cli.core.errors",  # an exception's words on one line (no import of its own)
         "mldebug_cli.render",
         "mldebug_cli.render.chat",
         "mldebug_cli.render.tgi_process",

@@ -87,7 +87,7 @@ def _after_epochs(subject, pairs, ctx):
             return
         train = mean
     step = evals.steps[i]
-    epochs = epoch.value_at(step)
+    epochs = _epochs_by(epoch, step)
     if epochs is None or not epochs >= ctx.limit("min_epochs"):
         return
     if value > (train if mean is None else ctx.limit("mean_ratio") * mean):
@@ -104,6 +104,18 @@ def _after_epochs(subject, pairs, ctx):
                f"{said}: a held-out set is not that far below it; these eval rows are the training rows"),
               "evaluate on rows held out from training (split before shuffling or augmenting, deduplicate across "
               "the splits); this eval loss cannot choose a checkpoint")
+
+
+def _epochs_by(epoch, step: int) -> float | None:
+    """The epochs done by ``step``: logged there, else the last logged before it (an evaluate() after training is
+    logged at a step the training entries never reach, e.g. from TensorBoard beside trainer_state.json)."""
+    from bisect import bisect_right
+
+    at = epoch.value_at(step)
+    if at is not None:
+        return at
+    i = bisect_right(epoch.steps, step)
+    return epoch.values[i - 1] if i else None
 
 
 def _mean_train_loss(subject) -> float | None:

@@ -613,7 +613,10 @@ class Rows(RowProfile):
         key = options.field_messages or "messages"
         # no assistant turn: axolotl masks the row as any other (its flags or settings may train it), and drops it
         # when nothing is trained
-        return Chat(_validated_messages(messages, key, require_assistant=False), _tools(raw) if isinstance(raw, dict) else None)
+        # a role the config does not map reaches the template as it is, as axolotl hands it over (the template
+        # renders it, DS011 on the row, or raises: DS009, and the dataset map stops the run)
+        return Chat(_validated_messages(messages, key, require_assistant=False, roles_as_given=True),
+                    _tools(raw) if isinstance(raw, dict) else None)
 
     def encodes(self, sample: Any) -> bool:
         from mldebug_cli.frameworks.axolotl.prompters import Prompted

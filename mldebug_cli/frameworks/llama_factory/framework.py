@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record, schema, versions
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
@@ -129,7 +129,7 @@ def read_plan(config: ConfigFile) -> TrainingPlan:
     except FileNotFoundError:
         raise InputError(f"{at(config, 'dataset')}: {info_path} not found (dataset_dir is {dataset_dir!r})") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
-        raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
+        raise InputError(f"{info_path}: not readable JSON ({in_one_line(exc, 200)})") from None
     datasets = [_dataset(config, info, info_path, folder, name, "dataset") for name in names]
     eval_names = config.get("eval_dataset")
     if isinstance(eval_names, str):
@@ -208,7 +208,7 @@ def _dataset_entries(config: ConfigFile) -> dict[str, Any]:
     except FileNotFoundError:
         raise InputError(f"{info_path} not found (dataset_dir is {config.get('dataset_dir', 'data')!r})") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a number too long
-        raise InputError(f"{info_path}: not readable JSON ({' '.join(str(exc).split())[:200]})") from None
+        raise InputError(f"{info_path}: not readable JSON ({in_one_line(exc, 200)})") from None
     if not isinstance(info, dict):
         raise InputError(f"{info_path}: expected a JSON object of datasets")
     return {name: info.get(name) for name in names}

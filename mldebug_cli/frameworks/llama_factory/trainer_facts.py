@@ -91,6 +91,10 @@ def llama_factory_trainer_facts(config: ConfigFile, framework: str, world_size: 
         keys=dict(r.keys),
         fused_loss=FusedLoss("enable_liger_kernel: true (Liger's fused linear cross-entropy)", "liger"),  # ModelArguments
         sampler=_sampler(r, stage),
+        # FinetuningArguments (defaults true): model_utils/visual.py get_forbidden_modules freezes them in full and
+        # freeze tuning and keeps LoRA's targets off them (patch_target_modules, find_all_linear_modules)
+        freezes_vision_tower=bool(r.flag("freeze_vision_tower", "freeze_vision_tower", True)),
+        freezes_projector=bool(r.flag("freeze_multi_modal_projector", "freeze_multi_modal_projector", True)),
     )
 
 

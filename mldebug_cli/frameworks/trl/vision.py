@@ -31,7 +31,7 @@ image's block, and a cut anywhere in it stops the run (the processor's TypeError
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,6 +126,7 @@ class VisionProcessor:
     image_token_id: int
     processor: Any = None  # the transformers processor, where it counts the tokens itself (LLaVA, Gemma 3)
     placeholder: str = ""  # what the template writes for an image ("" : image_token itself)
+    unused_setting: str = ""  # a setting of the folder the processor does not apply when the trainer calls it
 
     @property
     def image_placeholder(self) -> str:
@@ -164,7 +165,9 @@ class VisionProcessor:
         return resized_h, resized_w, patches // merge**2
 
     def describe(self) -> str:
-        return f"{self.processor_class} from {self.folder} ({type(self.image_processor).__name__})"
+        unused = (f"; {self.unused_setting}: true is not applied: the processor's own default (false) wins when the "
+                  "trainer calls it, so no pan-and-scan crops" if self.unused_setting else "")
+        return f"{self.processor_class} from {self.folder} ({type(self.image_processor).__name__}){unused}"
 
 
 def is_vision_row(first: Any) -> bool:
@@ -213,9 +216,11 @@ def _wrapping(path: Path, processor_class: str, config: dict[str, Any], image_pr
     """Gemma 3: the template's ``<start_of_image>`` becomes the processor's full image sequence."""
     folder = str(path)
     image = config.get("image_processor") if isinstance(config.get("image_processor"), dict) else config
-    if getattr(image_processor, "do_pan_and_scan", None) or (isinstance(image, dict) and image.get("do_pan_and_scan")):
-        raise InputError(f"{folder}: do_pan_and_scan is on: Gemma 3's pan-and-scan crops are not emulated for image "
-                         "rows", hint="check with do_pan_and_scan off (the published default)")
+    # transformers 5.24: Gemma3Processor's own images_kwargs default (do_pan_and_scan False) wins over the image
+    # processor's setting unless the call passes it, and TRL 1.16's collator passes none: no crops (measured,
+    # tests/pipelines/test_vision_wrapped.py); the context line says so
+    unused = "do_pan_and_scan" if getattr(image_processor, "do_pan_and_scan", None) or (
+        isinstance(image, dict) and image.get("do_pan_and_scan")) else ""
     if processor_class in TILING_PROCESSORS:
         processor = _processor(processor_class, config, image_processor, tokenizer, template, folder)
         needed = [processor.fake_image_token, processor.image_token, processor.global_image_tag, "<row_1_col_1>"]
@@ -231,7 +236,7 @@ def _wrapping(path: Path, processor_class: str, config: dict[str, Any], image_pr
     processor = _processor(processor_class, config, image_processor, tokenizer, template, folder)
     return VisionProcessor(folder, processor_class, tokenizer, image_processor, template, source,
                            tokenizer.image_token, tokenizer.convert_tokens_to_ids(tokenizer.image_token), processor,
-                           placeholder=tokenizer.boi_token)
+                           placeholder=tokenizer.boi_token, unused_setting=unused)
 
 
 def _processor(processor_class: str, config: dict[str, Any], image_processor: Any, tokenizer: Any, template: str,
@@ -518,7 +523,7 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path) -> VisionP
     images = ImageReader(base)
     max_length = options.max_length if options.max_length is not None else DEFAULT_MAX_LENGTH
     return VisionPath(
-        lambda record: _row(record, processor, images, max_length), max_length, assistant_header(processor),
+        lambda record: record_row(record, encode_row, processor, images, max_length), max_length, assistant_header(processor),
         {"format": "messages with images (TRL vision SFT: images column, image content parts)",
          "chat_template": processor.template_source,
          "framework": f"TRL {EMULATED_TRL} DataCollatorForVisionLanguageModeling: max_length "
@@ -555,12 +560,15 @@ def _refuse_settings(options: Any) -> None:
                          "collator with every token trained (its default)", hint="leave --train-on unset")
 
 
-def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
+def record_row(record: Record, encode: Callable[..., VisionRow], processor: VisionProcessor, images: ImageReader,
+               max_length: int | None) -> VisionRow:
+    """A dataset record's row by ``encode`` (``encode_row``; a DPO pair's ``encode_pair``); a line that could not be
+    read is refused as it is."""
     if record.error is not None:
         row = VisionRow(record.index, record.line)
         row.refused = RowRefused(Code.INVALID_MESSAGES, record.error, "fix the line")
         return row
-    return encode_row(record.index, record.line, record.data, processor, images, max_length)
+    return encode(record.index, record.line, record.data, processor, images, max_length)
 
 
 def assistant_header(processor: VisionProcessor) -> str:

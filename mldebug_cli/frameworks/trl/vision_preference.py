@@ -40,10 +40,10 @@ from mldebug_cli.frameworks.trl.vision import (
     expand_images,
     prepare_messages,
     read_infos,
+    record_row,
     row_images,
 )
 from mldebug_cli.render.labels import IGNORE_INDEX
-from mldebug_cli.sources.dataset import Record
 from mldebug_cli.sources.images import ImageReader
 
 SIDES = ("chosen", "rejected")
@@ -184,7 +184,7 @@ def vision_path(options: Any, processor: VisionProcessor, base: Path) -> VisionP
     images = ImageReader(base)
     max_length = options.max_length if options.max_length is not None else DEFAULT_MAX_LENGTH
     return VisionPath(
-        lambda record: _row(record, processor, images, max_length), max_length, assistant_header(processor),
+        lambda record: record_row(record, encode_pair, processor, images, max_length), max_length, assistant_header(processor),
         {"format": "preference rows with images (TRL vision DPO: images column, prompt/chosen/rejected messages)",
          "chat_template": processor.template_source,
          "framework": f"TRL {EMULATED_TRL} DataCollatorForVisionPreference: max_length {max_length}, each side "
@@ -200,11 +200,3 @@ def _refuse_settings(options: Any) -> None:
     if options.train_on not in (None, "completion"):
         raise UsageError(f"--train-on {options.train_on} on image DPO rows is not emulated: TRL's DPO collator trains "
                          "the replies", hint="leave --train-on unset")
-
-
-def _row(record: Record, processor: VisionProcessor, images: ImageReader, max_length: int | None) -> VisionRow:
-    if record.error is not None:
-        row = VisionRow(record.index, record.line)
-        row.refused = RowRefused(Code.INVALID_MESSAGES, record.error, "fix the line")
-        return row
-    return encode_pair(record.index, record.line, record.data, processor, images, max_length)

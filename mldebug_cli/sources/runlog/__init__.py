@@ -73,17 +73,44 @@ def read_run(path: str | Path, fmt: str | None = None, run_id: str | None = None
     """Read a run log (format detected unless ``fmt`` is given) into a Run; ``run_id`` picks an MLflow run."""
     from mldebug_cli.sources.runlog.model import build_run
 
-    path = Path(path)
+    given = path = Path(path)
     if fmt is None:
         fmt, path = detect(path)
     elif not path.exists():
         raise InputError(f"{path}: no such file or folder")
     run = build_run(path, fmt, lambda sink: read_raw(path, fmt, sink, run_id))
+    if fmt == "trainer-state" and given.is_dir():
+        run = _with_board_evals(run, given)
     crashed = bool(run.meta.get("errors"))  # a console log that died before its first step: RN040 reads the crash
     if not crashed and not any(len(series.steps) for series in run.series.values()):  # never a silent "no findings"
         raise InputError(f"{path}: no metric was read from this {fmt} log" + _why_empty(run),
                          hint="check that this is the run's log, and that the run logged at least one step")
     return run
+
+
+def _with_board_evals(run, folder: Path):
+    """An HF Trainer output folder: trainer_state.json is saved with the last checkpoint, so an ``evaluate()`` after
+    training is only in the TensorBoard log beside it (``runs/``). Its eval series that trainer_state.json lacks are
+    added, keyed as TensorBoard logged them."""
+    from dataclasses import replace
+
+    from mldebug_cli.sources.runlog.model import build_run
+
+    found = runlog_format("tensorboard").in_folder
+    board_path = found(folder / "runs") if found is not None and (folder / "runs").is_dir() else None
+    if board_path is None:
+        return run
+    try:
+        board = build_run(board_path, "tensorboard", lambda sink: read_raw(board_path, "tensorboard", sink))
+    except InputError:  # an unreadable board leaves the trainer state as it is
+        return run
+    extra = {key: series for key, series in board.series.items()
+             if key.startswith("eval_") and len(series) and run.get(key) is None}
+    if not extra:
+        return run
+    names = {**run.original_keys, **{key: board.original_keys.get(key, key) for key in extra}}
+    return replace(run, series={**run.series, **extra}, original_keys=names,
+                   meta={**run.meta, "evals_from": str(board_path)})
 
 
 def _why_empty(run) -> str:

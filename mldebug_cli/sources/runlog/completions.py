@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 
 FOLDER = "completions"
 PATTERN = "completions_*.parquet"
@@ -60,7 +60,7 @@ def read_completions(folder: Path) -> CompletionTables:
         try:
             table = pq.read_table(file, columns=["step", "prompt", "completion"]).to_pydict()
         except (OSError, ValueError, KeyError) as exc:
-            raise InputError(f"{file}: cannot read the completions table ({' '.join(str(exc).split())[:200]})",
+            raise InputError(f"{file}: cannot read the completions table ({in_one_line(exc, 200)})",
                              hint="TRL writes step, prompt and completion columns with log_completions") from None
         by_prompt: dict[tuple[int, str], list[str]] = {}
         for step, prompt, completion in zip(table["step"], table["prompt"], table["completion"]):

@@ -17,7 +17,7 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.safe_io import inside, open_regular, read_text
 from mldebug_cli.sources.runlog.format import FileSet, FollowedFile, Head, RunLogFormat
 from mldebug_cli.sources.runlog.model import SUMMARY_KEYS
@@ -264,7 +264,7 @@ def _read_database(path: Path, sink: LogSink, run_id: str | None) -> None:
         _params_meta(dict(connection.execute(f"SELECT key, value FROM params WHERE run_uuid = ? AND key IN ({marks})",
                                              (run.run_id, *META_PARAMS))), sink)
     except sqlite3.Error as exc:
-        raise InputError(f"{path}: cannot read the MLflow database ({_one_line(exc)})") from None
+        raise InputError(f"{path}: cannot read the MLflow database ({in_one_line(exc)})") from None
     finally:
         connection.close()
 
@@ -298,10 +298,6 @@ def _as_int(value) -> int:
         return int(value)
     except (TypeError, ValueError, OverflowError):
         return 0
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
 
 
 def _in_folder(folder: Path) -> Path | None:
