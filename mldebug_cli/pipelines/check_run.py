@@ -71,9 +71,10 @@ def build_report(
     if run is None:
         run = read_run(run_path, fmt, run_id)
     device = gpu_size(gpu, gpu_memory)
+    framework = _config_framework(config) if config else None
     estimate, estimate_note = None, None
     if config and any(c.code == Code.LOGGED_MEMORY_VS_ESTIMATE for c in checks) and logged_peak(run) is not None:
-        estimate, estimate_note = memory_estimate(config, model, world_size)
+        estimate, estimate_note = memory_estimate(config, model, world_size, framework)
     findings = run_checks(run, checks, thresholds, vocab, run_config, device, estimate)
     completions_note = None
     if run_path and any(c.subject == COMPLETIONS for c in checks):
@@ -87,7 +88,6 @@ def build_report(
         findings += tuple(f for check in checks if check.subject == COMPARISON for f in check.findings(comparison, None))
     lr_codes: tuple[str, ...] = ()
     lr_note = None
-    framework = _config_framework(config) if config else None
     if framework and any(r.code == Code.LOGGED_LR_MISMATCH for r in registry.selected(select, ignore)):
         lr_findings, lr_note = logged_lr_findings(run, str(config), framework)
         findings += lr_findings
@@ -118,10 +118,25 @@ def run_checks(run, checks, thresholds=None, vocab=None, run_config=None, gpu=No
                  for f in check.findings(run, _context(check, thresholds, vocab, run_config, gpu, estimate)))
 
 
-@functools.lru_cache(maxsize=4)  # --watch rebuilds the report each poll; the estimate does not change
-def memory_estimate(config: str, model: str | None, world_size: int) -> tuple[MemoryEstimate | None, str]:
+_ESTIMATES: dict[tuple[str, str | None, int], tuple[MemoryEstimate | None, str]] = {}
+
+
+def memory_estimate(config: str, model: str | None, world_size: int,
+                    framework: Callable[[], Framework] | None = None) -> tuple[MemoryEstimate | None, str]:
     """mldebug memory's peak per GPU for ``config`` on its rows (as ``mldebug memory --config`` makes it), and the
-    report's line saying what it is, or why it was not made."""
+    report's line saying what it is, or why it was not made; ``framework``: the config's, detected once by the caller
+    (None: detected by memory). Kept per (config, model, world size): ``--watch`` rebuilds the report each poll and
+    the estimate does not change."""
+    key = (config, model, world_size)
+    if key not in _ESTIMATES:
+        if len(_ESTIMATES) >= 4:
+            _ESTIMATES.pop(next(iter(_ESTIMATES)))
+        _ESTIMATES[key] = _memory_estimate(config, model, world_size, framework)
+    return _ESTIMATES[key]
+
+
+def _memory_estimate(config: str, model: str | None, world_size: int,
+                     framework: Callable[[], Framework] | None) -> tuple[MemoryEstimate | None, str]:
     from mldebug_cli.checks.run.common import MemoryEstimate
     from mldebug_cli.core.errors import MldebugError
     from mldebug_cli.memory.estimate import ALLOCATOR_RESERVE
@@ -129,7 +144,8 @@ def memory_estimate(config: str, model: str | None, world_size: int) -> tuple[Me
     from mldebug_cli.pipelines.preflight import memory_lengths
 
     try:
-        report = memory.build_report(memory.MemoryOptions(config=config, model=model, world_size=world_size),
+        report = memory.build_report(memory.MemoryOptions(config=config, model=model, world_size=world_size,
+                                                         framework=None if framework is None else framework()),
                                      read_lengths=memory_lengths)
     except MldebugError as exc:
         return None, f"RN051 not run: mldebug memory could not estimate {config}: {exc.message} (--model DIR names the model)"

@@ -13,6 +13,7 @@ Ray workers (counted by a profile Ray sets in each) make none: the object travel
 
 from __future__ import annotations
 
+import json
 import pickle
 import sys
 from collections import Counter
@@ -221,6 +222,28 @@ def test_check_run_detects_its_configs_framework_once() -> None:
     assert reports[0].details["batches"]  # a spike's rows were named: the batch plan ran
     assert seen == Counter({"detection": 1})
 
+
+
+@pytest.mark.slow
+def test_check_run_estimating_memory_detects_its_configs_framework_once(tmp_path: Path) -> None:
+    """A run that logs its peak memory and its LR: RN051's estimate (mldebug memory) asks the framework LR009's
+    schedule asked (2 detections before: memory detected its own)."""
+    from mldebug_cli.pipelines.check_run import build_report
+
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps({"text": f"Row {i} of the run."}) + "\n" for i in range(8)))
+    (tmp_path / "config.yaml").write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: data.jsonl\n"
+                                          "dataset_text_field: text\nper_device_train_batch_size: 2\nmax_length: 64\n")
+    history = [{"step": s, "loss": 2 - 0.1 * s, "memory/max_allocated (GiB)": 3.0} for s in range(1, 6)]
+    history = [{**h, "learning_rate": 5e-5 * (1 - h["step"] / 5)} for h in history]
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history, "max_steps": 5,
+                                                             "num_train_epochs": 1, "train_batch_size": 2}))
+    reports = []
+    seen = _calls(lambda: reports.append(build_report(str(tmp_path / "trainer_state.json"),
+                                                      config=str(tmp_path / "config.yaml"), select=["RN051", "LR009"],
+                                                      model=str(REPO / "fixtures" / "memory-models" / "qwen2.5-0.5b"))))
+    assert "RN051" in {f.code for f in reports[0].findings}  # the estimate was made
+    assert reports[0].context["logged_lr"] is None  # and LR009 simulated the config's schedule
+    assert seen == Counter({"detection": 1})
 
 def _worker_counter(path: str):
     """A Ray worker's set-up: each look-up or detection it makes, and each batch it checks, is a line of ``path``

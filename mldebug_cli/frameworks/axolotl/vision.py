@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mldebug_cli.core.errors import UsageError
+from mldebug_cli.core.errors import UsageError, in_one_line
 from mldebug_cli.core.registry import Code
 from mldebug_cli.frameworks.framework import VisionPath
 from mldebug_cli.frameworks.trl.vision import (
@@ -313,7 +313,7 @@ def encode_row(index: int, line: int | None, raw: Any, processor: VisionProcesso
     try:
         row.text = processor.tokenizer.apply_chat_template(row.messages, chat_template=template, tokenize=False)
     except Exception as exc:  # noqa: BLE001 - jinja2 and the template's raise_exception raise anything
-        words = " ".join(str(exc).split())[:160]
+        words = in_one_line(exc, 160)
         row.refused = RowRefused(Code.TEMPLATE_ERROR, f"the chat template raises: {type(exc).__name__}: {words}",
                                  "set chat_template to a template that renders content parts (axolotl's named one for "
                                  "the model)")
