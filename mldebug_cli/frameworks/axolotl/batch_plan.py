@@ -7,7 +7,7 @@ axolotl's ``_get_train_sampler`` (``core/trainers/base.py``):
 - no ``sample_packing`` (or ``pretraining``): the Trainer's own sampler (its seeded shuffle), or with
   ``curriculum_sampling`` a ``SequentialSampler``; ``dataloader_drop_last`` as the config sets it (the causal
   builder), else the Trainer's default (off);
-- ``sample_packing``: ``MultipackBatchSampler`` over that order (``mldebug_cli.schedule.multipack``);
+- ``sample_packing``: ``MultipackBatchSampler`` over that order (``mldebug_cli.frameworks.axolotl.multipack``);
 - the run length: ``max_steps`` when set, else ``calculate_total_num_steps``: ``ceil(rows × num_epochs /
   batch_size)`` without packing; with packing an estimate from a packing of a *randomly drawn* order (the global
   torch RNG), which the config does not decide: mldebug takes its own seeded order's packing for it and says so.
@@ -21,8 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mldebug_cli.schedule.batch_plan import BatchPlan, SamplerSettings
-from mldebug_cli.schedule.multipack import (
+from mldebug_cli.frameworks.axolotl.multipack import (
     DEFAULT_BIN_SIZE,
     DEFAULT_GROUP_SIZE,
     MultipackSettings,
@@ -30,6 +29,7 @@ from mldebug_cli.schedule.multipack import (
     multipack_plan,
     packed_batches,
 )
+from mldebug_cli.schedule.batch_plan import BatchPlan, SamplerSettings
 
 DEFAULT_SEED = 42  # utils/schemas/validation.py: a config without seed gets 42
 DEFAULT_EPOCHS = 1.0  # utils/schemas/training.py: num_epochs
