@@ -42,7 +42,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "fixtures" / "probe-goldens" / "trl-1.16.0.json.gz"
-GOLDEN_QLORA = ROOT / "fixtures" / "probe-goldens" / "trl-1.16.0-qlora.json.gz"  # draw q1, made with bitsandbytes
+GOLDEN_QLORA = ROOT / "fixtures" / "probe-goldens" / "trl-1.16.0-qlora.json.gz"  # draws q1, q2, q8: bitsandbytes
 RELATIVE = 1e-4
 # bf16 is held to the same 1e-4: probe runs TRL's own fused LM head (add_fused_lm_head), whose chunked log-probs sum
 # each vocabulary chunk's product in fp32, so both sides round the same operations the same way
@@ -74,8 +74,14 @@ ADAPTERS = (("full", 2), ("lora", 5), ("dora", 3))
 CHECKPOINTING = (("off", 3), ("reentrant", 3), ("non-reentrant", 4))
 # "q1": QLoRA (4-bit bitsandbytes, made where bitsandbytes is installed: its CPU backend) on the trainers whose `trl`
 # command passes get_quantization_config to the trainer (the experimental ORPOTrainer has no such command)
-DRAWS = ("v2", "q1")
+# "q2": ORPO with 4-bit QLoRA, its model loaded by the experimental ORPOTrainer from the path with the
+# quantization config in model_init_kwargs (no `trl orpo` command: a user's script); the trainer then runs peft's
+# prepare_model_for_kbit_training. "q8": 8-bit (load_in_8bit) on every trainer. Each a draw of its own, so that q1's
+# configs do not move
+DRAWS = ("v2", "q1", "q2", "q8")
+QUANTIZED_DRAWS = ("q1", "q2", "q8")
 QLORA_TASKS = ("sft", "dpo", "kto", "grpo")
+TASKS_OF_DRAW = {"q1": QLORA_TASKS, "q2": ("orpo",), "q8": TASKS}
 QLORA_ADAPTERS = (("lora", 3), ("dora", 1))
 
 
@@ -99,8 +105,8 @@ def draw_case(index: int, version: str = DRAW) -> dict:
     if version not in DRAWS:
         raise ValueError(f"draw {version!r} is not this tool's (v1: tools/probe_goldens_v1.py, in a fresh process)")
     rng = random.Random(f"probe-goldens/{version}/{index}")
-    quantized = version == "q1"
-    tasks = QLORA_TASKS if quantized else TASKS
+    quantized = version in QUANTIZED_DRAWS
+    tasks = TASKS_OF_DRAW.get(version, TASKS)
     arch, task = [(a, t) for t in tasks for a in ARCHS_V2][index % (len(tasks) * len(ARCHS_V2))]
     n = rng.randint(2, 4)
     adapter = _pick(rng, QLORA_ADAPTERS if quantized else ADAPTERS)
@@ -113,7 +119,9 @@ def draw_case(index: int, version: str = DRAW) -> dict:
     if adapter != "full":
         config.update(use_peft=True, lora_r=rng.choice([2, 4, 8]), lora_alpha=rng.choice([8, 16]), lora_dropout=0.0,
                       lora_target_modules=rng.choice(TARGETS.get(arch, DEFAULT_TARGETS)), use_dora=adapter == "dora")
-    if quantized:  # ModelConfig's keys, which the `trl` scripts turn into get_quantization_config's BitsAndBytesConfig
+    if version == "q8":
+        config.update(load_in_8bit=True)
+    elif quantized:  # ModelConfig's keys, which the `trl` scripts turn into get_quantization_config's BitsAndBytesConfig
         config.update(load_in_4bit=True, bnb_4bit_quant_type=rng.choice(["nf4", "fp4"]),
                       use_bnb_nested_quant=rng.random() < 0.5)
     beta = rng.choice([0.05, 0.1, 0.5])
@@ -239,7 +247,11 @@ def run_trainer(case: dict, config_path: Path) -> Truth:
             return rewards
         reward_of_ids_recorded.__name__ = "reward_of_ids"
         extra["reward_funcs"] = reward_of_ids_recorded
-    if model_args.load_in_4bit or model_args.load_in_8bit:  # as the `trl` scripts pass it (sft.py, dpo.py, ...)
+    if (model_args.load_in_4bit or model_args.load_in_8bit) and case["task"] == "orpo":
+        # the experimental ORPOTrainer takes no quantization_config: a script hands it to from_pretrained through
+        # model_init_kwargs (the trainer's device_map default, "auto", is the CPU here)
+        args.model_init_kwargs["quantization_config"] = get_quantization_config(model_args)
+    elif model_args.load_in_4bit or model_args.load_in_8bit:  # as the `trl` scripts pass it (sft.py, dpo.py, ...)
         extra["quantization_config"] = get_quantization_config(model_args)
     trainer = trainer_class(model=model_args.model_name_or_path, args=args,
                             train_dataset=Dataset.from_list(case["rows"]), processing_class=tokenizer,
@@ -406,7 +418,7 @@ def _save(out: Path, records: list[dict]) -> None:
 
     versions = {p: md.version(p) for p in ("torch", "transformers", "trl", "peft", "datasets", "accelerate",
                                           "hypothesis")}
-    if any(r.get("draw") == "q1" for r in records):
+    if any(r.get("draw") in QUANTIZED_DRAWS for r in records):
         versions["bitsandbytes"] = md.version("bitsandbytes")
     out.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(out, "wt", encoding="utf-8") as handle:
@@ -494,9 +506,9 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("--count", type=int, default=300)
     made.add_argument("--out", type=Path, default=GOLDEN)
     made.add_argument("--work", type=Path, default=Path("/tmp/probe-goldens"))
-    made.add_argument("--draw", default=DRAW, choices=DRAWS, help="q1: QLoRA (needs bitsandbytes)")
+    made.add_argument("--draw", default=DRAW, choices=DRAWS, help="q1, q2 (ORPO), q8 (8-bit): QLoRA (needs bitsandbytes)")
     made.add_argument("--from", type=int, default=0, dest="start", help="the first id of the draw to make")
-    made.add_argument("--shard", default="0/1", help="K/N: only the configs whose index % N == K, to their own file")
+    made.add_argument("--shard", default="0/1", help="K/N: only the configs whose index %% N == K, to their own file")
     made.add_argument("--id", type=int, action="append", dest="ids", help="make only this config of the draw")
     merged = sub.add_parser("merge")
     merged.add_argument("--out", type=Path, default=GOLDEN)

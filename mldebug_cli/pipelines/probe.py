@@ -307,7 +307,8 @@ def _batches(sequences: list[Any], rows: list[Any], facts, device: str):
     for start in range(0, len(sequences), max(size, 1)):
         chunk, chunk_rows = sequences[start:start + size], rows[start:start + size]
         if facts.task == "kto":
-            out.append(_kto_batch(chunk, chunk_rows, facts.max_length, device))
+            estimate = facts.loss.loss_type[:1] != ("apo_zero_unpaired",)  # KTOTrainer's calculate_kl
+            out.append(_kto_batch(chunk, chunk_rows, facts.max_length, device, estimate))
         elif paired(facts.task):
             flat = [c for c, _ in chunk] + [r for _, r in chunk]
             out.append(collate(flat, chunk_rows + chunk_rows, 0, device))
@@ -316,9 +317,10 @@ def _batches(sequences: list[Any], rows: list[Any], facts, device: str):
     return out
 
 
-def _kto_batch(chunk: list[Any], rows: list[int], max_length: int | None, device: str):
-    """KTOTrainer's batch: the rows, then their KL rows (each prompt with the previous row's completion, the first
-    with the last's), cut to the row's length limit as the collator cuts them (keep_start)."""
+def _kto_batch(chunk: list[Any], rows: list[int], max_length: int | None, device: str, kl: bool = True):
+    """KTOTrainer's batch: the rows, and (``kl``: the loss estimates z₀) their KL rows as a batch of their own, each
+    prompt with the previous row's completion, the first with the last's, cut to the row's length limit as the
+    collator cuts them (keep_start)."""
     import torch
 
     from mldebug_cli.probe.measure import collate
@@ -330,8 +332,9 @@ def _kto_batch(chunk: list[Any], rows: list[int], max_length: int | None, device
         joined = ids[: splits[index]] + prev_ids[splits[index - 1]:]
         joined = joined[:max_length] if max_length else joined
         mismatched.append((joined, [-100] * splits[index] + joined[splits[index]:]))
-    batch = collate([(ids, labels) for ids, labels, _ in chunk] + mismatched, rows + rows, 0, device)
+    batch = collate([(ids, labels) for ids, labels, _ in chunk], rows, 0, device)
     batch.desirable = torch.tensor([desirable for _, _, desirable in chunk], dtype=torch.bool)
+    batch.kl = collate(mismatched, rows, 0, device) if kl else None
     return batch
 
 
@@ -351,7 +354,8 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
     batches = _batches(sequences, rows, facts, device)
     for batch in batches:
         batch.fused_head = built.fused_head
-    params = replace(loss_params(facts), custom=tuple(loss_terms))
+    # under mixed precision accelerate's prepared model hands the loss fp32 logits (convert_outputs_to_fp32)
+    params = replace(loss_params(facts), custom=tuple(loss_terms), upcast_logits=facts.dtype != "fp32")
     if facts.task == "grpo":  # one generation batch: its micro-batches make one optimizer step
         params = replace(params, accumulation=len(batches), items=int(sum(int((b.labels != -100).sum()) for b in batches)))
     needs_reference = facts.task in ("dpo", "kto") or any(s.name == "kl" for s in specs)

@@ -71,12 +71,14 @@ def _accumulated(mine: list[Any], grads: list[Any]) -> list[Any]:
     return [mine[i] if g is None else g.clone() if mine[i] is None else mine[i] + g for i, g in enumerate(grads)]
 
 
-def term_gradients(losses: Mapping[str, Any], params: Iterable[Any], together: bool = False) -> TermGradients:
+def term_gradients(losses: Mapping[str, Any], params: Iterable[Any], together: bool = False,
+                   combined_loss: Any = None) -> TermGradients:
     """d(term)/d(param) for each term separately (one backward pass each, the graph kept between them); with
     ``together``, also the gradient of their sum from one more backward pass, as a trainer takes it (``combined``).
 
     ``params`` are ``(name, parameter)`` pairs (``model.named_parameters()``) or bare parameters; frozen ones are
-    skipped. A term that does not require grad (nothing trainable reaches it) gets None everywhere. The gradients
+    skipped. ``combined_loss``: the sum as the trainer writes it, for that one more pass (None: the terms added in
+    order). A term that does not require grad (nothing trainable reaches it) gets None everywhere. The gradients
     come from ``backward()`` into ``.grad``, as a trainer takes them: ``torch.autograd.grad`` returns None through
     reentrant gradient checkpointing, whose recomputed segment only feeds ``.grad``. The parameters' own ``.grad``
     are left as they were.
@@ -104,7 +106,7 @@ def term_gradients(losses: Mapping[str, Any], params: Iterable[Any], together: b
         if together:
             for p in tensors:
                 p.grad = None
-            sum(reaching[1:], reaching[0]).backward()
+            (combined_loss if combined_loss is not None else sum(reaching[1:], reaching[0])).backward()
             combined = [None if p.grad is None else p.grad.detach().clone() for p in tensors]
     finally:
         for p, grad in zip(tensors, kept):

@@ -51,6 +51,7 @@ class LossParams:
     accumulation: int = 1  # GRPO: micro-batches per optimizer step (the normaliser of grpo/bnpo/dr_grpo)
     items: int = 1  # GRPO dapo: completion tokens in the generation batch
     custom: tuple[Any, ...] = ()  # the user's own loss terms (probe.custom.UserFunction), added with weight 1
+    upcast_logits: bool = False  # mixed precision: accelerate hands the loss fp32 logits (convert_outputs_to_fp32)
 
 
 def loss_params(facts: Any) -> LossParams:
@@ -85,7 +86,8 @@ class Sequences:
     logps: Any  # [B, T-1]
     mask: Any  # [B, T-1] bool: trained label positions
     rows: list[int]
-    desirable: Any = None  # KTO: [B/2] bool per row (the batch's second half is its KL rows)
+    desirable: Any = None  # KTO: [B] bool per row
+    kl_summed: Any = None  # KTO with a KL estimate: [B] summed log-probs of the mismatched rows (no grad)
     advantages: Any = None  # GRPO: [B] per completion
     whole: Sequences | None = None  # every attended token as a label (ORPO's NLL: prompt and response)
     outputs: Any = None  # the model's forward output (the user's own terms read its logits)
@@ -104,6 +106,9 @@ class TermValue:
     metric: Any  # per row or pair
     push: Any  # per row or pair: relative |d loss/d metric|
     rows: list[int]
+    # the term's weighted share of the loss as the trainer writes it (None: loss × weight): in bf16 the one-pass
+    # gradient follows the trainer's own operations, whose roundings another order of the same sums does not repeat
+    trainer_form: Any = None
 
 
 def term_specs(facts: Any) -> list[TermSpec]:
@@ -179,6 +184,16 @@ def term_values(task: str, specs: list[TermSpec], policy: Sequences, reference: 
     return out
 
 
+def trainer_sum(specs: list[TermSpec], values: Mapping[str, TermValue]) -> Any | None:
+    """The loss as the trainer adds its terms, each written the trainer's way where it says (``trainer_form``); None:
+    no term does, the weighted terms' sum is the trainer's."""
+    forms = [values[s.name].trainer_form for s in specs]
+    if all(f is None for f in forms):
+        return None
+    parts = [f if f is not None else values[s.name].loss * s.weight for s, f in zip(specs, forms)]
+    return sum(parts[1:], parts[0])
+
+
 def _trainer_terms(task: str, specs: list[TermSpec], policy: Sequences, reference: Any,
                    params: LossParams) -> dict[str, TermValue]:
     if task == "sft":
@@ -191,13 +206,16 @@ def _trainer_terms(task: str, specs: list[TermSpec], policy: Sequences, referenc
     half = policy.logps.shape[0] // 2
     chosen = slice(0, half)
     out: dict[str, TermValue] = {}
+    orpo = _orpo_trainer(policy, params) if task == "orpo" else None
     for spec in specs:
         if spec.name == "nll" and task == "orpo":  # ORPOTrainer: "computed over the full prompt and response"
             out[spec.name] = _nll(policy.whole or policy, chosen)
+            if orpo is not None:
+                out[spec.name].loss = orpo[0]
         elif spec.name in ("nll", "sft"):
             out[spec.name] = _nll(policy, chosen)
         elif spec.name == ORPO_TERM:
-            out[spec.name] = _odds_ratio(policy, half)
+            out[spec.name] = _odds_ratio(policy, half, orpo[1] if orpo is not None else None, spec.weight)
         else:
             out[spec.name] = _dpo(spec.name, policy, reference, half, beta)
     return out
@@ -215,18 +233,54 @@ def _nll(seq: Sequences, rows: slice) -> TermValue:
     return TermValue(loss, mean_logp, slack, seq.rows[rows])
 
 
-def _odds_ratio(seq: Sequences, half: int) -> TermValue:
+def _odds_ratio(seq: Sequences, half: int, averaged: Any = None, weight: float = 1.0) -> TermValue:
+    """ORPO's odds-ratio term -mean logσ(log odds) on the token-averaged log-probs (``averaged``: the trainer's own,
+    from ``_orpo_trainer``; its ``trainer_form`` is the trainer's -mean(λ·logσ(log odds)))."""
     import torch
     import torch.nn.functional as F
 
-    avg = seq.averaged()
-    c, r = avg[:half], avg[half:]
+    avg = seq.averaged() if averaged is None else averaged
+    c, r = avg[:half].float(), avg[half:].float()
     log_odds = (c - r) - (_log1mexp(c) - _log1mexp(r))
-    loss = -F.logsigmoid(log_odds).mean()
+    ratio = F.logsigmoid(log_odds)
+    loss = -ratio.mean()
     push = _push(lambda m: -F.logsigmoid(m), log_odds)
     with torch.no_grad():
         metric = log_odds.detach()
-    return TermValue(loss, metric, push, seq.rows[:half])
+    return TermValue(loss, metric, push, seq.rows[:half], trainer_form=-(weight * ratio).mean())
+
+
+def _orpo_trainer(seq: Sequences, params: LossParams) -> tuple[Any, Any] | None:
+    """TRL 1.16's ORPOTrainer on the batch's logits, op for op (``concatenated_forward``): the chosen rows'
+    ``nn.CrossEntropyLoss`` over every attended token, and every row's token-averaged completion log-prob from
+    ``get_batch_logps``/``selective_log_softmax`` (fp32 logits: gather minus a per-row logsumexp; bf16: a per-row
+    log_softmax). Both read one logits tensor, fp32 under mixed precision as accelerate converts the outputs, so their
+    gradients add in it before the cast back: what the trainer rounds in bf16, this rounds the same way. None: the
+    forward gave no logits (the fused head)."""
+    import torch
+    import torch.nn.functional as F
+
+    logits = getattr(seq.outputs, "logits", None)
+    if logits is None or seq.inputs is None:
+        return None
+    if params.upcast_logits:
+        logits = logits.float()
+    inputs = seq.inputs
+    half = logits.shape[0] // 2
+    whole = torch.where(inputs["attention_mask"] == 1, inputs["input_ids"], -100)
+    chosen = logits[:half][..., :-1, :].contiguous()
+    nll = F.cross_entropy(chosen.view(-1, chosen.shape[-1]), whole[:half][..., 1:].contiguous().view(-1))
+    labels = inputs["labels"][:, 1:].clone()
+    shifted = logits[:, :-1, :]
+    mask = labels != -100
+    labels = torch.where(labels == -100, 0, labels).unsqueeze(-1)
+    if shifted.dtype in (torch.float32, torch.float64):
+        lse = torch.stack([torch.logsumexp(row, dim=-1) for row in shifted])
+        per_token = (torch.gather(shifted, dim=-1, index=labels) - lse.unsqueeze(-1)).squeeze(-1)
+    else:
+        per_token = torch.stack([F.log_softmax(row, dim=-1).gather(dim=-1, index=index)
+                                 for row, index in zip(shifted, labels)]).squeeze(-1)
+    return nll, (per_token * mask).sum(-1) / mask.sum(-1)
 
 
 def _dpo(kind: str, seq: Sequences, reference: Any, half: int, beta: float) -> TermValue:
@@ -247,23 +301,32 @@ def _dpo(kind: str, seq: Sequences, reference: Any, half: int, beta: float) -> T
 
 
 def _kto(seq: Sequences, reference: Any, params: LossParams) -> TermValue:
-    """KTOTrainer's loss on a batch laid out as [rows, KL rows] (each prompt with the previous row's completion)."""
+    """KTOTrainer's loss, op for op (in bf16 another order of the same sums rounds the gradients otherwise): the
+    rows' summed log-ratios r; ``kto``: z₀ from the KL rows (``seq.kl_summed``, each prompt with the previous row's
+    completion, and the reference's), desirable rows 1 - σ(β(r - z₀)), undesirable 1 - σ(β(z₀ - r));
+    ``apo_zero_unpaired``: 1 - σ(βr) and σ(βr); each weighted, their nanmean. ``reference``: the reference's
+    per-token log-probs, with its KL rows' sums as a pair when the loss has a KL estimate."""
     import torch
 
-    half = seq.logps.shape[0] // 2
-    ratios = seq.summed() - reference.sum(-1)
-    main, mismatched = ratios[:half], ratios[half:]
-    kl = mismatched.detach().mean().clamp(min=0) if params.loss_type == "kto" else torch.zeros((), device=ratios.device)
+    ref_main, ref_kl = reference if isinstance(reference, tuple) else (reference, None)
+    ratios = seq.summed() - ref_main.sum(-1)
+    if params.loss_type == "kto":
+        kl = (seq.kl_summed - ref_kl).mean().detach().clamp(min=0)
+    else:
+        kl = torch.zeros((), device=ratios.device)
     desirable = seq.desirable.to(ratios.device)
-    margin = torch.where(desirable, main - kl, kl - main)  # larger: the row is where KTO wants it
-    weights = torch.where(desirable, torch.tensor(params.desirable_weight), torch.tensor(params.undesirable_weight))
+    margin = torch.where(desirable, ratios - kl, kl - ratios)  # larger: the row is where KTO wants it
     beta = params.beta
+    if params.loss_type == "kto":
+        chosen, rejected = 1 - torch.sigmoid(beta * (ratios - kl)), 1 - torch.sigmoid(beta * (kl - ratios))
+    else:  # apo_zero_unpaired
+        chosen, rejected = 1 - torch.sigmoid(beta * ratios), torch.sigmoid(beta * ratios)
+    losses = torch.where(desirable, params.desirable_weight * chosen, params.undesirable_weight * rejected)
 
     def formula(m: Any) -> Any:
         return 1 - torch.sigmoid(beta * m)
 
-    losses = weights.to(ratios.device) * formula(margin)
-    return TermValue(losses.nanmean(), margin.detach(), _push(formula, margin), seq.rows[:half])
+    return TermValue(losses.nanmean(), margin.detach(), _push(formula, margin), seq.rows)
 
 
 def _grpo(specs: list[TermSpec], seq: Sequences, reference: Any, params: LossParams) -> dict[str, TermValue]:
@@ -347,4 +410,5 @@ def _push(formula: Callable[[Any], Any], metric: Any) -> Any:
 def _log1mexp(x: Any) -> Any:
     import torch
 
-    return torch.where(x > -0.693, torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
+    # TRL 1.16's log1mexp, branch and threshold as written (-ln 2)
+    return torch.where(x < -0.6931471805599453, torch.log1p(-torch.exp(x)), torch.log(-torch.expm1(x)))

@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from mldebug_cli.probe.losses import PAIRED, LossParams, Sequences, TermSpec, sequences, term_values
+from mldebug_cli.probe.losses import PAIRED, LossParams, Sequences, TermSpec, sequences, term_values, trainer_sum
 from mldebug_cli.probe.subject import (
     GroupGradient,
     MetricMeasure,
@@ -31,7 +31,8 @@ class Batch:
     attention_mask: Any
     labels: Any
     rows: list[int]
-    desirable: Any = None  # KTO: per row (the second half of the batch is its KL rows)
+    desirable: Any = None  # KTO: per row
+    kl: Batch | None = None  # KTO with a KL estimate: the mismatched rows, collated and run on their own, no grad
     advantages: Any = None  # GRPO: per completion
     temperature: float = 1.0  # GRPO: the logits are divided by the sampling temperature
     fused_head: bool = False  # the model carries the trainer's fused LM head: the log-probs come from it
@@ -72,6 +73,20 @@ def autocast(device: str, dtype: str):
 
 
 def forward(model: Any, batch: Batch) -> Sequences:
+    """The batch's per-token log-probs. KTO's KL rows first, as their own batch under no_grad (KTOTrainer's
+    ``_compute_kl_logps``): run with the rows, their padding and zero gradients would change the bf16 sums' blocking."""
+    kl_summed = None
+    if batch.kl is not None:
+        import torch
+
+        with torch.no_grad():
+            kl_summed = forward(model, batch.kl).summed()
+    seq = _forward(model, batch)
+    seq.kl_summed = kl_summed
+    return seq
+
+
+def _forward(model: Any, batch: Batch) -> Sequences:
     if batch.fused_head:  # the trainer's own head (TRL's add_fused_lm_head): shifted log-probs, 0 off the labels
         outputs = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, labels=batch.labels,
                         fused_lm_head=True)
@@ -99,7 +114,8 @@ def reference_logps(model: Any, batches: list[Batch], peft: bool, device: str, d
     with torch.no_grad(), autocast(device, dtype):
         for batch in batches:
             with model.disable_adapter() if peft else nullcontext():
-                out.append(forward(model, batch).logps.float())
+                seq = forward(model, batch)
+                out.append(seq.logps.float() if seq.kl_summed is None else (seq.logps.float(), seq.kl_summed.float()))
     return out
 
 
@@ -141,7 +157,8 @@ def measure(model: Any, task: str, specs: list[TermSpec], batches: list[Batch], 
         # under autocast the sum of the terms' gradients is not the trainer's one-pass gradient (each backward rounds
         # its own bf16/fp16 output gradients: 7e-4 relative on an ORPO LoRA in bf16; 1e-3 on a DPO sigmoid+sft QLoRA in
         # fp32, whose adapter is bf16): take that one as well
-        totals.add(term_gradients(weighted, named, together=rounded))
+        totals.add(term_gradients(weighted, named, together=rounded,
+                                  combined_loss=trainer_sum(specs, values) if rounded else None))
     total = totals.total()
     if any(g is not None and not bool(torch.isfinite(g).all()) for g in total):
         return Measured([], totals.names, {}, [], non_finite=_locate_non_finite(model, batches[0], device, dtype))
