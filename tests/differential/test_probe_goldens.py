@@ -138,16 +138,19 @@ def test_probe_agrees_with_the_trainer(record, tiny_models, tmp_path):
 def test_the_qlora_goldens_are_their_draw_and_record_bitsandbytes():
     records = QLORA["cases"]
     assert records, f"no QLoRA goldens at {goldens.GOLDEN_QLORA}"
-    assert all(r["draw"] == "q1" and r["config"]["load_in_4bit"] for r in records)
-    assert [{k: r[k] for k in goldens.draw_case(r["id"], "q1")} for r in records] == \
-        [goldens.draw_case(r["id"], "q1") for r in records]
+    assert {r["draw"] for r in records} <= set(goldens.QUANTIZED_DRAWS)
+    # q1 and q2 (ORPO) load 4-bit, q8 8-bit
+    assert all(r["config"].get("load_in_8bit") if r["draw"] == "q8" else r["config"]["load_in_4bit"] for r in records)
+    assert [{k: r[k] for k in goldens.draw_case(r["id"], r["draw"])} for r in records] == \
+        [goldens.draw_case(r["id"], r["draw"]) for r in records]
     assert QLORA["versions"]["trl"] == "1.16.0" and "bitsandbytes" in QLORA["versions"]
-    assert {r["task"] for r in records} == set(goldens.QLORA_TASKS)
+    assert {r["task"] for r in records if r["draw"] == "q1"} == set(goldens.QLORA_TASKS)
+    assert {r["task"] for r in records if r["draw"] == "q2"} == {"orpo"}
 
 
 @pytest.mark.replay
 @pytest.mark.skipif(not HAS_BITSANDBYTES, reason="bitsandbytes is not installed: probe cannot load a 4-bit model "
                     "(and says so); the QLoRA goldens replay where it is (e.g. a venv with bitsandbytes 0.50.2)")
-@pytest.mark.parametrize("record", QLORA["cases"], ids=lambda r: f"q1-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
+@pytest.mark.parametrize("record", QLORA["cases"], ids=lambda r: f"{r['draw']}-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
 def test_probe_agrees_with_the_trainer_on_qlora(record, tiny_models, tmp_path):
     assert goldens.replay_one(record, tmp_path, tiny_models[record["arch"]]) == []
