@@ -169,3 +169,73 @@ def write_chat_shards(folder: Path, rows: int, shards: int, row_group_size: int 
         else:
             pq.write_table(pa.Table.from_pylist(batch), folder / f"part-{s:05d}.parquet", row_group_size=row_group_size)
     return folder
+
+
+REPLAYED_ROWS = 256  # the rows whose real results are replayed (replay_rows): one batch of the pipeline
+
+
+def first_rows_results(dataset: Path, tokenizer: Path, out: Path) -> Path:
+    """The real inspect-data engine's result of each of the dataset's first REPLAYED_ROWS rows alone (pickled to
+    ``out``; kept when it exists): what ``replay_rows`` replays."""
+    import pickle
+
+    from mldebug_cli.pipelines import inspect
+
+    if out.exists():
+        return out
+    kept: list = []
+    real = inspect._RowEngine.process
+
+    class FirstBatch(Exception):
+        pass
+
+    def keep_first(self, batch):
+        assert len(batch) >= REPLAYED_ROWS and batch[0].index == 0, (len(batch), batch[0].index)
+        kept.extend(real(self, [record]) for record in batch[:REPLAYED_ROWS])
+        raise FirstBatch
+
+    inspect._RowEngine.process = keep_first
+    try:
+        inspect.build_report(inspect.InspectOptions(dataset=str(dataset), tokenizer=str(tokenizer), all_rows=True,
+                                                    workers=1, max_length=512))
+    except FirstBatch:
+        pass
+    finally:
+        inspect._RowEngine.process = real
+    out.write_bytes(pickle.dumps(kept))
+    return out
+
+
+def replay_rows(results_file: str) -> None:
+    """Replace the rows' work of inspect-data (``_RowEngine.process``, in this process; forked workers inherit it,
+    Ray's workers run this as their setup hook) by the stored results of ``first_rows_results``: row ``i`` gets row
+    ``i % REPLAYED_ROWS``'s findings, statistics and view, moved to row ``i``, reduced into one batch result as the
+    real engine reduces its rows (the same choice of shown rows), so the report does not depend on how the rows are
+    cut into batches (in process and on Ray they are cut differently). What is left is the driver's own work:
+    reading, sending, receiving and reducing, at any row count, in seconds."""
+    import pickle
+    from dataclasses import replace as moved
+
+    from mldebug_cli.pipelines import inspect
+
+    per_row = pickle.loads(Path(results_file).read_bytes())
+
+    def process(self, batch):
+        result = inspect._BatchResult([], inspect._Stats(per_row[0].stats.max_length), [])
+        flagged = []
+        for record in batch:
+            row = per_row[record.index % len(per_row)]
+            shift = record.index - record.index % len(per_row)
+            result.findings += [f if f.location.row is None else moved(f, location=moved(f.location, row=f.location.row + shift))
+                                for f in row.findings]
+            result.stats.merge(row.stats)
+            for view in row.views:
+                view = moved(view, row=view.row + shift, view=view.view and moved(view.view, row=view.view.row + shift))
+                if view.flagged:
+                    flagged.append(view)
+                elif view.ok and sum(1 for v in result.views if not v.flagged) < self.show:
+                    result.views.append(view)
+        result.views += inspect._most_serious(flagged, self.show)
+        return result
+
+    inspect._RowEngine.process = process
