@@ -16,12 +16,13 @@ check, the rest counted), ``all`` is ``--all-findings``. Not part of the test ru
 ``--whole`` runs the driver's whole path, as ``inspect-data --all`` runs it, on bench_ray.py's small rows (Parquet
 shards made once under ``--data``): build_report opens the shards, reads them (in process: here, the batches sent to
 2 forked workers; on Ray: Ray Data's read tasks and actors, the results back through Ray Data's iterator), reduces
-every batch's result and writes the report; only the rows' work in the workers is replaced: each batch's result is
-the result the real engine gave for the dataset's first batch (its findings and shown rows moved to the batch's rows,
-its statistics counted for the batch's rows). So what grows with the rows is what the driver keeps, at 10^7 rows
-in minutes where the real row work takes 1.4 CPU-hours (bench_ray.py measures that). Prints the driver's peak RSS
-(VmHWM, and its private part: the high-water mark is not split, so the private RSS at the end), the report's
-sha256 (the engine line left out; the same in process and on Ray, or the run fails) and the driver's CPU seconds.
+every batch's result and writes the report. Only the rows' work in the workers is replaced (tests/support.py
+``replay_rows``): row ``i`` gets the real engine's result of row ``i % 256`` of the dataset (its findings, statistics
+and view, moved to row ``i``), so the report is the same in process and on Ray and what grows with the rows is
+what the driver keeps, at 10^7 rows in a fraction of the 1.4 CPU-hours the real row work takes (bench_ray.py measures
+that). Prints the driver's peak RSS (VmHWM), its private RSS at the end (RssAnon: the high-water mark is not split),
+the driver's CPU seconds, the whole run's (the process from its start, its forked workers, on Ray the local
+cluster's processes: what Ray's machinery costs beside the in-process path) and the report's sha256 (the engine line left out; in process and on Ray alike).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import pickle
 import resource
 import subprocess
@@ -68,46 +70,14 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def replay_results(template_file: str) -> None:
-    """Make each batch's result the stored results of the dataset's first BATCH_SIZE rows, row ``i`` of the batch
-    getting row ``i % BATCH_SIZE``'s findings, statistics and view (moved to row ``i``), reduced into one batch result
-    as the real engine reduces its rows (the same shown-row choice), so that the report does not depend on how the
-    rows are cut into batches (in process and on Ray they are cut differently). ``_RowEngine.process`` is replaced in
-    this process; the forked workers inherit it, Ray's workers run this as their setup hook."""
-    from dataclasses import replace as moved
-
-    from mldebug_cli.pipelines import inspect
-
-    per_row = pickle.loads(Path(template_file).read_bytes())  # the real engine's result of each row alone
-
-    def process(self, batch):
-        result = inspect._BatchResult([], inspect._Stats(per_row[0].stats.max_length), [])
-        flagged = []
-        for record in batch:
-            row = per_row[record.index % len(per_row)]
-            shift = record.index - record.index % len(per_row)
-            result.findings += [f if f.location.row is None else moved(f, location=moved(f.location, row=f.location.row + shift))
-                                for f in row.findings]
-            result.stats.merge(row.stats)
-            for view in row.views:
-                view = moved(view, row=view.row + shift, view=view.view and moved(view.view, row=view.view.row + shift))
-                if view.flagged:
-                    flagged.append(view)
-                elif view.ok and sum(1 for v in result.views if not v.flagged) < self.show:
-                    result.views.append(view)
-        result.views += inspect._most_serious(flagged, self.show)
-        return result
-
-    inspect._RowEngine.process = process
-
-
 def whole_one(mode: str, dataset: str, template_file: str, tokenizer: str) -> dict:
     """One run of the driver's whole path (the child side): build_report with the rows' work replayed."""
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
     from mldebug_cli.formats.json_format import report_document
     from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+    from support import replay_rows
 
-    replay_results(template_file)
+    replay_rows(template_file)
     engine, cpus = mode.split("-")
     options = InspectOptions(dataset=dataset, tokenizer=tokenizer, all_rows=True, max_length=512, workers=int(cpus))
     if engine == "ray":
@@ -116,8 +86,9 @@ def whole_one(mode: str, dataset: str, template_file: str, tokenizer: str) -> di
         from mldebug_cli.pipelines.ray_engine import local_priority
 
         def replaying() -> None:  # Ray's setup hook: a named function (it exports the hook by name)
-            replay_results(template_file)
+            replay_rows(template_file)
 
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])  # support
         local_priority()
         ray.init(num_cpus=int(cpus), include_dashboard=False, log_to_driver=False, logging_level="error",
                  runtime_env={"worker_process_setup_hook": replaying})
@@ -127,7 +98,12 @@ def whole_one(mode: str, dataset: str, template_file: str, tokenizer: str) -> di
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     doc["context"].pop("engine", None)
     doc["context"].pop("workers", None)
+    from bench_ray import _descendants_cpu_s
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    run_cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + _descendants_cpu_s()
     return {"mode": mode, "rows": doc["summary"]["rows_checked"], "seconds": seconds, "driver_cpu_s": cpu,
+            "run_cpu_s": run_cpu,  # the whole run: this process from its start, its workers, Ray's cluster
             "rss_mib": _peak_rss_mib(), "private_mib": _private_rss_mib(),
             "report": hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()}
 
@@ -141,47 +117,20 @@ def _private_rss_mib() -> float:
     return 0.0
 
 
-def template_result(dataset: Path, tokenizer: str, folder: Path) -> Path:
-    """The real engine's result of each of the dataset's first BATCH_SIZE rows, pickled under ``folder`` (made once)."""
-    from mldebug_cli.pipelines import inspect
-    from mldebug_cli.pipelines.row_batches import BATCH_SIZE
-
-    out = folder / "first-rows-results.pickle"
-    if out.exists():
-        return out
-    kept: list = []
-    real = inspect._RowEngine.process
-
-    class FirstBatch(Exception):
-        pass
-
-    def keep_first(self, batch):
-        assert len(batch) == BATCH_SIZE and batch[0].index == 0, (len(batch), batch[0].index)
-        kept.extend(real(self, [record]) for record in batch)
-        raise FirstBatch
-
-    inspect._RowEngine.process = keep_first
-    try:
-        inspect.build_report(inspect.InspectOptions(dataset=str(dataset), tokenizer=tokenizer, all_rows=True,
-                                                    workers=1, max_length=512))
-    except FirstBatch:
-        pass
-    finally:
-        inspect._RowEngine.process = real
-    out.write_bytes(pickle.dumps(kept))
-    return out
-
-
 def whole(sizes: list[int], modes: list[str], tokenizer: str, data: str | None) -> None:
-    sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+    sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
     from bench_ray import write_small_shards
+
+    from support import first_rows_results
 
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(data) if data else Path(tmp)
         base.mkdir(parents=True, exist_ok=True)
-        template = template_result(write_small_shards(base / f"small-{min(sizes)}", min(sizes)), tokenizer, base)
-        print("| rows | run | driver peak RSS MiB | private RSS at the end MiB | driver CPU s | wall s | report sha256 |")
-        print("|---:|---|---:|---:|---:|---:|---|")
+        template = first_rows_results(write_small_shards(base / f"small-{min(sizes)}", min(sizes)), Path(tokenizer),
+                                      base / "first-rows-results.pickle")
+        print("| rows | run | driver peak RSS MiB | private RSS at the end MiB | driver CPU s | run CPU s | wall s | "
+              "report sha256 |")
+        print("|---:|---|---:|---:|---:|---:|---:|---|")
         for n in sizes:
             dataset = write_small_shards(base / f"small-{n}", n)  # each size made when its turn comes
             for mode in modes:
@@ -194,7 +143,7 @@ def whole(sizes: list[int], modes: list[str], tokenizer: str, data: str | None) 
                 r = json.loads(line[len(RESULT):])
                 assert r["rows"] == n, r
                 print(f"| {n:,} | {mode} | {r['rss_mib']:,.0f} | {r['private_mib']:,.0f} | {r['driver_cpu_s']:.1f} | "
-                      f"{r['seconds']:.0f} | {r['report'][:12]} |", flush=True)
+                      f"{r['run_cpu_s']:.1f} | {r['seconds']:.0f} | {r['report'][:12]} |", flush=True)
                 with (base / "driver-results.jsonl").open("a", encoding="utf-8") as log:
                     log.write(json.dumps({"dataset": str(dataset), **r}) + "\n")
 
