@@ -10,7 +10,6 @@ import gzip
 import hashlib
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
