@@ -543,7 +543,7 @@ def _prepare(record: Record, detection, setup: Setup, profile: RowProfile, rende
         row.problem = RowProblem(Code.INVALID_MESSAGES, record.error)
         return row
     try:
-        row.sample = profile.own_sample(record.data) or to_sample(record.data, detection)
+        row.sample = profile.own_sample(record.data) or to_sample(record.data, detection, profile.requires_assistant)
     except RowProblem as problem:
         row.problem = problem
         return row
@@ -697,8 +697,9 @@ def _first_trained(labels: list[int]) -> int:
 def _row_view(row: Row) -> RowView:
     masking = row.masking or (row.layout.method if row.layout is not None else None)
     error = None if row.ok else row.problem.message if row.problem else row.render_error
+    dropped = bool(row.dropped or (row.problem and row.problem.dropped))  # left out by the trainer or its reader
     return RowView(row.index, row.text, row.input_ids, row.labels, None, [list(o) for o in row.offsets],
-                   row.full_length if row.truncated else None, row.line, bool(row.dropped), masking, error)
+                   row.full_length if row.truncated else None, row.line, dropped, masking, error)
 
 
 def _with_pieces(view: RowView, tokenizer) -> RowView:
@@ -721,9 +722,10 @@ class _Stats:
 
     def add(self, row: Row) -> None:
         self.rows += 1
-        if not row.ok:
-            self.failed += 1
-            self.dropped += bool(row.problem and row.problem.dropped)  # counted in both: unreadable, and left out
+        if not row.ok:  # a row the framework's reader drops is left out, the run goes on; any other stops or is unread
+            left_out = bool(row.problem and row.problem.dropped)
+            self.dropped += left_out
+            self.failed += not left_out
             return
         self.truncated += row.truncated and not (row.dropped and row.dropped_by == "length")  # left out, not cut
         self.lengths[row.full_length] += 1

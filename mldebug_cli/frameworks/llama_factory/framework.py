@@ -270,6 +270,7 @@ class Rows(RowProfile):
     appends_eos = True
     own_templates = True
     reads_message_weights = False  # `llamafactory-cli train`'s converter reads role and content (v1 reads loss_weight)
+    requires_assistant = False  # its converter drops a row without a reply (odd turn count, or no turn): lf_messages
 
     def __init__(self, options: LlamaFactoryOptions, chosen: LfTemplate, tokenizer: Any, parsed: bool,
                  unemulated: str | None = None) -> None:
