@@ -189,6 +189,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         if progress is not None:
             progress(stats.rows, checked_total)
     findings.extend(run_will_not_start(findings, rows, checks, source.display, checked_total))
+    findings.extend(nothing_left(stats, rows, checks, source.display, total))
     overlap, overlap_line = overlap_findings(options, source, RowReader(detection), checks)
     findings.extend(overlap)
     return Report(
@@ -276,6 +277,20 @@ def run_will_not_start(findings: FindingKeeper, rows: RowProfile, checks: list, 
         f"{checked:,} rows checked (first: row {min(raised)}); one such row stops it",
         "fix or drop every row the template raises on before training (they are listed under this check), or use a "
         "template that accepts them", Location(path=path)))]
+
+
+def nothing_left(stats: _Stats, rows: RowProfile, checks: list, path: str, total: int) -> list[Finding]:
+    """One dataset-level DS010 finding when the framework's reader drops every row of the dataset and its loader then
+    raises (LLaMA-Factory: no valid sample, or a dataset with none left that cannot be merged with the others)."""
+    check = next((c for c in checks if c.code == Code.INVALID_MESSAGES), None)
+    if check is None or rows.no_rows_left_stops_run is None or not stats.rows or stats.rows != total:
+        return []
+    if stats.dropped != stats.rows:
+        return []
+    return [check.finding(Hit(f"the run will not start: every one of the {total:,} rows is dropped, and "
+                              f"{rows.no_rows_left_stops_run}",
+                              "fix the rows' turns (each needs a prompt and a reply), or leave the dataset out",
+                              Location(path=path)))]
 
 
 @dataclass(frozen=True)

@@ -49,3 +49,26 @@ def test_lr_plot_counts_the_rows_and_steps_llama_factorys_loader_gives(case, tmp
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert (doc["train_rows"], doc["total_optimizer_steps"]) == (case["rows"], case["steps"])
+
+
+REFUSED = [pytest.param(c, id=f"config-{c['id']}") for c in CASES if "refused" in c]
+
+
+@pytest.mark.slow  # each dataset of the config read with the real tokenizer: ~3 CPU s
+@pytest.mark.parametrize("case", REFUSED)
+def test_a_dataset_llama_factory_drops_whole_is_said_to_stop_the_run(case, tmp_path):
+    """LLaMA-Factory's loader raised on these configs (a dataset whose every row its converter dropped cannot be
+    merged with the others): mldebug says the run will not start, on that dataset."""
+    from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
+    from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+
+    goldens.write(tmp_path, case["config"], case["files"], ROOT)
+    info = case["files"]["data/dataset_info.json"]
+    said = []
+    for name in case["config"]["dataset"].split(","):
+        report = build_report(InspectOptions(
+            dataset=str(tmp_path / "data" / info[name]["file_name"]), tokenizer=str(ROOT / goldens.TOKENIZER),
+            framework="llama-factory", data_format=info[name].get("formatting", "alpaca"),
+            framework_options=LlamaFactoryOptions(template="qwen")))
+        said += [f.message for f in report.findings if f.location.row is None and "will not start" in f.message]
+    assert REFUSED and said, case["refused"]
