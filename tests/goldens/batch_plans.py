@@ -21,7 +21,7 @@ AXOLOTL_GOLDENS = FIXTURES / "batch-plan" / "axolotl-0.19.0.jsonl"
 LLAMA_FACTORY_GOLDENS = FIXTURES / "batch-plan" / "llamafactory-0.9.5.jsonl"
 AXOLOTL_TOOL = "tools/axolotl_batch_plan_goldens.py"
 AXOLOTL_COMMAND = ("nice -n 15 /work/venvs/axolotl-sampler/bin/python tools/axolotl_batch_plan_goldens.py "
-                   "--configs 240")
+                   "--configs 240 --more 90 --more-seed 35")
 LLAMA_FACTORY_TOOL = "tools/llamafactory_batch_plan_goldens.py"
 LLAMA_FACTORY_COMMAND = "nice -n 15 /work/venvs/lf-vision/bin/python tools/llamafactory_batch_plan_goldens.py --configs 240"
 
