@@ -238,3 +238,35 @@ def test_an_axolotl_preparation_mldebug_does_not_replay_is_refused_by_name(tmp_p
     result = run("inspect-data", "--config", axolotl_config(tmp_path, datasets, **keys), "--step", 1,
                  "--allow-outside-paths")
     assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
+
+
+CONFIG_PLAN = FIXTURES / "batch-plan" / "axolotl-0.19.0-config-plan.json"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", range(3))
+def test_every_step_of_an_axolotl_config_is_its_sampler_over_axolotls_own_prepared_rows(tmp_path, variant):
+    """End to end: the rows mldebug names for each step are axolotl's sampler (held to its trainer by the
+    axolotl-batch-plan goldens) over the rows axolotl's own prepare_datasets hands it (tools/axolotl_config_plan_golden.py:
+    the real chat_template encoding, shuffle, length filter, eval split), with axolotl's token counts for packing."""
+    import yaml
+
+    from mldebug_cli.frameworks.axolotl.batch_plan import axolotl_plan, sampling_of_config
+
+    golden = json.loads(CONFIG_PLAN.read_text())["variants"][variant]
+    config = yaml.safe_load((AXOLOTL / "config_fixed.yml").read_text())
+    config.update(golden["keys"])
+    config["base_model"] = str(FIXTURES / "tokenizers" / "qwen2.5-instruct")
+    config["datasets"][0]["path"] = str(AXOLOTL / "train_fixed.jsonl")
+    path = tmp_path / "axolotl.yml"
+    path.write_text(yaml.safe_dump(config))
+    plan = axolotl_plan(sampling_of_config(config, golden["lengths"], 1))
+    rows = golden["prepared_rows"]
+    for step in range(1, plan.total_steps + 1):
+        planned = plan.step(step)
+        assert planned is not None
+        result = run("inspect-data", "--config", path, "--step", step, "-f", "json", "--exit-zero", "--allow-outside-paths")
+        assert result.exit_code == 0, result.output
+        listed = json.loads(result.stdout)["context"][f"step {step} (epoch {planned.epoch + 1})"]
+        assert listed == "; ".join(f"micro-batch {i + 1}: " + ", ".join(str(rows[p]) for p in batch)
+                                   for i, batch in enumerate(planned.micro_batches[0])), f"step {step}"
