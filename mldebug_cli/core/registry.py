@@ -159,6 +159,7 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("RN049", "runs-diverge", "run.runs_diverge"),
     CheckRef("RN050", "eval-difference-noise", "run.eval_difference_noise"),
     CheckRef("RN051", "logged-memory-vs-estimate", "run.logged_memory_vs_estimate"),
+    CheckRef("RN052", "rl-grad-norm-vanishing", "run.rl_grad_norm_vanishing"),
     CheckRef("DP001", "identical-chosen-rejected", "preference.identical_chosen_rejected"),
     CheckRef("DP002", "empty-side", "preference.empty_side"),
     CheckRef("DP003", "prompt-not-shared", "preference.prompt_not_shared"),
