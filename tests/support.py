@@ -70,6 +70,23 @@ def golden_clock(golden: dict) -> Iterator[None]:
         chat_utils.datetime = original
 
 
+def no_ray_executor_left(timeout: float = 120.0) -> None:
+    """Wait for the Ray Data executor threads a test started (``StreamingExecutor-…``) to end, and fail if one is
+    still running: left alive in an xdist worker, the thread logs Ray's task errors with their tracebacks while later
+    tests run, and Python 3.11 before 3.11.8 formats a traceback with ``ast.parse``, whose recursion counter is one
+    per interpreter (CPython gh-106905): an ``ast.parse`` in the test's thread then fails with ``SystemError: AST
+    constructor recursion depth mismatch``, and pytest's own traceback of it crashes the worker (CI, 29 Nov 2026)."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread.name.startswith("StreamingExecutor"):
+            thread.join(max(0.0, deadline - time.monotonic()))
+    alive = [t.name for t in threading.enumerate() if t.name.startswith("StreamingExecutor") and t.is_alive()]
+    assert not alive, f"Ray Data executors still running after the test: {alive}"
+
+
 def write_jsonl(path: Path, rows: list) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
