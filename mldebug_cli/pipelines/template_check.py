@@ -14,9 +14,10 @@ from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.core.findings import ContextValue, Finding, Report
+from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Report
 from mldebug_cli.core.sections.probes import ProbesSection, ProbesSummary
 from mldebug_cli.engines.registry import deploy_side, train_side
+from mldebug_cli.frameworks import versions
 from mldebug_cli.pipelines.render import FIXED_NOW, EngineRenderError, render_with_engine, tokenize
 from mldebug_cli.render.diff import (
     Hunk,
@@ -258,7 +259,15 @@ def _context(c: TemplateComparison, now: datetime) -> dict[str, ContextValue]:
         "trained_end_of_turn": c.end_of_turn,
         "date": f"{now:%Y-%m-%d} (fixed, so date-dependent templates render reproducibly)",
         "assumptions": "; ".join(deploy.notes) or None,
+        CONTEXT_VERSIONS: _versions_line(),
     }
+
+
+def _versions_line() -> str:
+    """The releases both sides are rendered and tokenized with, and why those: the installed ones, as the
+    comparison runs them (no framework's pin, as LLaMA-Factory's on transformers, chooses others here)."""
+    return (versions.TargetVersions().describe(("transformers", "tokenizers"))
+            + ": both templates rendered and tokenized by these; the comparison assumes no framework's pin")
 
 
 def _summary(results: tuple[ProbeResult, ...], findings: tuple[Finding, ...]) -> dict[str, Any]:
