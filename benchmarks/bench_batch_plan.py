@@ -5,7 +5,10 @@
 
 For each dataset size: the time to name the rows of one optimizer step in the middle of epoch 2
 (``BatchPlan.step``: one shuffled order per rank and epoch asked), to list the first epoch's micro-batches
-(what ``memory`` does) and ``torch.randperm`` on a seeded generator. Not part of the test run.
+(what ``memory`` does) and ``torch.randperm`` on a seeded generator; then axolotl's dataset preparation before its
+sampler (``frameworks.axolotl.batch_plan.config_plan``: numpy's shuffle of the rows, the length filter, the plan over
+what is left) and one step of that plan, on rows of drawn lengths (the rows' encoding, which inspect-data does
+first, is not in it). Not part of the test run.
 """
 
 from __future__ import annotations
@@ -48,6 +51,26 @@ def main() -> None:
         else:
             native = f"{'(no torch)':>19}"
         print(f"{rows:>10,} {step:9.2f} {epoch:18.2f} {native}")
+    print(f"\n{'rows':>10} {'axolotl preparation + plan (s)':>31} {'its step (s)':>13}")
+    for rows in options.rows:
+        prepared, step = axolotl_plan_times(rows)
+        print(f"{rows:>10,} {prepared:31.2f} {step:13.2f}")
+
+
+def axolotl_plan_times(rows: int) -> tuple[float, float]:
+    import random
+
+    from mldebug_cli.frameworks.axolotl.batch_plan import config_plan
+    from mldebug_cli.sources.config_file import ConfigFile
+
+    draw = random.Random(0)
+    kept = [(row, draw.randint(2, 2048), 1) for row in range(rows) if draw.random() > 0.05]  # 5% dropped for length
+    config = ConfigFile("axolotl.yml", {"seed": 3, "sequence_len": 2048, "micro_batch_size": 4,
+                                        "gradient_accumulation_steps": 8, "num_epochs": 2})
+    holder: list = []
+    prepared = timed(lambda: holder.append(config_plan(config, 1, kept, rows)))
+    plan = holder[0].plan
+    return prepared, timed(lambda: plan.step(plan.steps_per_epoch + plan.steps_per_epoch // 2))
 
 
 if __name__ == "__main__":

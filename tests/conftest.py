@@ -11,6 +11,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.pop("GITHUB_ACTIONS", None)
+# An xdist worker's torch (and every child process a test starts) on the worker's share of the cores: with a worker per
+# core, torch's default of a thread per core in every worker oversubscribes them (a probe golden replay, 3 configs:
+# 6.3 CPU s on 1 thread, 14.0 on 2; tools/probe_goldens.py makes the goldens on 1). Read once, when torch loads.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ.setdefault("OMP_NUM_THREADS", str(_share))
 
 from hypothesis import settings  # noqa: E402
 

@@ -70,6 +70,23 @@ def golden_clock(golden: dict) -> Iterator[None]:
         chat_utils.datetime = original
 
 
+def no_ray_executor_left(timeout: float = 120.0) -> None:
+    """Wait for the Ray Data executor threads a test started (``StreamingExecutor-…``) to end, and fail if one is
+    still running: left alive in an xdist worker, the thread logs Ray's task errors with their tracebacks while later
+    tests run, and Python 3.11 before 3.11.8 formats a traceback with ``ast.parse``, whose recursion counter is one
+    per interpreter (CPython gh-106905): an ``ast.parse`` in the test's thread then fails with ``SystemError: AST
+    constructor recursion depth mismatch``, and pytest's own traceback of it crashes the worker (CI, 29 Nov 2026)."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread.name.startswith("StreamingExecutor"):
+            thread.join(max(0.0, deadline - time.monotonic()))
+    alive = [t.name for t in threading.enumerate() if t.name.startswith("StreamingExecutor") and t.is_alive()]
+    assert not alive, f"Ray Data executors still running after the test: {alive}"
+
+
 def write_jsonl(path: Path, rows: list) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -169,3 +186,73 @@ def write_chat_shards(folder: Path, rows: int, shards: int, row_group_size: int 
         else:
             pq.write_table(pa.Table.from_pylist(batch), folder / f"part-{s:05d}.parquet", row_group_size=row_group_size)
     return folder
+
+
+REPLAYED_ROWS = 256  # the rows whose real results are replayed (replay_rows): one batch of the pipeline
+
+
+def first_rows_results(dataset: Path, tokenizer: Path, out: Path) -> Path:
+    """The real inspect-data engine's result of each of the dataset's first REPLAYED_ROWS rows alone (pickled to
+    ``out``; kept when it exists): what ``replay_rows`` replays."""
+    import pickle
+
+    from mldebug_cli.pipelines import inspect
+
+    if out.exists():
+        return out
+    kept: list = []
+    real = inspect._RowEngine.process
+
+    class FirstBatch(Exception):
+        pass
+
+    def keep_first(self, batch):
+        assert len(batch) >= REPLAYED_ROWS and batch[0].index == 0, (len(batch), batch[0].index)
+        kept.extend(real(self, [record]) for record in batch[:REPLAYED_ROWS])
+        raise FirstBatch
+
+    inspect._RowEngine.process = keep_first
+    try:
+        inspect.build_report(inspect.InspectOptions(dataset=str(dataset), tokenizer=str(tokenizer), all_rows=True,
+                                                    workers=1, max_length=512))
+    except FirstBatch:
+        pass
+    finally:
+        inspect._RowEngine.process = real
+    out.write_bytes(pickle.dumps(kept))
+    return out
+
+
+def replay_rows(results_file: str) -> None:
+    """Replace the rows' work of inspect-data (``_RowEngine.process``, in this process; forked workers inherit it,
+    Ray's workers run this as their setup hook) by the stored results of ``first_rows_results``: row ``i`` gets row
+    ``i % REPLAYED_ROWS``'s findings, statistics and view, moved to row ``i``, reduced into one batch result as the
+    real engine reduces its rows (the same choice of shown rows), so the report does not depend on how the rows are
+    cut into batches (in process and on Ray they are cut differently). What is left is the driver's own work:
+    reading, sending, receiving and reducing, at any row count, in seconds."""
+    import pickle
+    from dataclasses import replace as moved
+
+    from mldebug_cli.pipelines import inspect
+
+    per_row = pickle.loads(Path(results_file).read_bytes())
+
+    def process(self, batch):
+        result = inspect._BatchResult([], inspect._Stats(per_row[0].stats.max_length), [])
+        flagged = []
+        for record in batch:
+            row = per_row[record.index % len(per_row)]
+            shift = record.index - record.index % len(per_row)
+            result.findings += [f if f.location.row is None else moved(f, location=moved(f.location, row=f.location.row + shift))
+                                for f in row.findings]
+            result.stats.merge(row.stats)
+            for view in row.views:
+                view = moved(view, row=view.row + shift, view=view.view and moved(view.view, row=view.view.row + shift))
+                if view.flagged:
+                    flagged.append(view)
+                elif view.ok and sum(1 for v in result.views if not v.flagged) < self.show:
+                    result.views.append(view)
+        result.views += inspect._most_serious(flagged, self.show)
+        return result
+
+    inspect._RowEngine.process = process

@@ -9,7 +9,8 @@ transformers 5.16.1, accelerate 1.13.0, datasets 4.8.4, trl 1.9.0, peft 0.20.0, 
         datasets==4.8.4 trl==1.9.0 peft==0.20.0 tokenizers==0.23.1 huggingface_hub==1.17.0 'numba>=0.63.1,<1.0' \\
         hypothesis pydantic==2.12.5 PyYAML==6.0.3 addict fire einops colorama pillow
     /work/venvs/axolotl-sampler/bin/pip install --no-deps axolotl==0.19.0
-    nice -n 15 /work/venvs/axolotl-sampler/bin/python tools/axolotl_batch_plan_goldens.py --configs 240
+    nice -n 15 /work/venvs/axolotl-sampler/bin/python tools/axolotl_batch_plan_goldens.py --configs 240 --more 90 --more-seed 35
+(``--resume`` keeps the configs already recorded in the file and runs only the rest.)
 
 Each config is the trainer's prepared dataset (what axolotl hands ``AxolotlTrainer`` after tokenizing, merging,
 shuffling and dropping long rows): row ``i`` carries ``length`` tokens all equal to ``i``, so the ids a micro-batch
@@ -32,6 +33,7 @@ optimizer step, per rank, the micro-batches' rows.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -46,11 +48,10 @@ RECORDED = ("axolotl", "torch", "transformers", "accelerate", "datasets", "numba
 MAX_STEPS_RECORDED = 40
 
 
-def configs(count: int) -> list[dict]:
-    from hypothesis import HealthCheck, given, settings
+@functools.cache
+def config_strategy():
+    """One config: its prepared rows' lengths and the keys that decide axolotl's batches."""
     from hypothesis import strategies as st
-
-    found: list[dict] = []
 
     @st.composite
     def config(draw) -> dict:
@@ -84,6 +85,16 @@ def configs(count: int) -> list[dict]:
             "max_steps": draw(st.one_of(st.none(), st.none(), st.integers(1, 30))),
         }
 
+    return config()
+
+
+def configs(count: int) -> list[dict]:
+    """The first ``count`` configs of the derandomized draw (its seed is the digest of ``collect``'s text: keep it)."""
+    from hypothesis import HealthCheck, given, settings
+
+    found: list[dict] = []
+    config = config_strategy
+
     @settings(max_examples=count * 4, database=None, derandomize=True, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(config())
@@ -92,6 +103,23 @@ def configs(count: int) -> list[dict]:
             found.append(c)
 
     collect()
+    return found[:count]
+
+
+def more_configs(count: int, draw_seed: int, taken: list[dict]) -> list[dict]:
+    """``count`` further configs by the same rules, from the draw seeded ``draw_seed``, none already in ``taken``."""
+    from hypothesis import HealthCheck, given, seed, settings
+
+    found: list[dict] = []
+
+    @seed(draw_seed)
+    @settings(max_examples=count * 4, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(config_strategy())
+    def collect_more(c: dict) -> None:
+        if len(found) < count and c not in found and c not in taken:
+            found.append(c)
+
+    collect_more()
     return found[:count]
 
 
@@ -288,19 +316,44 @@ def _sharded(model, args, data, world_size: int) -> tuple[list, int | None]:
     return steps, epoch_batches
 
 
+RESULTS = ("max_steps_passed", "epoch_batches", "steps")
+
+
+def recorded(out: Path, chosen: list[dict]) -> list[str]:
+    """The lines already in ``out`` whose configs are the first of ``chosen``, in order (for ``--resume``)."""
+    if not out.exists():
+        return []
+    kept = []
+    for line, c in zip(out.read_text().splitlines()[1:], chosen):
+        if {k: v for k, v in json.loads(line).items() if k not in RESULTS} != c:
+            break
+        kept.append(line)
+    return kept
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", type=int, default=240)
+    parser.add_argument("--more", type=int, default=0, help="further configs by the same rules, from a seeded draw")
+    parser.add_argument("--more-seed", type=int, default=35)
+    parser.add_argument("--resume", action="store_true", help="keep the configs already recorded in --out")
     parser.add_argument("--out", default="fixtures/batch-plan/axolotl-0.19.0.jsonl")
     options = parser.parse_args()
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     out = Path(options.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     chosen = configs(options.configs)
+    if options.more:
+        chosen += more_configs(options.more, options.more_seed, chosen)
+    kept = recorded(out, chosen) if options.resume else []
+    header = {"versions": {name: version(name) for name in RECORDED}, "made_by": "tools/axolotl_batch_plan_goldens.py",
+              "configs": len(chosen)}
+    if options.more:
+        header["more_seed"] = options.more_seed
     with tempfile.TemporaryDirectory() as workdir, out.open("w") as handle:
-        handle.write(json.dumps({"versions": {name: version(name) for name in RECORDED},
-                                 "made_by": "tools/axolotl_batch_plan_goldens.py", "configs": len(chosen)}) + "\n")
-        for number, c in enumerate(chosen):
+        handle.write(json.dumps(header) + "\n")
+        handle.writelines(line + "\n" for line in kept)
+        for number, c in enumerate(chosen[len(kept):], start=len(kept)):
             found = run_config(c, workdir)
             handle.write(json.dumps({**c, **found}, separators=(",", ":")) + "\n")
             handle.flush()

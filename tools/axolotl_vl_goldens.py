@@ -7,7 +7,7 @@ pins, 5.16.1, installed over them with --no-deps; httpx, addict and huggingface-
     /work/venvs/axolotl-mm/bin/pip install --no-deps axolotl==0.19.0 transformers==5.16.1
     /work/venvs/axolotl-mm/bin/pip install httpx addict "huggingface-hub>=1.5,<2"
     nice -n 15 /work/venvs/axolotl-mm/bin/python tools/axolotl_vl_goldens.py --cases 3000 --processor qwen2-vl
-    (stored: qwen2-vl --cases 3000; gemma-3 the first 250 cases of --cases 500; llava-1.5 --cases 300. idefics3
+    (stored: qwen2-vl, gemma-3 and llava-1.5, --cases 3000 each. idefics3
     does not run: its image processor needs torchvision at transformers 5.16.1, and no torchvision wheel loads on
     this CPU torch)
 

@@ -249,8 +249,6 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
     """Seeded groups of rows of one shape, each with a tokenizer and a setting."""
     sys.path.insert(0, str(ROOT / "tests" / "differential"))
     import strategies
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hypothesis_seed
 
     strategy = {
         "trl-sft": strategies.sft_dataset(), "unsloth": strategies.messages_dataset(),
@@ -262,21 +260,38 @@ def generate(suite: str, seed: int, groups: int) -> list[dict]:
         "llamafactory-tokenizers": strategies.sharegpt_dataset(),
         "trl-sft-classes": strategies.sft_classes_dataset(), "llamafactory-classes": strategies.lf_classes_dataset(),
     }[suite]
-    drawn: list = []
     # the grid joins drawn groups (4-10 rows each) into files of LLT_ROWS: enough of each shape for every file
     draws = groups * (LLT_ROWS // 4 + 1) if suite == "llamafactory-tokenizers" else groups
+    # suites whose shapes are classes to meet: the shapes in turn (a free draw of 40 met 5 of trl-sft-classes' 10),
+    # each shape's groups drawn by its own run of the strategy (hypothesis needs one strategy per run)
+    in_turn = {"trl-sft-classes": (strategies.sft_classes_dataset, strategies.SFT_CLASSES_SHAPES)}.get(suite)
+    if in_turn:
+        maker, shapes = in_turn
+        per_shape = [_draw_values(maker(shape), seed, -(-draws // len(shapes))) for shape in shapes]
+        drawn = [value for values in zip(*per_shape) for value in values]
+    else:
+        drawn = _draw_values(strategy, seed, draws)
+    if suite == "llamafactory-tokenizers":
+        return grid_groups(drawn, groups)
+    return assemble(suite, seed, drawn[:groups], GROUP_SIZE.get(suite, 200))
+
+
+def _draw_values(strategy, seed: int, count: int) -> list:
+    """``count`` values of ``strategy``, drawn with ``seed``."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    drawn: list = []
 
     @hypothesis_seed(seed)
-    @settings(max_examples=draws, database=None, phases=[Phase.generate], deadline=None,
+    @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(strategy)
     def collect(value):
         drawn.append(value)
 
     collect()
-    if suite == "llamafactory-tokenizers":
-        return grid_groups(drawn, groups)
-    return assemble(suite, seed, drawn[:groups], GROUP_SIZE.get(suite, 200))
+    return drawn
 
 
 LLT_ROWS = 18  # rows per config at least (drawn groups of one shape joined: a framework run costs per file)
@@ -317,7 +332,7 @@ def tokenizer_folder(name: str) -> Path:
 
 
 # suites whose settings are many: smaller files, the settings taken in turn (each setting meets most shapes)
-FILE_ROWS = {"trl-sft": 40, "trl-sft-classes": 40}
+FILE_ROWS = {"trl-sft": 40, "trl-sft-classes": 10}  # the classes: 10-row files, so each shape meets 3 settings
 
 
 def assemble(suite: str, seed: int, drawn: list[tuple[str, list[dict]]], size: int = 200) -> list[dict]:
@@ -773,7 +788,7 @@ def ours(suite: str, group: dict, folder: Path) -> dict:
             item["ids"], item["labels"] = view.get("input_ids"), view.get("labels")
             if "label" in view:
                 item["label"] = view["label"]
-        if view.get("error"):
+        if view.get("error") and not item.get("dropped"):  # a dropped row's error is why the framework drops it
             item["error"] = view["error"]
         out.append(item)
     dropped = {f.location.row for f in report.findings if f.code == "DP005"}

@@ -164,11 +164,12 @@ def draw_cases(count: int, version: str = DRAW) -> list[dict]:
     return [draw_case(index, version) for index in range(count)]
 
 
-def models(folder: Path) -> dict[str, Path]:
-    """One tiny random model per architecture (seeded: the same weights every time), built once under ``folder``."""
+def models(folder: Path, archs: list[str] | None = None) -> dict[str, Path]:
+    """One tiny random model per architecture (``archs``: those only; seeded: the same weights every time), built
+    once under ``folder``."""
     maker = _maker()
     out = {}
-    for arch in sorted(maker.ARCHITECTURES):
+    for arch in sorted(maker.ARCHITECTURES) if archs is None else archs:
         path = folder / arch
         if not (path / "config.json").is_file():
             maker.tiny_model(path, arch=arch, tokenizer_name=TOKENIZER_OF.get(arch, "qwen2.5-instruct"))

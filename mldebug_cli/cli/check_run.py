@@ -50,7 +50,8 @@ def check_run(
                                         "eval losses differ by more than noise (RN050)."),
     align: str = typer.Option("step", "--align", help="With --compare: step, tokens (the tokens seen each run "
                               "logs: num_input_tokens_seen or num_tokens), or time (the seconds since each run's "
-                              "first logged step: W&B, TensorBoard and MLflow logs record them)."),
+                              "first logged step: W&B, TensorBoard and MLflow logs record them), or samples (the "
+                              "logged epoch: the share of the training set seen, for runs over the same dataset)."),
     watch: bool = typer.Option(False, "--watch", help="Follow a running job's log and print new findings."),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="With --watch: exit 1 at the first error."),
     interval: float = typer.Option(10.0, "--interval", help="With --watch: seconds between reads."),

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 # (side, messages, tools, add_generation_prompt, now, variables) -> the prompt text; raises InputError
 Renderer = Callable[["Side", list, Sequence[Mapping[str, Any]], bool, datetime, dict], str]
+# (side, messages with {"type": "image"} parts) -> the messages its template is given; raises EngineRenderError
+ImageMessages = Callable[["Side", list], list]
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,10 @@ class Engine:
     serve_hint: str = "serve with the template the model was trained with (vLLM: --chat-template FILE)"
     stop_hint: str = "add {eot}'s id to eos_token_id in generation_config.json"  # {eot}: the end-of-turn text
     double_bos_hint: str = "remove the BOS text from the template or the runtime's added BOS"
+    # how its chat route hands an image conversation to the template (it then renders a model folder with the
+    # processor's template); None: image conversations are not emulated, for the reason image_refusal gives
+    image_messages: ImageMessages | None = None
+    image_refusal: str = "its handling of image parts is not emulated"
 
     def side_facts(self) -> dict[str, Any]:
         """The Side fields every side this engine builds carries."""

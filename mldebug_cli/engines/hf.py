@@ -47,4 +47,5 @@ ENGINE: Engine = Engine(
     deploy_side=lambda spec, kind, train, trust: sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust),
     render_side=lambda source: sides.render_side(ENGINE, source),
     render=render,
+    image_messages=lambda side, messages: messages,  # processor.apply_chat_template renders the parts as given
 )

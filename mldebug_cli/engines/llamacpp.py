@@ -86,5 +86,7 @@ ENGINE: Engine = Engine(
     render=render,
     serve_hint="serve with the training template (llama-server --jinja --chat-template-file FILE) or fix the "
     "GGUF's tokenizer.chat_template",
+    image_refusal="llama-server (mtmd) puts its <__media__> marker where an image part was and renders through its "
+    "C++ template code; no Python of it to hold mldebug to, so its image prompts are not emulated",
     stop_hint="set the GGUF's tokenizer.ggml.eot_token_id to {eot} (gguf_set_metadata), or pass it as a stop string",
 )

@@ -235,4 +235,6 @@ ENGINE: Engine = Engine(
     serve_hint="put the training template, translated to Go, in the Modelfile TEMPLATE (with its stop words)",
     stop_hint='add PARAMETER stop "{eot}" to the Modelfile',
     double_bos_hint="remove the literal BOS from the Modelfile TEMPLATE: Ollama adds BOS itself",
+    image_refusal="Ollama sends images in a message's images field and its Go server places them ([img-N] in older "
+    "releases); no code of it runs here, so its image prompts are not emulated",
 )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.sources.deploy import JINJA_SUFFIXES, Side, check_jinja_syntax, hf_stop_texts, read_gguf, read_text
+from mldebug_cli.sources.processor_files import processor_files
 from mldebug_cli.sources.tokenizer import LoadedTokenizer, load_tokenizer
 
 if TYPE_CHECKING:
@@ -30,8 +32,23 @@ def train_side(engine: Engine, spec: str, train_tokenizer: str | None, trust_rem
         raise InputError(f"{spec}: the tokenizer has no chat template", hint="pass --train FILE.jinja --train-tokenizer DIR")
     check_jinja_syntax(loaded.chat_template, loaded.template_source or spec)
     # apply_chat_template (and TRL on conversations) tokenizes without special tokens
-    return tokenizer_side(engine, spec, "tokenizer" if path.is_dir() else "jinja", loaded.chat_template,
+    side = tokenizer_side(engine, spec, "tokenizer" if path.is_dir() else "jinja", loaded.chat_template,
                           loaded.template_source or spec, loaded, "train")
+    return with_processor(side, path if path.is_dir() else None)
+
+
+def with_processor(side: Side, folder: Path | None) -> Side:
+    """A model folder with processor files renders with the processor's own template (TRL and transformers call
+    ``processor.apply_chat_template``; vLLM tries the processor's template before the tokenizer's) and carries the
+    processor class, which says how its prompts mark images."""
+    found = processor_files(folder) if folder is not None else None
+    if found is None:
+        return side
+    if found.template is None or side.template_source != f"{side.spec} (tokenizer)":
+        return replace(side, processor_class=found.processor_class)
+    check_jinja_syntax(found.template, found.template_source or side.spec)
+    return replace(side, template=found.template, template_source=f"{found.template_source} (processor)",
+                   processor_class=found.processor_class)
 
 
 def tokenizer_side(engine: Engine, spec: str, kind: str, template: str, source: str, loaded: LoadedTokenizer | None,
@@ -52,11 +69,14 @@ def deploy_tokenizer_side(engine: Engine, spec: str, kind: str, train: Side, tru
         loaded = load_tokenizer(spec, None, trust_remote_code)
         if not loaded.chat_template:
             raise InputError(f"{spec}: the tokenizer has no chat template", hint="vLLM needs --chat-template FILE then")
-        return tokenizer_side(engine, spec, "tokenizer", loaded.chat_template, loaded.template_source or spec, loaded,
+        side = tokenizer_side(engine, spec, "tokenizer", loaded.chat_template, loaded.template_source or spec, loaded,
                               "deploy")
+        return with_processor(side, Path(spec)) if engine.image_messages is not None else side
     template = read_text(spec)
     check_jinja_syntax(template, spec)
-    return tokenizer_side(engine, spec, "jinja", template, spec, train.loaded, "deploy")
+    # a template file served for the trained model: the model (its processor) is the train side's
+    return replace(tokenizer_side(engine, spec, "jinja", template, spec, train.loaded, "deploy"),
+                   processor_class=train.processor_class)
 
 
 def render_template_side(engine: Engine, source: RenderSource) -> Side:

@@ -28,5 +28,6 @@ ENGINE: Engine = Engine(
         sides.deploy_tokenizer_side(ENGINE, spec, kind, train, trust)),
     render_side=lambda source: completion_side(sides.render_template_side(ENGINE, source)),
     render=hf.render,
+    image_refusal="/v1/completions takes a prompt the client rendered: where its image markers go is the client's",
     double_bos_hint="send the prompt with add_special_tokens: false, or send the messages to /v1/chat/completions",
 )

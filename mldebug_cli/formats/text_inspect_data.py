@@ -53,7 +53,8 @@ def render_row(row: RowView, console, full: bool, findings: tuple[Finding, ...] 
         head.append(f" · {', '.join(codes)}", style="yellow")
     console.rule(head, align="left")
     if row.error:
-        console.print(Text(f"  not rendered: {row.error}", style="red"))
+        said = "dropped by the trainer" if row.dropped else "not rendered"
+        console.print(Text(f"  {said}: {row.error}", style="yellow" if row.dropped else "red"))
         return
     for image in row.images:
         console.print(Text(f"  {visible(image.describe())}", style="cyan"))

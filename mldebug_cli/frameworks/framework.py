@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # the parts' types (none of these modules imports the registr
     from mldebug_cli.frameworks.schema import KeySchema
     from mldebug_cli.frameworks.trainer_facts import TrainerFacts
     from mldebug_cli.frameworks.versions import TargetVersions
+    from mldebug_cli.schedule.batch_plan import KeptRow, PreparedPlan
     from mldebug_cli.schedule.model import RunSpec
     from mldebug_cli.sources.config_file import ConfigFile
     from mldebug_cli.sources.tokenizer import LoadedTokenizer
@@ -89,6 +90,10 @@ class Framework:
     end_of_turn_keys: tuple[str, ...] = ()  # a dataset's masking settings that decide which end-of-turn tokens train
     # (config, framework name, world size) -> what its config makes the trainer do
     trainer_facts: Callable[[ConfigFile, str, int], TrainerFacts] | None = None
+    # (config, world size, the dataset's rows it keeps as mldebug encodes them, the dataset's row count) -> the batch
+    # plan over the rows it prepares from them before its sampler (schedule.batch_plan.PlanRefused: not replayed);
+    # None: its sampler reads the file's rows as they are (TrainerFacts.sampler)
+    prepared_plan: Callable[[ConfigFile, int, Sequence[KeptRow], int], PreparedPlan] | None = None
     # (first row, task) -> (why its preference trainers refuse rows shaped like it, how to convert them) or None
     pair_refusal: Callable[[object, str], tuple[str, str] | None] | None = None
     # (the values of its own flags given (registry.Flag), by option) -> their settings (InspectOptions.framework_flags)

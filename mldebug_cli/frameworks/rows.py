@@ -109,6 +109,11 @@ class RowProfile:
     template_error_stops_run: str | None = None
     # whether the trainer reads a per-message ``loss_weight`` (None: not known, nothing is said)
     reads_message_weights: bool | None = None
+    # a conversation without an assistant turn is refused by the row reader (DS010: nothing would be trained); False
+    # where the framework's own reading decides what becomes of it (``reads``)
+    requires_assistant = True
+    # what the framework's loader raises on a dataset whose every row its reader dropped (None: the run goes on)
+    no_rows_left_stops_run: str | None = None
 
     @property
     def masking_method(self) -> str | None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Report
-from mldebug_cli.schedule.batch_plan import BatchPlan, OptimizerStep
+from mldebug_cli.schedule.batch_plan import BatchPlan, OptimizerStep, PlanRefused, PreparedPlan
 
 if TYPE_CHECKING:
     from mldebug_cli.frameworks.framework import Framework
@@ -26,26 +26,59 @@ def at_step(build: Callable[..., Report], config: str, step: int, world_size: in
 
     def built(options: Any, progress: Callable[[int, int], None] | None = None) -> Report:
         from mldebug_cli.frameworks.sampling import batch_plan
-        from mldebug_cli.frameworks.selector import read_trainer_facts
+        from mldebug_cli.frameworks.selector import read_trainer_facts, trainer_framework
         from mldebug_cli.pipelines.row_batches import open_rows
+        from mldebug_cli.sources.config_file import load_config
 
-        facts = read_trainer_facts(config, framework, world_size)
-        plan = batch_plan(facts, len(open_rows(options)), config)
+        found = trainer_framework(load_config(config), framework)
+        facts = read_trainer_facts(config, found, world_size)
+        prepared = None
+        if found.prepared_plan is not None:
+            prepared = prepared_plan(build, options, found, config, world_size, progress)
+            plan = prepared.plan
+        else:
+            plan = batch_plan(facts, len(open_rows(options)), config)
         chosen = plan.step(step)
         if chosen is None:
             raise InputError(f"{config}: step {step} is past the end of the run ({plan.total_steps:,} optimizer steps)",
                              hint=f"give --step between 1 and {plan.total_steps:,}")
-        rows = tuple(dict.fromkeys(chosen.rows))
+        rows = tuple(dict.fromkeys(prepared.file_rows(chosen.rows) if prepared else chosen.rows))
         report = build(replace(options, rows=rows, show=len(rows), sample=None, all_rows=False), progress)
-        return replace(report, context={**report.context, **step_context(plan, chosen)})
+        return replace(report, context={**report.context, **step_context(plan, chosen, prepared)})
 
     return built
 
 
-def step_context(plan: BatchPlan, step: OptimizerStep) -> dict[str, str]:
-    """The report's lines for one step: the plan's settings, and each rank's micro-batches."""
+def prepared_plan(build: Callable[..., Report], options: Any, found: Framework, config: str, world_size: int,
+                  progress: Callable[[int, int], None] | None) -> PreparedPlan:
+    """The plan over the rows ``found`` prepares from the dataset: every row encoded first (its kept rows' lengths)."""
+    from mldebug_cli.core.sections.pairs import data_section, data_summary
+    from mldebug_cli.sources.config_file import load_config
+
+    assert found.prepared_plan is not None
+    encoded = build(replace(options, rows=None, show=0, sample=None, all_rows=True, sequence_lengths=True), progress)
+    summary = data_summary(encoded.summary)
+    failed = getattr(summary, "rows_failed", 0)
+    if failed:
+        raise InputError(f"{config}: {failed:,} rows of the dataset could not be encoded: {found.name} stops while "
+                         "preparing it, and the batch plan needs every row",
+                         hint="fix the rows inspect-data reports, then ask for the step again")
+    kept = [(row, sizes[0], trained) for row, sizes, trained, *_ in
+            data_section(encoded.summary, encoded.details).sequence_lengths or []]
+    try:
+        return found.prepared_plan(load_config(config), world_size, kept, summary.rows)
+    except PlanRefused as refused:
+        raise InputError(f"{config}: the batch order is not replayed: {refused}",
+                         hint="the batch plan replays the trainer's order where the config and the rows decide it") from None
+
+
+def step_context(plan: BatchPlan, step: OptimizerStep, prepared: PreparedPlan | None = None) -> dict[str, str]:
+    """The report's lines for one step: the plan's settings, and each rank's micro-batches (as file rows)."""
     lines = {"batch plan": f"{plan.settings.describe()}; {plan.total_steps:,} optimizer steps"}
-    for rank, batches in enumerate(step.micro_batches):
+    if prepared is not None:
+        lines["prepared rows"] = f"{prepared.preparation}: {len(prepared.rows):,} rows reach the sampler"
+    for rank, planned in enumerate(step.micro_batches):
+        batches = [prepared.file_rows(b) for b in planned] if prepared else planned
         listed = "; ".join(f"micro-batch {i + 1}: " + ", ".join(str(r) for r in batch) for i, batch in enumerate(batches))
         count = sum(len(b) for b in batches)
         if count > MAX_LISTED:

@@ -189,6 +189,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         if progress is not None:
             progress(stats.rows, checked_total)
     findings.extend(run_will_not_start(findings, rows, checks, source.display, checked_total))
+    findings.extend(nothing_left(stats, rows, checks, source.display, total))
     overlap, overlap_line = overlap_findings(options, source, RowReader(detection), checks)
     findings.extend(overlap)
     return Report(
@@ -276,6 +277,20 @@ def run_will_not_start(findings: FindingKeeper, rows: RowProfile, checks: list, 
         f"{checked:,} rows checked (first: row {min(raised)}); one such row stops it",
         "fix or drop every row the template raises on before training (they are listed under this check), or use a "
         "template that accepts them", Location(path=path)))]
+
+
+def nothing_left(stats: _Stats, rows: RowProfile, checks: list, path: str, total: int) -> list[Finding]:
+    """One dataset-level DS010 finding when the framework's reader drops every row of the dataset and its loader then
+    raises (LLaMA-Factory: no valid sample, or a dataset with none left that cannot be merged with the others)."""
+    check = next((c for c in checks if c.code == Code.INVALID_MESSAGES), None)
+    if check is None or rows.no_rows_left_stops_run is None or not stats.rows or stats.rows != total:
+        return []
+    if stats.dropped != stats.rows:
+        return []
+    return [check.finding(Hit(f"the run will not start: every one of the {total:,} rows is dropped, and "
+                              f"{rows.no_rows_left_stops_run}",
+                              "fix the rows' turns (each needs a prompt and a reply), or leave the dataset out",
+                              Location(path=path)))]
 
 
 @dataclass(frozen=True)
@@ -543,7 +558,7 @@ def _prepare(record: Record, detection, setup: Setup, profile: RowProfile, rende
         row.problem = RowProblem(Code.INVALID_MESSAGES, record.error)
         return row
     try:
-        row.sample = profile.own_sample(record.data) or to_sample(record.data, detection)
+        row.sample = profile.own_sample(record.data) or to_sample(record.data, detection, profile.requires_assistant)
     except RowProblem as problem:
         row.problem = problem
         return row
@@ -697,8 +712,9 @@ def _first_trained(labels: list[int]) -> int:
 def _row_view(row: Row) -> RowView:
     masking = row.masking or (row.layout.method if row.layout is not None else None)
     error = None if row.ok else row.problem.message if row.problem else row.render_error
+    dropped = bool(row.dropped or (row.problem and row.problem.dropped))  # left out by the trainer or its reader
     return RowView(row.index, row.text, row.input_ids, row.labels, None, [list(o) for o in row.offsets],
-                   row.full_length if row.truncated else None, row.line, bool(row.dropped), masking, error)
+                   row.full_length if row.truncated else None, row.line, dropped, masking, error)
 
 
 def _with_pieces(view: RowView, tokenizer) -> RowView:
@@ -721,9 +737,10 @@ class _Stats:
 
     def add(self, row: Row) -> None:
         self.rows += 1
-        if not row.ok:
-            self.failed += 1
-            self.dropped += bool(row.problem and row.problem.dropped)  # counted in both: unreadable, and left out
+        if not row.ok:  # a row the framework's reader drops is left out, the run goes on; any other stops or is unread
+            left_out = bool(row.problem and row.problem.dropped)
+            self.dropped += left_out
+            self.failed += not left_out
             return
         self.truncated += row.truncated and not (row.dropped and row.dropped_by == "length")  # left out, not cut
         self.lengths[row.full_length] += 1

@@ -47,6 +47,7 @@ def size_from_reports(reports: Iterable[Report]) -> DatasetSize | None:
     rows the framework drops for length, and the token length of every row (for packing); scaled up from a
     sample."""
     per_dataset: list[int] = []
+    kept_rows: list[tuple[int, ...]] = []
     tokens, exact = 0.0, True
     lengths: Counter[int] = Counter()
     untrained: Counter[int] = Counter()
@@ -60,6 +61,9 @@ def size_from_reports(reports: Iterable[Report]) -> DatasetSize | None:
         tokens += summary.tokens_kept * scale
         lengths.update(scaled_counts(summary.lengths_kept, scale, per_dataset[-1] if trained == rows else None))
         untrained.update(scaled_counts(summary.lengths_untrained, scale))
+        sequences = report.details.get("sequence_lengths") if checked == rows and trained == rows else None
+        if sequences is not None:
+            kept_rows.append(tuple(int(row) for row, _, _ in sequences))
     if not sum(per_dataset):
         return None
     basis = f"{round(tokens)} tokens of the rows that train, " + (
@@ -67,7 +71,8 @@ def size_from_reports(reports: Iterable[Report]) -> DatasetSize | None:
     return DatasetSize(rows=sum(per_dataset), source="the config's datasets: " + " + ".join(map(str, per_dataset)),
                        token_range=(round(tokens), round(tokens)), tokens_exact=exact, per_dataset=tuple(per_dataset),
                        token_basis=basis, lengths=tuple(sorted((+lengths).items())),
-                       untrained_lengths=tuple(sorted((+untrained).items())))
+                       untrained_lengths=tuple(sorted((+untrained).items())),
+                       kept_rows=tuple(kept_rows) if len(kept_rows) == len(per_dataset) else ())
 
 
 def scaled_counts(counts, scale: float, total: int | None = None) -> dict[int, int]:

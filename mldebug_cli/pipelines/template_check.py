@@ -14,13 +14,15 @@ from typing import Any
 
 from mldebug_cli.core import registry
 from mldebug_cli.core.errors import InputError
-from mldebug_cli.core.findings import ContextValue, Finding, Report
+from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Report
 from mldebug_cli.core.sections.probes import ProbesSection, ProbesSummary
-from mldebug_cli.engines.registry import deploy_side, train_side
+from mldebug_cli.engines.registry import deploy_side, engine, train_side
+from mldebug_cli.frameworks import versions
 from mldebug_cli.pipelines.render import FIXED_NOW, EngineRenderError, render_with_engine, tokenize
 from mldebug_cli.render.diff import (
     Hunk,
     HunkContext,
+    ImageProbeResult,
     ProbeResult,
     TemplateComparison,
     default_system_prompt,
@@ -28,8 +30,20 @@ from mldebug_cli.render.diff import (
     text_hunks,
     token_hunks,
 )
-from mldebug_cli.render.probes import ANSWER, QUESTION, SYSTEM, Probe, builtin_probes, content_spans, read_conversation
+from mldebug_cli.render.probes import (
+    ANSWER,
+    QUESTION,
+    SYSTEM,
+    Probe,
+    builtin_probes,
+    content_spans,
+    image_count,
+    image_probes,
+    read_conversation,
+    without_images,
+)
 from mldebug_cli.sources.deploy import Side
+from mldebug_cli.sources.processor_files import IMAGE_MARKERS
 
 _OTHER_DAY = timedelta(days=400)  # a date with another day, month and year, to see whether a render depends on it
 
@@ -80,8 +94,9 @@ def build_report(options: CheckTemplateOptions) -> Report:
     tok = train.loaded.tokenizer
     end_of_turn = _end_of_turn(train)
     probes = builtin_probes(end_of_turn or tok.eos_token)
-    if options.messages:
-        probes = (*probes, read_conversation(options.messages).as_probe())
+    given = read_conversation(options.messages).as_probe() if options.messages else None
+    if given is not None and not image_count(given.messages):
+        probes = (*probes, given)
     by_name = {p.name: p for p in probes}
     renders = _Renders(options.now)
     if renders.get(train, by_name["user"]).text is None:
@@ -109,6 +124,7 @@ def build_report(options: CheckTemplateOptions) -> Report:
         assistant_header=_assistant_header(renders, train, by_name),
         date_dependent={side.role: _depends_on_date(side, by_name["user"], options.now) for side in (train, deploy)},
         train_special_tokens=_special_tokens(tok),
+        image_results=_image_results(train, deploy, given, options.now),
     )
     findings = tuple(f for check in checks for f in check.findings(comparison, comparison))
     return Report(
@@ -118,8 +134,45 @@ def build_report(options: CheckTemplateOptions) -> Report:
         targets=(train.spec, deploy.spec),
         context=_context(comparison, options.now),
         summary=_summary(results, findings),
-        details=ProbesSection(tuple(r.view() for r in results)).as_details(),
+        details=ProbesSection((*(r.view() for r in results), *(r.view() for r in comparison.image_results))).as_details(),
     )
+
+
+def _image_results(train: Side, deploy: Side, given: Probe | None, now: datetime) -> tuple[ImageProbeResult, ...]:
+    """The image conversations (the built-in ones for a model folder with a processor, and a --messages conversation
+    with image parts) rendered on both sides, each also without its image parts."""
+    extra = (given,) if given is not None and image_count(given.messages) else ()
+    if train.processor_class is None and not extra:
+        return ()
+    probes = (*image_probes(), *extra) if train.processor_class is not None else extra
+    marker = IMAGE_MARKERS.get(train.processor_class or "")
+    if marker is None:
+        why = (f"processor class {train.processor_class!r}: its image marker is not known to mldebug"
+               if train.processor_class else f"{train.spec} has no processor files (preprocessor_config.json or "
+               "processor_config.json): the model's image marker is unknown")
+        return tuple(ImageProbeResult(p, image_count(p.messages), "", skipped=why) for p in probes)
+    return tuple(_image_result(probe, train, deploy, marker, now) for probe in probes)
+
+
+def _image_result(probe: Probe, train: Side, deploy: Side, marker: str, now: datetime) -> ImageProbeResult:
+    bare, images, flag = without_images(probe), image_count(probe.messages), probe.add_generation_prompt
+    try:
+        trained = render_with_engine(train, probe.messages, probe.tools, flag, now)
+        train_bare = render_with_engine(train, bare.messages, bare.tools, flag, now)
+    except EngineRenderError as exc:
+        return ImageProbeResult(probe, images, marker, skipped=f"the train template cannot render it ({exc})")
+    served_by = engine(deploy.engine)
+    if served_by.image_messages is None:
+        return ImageProbeResult(probe, images, marker, trained, train_bare=train_bare,
+                                skipped=f"{deploy.engine}: {served_by.image_refusal}")
+    try:
+        served = render_with_engine(deploy, served_by.image_messages(deploy, probe.message_list()), probe.tools, flag,
+                                    now)
+        deploy_bare = render_with_engine(deploy, served_by.image_messages(deploy, bare.message_list()), bare.tools,
+                                         flag, now)
+    except EngineRenderError as exc:
+        return ImageProbeResult(probe, images, marker, trained, train_bare=train_bare, deploy_error=str(exc))
+    return ImageProbeResult(probe, images, marker, trained, served, train_bare, deploy_bare)
 
 
 @dataclass(frozen=True)
@@ -258,7 +311,27 @@ def _context(c: TemplateComparison, now: datetime) -> dict[str, ContextValue]:
         "trained_end_of_turn": c.end_of_turn,
         "date": f"{now:%Y-%m-%d} (fixed, so date-dependent templates render reproducibly)",
         "assumptions": "; ".join(deploy.notes) or None,
+        "images": _images_line(c),
+        CONTEXT_VERSIONS: _versions_line(),
     }
+
+
+def _images_line(c: TemplateComparison) -> str | None:
+    if not c.image_results:
+        return None
+    compared = [r for r in c.image_results if r.compared]
+    if not compared:
+        return f"image conversations not compared: {c.image_results[0].skipped or c.image_results[0].deploy_error}"
+    marker = compared[0].marker
+    return (f"{len(compared)} of {len(c.image_results)} image conversations compared (the model's image marker "
+            f"{marker}; {c.train.processor_class})")
+
+
+def _versions_line() -> str:
+    """The releases both sides are rendered and tokenized with, and why those: the installed ones, as the
+    comparison runs them (no framework's pin, as LLaMA-Factory's on transformers, chooses others here)."""
+    return (versions.TargetVersions().describe(("transformers", "tokenizers"))
+            + ": both templates rendered and tokenized by these; the comparison assumes no framework's pin")
 
 
 def _summary(results: tuple[ProbeResult, ...], findings: tuple[Finding, ...]) -> dict[str, Any]:

@@ -324,6 +324,67 @@ class ProbeResult:
         return self.view().as_dict()
 
 
+class ImageVerdict:
+    """How an image conversation's deploy prompt differs from training's (one of these, or none)."""
+
+    MOVED = "moved"  # the same image markers, placed (or joined to the text) differently: CT014
+    MARKER = "marker"  # the prompt marks the images with another string or count: CT015
+    DROPPED = "dropped"  # the deploy prompt has no trace of the image parts: CT016
+
+
+@dataclass(frozen=True)
+class ImageProbeResult:
+    """One image conversation rendered on both sides, and both rendered again without its image parts."""
+
+    probe: Probe
+    images: int  # image parts in the conversation
+    marker: str  # the model's image marker: what its processor expands into an image's tokens
+    train_text: str | None = None
+    deploy_text: str | None = None
+    train_bare: str | None = None  # the renders of the conversation without its image parts
+    deploy_bare: str | None = None
+    skipped: str | None = None
+    deploy_error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.probe.name
+
+    @property
+    def compared(self) -> bool:
+        return self.skipped is None and self.deploy_error is None and self.train_text is not None
+
+    def markers(self, side: str) -> int:
+        return ((self.train_text if side == "train" else self.deploy_text) or "").count(self.marker)
+
+    @property
+    def verdict(self) -> str | None:
+        if not self.compared or self.train_text == self.deploy_text:
+            return None
+        if self.markers("deploy") != self.images:
+            return ImageVerdict.DROPPED if self.deploy_text == self.deploy_bare else ImageVerdict.MARKER
+        if self.markers("train") != self.images:
+            return ImageVerdict.MARKER
+        # the same markers: an image difference only where the conversations without images render alike
+        return ImageVerdict.MOVED if self.train_bare == self.deploy_bare else None
+
+    def first_difference(self) -> tuple[int, int, int]:
+        """(start, train end, deploy end) of the differing middle of the two prompts."""
+        train, deploy = self.train_text or "", self.deploy_text or ""
+        start = len(_common_prefix(train, deploy))
+        tail = len(_common_prefix(train[start:][::-1], deploy[start:][::-1]))
+        return start, len(train) - tail, len(deploy) - tail
+
+    def view(self) -> ProbeView:
+        return ProbeView(self.name, self.train_text, self.deploy_text, self.compared and self.train_text ==
+                         self.deploy_text, self.skipped, self.deploy_error, (), ())
+
+
+def _common_prefix(a: str, b: str) -> str:
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return a[:at]
+
+
 @dataclass(frozen=True)
 class TemplateComparison:
     """What the template checks inspect: both sides, every probe's result, and facts learned by rendering."""
@@ -341,6 +402,7 @@ class TemplateComparison:
     assistant_header: str | None  # what training put before assistant content
     date_dependent: Mapping[str, bool] = field(default_factory=dict)  # side role -> output depends on the date
     train_special_tokens: Mapping[str, int] = field(default_factory=dict)  # text -> id in the train tokenizer
+    image_results: tuple[ImageProbeResult, ...] = ()  # the image conversations (a model folder with a processor)
 
     def result(self, name: str) -> ProbeResult | None:
         return next((r for r in self.results if r.name == name), None)

@@ -96,6 +96,39 @@ def builtin_probes(special_text: str | None) -> tuple[Probe, ...]:
     )
 
 
+IMAGE = {"type": "image"}
+
+
+def image_probes() -> tuple[Probe, ...]:
+    """Image conversations in the training shape (TRL's content parts): the image before the text, after it, two
+    images, and a trained exchange."""
+    def user(*parts: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {"role": "user", "content": list(parts)}
+
+    question = {"type": "text", "text": "What is in the picture?"}
+    return (
+        Probe("image-first", (user(IMAGE, question),), True, "an image before the question"),
+        Probe("image-last", (user(question, IMAGE),), True, "an image after the question"),
+        Probe("two-images", (user(IMAGE, question, IMAGE),), True, "two images around the question"),
+        Probe("image-answer", (user(IMAGE, question), {"role": "assistant", "content": "A red ball."}), False,
+              "a trained exchange about an image"),
+    )
+
+
+def image_count(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The image parts of a conversation's contents."""
+    return sum(1 for m in messages if isinstance(m.get("content"), list)
+               for p in m["content"] if isinstance(p, Mapping) and p.get("type") == "image")
+
+
+def without_images(probe: Probe) -> Probe:
+    """The same conversation with its image parts left out."""
+    messages = tuple({**m, "content": [p for p in m["content"] if not (isinstance(p, Mapping) and p.get("type") ==
+                                                                      "image")]}
+                     if isinstance(m.get("content"), list) else m for m in probe.messages)
+    return Probe(f"{probe.name} (no images)", messages, probe.add_generation_prompt, probe.purpose, probe.tools)
+
+
 @dataclass(frozen=True)
 class Conversation:
     messages: tuple[Mapping[str, Any], ...]

@@ -76,9 +76,16 @@ def held_out_rows(rows: int, split: float | None) -> int:
 
 def rows_after_max_samples(size: DatasetSize, max_samples: int | None) -> int:
     """LLaMA-Factory caps each dataset at ``max_samples`` on its own before merging them (data/loader.py,
-    ``_load_single_dataset``): 91, 999 and 300 rows under max_samples 1000 train on 1,390."""
+    ``_load_single_dataset``): 91, 999 and 300 rows under max_samples 1000 train on 1,390. The cap keeps a file's
+    first rows before its converter and processor drop any, so where every row was read the rows that train are the
+    kept ones among the first ``max_samples`` (tests/schedule/test_llama_factory_max_samples.py holds it to
+    LLaMA-Factory 0.9.5's own loader)."""
     parts = size.per_dataset or (size.rows,)
-    return sum(parts) if max_samples is None else sum(min(rows, max_samples) for rows in parts)
+    if max_samples is None:
+        return sum(parts)
+    if size.kept_rows and len(size.kept_rows) == len(parts):
+        return sum(sum(1 for row in kept if row < max_samples) for kept in size.kept_rows)
+    return sum(min(rows, max_samples) for rows in parts)
 
 
 def training_rows(spec: RunSpec, size: DatasetSize | None) -> tuple[int | None, PackedRows | None]:

@@ -179,6 +179,27 @@ class BatchPlan:
                              even_batches=s.even_batches)
 
 
+class PlanRefused(ValueError):
+    """The trainer's batches are not decided by the config and rows, or its framework stops first (the message
+    says why, in one line)."""
+
+
+KeptRow = tuple[int, int, int]  # a dataset row the trainer keeps, as mldebug encodes it: (row, tokens, trained tokens)
+
+
+@dataclass(frozen=True)
+class PreparedPlan:
+    """A batch plan over the rows a framework prepares from a dataset file (merged, shuffled, filtered) before its
+    sampler: ``rows[i]`` is the file row (0-based) behind the plan's sample ``i``."""
+
+    plan: BatchPlan
+    rows: tuple[int, ...]
+    preparation: str  # one line: what the framework did to the rows before its sampler
+
+    def file_rows(self, positions: Sequence[int]) -> list[int]:
+        return [self.rows[i] for i in positions]
+
+
 def shard_batches(batches: list[list[int]], world_size: int, rank: int, batch_size: int, *, drop_last: bool,
                   even_batches: bool) -> list[list[int]]:
     """Rank ``rank``'s micro-batches as accelerate's ``BatchSamplerShard`` (``split_batches=False``) deals them:

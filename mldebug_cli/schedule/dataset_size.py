@@ -28,6 +28,9 @@ class DatasetSize:
     token_basis: str | None = None  # where token_range came from, when not from this file's input_ids or characters
     lengths: tuple[tuple[int, int], ...] = ()  # (tokens after truncation, rows) of the rows that train, when measured
     untrained_lengths: tuple[tuple[int, int], ...] = ()  # the same for rows left with nothing to train (TRL packs them)
+    # per dataset, the row indices that train, when every row was read: a cap on a file's first rows (LLaMA-Factory's
+    # max_samples, applied before its converter drops rows) counts the kept rows among them
+    kept_rows: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ class Side:
     gguf: GGUFVocab | None = field(default=None, repr=False, compare=False)
     syntax: str = "jinja"  # the template language the engine renders: jinja or go
     renders_without_generation_prompt: bool = True  # False: the engine's chat route always ends the prompt for a reply
+    processor_class: str | None = None  # a model folder's processor (image conversations); None: a text model
 
     @functools.cached_property
     def _gguf_ids(self) -> dict[str, int]:

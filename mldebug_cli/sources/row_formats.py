@@ -121,10 +121,13 @@ def _detect_row(row: dict[str, Any], source: str) -> Detection:
     )
 
 
-def to_sample(row: Any, detection: Detection) -> Sample:
-    """Convert one raw row; raises RowProblem when it does not fit."""
+def to_sample(row: Any, detection: Detection, require_assistant: bool = True) -> Sample:
+    """Convert one raw row; raises RowProblem when it does not fit (a conversation without an assistant turn too,
+    unless ``require_assistant`` is False: the framework's reading decides then)."""
     if not isinstance(row, dict):
         raise RowProblem(Code.INVALID_MESSAGES, f"row is a JSON {type(row).__name__}, not an object")
+    if detection.row_format in _CHAT_CONVERTERS:
+        return _CHAT_CONVERTERS[detection.row_format](row, detection, require_assistant)
     return _CONVERTERS[detection.row_format](row, detection)
 
 
@@ -144,11 +147,11 @@ def _tools(row: dict[str, Any]) -> list[Any] | None:
     return tools
 
 
-def _messages(row: dict[str, Any], detection: Detection) -> Chat:
+def _messages(row: dict[str, Any], detection: Detection, require_assistant: bool = True) -> Chat:
     messages = row.get(detection.messages_key)
     if isinstance(messages, list):
         messages = [_typed_parts(m, i) if isinstance(m, dict) else m for i, m in enumerate(messages)]
-    return Chat(_validated_messages(messages, detection.messages_key), _tools(row))
+    return Chat(_validated_messages(messages, detection.messages_key, require_assistant), _tools(row))
 
 
 def conversation_without_assistant(row: dict[str, Any], key: str) -> Chat | None:
@@ -278,7 +281,7 @@ def _known_roles(messages: list[dict[str, Any]], key: str) -> None:
                          hint=f"map {role!r} to user, assistant, system or tool")
 
 
-def _sharegpt(row: dict[str, Any], detection: Detection) -> Chat:
+def _sharegpt(row: dict[str, Any], detection: Detection, require_assistant: bool = True) -> Chat:
     turns = row.get(detection.messages_key)
     if not isinstance(turns, list) or not turns:
         raise RowProblem(Code.INVALID_MESSAGES, f"{detection.messages_key} is {_kind(turns)}, expected a list of turns")
@@ -300,7 +303,7 @@ def _sharegpt(row: dict[str, Any], detection: Detection) -> Chat:
         if role is None:
             raise RowProblem(Code.UNMAPPED_ROLE, f"ShareGPT role {tag!r} is not mapped to a chat role", i)
         messages.append(_function_call(value, i) if tag == "function_call" else {"role": role, "content": value})
-    return Chat(_validated_messages(messages, detection.messages_key), _tools(row))
+    return Chat(_validated_messages(messages, detection.messages_key, require_assistant), _tools(row))
 
 
 def _function_call(value: str, index: int) -> dict[str, Any]:
@@ -409,3 +412,6 @@ _CONVERTERS: dict[str, Callable[[dict[str, Any], Detection], Sample]] = {
     "text": _text,
     "tokenized": _tokenized,
 }
+# the chat converters, which refuse a conversation without an assistant turn unless told the framework decides
+_CHAT_CONVERTERS: dict[str, Callable[[dict[str, Any], Detection, bool], Chat]] = {"messages": _messages,
+                                                                                 "sharegpt": _sharegpt}

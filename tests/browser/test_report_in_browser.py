@@ -7,10 +7,15 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from browser_support import SCREENSHOTS, WIDTH, full_page_screenshot
 from typer.testing import CliRunner
 
 from support import DATASETS, FIXTURES, LLAMA3, PHI3, PHI3_DEPLOY, QWEN25, ROOT, needs_corpus, write_jsonl
+
+# Chromium costs seconds of CPU a test (its own processes, beside the test's): the slow tier. The fast tier holds
+# the same promises on the HTML text (tests/formats/test_html.py: nothing runs or loads, every fragment escaped).
+pytestmark = pytest.mark.slow
 
 DEMO = DATASETS / "demo" / "support_chat.jsonl"
 

@@ -91,7 +91,8 @@ def test_tinyllama_sft_has_no_error_or_warning():
     ("lf-sft__sft-training-llm.trainer_log.jsonl", {"RN012"}),
     ("lf-orpo__rlhf-recsys-2.trainer_state.json", {"RN032"}),
     ("trl-dpo__distill-safety.trainer_state.json", {"RN030"}),
-    ("trl-grpo-console__nips-grpo-dynamics-2.log", {"RN012", "RN020", "RN021", "RN024"}),
+    # reward 0 throughout: no advantage, so grad_norm stays at 0 (RN052) as the rewards stay stuck (RN020, RN021)
+    ("trl-grpo-console__nips-grpo-dynamics-2.log", {"RN012", "RN020", "RN021", "RN024", "RN052"}),
     ("trl-grpo__chaos-economy.trainer_state.json", {"RN024"}),
     ("trl-grpo__grpo-verified-reasoner.trainer_state.json", {"RN004", "RN023"}),
 ])

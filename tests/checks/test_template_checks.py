@@ -44,14 +44,15 @@ def gguf_copy(source: Path, target: Path, **flags: bool) -> Path:
 
 def test_every_ct_check_is_registered_and_documented():
     refs = [r for r in registry.REGISTRY if r.family == "CT"]
-    assert [r.code for r in refs] == [f"CT{i:03d}" for i in range(1, 14)]
+    assert [r.code for r in refs] == [f"CT{i:03d}" for i in range(1, 17)]
     expected = {"CT001": ("prompt-mismatch", "error"), "CT002": ("token-mismatch", "error"),
                 "CT003": ("deploy-double-bos", "error"), "CT004": ("deploy-missing-bos", "error"),
                 "CT005": ("stop-token-missing", "error"), "CT006": ("default-system-prompt-differs", "warning"),
                 "CT007": ("generation-prompt-differs", "error"), "CT008": ("whitespace-differs", "warning"),
                 "CT009": ("template-fallback", "error"), "CT010": ("engine-unsupported-construct", "warning"),
                 "CT011": ("vocab-mismatch", "error"), "CT012": ("date-dependent-template", "info"),
-                "CT013": ("deploy-render-fails", "error")}  # fmt: skip
+                "CT013": ("deploy-render-fails", "error"), "CT014": ("image-placeholder-moved", "error"),
+                "CT015": ("image-marker-differs", "error"), "CT016": ("image-part-dropped", "error")}  # fmt: skip
     for ref in refs:
         check = registry.load(ref)
         assert (check.name, check.severity.value) == expected[ref.code]

@@ -157,7 +157,8 @@ def test_step_of_a_llama_factory_config_is_its_trainers_batch(tmp_path, keys, or
 
 @pytest.mark.parametrize("config, words", [
     (LLAMA_FACTORY / "config.yaml", "2 datasets are merged (concat) before the sampler"),
-    (FIXTURES / "preflight" / "axolotl" / "config_fixed.yml", "mldebug replays the sampler over that prepared dataset"),
+    (FIXTURES / "preflight" / "axolotl" / "config_fixed.yml", "the config sets no seed: axolotl shuffles the merged "
+                                                              "rows with numpy's unseeded global generator"),
 ])
 def test_a_plan_mldebug_cannot_name_rows_for_is_refused_by_name(config, words):
     result = run("inspect-data", "--config", config, "--step", 1)
@@ -179,3 +180,93 @@ def test_check_run_names_the_rows_behind_a_spike_of_a_llama_factory_run(tmp_path
     assert (spike["step"], spike["epoch"]) == (5, 1)
     assert [r["row"] for r in spike["rows"]] == shuffled_order(20, 42, epoch=1)[8:16]
     assert "rows LLaMA-Factory keeps" in doc["context"]["batch_plan"]
+
+
+AXOLOTL = FIXTURES / "preflight" / "axolotl"
+
+
+def axolotl_config(tmp_path, datasets: int = 1, **keys) -> str:
+    """The preflight axolotl config over its 24 clean rows (absolute paths), with ``keys`` added."""
+    text = (AXOLOTL / "config_fixed.yml").read_text()
+    text = text.replace("base_model: ../../tokenizers/qwen2.5-instruct",
+                        f"base_model: {FIXTURES / 'tokenizers' / 'qwen2.5-instruct'}")
+    text = text.replace("path: train_fixed.jsonl", f"path: {AXOLOTL / 'train_fixed.jsonl'}")
+    if datasets > 1:
+        text = text.replace("datasets:\n", f"datasets:\n  - path: {AXOLOTL / 'train_fixed.jsonl'}\n    type: chat_template\n")
+    text += "".join(f"{key}: {value}\n" for key, value in keys.items())
+    path = tmp_path / "axolotl.yml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_step_of_an_axolotl_config_is_its_sampler_over_its_prepared_rows(tmp_path):
+    """axolotl shuffles the rows with datasets' numpy permutation (seed 3) before its trainer's seeded sampler
+    (fixtures/batch-plan/axolotl-0.19.0-prepare.jsonl and axolotl-0.19.0.jsonl hold each part to axolotl's code)."""
+    np = pytest.importorskip("numpy")
+    from mldebug_cli.schedule.batch_plan import shuffled_order
+
+    assert "path: train_fixed.jsonl" in (AXOLOTL / "config_fixed.yml").read_text()
+    result = run("inspect-data", "--config", axolotl_config(tmp_path, seed=3), "--step", 2, "-f", "json",
+                 "--exit-zero", "--allow-outside-paths")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    prepared = np.random.default_rng(3).permutation(24).tolist()
+    order = shuffled_order(24, 3)  # micro-batches of 2, 2 per step: step 2 is sampler positions 4 to 7
+    assert doc["context"]["step 2 (epoch 1)"] == (f"micro-batch 1: {prepared[order[4]]}, {prepared[order[5]]}; "
+                                                  f"micro-batch 2: {prepared[order[6]]}, {prepared[order[7]]}")
+    assert sorted(r["row"] for r in doc["rows"]) == sorted(prepared[i] for i in order[4:8])
+    assert "rows shuffled (seed 3)" in doc["context"]["prepared rows"]
+    assert "24 rows reach the sampler" in doc["context"]["prepared rows"]
+
+
+def test_step_of_an_axolotl_config_leaves_out_the_rows_its_length_filter_drops(tmp_path):
+    result = run("inspect-data", "--config", axolotl_config(tmp_path, seed=3, sequence_len=64, sample_packing="true"),
+                 "--step", 1, "-f", "json", "--exit-zero", "--allow-outside-paths")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    reached = int(doc["context"]["prepared rows"].split(": ")[-1].split(" rows")[0])
+    assert 0 < reached < 24 and doc["rows"]
+    assert all(2 <= len(r["input_ids"]) <= 64 and not r["truncated_from"] for r in doc["rows"])
+
+
+@pytest.mark.parametrize("datasets, keys, words", [
+    (2, {"seed": 3}, "the config merges 2 datasets"),
+    (1, {"seed": 3, "excess_length_strategy": "truncate"}, "excess_length_strategy truncate"),
+    (1, {"seed": 3, "dataset_exact_deduplication": "true"}, "dataset_exact_deduplication"),
+])
+def test_an_axolotl_preparation_mldebug_does_not_replay_is_refused_by_name(tmp_path, datasets, keys, words):
+    result = run("inspect-data", "--config", axolotl_config(tmp_path, datasets, **keys), "--step", 1,
+                 "--allow-outside-paths")
+    assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
+
+
+CONFIG_PLAN = FIXTURES / "batch-plan" / "axolotl-0.19.0-config-plan.json"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", range(3))
+def test_every_step_of_an_axolotl_config_is_its_sampler_over_axolotls_own_prepared_rows(tmp_path, variant):
+    """End to end: the rows mldebug names for each step are axolotl's sampler (held to its trainer by the
+    axolotl-batch-plan goldens) over the rows axolotl's own prepare_datasets hands it (tools/axolotl_config_plan_golden.py:
+    the real chat_template encoding, shuffle, length filter, eval split), with axolotl's token counts for packing."""
+    import yaml
+
+    from mldebug_cli.frameworks.axolotl.batch_plan import axolotl_plan, sampling_of_config
+
+    golden = json.loads(CONFIG_PLAN.read_text())["variants"][variant]
+    config = yaml.safe_load((AXOLOTL / "config_fixed.yml").read_text())
+    config.update(golden["keys"])
+    config["base_model"] = str(FIXTURES / "tokenizers" / "qwen2.5-instruct")
+    config["datasets"][0]["path"] = str(AXOLOTL / "train_fixed.jsonl")
+    path = tmp_path / "axolotl.yml"
+    path.write_text(yaml.safe_dump(config))
+    plan = axolotl_plan(sampling_of_config(config, golden["lengths"], 1))
+    rows = golden["prepared_rows"]
+    for step in range(1, plan.total_steps + 1):
+        planned = plan.step(step)
+        assert planned is not None
+        result = run("inspect-data", "--config", path, "--step", step, "-f", "json", "--exit-zero", "--allow-outside-paths")
+        assert result.exit_code == 0, result.output
+        listed = json.loads(result.stdout)["context"][f"step {step} (epoch {planned.epoch + 1})"]
+        assert listed == "; ".join(f"micro-batch {i + 1}: " + ", ".join(str(rows[p]) for p in batch)
+                                   for i, batch in enumerate(planned.micro_batches[0])), f"step {step}"

@@ -210,3 +210,17 @@ def test_the_fast_tier_keeps_a_test_of_every_check_command_format_and_framework(
     assert all(names for names, _ in areas.values()) and len(codes) > 100 and len(modules) > 50, (areas, len(modules))
     missing = {area: [n for n in names if not _tested(n, texts)] for area, (names, texts) in areas.items()}
     assert not any(missing.values()), f"the fast tier has no test of {missing}"
+
+
+def test_an_xdist_worker_runs_torch_on_its_share_of_the_cores():
+    """With a worker per core, torch's default (a thread per core in every worker) oversubscribes the cores
+    (tests/conftest.py)."""
+    import os
+
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not count:
+        pytest.skip("not in an xdist worker (run with -n 2 or the README's command)")
+    torch = pytest.importorskip("torch")
+    share = max(1, (os.cpu_count() or 1) // int(count))
+    assert torch.get_num_threads() == int(os.environ.get("OMP_NUM_THREADS", share))
+    assert os.environ.get("OMP_NUM_THREADS") is not None

@@ -464,13 +464,17 @@ def tool_conversation(draw, ids: st.SearchStrategy) -> list[dict]:
     return messages
 
 
+SFT_CLASSES_SHAPES = ("parts_forms", "parts_text_weights", "string_weights", "no_assistant", "multi_byte",
+                      *TOOL_ID_FORMS)
+
+
 @st.composite
-def sft_classes_dataset(draw) -> tuple[str, list[dict]]:
+def sft_classes_dataset(draw, shape: str | None = None) -> tuple[str, list[dict]]:
     """(shape, rows) for TRL SFT: typed content parts of every form (with or without per-message loss_weight),
     transformers' text parts with weights, string turns with weights, rows without an assistant turn (user-only,
-    system-only), multi-byte text, tool calls with ids of every form."""
-    shape = draw(st.sampled_from(["parts_forms", "parts_text_weights", "string_weights", "no_assistant",
-                                  "multi_byte", *TOOL_ID_FORMS]))
+    system-only), multi-byte text, tool calls with ids of every form. ``shape`` (one of SFT_CLASSES_SHAPES) fixes
+    the shape; None draws one."""
+    shape = shape or draw(st.sampled_from(SFT_CLASSES_SHAPES))
     rows = []
     for _ in range(draw(st.integers(4, 10))):
         if shape in TOOL_ID_FORMS:

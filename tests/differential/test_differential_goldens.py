@@ -86,3 +86,34 @@ def test_the_llamafactory_tokenizer_grid_covers_every_config():
     assert len(configs) == 192
     assert {g["tokenizer"].split("@")[1] for g in document["groups"]} == set(differential.LLT_TOKENIZERS)
     assert {g["shape"] for g in document["groups"]} >= {"alpaca", "sharegpt", "sharegpt_tools", "sharegpt_system"}
+
+
+def test_the_trl_classes_goldens_meet_every_shape_under_several_settings():
+    """Issue 34: the TRL classes draw takes its shapes in turn, so the stored goldens hold every one of them (content
+    parts of every form, weights, rows without an assistant turn, multi-byte text, tool-call ids of every form),
+    each under more than one TRL setting."""
+    sys.path.insert(0, str(ROOT / "tests" / "differential"))
+    import strategies
+
+    document = DOCUMENTS["trl-sft-classes"]
+    settings: dict[str, set[str]] = {}
+    for group in document["groups"]:
+        settings.setdefault(group["shape"], set()).add(group["setting"])
+    assert set(settings) == set(strategies.SFT_CLASSES_SHAPES)
+    assert {shape: names for shape, names in settings.items() if len(names) < 2} == {}
+    # TRL trains rows of each shape the last draw missed (content parts raise in these templates: refusals named)
+    trained = {g["shape"] for g in document["groups"] for r in g["framework"]["rows"] if "digest" in r}
+    assert trained >= {"no_assistant", "multi_byte", "tool_id_int", "tool_id_string", "tool_id_missing"}
+
+
+@pytest.mark.slow  # two LLaMA-Factory groups of 40 rows each through mldebug: ~10 CPU s
+def test_rows_llama_factory_drops_are_shown_dropped_as_its_converter_drops_them(tmp_path):
+    """Issue 34: the rows LLaMA-Factory 0.9.5's converter or processor drops (an odd turn count, a user turn alone, a
+    system turn alone) are shown dropped, with the reason: equal to the framework's golden, not flagged."""
+    document = DOCUMENTS["llamafactory-classes"]
+    groups = [g for g in document["groups"] if g["shape"] == "sharegpt_no_assistant"]
+    dropped = [(g, r["row"]) for g in groups for r in g["framework"]["rows"] if r.get("digest") == "dropped"]
+    assert len(dropped) >= 20
+    for group in groups:
+        verdicts = differential.verdicts(group, group["framework"], differential.ours(document["suite"], group, tmp_path))
+        assert {verdict for _, verdict, _ in verdicts} <= {"equal", "refusal"}, group["id"]

@@ -3,7 +3,7 @@ tiny random models of seven architectures; TRL's compute_loss + backward, GRPO o
 replayed through mldebug's probe. The loss and every trainable tensor's gradient norm agree (relative 1e-4, bf16
 included: probe runs TRL's own fused LM head), and GP002/GP008 fire exactly where the trainer's own gradients say
 they should.
-Four evenly spaced configs replay in the fast tier, the others in the slow one (tests/tiers.py)."""
+One GRPO config (FAST_CASE) replays in the fast tier, the others in the slow one."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,9 +34,22 @@ pytestmark = pytest.mark.skipif(not RECORDS, reason=f"no stored goldens at {gold
                                 "run `python tools/probe_goldens.py make`")
 
 
+class TinyModels:
+    """``tiny_models[arch]``: tools/probe_goldens.py's tiny random model of one architecture (seeded: the same weights
+    every time), built once per test run when a test first asks for it (by whichever xdist worker asks first; the
+    others wait and reuse it), so the fast tier's case builds one model, not all seven."""
+
+    def __init__(self, run_once, folder: Path) -> None:
+        self.run_once, self.folder = run_once, folder
+
+    def __getitem__(self, arch: str) -> Path:
+        self.run_once(f"probe-golden-model-{arch}", lambda: goldens.models(self.folder, [arch]))
+        return self.folder / arch
+
+
 @pytest.fixture(scope="session")
-def tiny_models(tmp_path_factory):
-    return goldens.models(tmp_path_factory.mktemp("probe-golden-models"))
+def tiny_models(run_once, shared_dir) -> TinyModels:
+    return TinyModels(run_once, shared_dir / "probe-golden-models")
 
 
 def _v1_draw(count: int) -> list[dict]:
@@ -124,12 +138,23 @@ def test_the_goldens_record_the_versions_that_made_them():
 KNOWN_DISAGREEMENTS: dict[tuple[str, int], tuple[str, bool]] = {}
 
 
+# the case the fast tier replays: a GRPO one (6-8 CPU s), so that the fast tier holds the probe's GRPO loss and gradient
+# norms against GRPOTrainer's (tests/pipelines/test_probe_trl_losses.py's GRPO replay, 50 CPU s with its training
+# run, is in the slow tier); the SFT path is in the fast tier through tests/pipelines/test_probe.py and GP002's case
+FAST_CASE = ("v1", 29)
+
+
 def _cases(records: list[dict]) -> list:
     known = {key: pytest.mark.xfail(reason=why, strict=strict) for key, (why, strict) in KNOWN_DISAGREEMENTS.items()}
-    return [pytest.param(r, marks=known[goldens._key(r)]) if goldens._key(r) in known else r for r in records]
+    return [pytest.param(r, marks=[*([known[goldens._key(r)]] if goldens._key(r) in known else []),
+                                   *([] if goldens._key(r) == FAST_CASE else [pytest.mark.slow])]) for r in records]
 
 
-@pytest.mark.replay
+def test_the_fast_tiers_case_is_a_stored_grpo_golden():
+    assert [r["task"] for r in RECORDS if goldens._key(r) == FAST_CASE] == ["grpo"]
+
+
+@pytest.mark.replay(keep=None)  # 5-20 CPU s a case (a model's forward and backward): the fast tier keeps FAST_CASE
 @pytest.mark.parametrize("record", _cases(RECORDS), ids=lambda r: f"{r.get('draw', 'v1')}-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
 def test_probe_agrees_with_the_trainer(record, tiny_models, tmp_path):
     assert goldens.replay_one(record, tmp_path, tiny_models[record["arch"]]) == []
@@ -148,7 +173,7 @@ def test_the_qlora_goldens_are_their_draw_and_record_bitsandbytes():
     assert {r["task"] for r in records if r["draw"] == "q2"} == {"orpo"}
 
 
-@pytest.mark.replay
+@pytest.mark.replay(keep=1)
 @pytest.mark.skipif(not HAS_BITSANDBYTES, reason="bitsandbytes is not installed: probe cannot load a 4-bit model "
                     "(and says so); the QLoRA goldens replay where it is (e.g. a venv with bitsandbytes 0.50.2)")
 @pytest.mark.parametrize("record", QLORA["cases"], ids=lambda r: f"{r['draw']}-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")

@@ -50,7 +50,7 @@ def json_output(args: list) -> str:
     assert result.exit_code == 0, result.output
     json.loads(result.stdout)  # a JSON document
     text = result.stdout.replace(json.dumps(f"{ROOT}/")[1:-1], "")
-    for package in ("transformers", "trl"):  # the installed releases: a newer one changes only these words
+    for package in ("transformers", "trl", "tokenizers"):  # the installed releases: a newer one changes only these words
         installed = importlib.metadata.version(package)
         text = text.replace(f"{package} {installed}", f"{package} {package.upper()}_VERSION")
         text = text.replace(f'"framework_version": "{installed}"', f'"framework_version": "{package.upper()}_VERSION"')

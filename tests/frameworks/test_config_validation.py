@@ -146,7 +146,7 @@ def _installed(distribution):
         return None
 
 
-def test_recorded_trl_keys_match_the_installed_trl():
+def test_recorded_trl_keys_match_the_installed_trl(fresh_comparisons):
     from mldebug_cli.frameworks import record
     from mldebug_cli.frameworks.trl import config_classes as trl
 
@@ -155,8 +155,7 @@ def test_recorded_trl_keys_match_the_installed_trl():
         pytest.skip(f"trl {version} on transformers {transformers_version}: not a recorded pair to compare with")
     recorded, source = trl.recorded_keys(version, transformers_version)
     assert source == f"trl {version} (recorded from its wheel)"
-    _same_in_a_fresh_process("from mldebug_cli.frameworks.trl import config_classes as trl\n"
-                             f"assert trl.recorded_keys({version!r}, {transformers_version!r})[0] == trl._installed_keys()")
+    assert fresh_comparisons["trl"] == "", fresh_comparisons["trl"]
 
 
 def test_recorded_axolotl_keys_match_the_installed_axolotl():
@@ -196,7 +195,7 @@ def test_recorded_llama_factory_keys_match_the_installed_llama_factory():
 
 
 @pytest.mark.parametrize("name", ["TrainingArguments", "Seq2SeqTrainingArguments"])
-def test_recorded_transformers_keys_match_the_installed_transformers(name):
+def test_recorded_transformers_keys_match_the_installed_transformers(name, fresh_comparisons):
     """The record (read from the wheel's source) and the installed dataclass: the same keys, types and choices."""
     import transformers
 
@@ -208,20 +207,54 @@ def test_recorded_transformers_keys_match_the_installed_transformers(name):
         pytest.skip(f"transformers {version} is not a recorded release")
     assert schema.recorded_keys("transformers", (name, "TrainingArguments"), version)  # (compared below)
     assert dataclass_keys([getattr(transformers, name)], text_becomes_enum=True)
-    _same_in_a_fresh_process(
-        "import transformers\nfrom mldebug_cli.frameworks import schema\n"
-        f"assert schema.recorded_keys('transformers', ({name!r}, 'TrainingArguments'), {version!r}) == "
-        f"schema.dataclass_keys([transformers.{name}], text_becomes_enum=True)")
+    assert fresh_comparisons[name] == "", fresh_comparisons[name]
 
 
-def _same_in_a_fresh_process(code: str) -> None:
-    """Runs the comparison in a new interpreter: in a test worker that ran other modules first the two sides were
-    seen to differ (fsdp_config's and debug's kinds), and pass alone; what a user's run reads is a fresh process."""
+# The record against the installed classes, compared in a new interpreter: in a test worker that ran other modules
+# first the two sides were seen to differ (fsdp_config's and debug's kinds), and pass alone; what a user's run reads is
+# a fresh process. One process for the three comparisons (each paid transformers', torch's and trl's imports, 9-10 CPU
+# s, in a process of its own); the transformers classes are compared before trl is imported, as they were alone.
+FRESH_COMPARISONS = """
+import json, sys
+from importlib import metadata
+
+def differences(recorded, installed):
+    if recorded == installed:
+        return ""
+    if isinstance(recorded, dict) and isinstance(installed, dict):
+        keys = sorted(set(recorded) ^ set(installed)) + sorted(k for k in set(recorded) & set(installed)
+                                                                if recorded[k] != installed[k])
+        return "the record and the installed classes differ at " + repr(
+            {k: (recorded.get(k), installed.get(k)) for k in keys})[:3000]
+    return f"the record and the installed classes differ: {recorded!r:.1500} != {installed!r:.1500}"
+
+out, version = {}, metadata.version("transformers")
+import transformers
+from mldebug_cli.frameworks import schema
+for name in ("TrainingArguments", "Seq2SeqTrainingArguments"):
+    try:
+        out[name] = differences(schema.recorded_keys("transformers", (name, "TrainingArguments"), version),
+                                schema.dataclass_keys([getattr(transformers, name)], text_becomes_enum=True))
+    except Exception as exc:
+        out[name] = f"{type(exc).__name__}: {exc}"
+try:
+    from mldebug_cli.frameworks.trl import config_classes as trl
+    out["trl"] = differences(trl.recorded_keys(metadata.version("trl"), version)[0], trl._installed_keys())
+except Exception as exc:
+    out["trl"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_comparisons() -> dict[str, str]:
+    """Each comparison's differences ("" where the record and the installed classes agree)."""
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", FRESH_COMPARISONS], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_preflight_names_the_typo_behind_a_config_it_cannot_read(tmp_path):

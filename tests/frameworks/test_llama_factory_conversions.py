@@ -57,3 +57,21 @@ def test_the_system_turn_wins_over_the_column_and_the_row_is_kept():
     case = next(c for c in golden["cases"] if c["template"] == "qwen")
     turn_and_column, column, turn = (case["rows"][i] for i in (2, 3, 4))
     assert turn_and_column == turn and turn_and_column != column and turn["input_ids"]
+
+
+@pytest.mark.parametrize(("turns", "reason"), [
+    ([{"from": "human", "value": "hi"}], "1 turn after the system message, an odd count"),
+    ([{"from": "system", "value": "be brief"}], "no turns after the system message"),
+    ([{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}, {"from": "human", "value": "c"}],
+     "3 turns after the system message, an odd count"),
+])
+def test_a_row_without_a_reply_is_dropped_as_llama_factory_drops_it(turns, reason):
+    """LLaMA-Factory 0.9.5's converter drops a row with an odd turn count (Invalid message count) and passes one with
+    no turn after its system turn on empty, which the supervised processor drops (Dropped invalid example); the
+    differential suite llamafactory-classes holds both to its own data code."""
+    from mldebug_cli.frameworks.llama_factory.data import InvalidRow, lf_messages
+    from mldebug_cli.sources.row_formats import Detection, to_sample
+
+    sample = to_sample({"conversations": turns}, Detection("sharegpt", "test", "conversations"), False)
+    with pytest.raises(InvalidRow, match=reason):
+        lf_messages(sample.messages)

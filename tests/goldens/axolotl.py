@@ -170,5 +170,7 @@ SUITES = (
     GoldenSuite("axolotl-batch-plan", "axolotl", batch_plans.AXOLOTL_TOOL, batch_plans.AXOLOTL_COMMAND,
                 batch_plans.AXOLOTL_GOLDENS, lambda: batch_plans.cases(batch_plans.AXOLOTL_GOLDENS),
                 batch_plans.replay_axolotl),
+    GoldenSuite("axolotl-prepare", "axolotl", batch_plans.AXOLOTL_PREPARE_TOOL, batch_plans.AXOLOTL_PREPARE_COMMAND,
+                batch_plans.AXOLOTL_PREPARE_GOLDENS, batch_plans.prepare_cases, batch_plans.replay_axolotl_prepare),
     *axolotl_vision.SUITES,
 )

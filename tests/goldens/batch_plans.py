@@ -13,6 +13,7 @@ import pytest
 from _pytest.mark import ParameterSet
 
 from mldebug_cli.frameworks.axolotl.batch_plan import AxolotlSampling, NotReplayed, axolotl_plan
+from mldebug_cli.frameworks.axolotl.prepare import EncodedRow, NotPrepared, Preparation, prepared_rows
 from mldebug_cli.schedule.batch_plan import BatchPlan, SamplerSettings
 from support import FIXTURES
 
@@ -21,7 +22,7 @@ AXOLOTL_GOLDENS = FIXTURES / "batch-plan" / "axolotl-0.19.0.jsonl"
 LLAMA_FACTORY_GOLDENS = FIXTURES / "batch-plan" / "llamafactory-0.9.5.jsonl"
 AXOLOTL_TOOL = "tools/axolotl_batch_plan_goldens.py"
 AXOLOTL_COMMAND = ("nice -n 15 /work/venvs/axolotl-sampler/bin/python tools/axolotl_batch_plan_goldens.py "
-                   "--configs 240")
+                   "--configs 240 --more 90 --more-seed 35")
 LLAMA_FACTORY_TOOL = "tools/llamafactory_batch_plan_goldens.py"
 LLAMA_FACTORY_COMMAND = "nice -n 15 /work/venvs/lf-vision/bin/python tools/llamafactory_batch_plan_goldens.py --configs 240"
 
@@ -96,3 +97,40 @@ def replay_llama_factory(c: dict[str, Any], tmp_path: Path) -> None:
         world_size=c["world_size"], seed=c["seed"], data_seed=c["data_seed"], shuffle=not c["disable_shuffling"],
         drop_last=c["drop_last"], epochs=c["epochs"], max_steps=c["max_steps"]))
     assert_plan_equals(plan, c, "LLaMA-Factory")
+
+
+AXOLOTL_PREPARE_GOLDENS = FIXTURES / "batch-plan" / "axolotl-0.19.0-prepare.jsonl"
+AXOLOTL_PREPARE_TOOL = "tools/axolotl_prepare_goldens.py"
+AXOLOTL_PREPARE_COMMAND = ("nice -n 15 /work/venvs/axolotl-sampler/bin/python tools/axolotl_prepare_goldens.py "
+                           "--configs 200 --first 102")
+
+
+def prepare_case_id(c: dict[str, Any]) -> str:
+    return f"d{len(c['datasets'])}-n{sum(len(d) for d in c['datasets'])}" + ("-error" if "error" in c else "")
+
+
+def prepare_cases() -> list[ParameterSet]:
+    return [pytest.param(c, id=f"{number}:{prepare_case_id(c)}")
+            for number, c in enumerate(load(AXOLOTL_PREPARE_GOLDENS)[1])]
+
+
+def replay_axolotl_prepare(c: dict[str, Any], tmp_path: Path) -> None:
+    """axolotl's prepared train and eval rows (by uid: a planted duplicate shares its row's), or its refusal."""
+    datasets = [[EncodedRow(d, r, length, trained, (uid, length, trained)) for r, (uid, length, trained) in enumerate(rows)]
+                for d, rows in enumerate(c["datasets"])]
+    settings = Preparation.of_config({k: v for k, v in c.items() if k not in ("datasets", "train", "eval", "undecided",
+                                                                              "error")})
+    if "error" in c:
+        with pytest.raises(NotPrepared):
+            prepared_rows(datasets, settings)
+        return
+    if "seed" not in c and settings.shuffles(len(datasets)) and sum(len(d) for d in datasets) > 1:
+        with pytest.raises(NotPrepared, match="sets no seed"):
+            prepared_rows(datasets, settings)
+        # axolotl's two preparations drew different orders (a few rows may repeat one by chance)
+        assert c["undecided"] or len(c["train"]) + len(c["eval"]) <= 3
+        return
+    train, held = prepared_rows(datasets, settings)
+    uid = {(row.dataset, row.row): c["datasets"][row.dataset][row.row][0] for d in datasets for row in d}
+    assert [uid[(r.dataset, r.row)] for r in train] == c["train"]
+    assert [uid[(r.dataset, r.row)] for r in held] == c["eval"]

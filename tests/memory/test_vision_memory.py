@@ -89,3 +89,30 @@ def test_unfrozen_tower_trains_and_saves_its_activations_for_the_peak_batch(tmp_
     setup = MemorySetup("llama-factory", "sft", 1, attention="sdpa")
     expected = vision_activation_term(shape, setup, MicroBatch(1, 1, 1, 1, images=images)).bytes
     assert terms["vision activations"] == expected > 0
+
+
+@pytest.mark.slow
+def test_lora_on_an_unfrozen_tower_counts_its_adapters_as_trained(tmp_path):
+    """LLaMA-Factory LoRA (``lora_target: all``) with the tower unfrozen: the adapters on the tower's linears are
+    trained parameters (their gradients and Adam's two states), as many as peft makes requires_grad on the tiny model
+    with the modules LLaMA-Factory 0.9.5 targets (find_all_linear_modules: every Linear's last name but the projector
+    and lm_head; patch_target_modules: the full names holding one, less the projector and Qwen2-VL's lora_conflict_keys
+    ``patch_embed``, whose Conv3d peft would adapt too)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    peft = pytest.importorskip("peft")
+    path, model = _setup(tmp_path, finetuning_type="lora", lora_target="all", lora_rank=8, freeze_vision_tower=False)
+    terms = _terms(_report(path, model))
+    built = transformers.AutoModelForImageTextToText.from_config(transformers.AutoConfig.from_pretrained(model))
+    forbidden = ("visual.merger", "lm_head")
+    names = {n.split(".")[-1] for n, m in built.named_modules()
+             if isinstance(m, torch.nn.Linear) and not any(f in n for f in forbidden)}
+    targets = [n for n, _ in built.named_modules() if any(t in n for t in names)
+               and not any(f in n for f in (*forbidden, "patch_embed"))]
+    wrapped = peft.get_peft_model(built, peft.LoraConfig(r=8, target_modules=targets))
+    trained = sum(p.numel() for p in wrapped.parameters() if p.requires_grad)
+    tower = sum(p.numel() for n, p in wrapped.named_parameters() if p.requires_grad and ".visual." in n)
+    assert tower > 0  # the tower's adapters are among them
+    # LLaMA-Factory keeps trainable adapters in fp32: 4 B of gradient and 2 × 4 B of Adam state each
+    assert (terms["adapters"], terms["gradients"], terms["optimizer states"]) == (trained * 4, trained * 4,
+                                                                                 trained * 8)

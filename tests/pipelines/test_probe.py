@@ -245,8 +245,11 @@ def test_a_bad_rewards_line_is_exit_2_naming_the_line(probe_cases, tmp_path):
 
 
 TWINS = [  # (planted, loud case, its quiet twin, the code the loud one gives)
-    ("no gradient path", "sft-reentrant", "sft-trl-cli-reentrant", "GP002"),
-    # each of the others runs two probes (10-20 CPU s); its check's case file keeps a failing case in the fast tier
+    # each runs two probes through the CLI (6-20 CPU s): the slow tier. The fast tier holds GP002's pair through
+    # test_reentrant_case_names_the_reason_and_the_key (loud) and test_issue_33's TRL SFT case (quiet), the CLI's exit
+    # code and JSON through test_cli_writes_json_and_exits_with_the_findings_code, each check's decision on its planted
+    # readings through tests/checks/test_probe_readings.py
+    pytest.param("no gradient path", "sft-reentrant", "sft-trl-cli-reentrant", "GP002", marks=pytest.mark.slow),
     pytest.param("frozen new tokens", "sft-new-tokens", "sft-new-tokens-saved", "GP003", marks=pytest.mark.slow),
     pytest.param("a term saturated", "dpo-saturated", "dpo-healthy", "GP001", marks=TRAINED_CASE),
     pytest.param("conflicting terms", "orpo-conflict", "orpo-healthy", "GP004", marks=pytest.mark.slow),

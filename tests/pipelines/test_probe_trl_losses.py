@@ -84,7 +84,9 @@ def grpo_run(maker, models, tmp_path_factory):
     return trainer, out, config, groups
 
 
-@pytest.mark.replay(keep=1)  # each case runs the probe beside GRPOTrainer (24 CPU s): the first in the fast tier
+# each case runs the probe beside GRPOTrainer (24 CPU s), after a GRPO run trained once (30 CPU s): the slow tier; the
+# fast tier replays a GRPO golden of GRPOTrainer through the probe (tests/differential/test_probe_goldens.py FAST_CASE)
+@pytest.mark.slow
 @pytest.mark.parametrize("loss_type", ["dapo", "grpo", "dr_grpo", "bnpo"])
 @pytest.mark.parametrize("scale", ["group", "batch", "none"])
 def test_grpo_loss_equals_grpotrainer_on_the_same_completions(grpo_run, models, loss_type, scale):

@@ -10,7 +10,7 @@ import pytest
 from mldebug_cli.formats.json_format import report_document
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 from mldebug_cli.pipelines.ray_engine import local_priority
-from support import QWEN25, write_chat_shards
+from support import QWEN25, no_ray_executor_left, write_chat_shards
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # a two-node Ray cluster: the slow tier (docs/testing.md)
@@ -27,6 +27,12 @@ def two_nodes():
     yield cluster
     ray.shutdown()
     cluster.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def executors_end_with_their_test():
+    yield
+    no_ray_executor_left()
 
 
 def test_two_nodes_give_the_same_report(two_nodes, tmp_path):

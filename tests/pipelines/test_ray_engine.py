@@ -26,6 +26,7 @@ from support import (
     ROOT,
     generated_chat,
     needs_corpus,
+    no_ray_executor_left,
     write_chat_shards,
     write_jsonl,
 )
@@ -43,6 +44,12 @@ def cluster():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning")
     yield
     ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def executors_end_with_their_test():
+    yield
+    no_ray_executor_left()
 
 
 def same_reports(options: InspectOptions) -> dict:
@@ -156,15 +163,17 @@ def _kill_a_pool_actor(stop: threading.Event) -> list[int]:
                     break
             time.sleep(0.05)
 
-    threading.Thread(target=hunt, daemon=True).start()
+    threading.Thread(target=hunt, daemon=True, name="test-actor-hunt").start()
     return killed
 
 
 def test_a_killed_worker_is_restarted_and_the_report_is_the_same(shards_options, shards_report):
     stop = threading.Event()
     killed = _kill_a_pool_actor(stop)
-    on_ray = report_document(build_report(replace(shards_options, engine="ray", ray_concurrency=2)))
-    stop.set()
+    try:
+        on_ray = report_document(build_report(replace(shards_options, engine="ray", ray_concurrency=2)))
+    finally:
+        stop.set()
     assert killed, "no actor of the pool was seen to kill"
     on_ray["context"].pop("engine")
     assert on_ray == shards_report
@@ -179,9 +188,11 @@ def test_a_worker_that_dies_past_its_retries_is_one_error(monkeypatch, tmp_path)
     path = write_chat_shards(tmp_path / "few", 12000, 6)
     stop = threading.Event()
     killed = _kill_a_pool_actor(stop)
-    with pytest.raises(InputError, match="a Ray worker died while checking rows"):
-        build_report(InspectOptions(dataset=str(path), tokenizer=str(QWEN25), all_rows=True, engine="ray"))
-    stop.set()
+    try:
+        with pytest.raises(InputError, match="a Ray worker died while checking rows"):
+            build_report(InspectOptions(dataset=str(path), tokenizer=str(QWEN25), all_rows=True, engine="ray"))
+    finally:
+        stop.set()
     assert killed
 
 

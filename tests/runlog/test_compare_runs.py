@@ -34,6 +34,31 @@ def test_twice_the_batch_parts_by_step_and_matches_by_tokens(tmp_path):
     assert build_report(small, select=["RN049"], compare=large, align="tokens").findings == ()
 
 
+def _epoch_log(path: Path, rows_per_step: int, rows: int, epochs: int = 2) -> str:
+    """A run over a dataset of ``rows`` rows whose loss depends only on the samples seen, logging the Trainer's
+    fractional ``epoch`` (steps / steps per epoch) with each record."""
+    per_epoch = rows // rows_per_step
+    history = [{"step": s, "epoch": s / per_epoch, "loss": 10 * math.exp(-s * rows_per_step / 300),
+                "learning_rate": 1e-4, "grad_norm": 1.0} for s in range(1, per_epoch * epochs + 1)]
+    path.write_text(json.dumps({"log_history": history}))
+    return str(path)
+
+
+def test_twice_the_batch_parts_by_step_and_matches_by_samples_seen(tmp_path):
+    small = _epoch_log(tmp_path / "small.json", 8, 640)  # 80 steps an epoch
+    large = _epoch_log(tmp_path / "large.json", 32, 640)  # batch 4 × accumulation 4 × 2 processes: 20 steps an epoch
+    assert ("RN049", "loss") in _codes(build_report(small, select=["RN049"], compare=large))
+    by_samples = build_report(small, select=["RN049"], compare=large, align="samples")
+    assert by_samples.findings == () and by_samples.context["compared_with"] == f"{large} (aligned by samples)"
+    parted = _epoch_log(tmp_path / "parted.json", 32, 640)  # the same batch, a loss that stops falling mid-way
+    history = json.loads(Path(parted).read_text())["log_history"]
+    for entry in history[len(history) // 2:]:
+        entry["loss"] = history[len(history) // 2]["loss"]
+    Path(parted).write_text(json.dumps({"log_history": history}))
+    found = build_report(small, select=["RN049"], compare=parted, align="samples")
+    assert [f.code for f in found.findings] == ["RN049"] and "the runs part at epoch 1." in found.findings[0].message
+
+
 def test_the_compared_run_is_charted_beside_by_step(tmp_path):
     a, b = _log(tmp_path / "a.json", 512, 30), _log(tmp_path / "b.json", 1024, 30)
     report = build_report(a, select=["RN049"], compare=b)
@@ -51,8 +76,10 @@ def test_without_tokens_logged_align_tokens_is_one_line(tmp_path):
         build_report(str(a), select=["RN049"], compare=str(a), align="tokens")
     with pytest.raises(UsageError, match="records no wall-clock time per step"):
         build_report(str(a), select=["RN049"], compare=str(a), align="time")
-    with pytest.raises(UsageError, match="--align: unknown axis 'samples'"):
+    with pytest.raises(UsageError, match="--align samples: .* logs no epoch"):
         build_report(str(a), select=["RN049"], compare=str(a), align="samples")
+    with pytest.raises(UsageError, match="--align: unknown axis 'rows'"):
+        build_report(str(a), select=["RN049"], compare=str(a), align="rows")
 
 
 def test_runs_sharing_no_span_are_one_line(tmp_path):
@@ -113,3 +140,12 @@ def test_real_wandb_tensorboard_and_llama_factory_logs_carry_their_wall_clock(lo
     times = [run.times[s] for s in sorted(run.times)]
     assert len(times) >= 5 and times == sorted(times), times[:5]
     assert set(run.get("loss").steps) <= set(run.times)
+
+
+def test_real_trainer_runs_align_by_the_epoch_they_log():
+    from support import RUNS
+
+    report = build_report(str(RUNS / "sft-lr-base"), select=["RN049"], compare=str(RUNS / "sft-lr-100x"), align="samples")
+    assert report.context["compared_with"].endswith("(aligned by samples)")
+    loss = next(f for f in report.findings if f.location.key == "loss")
+    assert loss.message.startswith("loss: the runs part at epoch ") and "end at epoch 3.00" in loss.message

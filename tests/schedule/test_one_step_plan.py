@@ -1,5 +1,6 @@
-"""One step plan (issue 34 item 4): ``lr-plot``, ``preflight``, ``memory`` and ``probe``'s count print the same
-optimizer-step count for the same config and data, on generated configs: TRL SFT, LLaMA-Factory with several
+"""One step plan (issue 34 item 4): ``lr-plot``, ``preflight``, ``memory`` and ``probe`` print the same
+optimizer-step count for the same config and data, on generated configs (probe run for real, on one row, with a tiny
+random model of the configs' tokenizer: tools/make_probe_cases.py's base model): TRL SFT, LLaMA-Factory with several
 datasets under ``max_samples`` (applied to each dataset), axolotl with and without sample packing (the packed
 sequences counted from the rows' real token lengths). lr-plot reads the config's own datasets when no
 ``--num-rows``/``--dataset`` is given."""
@@ -116,7 +117,7 @@ def _leading_count(line: str) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def counts(config: Path) -> dict[str, int]:
+def counts(config: Path, probe_model: Path) -> dict[str, int]:
     """Each command's optimizer-step count for ``config``, and the rows lr-plot counted (key ``rows``)."""
     path = str(config)
     flags = ("--allow-outside-paths", "--transformers-version", "5.6.0")
@@ -125,14 +126,17 @@ def counts(config: Path) -> dict[str, int]:
     schedule = next(p for p in preflight["sections"] if p["command"] == "lr-plot")
     memory_part = next(p for p in preflight["sections"] if p["command"] == "memory")
     memory = _cli("memory", path, "--model", str(MODEL), "--allow-outside-paths", "--transformers-version", "5.6.0")
-    return {"rows": lr_plot["train_rows"], "lr-plot": lr_plot["total_optimizer_steps"], "preflight": schedule["summary"]["total_optimizer_steps"],
+    probe = _cli("probe", path, "--model", str(probe_model), "--allow-outside-paths", "--sample", "1")
+    return {"rows": lr_plot["train_rows"], "lr-plot": lr_plot["total_optimizer_steps"],
+            "preflight": schedule["summary"]["total_optimizer_steps"],
             "preflight memory": _leading_count(memory_part["context"]["optimizer steps"]),
-            "memory": _leading_count(memory["context"]["optimizer steps"])}
+            "memory": _leading_count(memory["context"]["optimizer steps"]),
+            "probe": _leading_count(probe["context"]["optimizer steps"])}
 
 
-def _one_count(tmp_path_factory, case) -> dict[str, int]:
+def _one_count(tmp_path_factory, probe_case, case) -> dict[str, int]:
     config, files = case
-    found = counts(_write(tmp_path_factory.mktemp("plan"), config, files))
+    found = counts(_write(tmp_path_factory.mktemp("plan"), config, files), probe_case("base-model"))
     rows = found.pop("rows")
     assert len(set(found.values())) == 1, found
     return {"rows": rows, "steps": found["lr-plot"]}
@@ -154,8 +158,8 @@ SETTINGS = settings(max_examples=8, deadline=None, derandomize=True,
 @pytest.mark.slow
 @SETTINGS
 @given(case=trl_configs())
-def test_trl_configs_one_count(tmp_path_factory, case):
-    found = _one_count(tmp_path_factory, case)
+def test_trl_configs_one_count(tmp_path_factory, probe_case, case):
+    found = _one_count(tmp_path_factory, probe_case, case)
     config, files = case
     assert found["rows"] == len(files["train.jsonl"])  # SFTTrainer truncates, it drops no row
     assert found["steps"] == _trainer_steps(found["rows"], config, "per_device_train_batch_size", "num_train_epochs")
@@ -164,8 +168,8 @@ def test_trl_configs_one_count(tmp_path_factory, case):
 @pytest.mark.slow
 @SETTINGS
 @given(case=llama_factory_configs())
-def test_llama_factory_max_samples_per_dataset_one_count(tmp_path_factory, case):
-    found = _one_count(tmp_path_factory, case)
+def test_llama_factory_max_samples_per_dataset_one_count(tmp_path_factory, probe_case, case):
+    found = _one_count(tmp_path_factory, probe_case, case)
     config, files = case
     cap = config.get("max_samples")
     sizes = [len(rows) for name, rows in files.items() if name != "data/dataset_info.json"]
@@ -176,8 +180,8 @@ def test_llama_factory_max_samples_per_dataset_one_count(tmp_path_factory, case)
 @pytest.mark.slow
 @SETTINGS
 @given(case=axolotl_configs())
-def test_axolotl_packing_one_count(tmp_path_factory, case):
-    _one_count(tmp_path_factory, case)
+def test_axolotl_packing_one_count(tmp_path_factory, probe_case, case):
+    _one_count(tmp_path_factory, probe_case, case)
 
 
 def test_a_num_rows_total_under_a_per_dataset_max_samples_says_it_is_capped_as_one(monkeypatch):

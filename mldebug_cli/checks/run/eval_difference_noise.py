@@ -2,7 +2,7 @@
 
 What it finds
     The difference between the two runs' eval losses at the last point both cover (by step, tokens seen with
-    ``--align tokens`` or wall-clock time with ``--align time``), set against the noise of each run's eval loss: the
+    ``--align tokens``, wall-clock time with ``--align time``, epochs of the data seen with ``--align samples``), set against the noise of each run's eval loss: the
     standard deviation of the changes between its last 5 evaluations (at least 3 evaluations each). A difference
     under twice the larger of the two is reported as within noise, above it as a real difference. Twice the
     standard deviation (about a 95% band for a normal scatter) is mldebug's rule; the folklore guide asks "is the eval

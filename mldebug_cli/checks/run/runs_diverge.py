@@ -2,7 +2,8 @@
 
 What it finds
     For each metric both runs log, the first point (step; tokens seen with ``--align tokens``; seconds since each
-    run's first logged step with ``--align time``, where W&B, TensorBoard or MLflow stamped the steps) from which the
+    run's first logged step with ``--align time``, where W&B, TensorBoard or MLflow stamped the steps; the logged
+    ``epoch``, the share of the training set seen, with ``--align samples``) from which the
     two curves stay apart for at least 3 points in a row: a relative difference above 10% for the losses, 50% for
     the grad norm (it is noisy step to step) and 1% for the learning rate (the same config gives the same schedule,
     so any gap is a setting). The thresholds are mldebug's: the guides say to compare runs on the same token set and
@@ -12,8 +13,9 @@ Why it matters for training
     "What changed?" is answered by where the curves part: a learning-rate gap from step 1 is a schedule or warmup
     setting; a loss that parts late, with the same LR, is the data order, a bad batch or numerics; a grad norm that
     parts first often announces the loss. Comparing by step runs with another batch size or packing compares
-    different amounts of data: ``--align tokens`` puts them on the tokens seen; ``--align time`` asks what each
-    setup reaches in the same hours (the folklore's "against tokens or wall-clock").
+    different amounts of data: ``--align tokens`` puts them on the tokens seen, ``--align samples`` on the rows seen
+    (same dataset); ``--align time`` asks what each setup reaches in the same hours (the folklore's "against tokens
+    or wall-clock").
 
 Example
     ``loss: the runs part at step 120 (1.21 vs 1.62, 34% apart) and stay apart to step 400 (0.82 vs 1.35)``.

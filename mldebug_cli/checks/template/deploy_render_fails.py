@@ -24,16 +24,16 @@ from mldebug_cli.checks.template import at_deploy, probe_list
 from mldebug_cli.core.findings import Hit
 
 if TYPE_CHECKING:
-    from mldebug_cli.render.diff import TemplateComparison
+    from mldebug_cli.render.diff import ImageProbeResult, ProbeResult, TemplateComparison
 
 SEVERITY = "error"
 SUBJECT = "template"
 
 
 def run(subject: TemplateComparison, ctx: TemplateComparison) -> Iterator[Hit]:
-    if subject.deploy.template == subject.train.template:
-        return
-    failed = [r for r in subject.results if r.deploy_error]
+    same = subject.deploy.template == subject.train.template  # an image conversation's engine may refuse it all the same
+    failed: list[ProbeResult | ImageProbeResult] = [*([] if same else [r for r in subject.results if r.deploy_error]),
+              *[r for r in subject.image_results if r.deploy_error]]
     if not failed:
         return
     yield Hit(

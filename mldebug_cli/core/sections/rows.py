@@ -68,7 +68,7 @@ class RowView:
     line: int | None = None  # 1-based line in the file
     dropped: bool = False  # the trainer leaves the row out
     masking: str | None = None  # how the trained text was found (None: not said)
-    error: str | None = None  # why the row was not rendered
+    error: str | None = None  # why the row was not rendered (with ``dropped``: why the framework leaves it out)
     images: Sequence[ImageLine] = ()  # vision rows: one line per image, its tokens a block in the ids
     side: str | None = None  # preference rows: "chosen" or "rejected" (each side is one view of the row)
 

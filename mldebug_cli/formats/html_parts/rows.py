@@ -139,7 +139,7 @@ def _row(row: RowView | PairView, prefix: str, findings: list[Finding], tokens: 
     """One row; ``tokens`` and ``chars`` are how many chips and prompt characters it may still show."""
     flagged = any(SEVERITY_ORDER[f.severity] <= 1 for f in findings)
     if row.error:
-        body = [el("p", "Not rendered: ", row.error, class_="error-text")]
+        body = [el("p", "Dropped by the trainer: " if row.dropped else "Not rendered: ", row.error, class_="error-text")]
     elif isinstance(row, PairView):
         body = _preference_body(row, tokens, chars)
     else:

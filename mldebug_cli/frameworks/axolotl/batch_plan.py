@@ -19,7 +19,9 @@ made, in an order drawn from the global torch RNG (found by the goldens; acceler
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mldebug_cli.frameworks.axolotl.multipack import (
     DEFAULT_BIN_SIZE,
@@ -29,13 +31,21 @@ from mldebug_cli.frameworks.axolotl.multipack import (
     multipack_plan,
     packed_batches,
 )
-from mldebug_cli.schedule.batch_plan import BatchPlan, SamplerSettings
+from mldebug_cli.frameworks.axolotl.prepare import (
+    DEFAULT_MIN_SAMPLE_LEN,
+    EncodedRow,
+    NotPrepared,
+    Preparation,
+    prepared_rows,
+)
+from mldebug_cli.schedule.batch_plan import BatchPlan, KeptRow, PlanRefused, PreparedPlan, SamplerSettings
+from mldebug_cli.sources.config_file import ConfigFile
 
 DEFAULT_SEED = 42  # utils/schemas/validation.py: a config without seed gets 42
 DEFAULT_EPOCHS = 1.0  # utils/schemas/training.py: num_epochs
 
 
-class NotReplayed(ValueError):
+class NotReplayed(PlanRefused):
     """axolotl's order for these settings is not decided by the config (the message says why)."""
 
 
@@ -120,3 +130,70 @@ def _with_steps(settings: SamplerSettings, max_steps: int) -> SamplerSettings:
     from dataclasses import replace
 
     return replace(settings, max_steps=max_steps)
+
+
+# utils/schemas/enums.py: ATTN_IMPLS_SUPPORTING_PACKING, and the legacy flags' implementations (in their priority)
+PACKING_ATTENTION = frozenset({"flash_attention_2", "flash_attention_3", "flash_attention_4", "flash_attention_torch",
+                               "flex_attention", "xformers", "sage", "kernels-community/flash-attn2",
+                               "kernels-community/flash-attn3", "kernels-community/sage-attention"})
+LEGACY_ATTENTION = (("xformers_attention", "xformers"), ("sage_attention", "sage"), ("flex_attention", "flex_attention"),
+                    ("flash_attention", "flash_attention_2"), ("sdp_attention", "sdpa"), ("eager_attention", "eager"))
+PLANNED_STRATEGY = "drop"  # the length filter mldebug's row encoding applies (frameworks.axolotl.prompters)
+
+
+def _attention(config: Mapping[str, Any]) -> str | None:
+    named = config.get("attn_implementation")
+    if isinstance(named, str):
+        return named.split(":", 1)[0].split("@", 1)[0].strip()
+    return next((impl for flag, impl in LEGACY_ATTENTION if config.get(flag)), None)
+
+
+def _number(config: Mapping[str, Any], key: str, default: float) -> float:
+    value = config.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+
+
+def sampling_of_config(config: Mapping[str, Any], lengths: Sequence[int], world_size: int) -> AxolotlSampling:
+    """The sampler settings a config gives axolotl's trainer over prepared rows of ``lengths`` tokens (core/builders
+    causal.py: ``multipack_real_batches`` unset is on unless the attention packs)."""
+    real = config.get("multipack_real_batches")
+    max_steps = config.get("max_steps")
+    return AxolotlSampling(
+        rows=len(lengths), micro_batch_size=int(_number(config, "micro_batch_size", 1)),
+        gradient_accumulation_steps=int(_number(config, "gradient_accumulation_steps", 1)), world_size=world_size,
+        seed=config.get("seed") if isinstance(config.get("seed"), int) else None,
+        num_epochs=_number(config, "num_epochs", DEFAULT_EPOCHS),
+        max_steps=max_steps if isinstance(max_steps, int) and max_steps > 0 else None,
+        dataloader_drop_last=config.get("dataloader_drop_last"), eval_sample_packing=config.get("eval_sample_packing"),
+        curriculum_sampling=bool(config.get("curriculum_sampling")), sample_packing=bool(config.get("sample_packing")),
+        lengths=tuple(lengths), sequence_len=int(_number(config, "sequence_len", 2048)),
+        multipack_real_batches=bool(real) if real is not None else _attention(config) not in PACKING_ATTENTION,
+        bin_size=int(_number(config, "sample_packing_bin_size", DEFAULT_BIN_SIZE)),
+        group_size=int(_number(config, "sample_packing_group_size", DEFAULT_GROUP_SIZE)),
+        sequential_packing=bool(config.get("sample_packing_sequentially")))
+
+
+def config_plan(config: ConfigFile, world_size: int, kept: Sequence[KeptRow], total: int) -> PreparedPlan:
+    """The batch plan of an axolotl config over one dataset file of ``total`` rows, of which mldebug's encoding keeps
+    ``kept`` (rows outside ``[2, sequence_len]`` tokens left out, as axolotl's default length filter does): axolotl's
+    preparation (``frameworks.axolotl.prepare``) then its sampler; a ``PlanRefused`` says what is not replayed."""
+    data = config.data
+    datasets = data.get("datasets") or []
+    if isinstance(datasets, list) and len(datasets) > 1:
+        raise NotPrepared(f"the config merges {len(datasets)} datasets: the batch plan is made over one dataset file")
+    for key in ("pretraining_dataset", "streaming", "dataset_shard_num", "datasets.0.shards"):
+        if config.get(key):
+            raise NotPrepared(f"{key} is set: the batch plan does not replay axolotl's streaming or sharded datasets")
+    preparation = Preparation.of_config(data)
+    if preparation.excess_length_strategy != PLANNED_STRATEGY or preparation.min_length != DEFAULT_MIN_SAMPLE_LEN:
+        raise NotPrepared(f"excess_length_strategy {preparation.excess_length_strategy} with min_sample_len "
+                          f"{preparation.min_length}: mldebug encodes rows with axolotl's default length filter "
+                          f"(drop outside [{DEFAULT_MIN_SAMPLE_LEN}, sequence_len])")
+    by_row = {row: (tokens, trained) for row, tokens, trained in kept}
+    # a row mldebug leaves out is given 0 tokens: axolotl's length filter drops it after the shuffle, as it does
+    rows = [EncodedRow(0, r, by_row.get(r, (0, 0))[0], by_row.get(r, (0, 0))[1] > 0) for r in range(total)]
+    train, _ = prepared_rows([rows], preparation)
+    if not train:
+        raise NotPrepared("no row is left for training after axolotl's preparation")
+    plan = axolotl_plan(sampling_of_config(data, [r.length for r in train], world_size))
+    return PreparedPlan(plan, tuple(r.row for r in train), preparation.describe())

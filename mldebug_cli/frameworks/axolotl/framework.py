@@ -18,6 +18,7 @@ from mldebug_cli.core.errors import SETTING_END_OF_TURN_MASKING, InputError
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.safe_io import read_text
 from mldebug_cli.frameworks import record, schema, versions
+from mldebug_cli.frameworks.axolotl.batch_plan import config_plan
 from mldebug_cli.frameworks.axolotl.schedulers import COUNTING, SCHEDULERS
 from mldebug_cli.frameworks.axolotl.trainer_facts import DEFAULT_SEQUENCE_LEN, axolotl_trainer_facts
 from mldebug_cli.frameworks.batch_tokenizer import BatchTokenizer
@@ -738,6 +739,7 @@ FRAMEWORK = Framework(
     rows=Rows,
     row_profile=row_profile,
     trainer_facts=axolotl_trainer_facts,
+    prepared_plan=config_plan,  # batch_plan.py: its dataset preparation, then its sampler
     # vision.py: processor_type rows through MultiModalChatDataCollator and the chat_template's processing strategy
     vision=VisionRows(("sft",), "axolotl's multimodal collator", _vision_path),
 )

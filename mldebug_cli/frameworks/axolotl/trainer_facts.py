@@ -113,15 +113,16 @@ def axolotl_trainer_facts(config: ConfigFile, framework: str, world_size: int) -
 def _sampler(config: ConfigFile) -> SamplerFacts:
     """axolotl's trainer order is replayed over the dataset it prepares (``frameworks.axolotl.batch_plan``, verified
     on its own trainer), but that dataset is not the file's rows in order: axolotl shuffles the merged rows
-    (``shuffle_merged_datasets``, on by default) and drops rows longer than ``sequence_len`` before its sampler, and
-    with ``sample_packing`` the batches depend on every prepared row's token count. The plan from a config is
-    therefore named, not given."""
+    (``shuffle_merged_datasets``, on by default) and drops rows outside ``[2, sequence_len]`` tokens before its
+    sampler, and with ``sample_packing`` the batches depend on every prepared row's token count. ``inspect-data
+    --step`` replays that preparation over the rows as mldebug encodes them (``Framework.prepared_plan``); a plan
+    from the row count alone (check-run, memory) is named, not given."""
     packing = bool(config.get("sample_packing"))
     order = "packed" if packing else "sequential" if config.get("curriculum_sampling") else "random"
     why = ("axolotl prepares its dataset before its sampler (merged rows shuffled unless shuffle_merged_datasets is "
-           "false, rows over sequence_len dropped" + (", rows packed by token count" if packing else "") +
-           "): mldebug replays the sampler over that prepared dataset, not the preparation, so it cannot name "
-           "the file's rows")
+           "false, rows outside [2, sequence_len] tokens dropped" + (", rows packed by token count" if packing else "")
+           + "): from the row count alone mldebug cannot name the file's rows (inspect-data --config --step replays "
+           "the preparation over the encoded rows)")
     seed = config.get("seed")
     epochs = config.get("num_epochs")
     max_steps = config.get("max_steps")

@@ -62,8 +62,11 @@ def lf_messages(messages: list[dict[str, Any]]) -> tuple[str, list[LfMessage]]:
                              "(Invalid role tag)")
         turns.append(turn)
     if len(turns) % 2:
-        raise InvalidRow(f"{len(turns)} turns after the system message, an odd count: LLaMA-Factory's converter "
+        raise InvalidRow(f"{len(turns)} turn{'s' * (len(turns) > 1)} after the system message, an odd count: LLaMA-Factory's converter "
                          "drops the row (Invalid message count)")
+    if not turns:  # the converter passes it on with no prompt and no response; the processor drops it
+        raise InvalidRow("no turns after the system message: LLaMA-Factory's processor drops the row (Dropped "
+                         "invalid example)")
     return system, turns
 
 

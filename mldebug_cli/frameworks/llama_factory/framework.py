@@ -270,6 +270,10 @@ class Rows(RowProfile):
     appends_eos = True
     own_templates = True
     reads_message_weights = False  # `llamafactory-cli train`'s converter reads role and content (v1 reads loss_weight)
+    requires_assistant = False  # its converter drops a row without a reply (odd turn count, or no turn): lf_messages
+    no_rows_left_stops_run = (f"LLaMA-Factory {VERSION}'s loader raises on a dataset with no row left: alone, "
+                              "RuntimeError 'Cannot find valid samples'; beside other datasets, ValueError when "
+                              "merging them (the features can't be aligned)")
 
     def __init__(self, options: LlamaFactoryOptions, chosen: LfTemplate, tokenizer: Any, parsed: bool,
                  unemulated: str | None = None) -> None:

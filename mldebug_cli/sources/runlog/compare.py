@@ -5,7 +5,10 @@ logs with ``include_num_input_tokens_seen``, or TRL's ``num_tokens``), so that r
 compare over the same data, or the wall-clock time since each run's first logged step (``--align time``: the time
 W&B stamps on each history row, TensorBoard on each event, MLflow on each point, LLaMA-Factory's ``elapsed_time``;
 a trainer_state.json has none), so
-that a faster setup is judged on what it reaches in the same hours. Each compared metric is read at the first run's points; the other run's value there is
+that a faster setup is judged on what it reaches in the same hours, or the samples seen (``--align samples``: the
+fractional ``epoch`` the HF Trainer, TRL and LLaMA-Factory log with each record, the share of the training set seen),
+so that runs over the same dataset with another batch size, accumulation or process count compare after the same
+rows. Each compared metric is read at the first run's points; the other run's value there is
 interpolated linearly between its own two nearest points, inside the span both runs cover (never extrapolated).
 """
 
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 from mldebug_cli.core.errors import UsageError
 from mldebug_cli.sources.runlog.model import Run, Series
 
-AXES = ("step", "tokens", "time")
+AXES = ("step", "tokens", "time", "samples")
+EPOCH_SERIES = ("epoch",)  # the fraction of the training set seen (samples seen / its rows)
 # the logs whose readers keep each step's wall-clock time
 TIMED_FORMATS = "W&B, TensorBoard and MLflow logs and LLaMA-Factory's trainer_log.jsonl"
 TOKEN_SERIES = ("num_input_tokens_seen", "num_tokens")  # the HF Trainer's, TRL's
@@ -38,13 +42,15 @@ class Aligned:
 class RunComparison:
     first: str  # the runs' paths
     other: str
-    axis: str  # step | tokens | time (seconds since each run's first logged step)
+    axis: str  # step | tokens | time (seconds since each run's first logged step) | samples (epochs of the data seen)
     metrics: tuple[Aligned, ...]
     first_eval: tuple[float, ...] = ()  # each run's own eval losses, in order (the noise of the eval difference)
     other_eval: tuple[float, ...] = ()
 
     def where(self, x: float) -> str:
-        """A point of the axis as the messages name it: "step 120", "tokens 1,200,000", "1,830 s"."""
+        """A point of the axis as the messages name it: "step 120", "tokens 1,200,000", "1,830 s", "epoch 0.50"."""
+        if self.axis == "samples":
+            return f"epoch {x:,.2f}"
         return f"{x:,.0f} s" if self.axis == "time" else f"{self.axis} {x:,.0f}"
 
 
@@ -77,6 +83,12 @@ def _axis(run: Run, axis: str) -> Series | Mapping[int, float] | None:
                              hint=f"{TIMED_FORMATS} carry it; compare by step or tokens")
         start = min(run.times.values())
         return {step: seconds - start for step, seconds in run.times.items()}
+    if axis == "samples":
+        epochs = next((run.get(name) for name in EPOCH_SERIES if run.get(name) is not None), None)
+        if epochs is None:
+            raise UsageError(f"--align samples: {run.path} logs no epoch (the share of the training set seen)",
+                             hint="the HF Trainer, TRL and LLaMA-Factory log it with each record; compare by step or tokens")
+        return epochs
     found = next((run.get(name) for name in TOKEN_SERIES if run.get(name) is not None), None)
     if found is None:
         raise UsageError(f"--align tokens: {run.path} logs no tokens seen ({' or '.join(TOKEN_SERIES)})",

@@ -1,0 +1,74 @@
+"""LLaMA-Factory's ``max_samples`` held to its own loader (issue 34), not to a rule:
+fixtures/step-plan/llamafactory-0.9.5-max-samples.jsonl holds, for multi-dataset configs generated with hypothesis
+(alpaca and ShareGPT files, rows its converter or processor drops, ``max_samples`` or none), how many rows
+LLaMA-Factory 0.9.5's ``get_dataset`` hands its trainer and how many optimizer steps its ``CustomSeq2SeqTrainer``
+plans over them (tools/llamafactory_max_samples_goldens.py, run in LLaMA-Factory's venv). ``lr-plot`` on the same
+config, reading the config's own datasets, prints the same rows and steps (and so do preflight, memory and probe:
+tests/schedule/test_one_step_plan.py holds them to lr-plot's count).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from support import FIXTURES, ROOT
+
+GOLDEN = FIXTURES / "step-plan" / "llamafactory-0.9.5-max-samples.jsonl"
+_spec = importlib.util.spec_from_file_location("llamafactory_max_samples_goldens",
+                                               ROOT / "tools" / "llamafactory_max_samples_goldens.py")
+assert _spec is not None and _spec.loader is not None
+goldens = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(goldens)
+
+_LINES = GOLDEN.read_text(encoding="utf-8").splitlines()
+HEADER = json.loads(_LINES[0])
+CASES = [json.loads(line) for line in _LINES[1:]]
+TRAINED = [pytest.param(c, id=f"config-{c['id']}") for c in CASES if "rows" in c]
+
+
+def test_the_goldens_record_versions_and_cover_several_datasets_under_max_samples():
+    assert HEADER["versions"]["llamafactory"] == "0.9.5" and HEADER["versions"]["transformers"] == "5.6.0"
+    assert HEADER["command"].startswith("python tools/llamafactory_max_samples_goldens.py")
+    several = [c for c in CASES if "rows" in c and len(c["config"]["dataset"].split(",")) > 1]
+    capped = [c for c in several if "max_samples" in c["config"]]
+    assert len(several) >= 5 and len(capped) >= 3
+
+
+@pytest.mark.replay(keep=1)  # each case reads its datasets with the real tokenizer: ~2 CPU s
+@pytest.mark.parametrize("case", TRAINED)
+def test_lr_plot_counts_the_rows_and_steps_llama_factorys_loader_gives(case, tmp_path, monkeypatch):
+    from mldebug_cli.cli import app
+
+    path = goldens.write(tmp_path, case["config"], case["files"], ROOT)
+    monkeypatch.chdir(tmp_path)  # dataset_dir is relative to where llamafactory-cli runs
+    result = CliRunner().invoke(app, ["lr-plot", "-c", str(path), "--allow-outside-paths", "-f", "json", "--exit-zero"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["train_rows"], doc["total_optimizer_steps"]) == (case["rows"], case["steps"])
+
+
+REFUSED = [pytest.param(c, id=f"config-{c['id']}") for c in CASES if "refused" in c]
+
+
+@pytest.mark.slow  # each dataset of the config read with the real tokenizer: ~3 CPU s
+@pytest.mark.parametrize("case", REFUSED)
+def test_a_dataset_llama_factory_drops_whole_is_said_to_stop_the_run(case, tmp_path):
+    """LLaMA-Factory's loader raised on these configs (a dataset whose every row its converter dropped cannot be
+    merged with the others): mldebug says the run will not start, on that dataset."""
+    from mldebug_cli.frameworks.llama_factory.framework import LlamaFactoryOptions
+    from mldebug_cli.pipelines.inspect import InspectOptions, build_report
+
+    goldens.write(tmp_path, case["config"], case["files"], ROOT)
+    info = case["files"]["data/dataset_info.json"]
+    said = []
+    for name in case["config"]["dataset"].split(","):
+        report = build_report(InspectOptions(
+            dataset=str(tmp_path / "data" / info[name]["file_name"]), tokenizer=str(ROOT / goldens.TOKENIZER),
+            framework="llama-factory", data_format=info[name].get("formatting", "alpaca"),
+            framework_options=LlamaFactoryOptions(template="qwen")))
+        said += [f.message for f in report.findings if f.location.row is None and "will not start" in f.message]
+    assert REFUSED and said, case["refused"]
