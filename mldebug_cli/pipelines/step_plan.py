@@ -63,7 +63,7 @@ def size_from_reports(reports: Iterable[Report]) -> DatasetSize | None:
         untrained.update(scaled_counts(summary.lengths_untrained, scale))
         sequences = report.details.get("sequence_lengths") if checked == rows and trained == rows else None
         if sequences is not None:
-            kept_rows.append(tuple(int(row) for row, _, _ in sequences))
+            kept_rows.append(tuple(int(entry[0]) for entry in sequences))  # (row, lengths, trained[, images])
     if not sum(per_dataset):
         return None
     basis = f"{round(tokens)} tokens of the rows that train, " + (
