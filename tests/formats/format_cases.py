@@ -8,10 +8,12 @@ import os
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from mldebug_cli.core.findings import Finding, Location, Report, Severity
+from mldebug_cli.frameworks import versions
 from mldebug_cli.pipelines.inspect import InspectOptions, build_report
 from support import DATASETS, FIXTURES, LLAMA3, QWEN25, ROOT
 
@@ -20,6 +22,7 @@ DEMO = DATASETS / "demo" / "support_chat.jsonl"
 CLEAN = FIXTURES / "preflight" / "trl" / "train_fixed.jsonl"
 REGENERATE = "MLDEBUG_REGENERATE"  # MLDEBUG_REGENERATE=1 pytest tests/formats rewrites the expected files
 VERSION = "0.0.0-test"
+INSTALLED_TRANSFORMERS = "5.24.0"  # the installed transformers the expected files name (clean_report)
 # The data checks the expected files were made with: a check added to the registry later changes no file.
 DATA_CHECKS = tuple(f"DS{i:03d}" for i in range(1, 26))
 
@@ -40,10 +43,14 @@ def demo_report() -> Report:
 
 @cache
 def clean_report(ignore: tuple[str, ...] = ()) -> Report:
-    """One clean chat row under Qwen2.5, trained the axolotl way: only an info finding (DS015), or none."""
+    """One clean chat row under Qwen2.5, trained the axolotl way: only an info finding (DS015), or none. The header
+    names the installed transformers beside axolotl's pin: it is held at the release the expected files were made
+    with, so CI's lowest-versions run (another installed release) renders the same words."""
     options = InspectOptions(dataset=str(CLEAN), tokenizer=str(QWEN25), rows=(0,), framework="axolotl",
                              train_on="assistant", select=DATA_CHECKS, ignore=ignore)
-    return _relative_context(build_report(options))
+    real = versions.installed
+    with mock.patch.object(versions, "installed", lambda p: INSTALLED_TRANSFORMERS if p == "transformers" else real(p)):
+        return _relative_context(build_report(options))
 
 
 def finding(code: str = "DS011", name: str = "unmapped-role", severity: Severity = Severity.ERROR,
