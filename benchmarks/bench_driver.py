@@ -23,6 +23,8 @@ what the driver keeps, at 10^7 rows in a fraction of the 1.4 CPU-hours the real 
 that). Prints the driver's peak RSS (VmHWM), its private RSS at the end (RssAnon: the high-water mark is not split),
 the driver's CPU seconds, the whole run's (the process from its start, its forked workers, on Ray the local
 cluster's processes: what Ray's machinery costs beside the in-process path) and the report's sha256 (the engine line left out; in process and on Ray alike).
+Each run also writes the driver's memory every 100,000 rows to ``rss-trace-MODE-DATASET.jsonl`` beside the datasets
+(RSS, peak, private RSS, the Python heap's live blocks): where a driver grows, and whether in Python's heap or not.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 1000
 RESULT = "RESULT "
+TRACE_EVERY = 100_000  # --whole: rows between two lines of the driver's memory trace
 
 
 def one(batch_file: str, rows: int, capped: bool) -> dict:
@@ -93,8 +96,10 @@ def whole_one(mode: str, dataset: str, template_file: str, tokenizer: str) -> di
         ray.init(num_cpus=int(cpus), include_dashboard=False, log_to_driver=False, logging_level="error",
                  runtime_env={"worker_process_setup_hook": replaying})
         options = InspectOptions(**{**options.__dict__, "engine": "ray", "ray_concurrency": int(cpus), "workers": None})
+    trace = Path(dataset).parent / f"rss-trace-{mode}-{Path(dataset).name}.jsonl"
+    trace.unlink(missing_ok=True)
     start, cpu = time.perf_counter(), time.process_time()
-    doc = report_document(build_report(options))
+    doc = report_document(build_report(options, _tracer(trace)))
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     doc["context"].pop("engine", None)
     doc["context"].pop("workers", None)
@@ -106,6 +111,25 @@ def whole_one(mode: str, dataset: str, template_file: str, tokenizer: str) -> di
             "run_cpu_s": run_cpu,  # the whole run: this process from its start, its workers, Ray's cluster
             "rss_mib": _peak_rss_mib(), "private_mib": _private_rss_mib(),
             "report": hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()}
+
+
+def _tracer(trace: Path):
+    """A progress callback that appends the driver's memory every TRACE_EVERY rows to ``trace`` (JSON Lines): its
+    RSS, peak and private RSS, and the Python heap's live blocks (sys.getallocatedblocks: flat blocks under a
+    growing private RSS is memory outside Python's heap, Ray's or Arrow's)."""
+    next_at = [0]
+
+    def progress(done: int, total: int) -> None:
+        if done < next_at[0] and done < total:
+            return
+        next_at[0] = done + TRACE_EVERY
+        memory = {line.split(":")[0]: int(line.split()[1]) // 1024 for line in Path("/proc/self/status").read_text().splitlines()
+                  if line.startswith(("VmRSS:", "VmHWM:", "RssAnon:"))}
+        with trace.open("a", encoding="utf-8") as out:
+            out.write(json.dumps({"rows": done, "t": round(time.perf_counter(), 1), **memory,
+                                  "py_blocks": sys.getallocatedblocks()}) + "\n")
+
+    return progress
 
 
 def _private_rss_mib() -> float:
