@@ -72,3 +72,32 @@ def test_a_dataset_llama_factory_drops_whole_is_said_to_stop_the_run(case, tmp_p
             framework_options=LlamaFactoryOptions(template="qwen")))
         said += [f.message for f in report.findings if f.location.row is None and "will not start" in f.message]
     assert REFUSED and said, case["refused"]
+
+
+def _sampled_case() -> dict:
+    """300 ShareGPT rows (more than the 200 preflight samples by default), the first 3 a user turn alone, and
+    max_samples 5. LLaMA-Factory 0.9.5's ``get_dataset`` (run on this config in its venv with the tool's
+    ``layout``/``llama_factory_rows``) hands its trainer 2 rows: it keeps rows 0-4, then drops 0-2. The old rule
+    (rows that train, then the cap) said 5."""
+    rows = [{"conversations": [{"from": "human", "value": f"question {i}"}]} for i in range(3)]
+    rows += [{"conversations": [{"from": "human", "value": f"question {i}"}, {"from": "gpt", "value": f"answer {i}"}]}
+             for i in range(3, 300)]
+    return {"datasets": [("sharegpt", rows)], "max_samples": 5, "per_device_train_batch_size": 1,
+            "gradient_accumulation_steps": 1, "num_train_epochs": 1.0, "seed": 0}
+
+
+@pytest.mark.parametrize("sampling", [[], ["--sample", "3"], ["--all"]], ids=["default-sample", "sample-3", "all"])
+def test_a_sampled_dataset_is_capped_before_its_rows_are_dropped(sampling, tmp_path, monkeypatch):
+    """Sampled or whole, the rows checked are the first max_samples ones (the only rows that can train), so every
+    path counts the loader's 2 rows; the rest of the file is never read."""
+    from mldebug_cli.cli import app
+
+    config, files = goldens.layout(_sampled_case())
+    path = goldens.write(tmp_path, config, files, ROOT)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["preflight", str(path), "--allow-outside-paths", "-f", "json",
+                                      "--exit-zero", *sampling])
+    assert result.exit_code == 0, result.output
+    data, schedule = json.loads(result.stdout)["sections"][:2]
+    assert (schedule["train_rows"], schedule["summary"]["total_optimizer_steps"]) == (2, 2), schedule["summary"]
+    assert "max_samples 5 keeps the first 5 of the 300 rows" in data["context"]["rows_checked"]
