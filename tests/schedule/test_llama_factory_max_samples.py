@@ -5,6 +5,11 @@ LLaMA-Factory 0.9.5's ``get_dataset`` hands its trainer and how many optimizer s
 plans over them (tools/llamafactory_max_samples_goldens.py, run in LLaMA-Factory's venv). ``lr-plot`` on the same
 config, reading the config's own datasets, prints the same rows and steps (and so do preflight, memory and probe:
 tests/schedule/test_one_step_plan.py holds them to lr-plot's count).
+
+fixtures/step-plan/llamafactory-0.9.5-loader-order.jsonl (the tool's ``--kind order``) holds the same loader on configs
+that also draw what it does between the cap and the processor: files whose first rows it drops (a cap keeping only
+those), ``mix_strategy`` with and without ``interleave_probs``, and ``val_size``; where LLaMA-Factory raised, lr-plot
+must stop saying the run will not start.
 """
 
 from __future__ import annotations
@@ -38,8 +43,30 @@ def test_the_goldens_record_versions_and_cover_several_datasets_under_max_sample
     assert len(several) >= 5 and len(capped) >= 3
 
 
+ORDER = FIXTURES / "step-plan" / "llamafactory-0.9.5-loader-order.jsonl"
+_ORDER_LINES = ORDER.read_text(encoding="utf-8").splitlines()
+ORDER_HEADER = json.loads(_ORDER_LINES[0])
+ORDER_CASES = [json.loads(line) for line in _ORDER_LINES[1:]]
+ORDER_TRAINED = [pytest.param(c, id=f"order-{c['id']}") for c in ORDER_CASES if "rows" in c]
+ORDER_REFUSED = [pytest.param(c, id=f"order-{c['id']}") for c in ORDER_CASES if "refused" in c]
+
+
+def test_the_order_goldens_draw_every_merge_and_split():
+    """The drawn configs meet each strategy on several datasets, probabilities, val_size as a share and as a count,
+    caps that keep only dropped rows, and both outcomes."""
+    assert ORDER_HEADER["versions"]["llamafactory"] == "0.9.5" and "--kind order" in ORDER_HEADER["command"]
+    several = [c["config"] for c in ORDER_CASES if "," in c["config"]["dataset"]]
+    for strategy in ("interleave_under", "interleave_over", "interleave_once"):
+        assert any(c.get("mix_strategy") == strategy for c in several), strategy
+    assert any("interleave_probs" in c for c in several)
+    assert any(isinstance(c.get("val_size"), int) for c in several) and any(
+        isinstance(c.get("val_size"), float) for c in several)
+    assert len(ORDER_TRAINED) >= 30 and len(ORDER_REFUSED) >= 10
+    assert any("features can't be aligned" in c["refused"] for c in ORDER_CASES if "refused" in c)
+
+
 @pytest.mark.replay(keep=1)  # each case reads its datasets with the real tokenizer: ~2 CPU s
-@pytest.mark.parametrize("case", TRAINED)
+@pytest.mark.parametrize("case", TRAINED + ORDER_TRAINED)
 def test_lr_plot_counts_the_rows_and_steps_llama_factorys_loader_gives(case, tmp_path, monkeypatch):
     from mldebug_cli.cli import app
 
@@ -52,6 +79,30 @@ def test_lr_plot_counts_the_rows_and_steps_llama_factorys_loader_gives(case, tmp
 
 
 REFUSED = [pytest.param(c, id=f"config-{c['id']}") for c in CASES if "refused" in c]
+
+
+@pytest.mark.replay(keep=1)
+@pytest.mark.parametrize("case", ORDER_REFUSED)
+def test_lr_plot_says_the_run_will_not_start_where_llama_factorys_loader_raises(case, tmp_path, monkeypatch):
+    """LLaMA-Factory raised on these (a dataset left empty beside others, no valid row in the train or eval split,
+    a val_size train_test_split refuses, interleave_once): lr-plot stops with one line saying so."""
+    from mldebug_cli.cli import app
+
+    path = goldens.write(tmp_path, case["config"], case["files"], ROOT)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["lr-plot", "-c", str(path), "--allow-outside-paths", "-f", "json", "--exit-zero"])
+    assert result.exit_code != 0 and "will not start" in result.output, (case["refused"], result.output)
+    assert "Traceback" not in result.output
+    said = " ".join(result.output.split())
+    assert next(words for error, words in SAYS.items() if error in case["refused"]) in said, (case["refused"], said)
+
+
+SAYS = {  # LLaMA-Factory's error -> what mldebug's one line must say of it
+    "features can't be aligned": "cannot be merged with the others",
+    "Cannot find valid samples": "Cannot find valid samples",
+    "all_exhausted_without_replacement is not supported": "interleave_once",
+    "test_size=": "train_test_split raises",
+}
 
 
 @pytest.mark.slow  # each dataset of the config read with the real tokenizer: ~3 CPU s
