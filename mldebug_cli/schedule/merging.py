@@ -69,13 +69,17 @@ def _merged(merge: DatasetMerge, loaded: tuple[int, ...]) -> list[tuple[int, int
     """(dataset, row) of every merged row, in the merged order."""
     if len(loaded) == 1 or merge.strategy == "concat":
         return [(d, row) for d, rows in enumerate(loaded) for row in range(rows)]
+    if merge.strategy not in STOPPING:
+        raise InputError(f"LLaMA-Factory will not start: merge_dataset raises ValueError: Unknown mixing strategy: "
+                         f"{merge.strategy}", hint="use mix_strategy concat, interleave_under or interleave_over",
+                         setting=SETTING_DATASET_MERGE)
     from datasets import Dataset, interleave_datasets
 
     parts = [Dataset.from_dict({"d": [d] * rows, "row": list(range(rows))}) for d, rows in enumerate(loaded)]
     try:
         mixed = interleave_datasets(parts, probabilities=list(merge.probabilities) if merge.probabilities else None,
                                     seed=merge.seed, stopping_strategy=STOPPING[merge.strategy])
-    except (ValueError, KeyError) as exc:
+    except ValueError as exc:
         raise InputError(f"LLaMA-Factory will not start: mix_strategy {merge.strategy}: datasets' interleave_datasets "
                          f"raises: {exc}", setting=SETTING_DATASET_MERGE) from None
     return list(zip(mixed["d"], mixed["row"]))

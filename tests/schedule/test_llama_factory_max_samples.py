@@ -152,3 +152,19 @@ def test_a_sampled_dataset_is_capped_before_its_rows_are_dropped(sampling, tmp_p
     data, schedule = json.loads(result.stdout)["sections"][:2]
     assert (schedule["train_rows"], schedule["summary"]["total_optimizer_steps"]) == (2, 2), schedule["summary"]
     assert "max_samples 5 keeps the first 5 of the 300 rows" in data["context"]["rows_checked"]
+
+
+def test_the_merge_counts_dropped_rows_where_the_loader_draws_them():
+    """Without a tokenizer: round-robin interleave_under stops when the 2-row dataset runs out (4 rows drawn, the
+    first a dropped one), and an unknown strategy is LLaMA-Factory's own ValueError, said as the run not starting."""
+    from mldebug_cli.core.errors import InputError
+    from mldebug_cli.schedule.dataset_size import DatasetSize
+    from mldebug_cli.schedule.merging import merged_rows
+    from mldebug_cli.schedule.model import DatasetMerge
+
+    size = DatasetSize(rows=5, source="x", per_dataset=(3, 2), loaded=(4, 2), kept_rows=((1, 2, 3), (0, 1)))
+    assert merged_rows(DatasetMerge(), size).train == 5
+    under = merged_rows(DatasetMerge(strategy="interleave_under", seed=1), size)
+    assert (under.drawn, under.train) == (4, 3)
+    with pytest.raises(InputError, match="Unknown mixing strategy: mixed"):
+        merged_rows(DatasetMerge(strategy="mixed"), size)
