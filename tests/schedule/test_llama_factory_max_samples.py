@@ -168,3 +168,23 @@ def test_the_merge_counts_dropped_rows_where_the_loader_draws_them():
     assert (under.drawn, under.train) == (4, 3)
     with pytest.raises(InputError, match="Unknown mixing strategy: mixed"):
         merged_rows(DatasetMerge(strategy="mixed"), size)
+
+
+def test_a_cap_that_keeps_only_dropped_rows_is_said_to_stop_the_run(tmp_path, monkeypatch):
+    """One ShareGPT file whose first 2 rows LLaMA-Factory drops, under max_samples 2: its loader finds no valid
+    sample (the order goldens hold such configs). preflight says so on the dataset, naming the cap, and its schedule
+    part is not simulated (DS070 names the loader's error)."""
+    from mldebug_cli.cli import app
+
+    rows = [{"conversations": [{"from": "human", "value": "no reply"}]}] * 2 + [
+        {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}] * 3
+    config, files = goldens.layout({"datasets": [("sharegpt", rows)], "max_samples": 2, "per_device_train_batch_size": 1,
+                                    "gradient_accumulation_steps": 1, "num_train_epochs": 1.0, "seed": 0})
+    path = goldens.write(tmp_path, config, files, ROOT)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["preflight", str(path), "--allow-outside-paths", "-f", "json"])
+    assert result.exit_code == 1, result.output
+    findings = json.loads(result.stdout)["findings"]
+    dataset_level = [f["message"] for f in findings if f["code"] == "DS010" and f["location"].get("row") is None]
+    assert any("max_samples 2 keeps the first 2 rows of the 5" in m for m in dataset_level), dataset_level
+    assert any(f["code"] == "DS070" and "Cannot find valid samples" in f["message"] for f in findings), findings
