@@ -19,6 +19,7 @@ from mldebug_cli.core.errors import SETTING_DATASET_MERGE, InputError
 from mldebug_cli.schedule.dataset_size import DatasetSize
 from mldebug_cli.schedule.model import DatasetMerge
 
+SAMPLED = " (judged from the rows checked, a sample: --all checks every row)"
 STOPPING = {"interleave_under": "first_exhausted", "interleave_over": "all_exhausted",
             "interleave_once": "all_exhausted_without_replacement"}  # merge_dataset's strategy_map
 
@@ -43,8 +44,9 @@ def merged_rows(merge: DatasetMerge, size: DatasetSize, framework: str = "LLaMA-
     empty = [n for n, (rows, trained) in enumerate(zip(loaded, kept)) if rows and not trained]
     if len(loaded) > 1 and empty and len(empty) < len(loaded):
         raise InputError(f"{framework} will not start: dataset {empty[0] + 1} of {len(loaded)} has no row left "
-                         "(every row it reads is dropped) and cannot be merged with the others (ValueError: the "
-                         "features can't be aligned)", hint="fix that dataset's rows, or leave it out of `dataset`",
+                         f"(every row it reads is dropped{'' if exact else SAMPLED}) and cannot be merged with the "
+                         "others (ValueError: the features can't be aligned)",
+                         hint="fix that dataset's rows, or leave it out of `dataset`",
                          setting=SETTING_DATASET_MERGE)
     pairs = _merged(merge, loaded)
     train, held = _split(merge, pairs)
@@ -59,7 +61,7 @@ def merged_rows(merge: DatasetMerge, size: DatasetSize, framework: str = "LLaMA-
     if not count or (held and not evaluated):
         where = "train" if not count else "eval (val_size)"
         raise InputError(f"{framework} will not start: no row of its {where} set is left to train once the rows it "
-                         "drops are dropped (RuntimeError: Cannot find valid samples)",
+                         f"drops are dropped{'' if exact else SAMPLED} (RuntimeError: Cannot find valid samples)",
                          hint="fix the dropped rows, or raise max_samples" + ("" if count else " or lower val_size"),
                          setting=SETTING_DATASET_MERGE)
     return MergedRows(train=count, drawn=len(pairs), evaluated=evaluated)
