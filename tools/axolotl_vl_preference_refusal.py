@@ -42,11 +42,10 @@ ROWS = {
 
 def prepared(task: str, tokenizer: Any) -> Any:
     """The row as axolotl's transform for the task leaves it (a datasets.Dataset)."""
-    from datasets import Dataset
-
     from axolotl.prompt_strategies.dpo import load as load_dpo
     from axolotl.prompt_strategies.kto import load as load_kto
     from axolotl.utils.dict import DictDefault
+    from datasets import Dataset
 
     kind, row = ROWS[task]
     cfg = DictDefault({"datasets": [{"path": "rows.jsonl", "type": kind}], "rl": task, "dataset_num_proc": 1})
