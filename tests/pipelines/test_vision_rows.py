@@ -131,7 +131,7 @@ def test_the_input_file_is_not_modified() -> None:
     assert EXAMPLE.read_bytes() == before
 
 
-@pytest.mark.parametrize("flags, says", [(["--task", "kto"], "DataCollatorForVisionUnpairedPreference"),
+@pytest.mark.parametrize("flags, says", [(["--framework", "axolotl", "--task", "kto"], "vision-language model"),
                                          (["--task", "grpo"], "GRPOTrainer takes them")])
 def test_image_rows_elsewhere_are_refused_by_name_not_read_as_text(flags: list[str], says: str) -> None:
     code, _, err = run(str(EXAMPLE), "-t", str(PROCESSOR), *flags)
