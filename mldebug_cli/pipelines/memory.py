@@ -143,8 +143,8 @@ def prepared_order(framework: Framework, config: str, world_size: int, lengths: 
     if lengths.not_read is not None:
         return PlannedOrder(None, f"{framework.name}'s order not replayed (the rows were not read): {unknown}")
     if lengths.sampled:
-        return PlannedOrder(None, f"{framework.name} prepares every row before its sampler and --sample read some: "
-                                  f"its order is not replayed; {unknown}")
+        return PlannedOrder(None, f"{framework.name} prepares every row before its sampler and a sample of the rows "
+                                  f"was read: its order is not replayed; {unknown}")
     kept = [(row, sizes[0], trained) for row, sizes, trained in lengths.rows]
     try:
         prepared = plan_of_rows(framework, config, world_size, kept, lengths.total or len(kept), lengths.failed)
