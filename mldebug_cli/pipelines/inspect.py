@@ -245,6 +245,10 @@ def _vision_task(source, options: InspectOptions) -> str | None:
         return None
     task = _preference_task(source, options) or "sft"
     vision = options.rows_framework.vision
+    if vision is not None and task in vision.refused:
+        raise InputError(f"{source.display}: the rows have images, and {options.framework}'s {task} run does not start "
+                         f"on them: {vision.refused[task]}", hint="train on image rows with a framework that takes "
+                         "them (mldebug emulates TRL's SFT, DPO and KTO collators), or drop the image columns")
     if vision is None or task not in vision.tasks:
         emulating = [f for f in frameworks() if f.vision and f.vision.tasks]
         what = " and ".join(f.vision.emulated for f in emulating if f.vision)
