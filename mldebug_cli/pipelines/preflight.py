@@ -684,16 +684,23 @@ def memory_lengths(options) -> Lengths:
     """For ``memory.MemoryOptions``: every row's sequence lengths as mldebug's inspect-data encodes them for this
     config (its framework's tokenization, template, masking and truncation): the same ids preflight checks. Its
     ``framework``, when resolved (memory's build_report resolves it), reads the config."""
+    return encoded_lengths(options.config, options.framework if isinstance(options.framework, Framework) else None,
+                           options.sample, getattr(options, "allow_outside_paths", False))
+
+
+def encoded_lengths(config: str, framework: Framework | None = None, sample: int | None = None,
+                    allow_outside_paths: bool = False) -> Lengths:
+    """The sequence lengths of the config's (first) dataset's rows as mldebug's inspect-data encodes them for the
+    config (``sample``: that many rows, evenly spaced; None: every row), or why they were not read."""
     from mldebug_cli.pipelines.inspect import InspectOptions
     from mldebug_cli.pipelines.memory import Lengths, lengths_of
 
-    wanted = InspectOptions(dataset="", tokenizer="", sample=options.sample, all_rows=options.sample is None,
+    wanted = InspectOptions(dataset="", tokenizer="", sample=sample, all_rows=sample is None,
                             show=0, select=(Code.NO_TRAINABLE_TOKENS,), sequence_lengths=True)
     try:
-        configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
-                                                                                 "show", "sequence_lengths"}),
-                                        getattr(options, "allow_outside_paths", False),
-                                        options.framework if isinstance(options.framework, Framework) else None)
+        configured = configured_inspect(config, None, wanted, frozenset({"select", "sample", "all_rows",
+                                                                         "show", "sequence_lengths"}),
+                                        allow_outside_paths, framework)
         report = inspect_with_config(configured)
     except InputError as error:
         reason = error.message + (f" ({error.hint})" if error.hint else "")
