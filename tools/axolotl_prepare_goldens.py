@@ -4,10 +4,11 @@ its trainer, in order, on configs and datasets generated with hypothesis, to tes
 
 Runs in the venv of ``tools/axolotl_batch_plan_goldens.py`` (axolotl 0.19.0 and its wheel's pins):
 
-    nice -n 15 /work/venvs/axolotl-sampler/bin/python tools/axolotl_prepare_goldens.py --configs 200 --first 102
+    nice -n 10 /work/venvs/axolotl-sampler/bin/python tools/axolotl_prepare_goldens.py --configs 200
 
-(the first 102 of the draw of 200: the rest did not fit the session's time; ``--resume`` keeps the configs already
-recorded in the file and runs only the rest, so ``--first 200 --resume`` would add them).
+(``--first N`` keeps the first N configs of the draw; ``--resume`` keeps the configs already recorded in the file and
+runs only the rest: the stored file was written in two sessions, the first 102 configs, then the rest with
+``--first 200 --resume``).
 
 What runs is axolotl's own code, end to end: ``axolotl.utils.config.validate_config`` on the config, then
 ``axolotl.utils.data.sft.prepare_datasets`` (each dataset loaded from a local JSON-lines file, merged with

@@ -14,6 +14,12 @@ dataset at ``max_samples`` before the converter and the processor drop rows); th
 dataset. The steps are ``state.max_steps`` of its ``CustomSeq2SeqTrainer`` (tools/llamafactory_batch_plan_goldens.py
 builds it) over that many rows, stopped after its first step. The first line holds the versions; then one line per
 config: the files, the config and what LLaMA-Factory made of them.
+
+``--kind order`` writes fixtures/step-plan/llamafactory-0.9.5-loader-order.jsonl instead: the same loader on configs
+that also draw what LLaMA-Factory does between its cap and its processor, in its order: datasets whose first rows
+its converter or processor drops (so a cap can keep only those), ``mix_strategy`` (concat, interleave_under/over/once)
+with or without ``interleave_probs``, and ``val_size`` (a share or a count, split off the merged rows before the
+processor drops any). A config LLaMA-Factory stops on is recorded with its error.
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "fixtures" / "step-plan" / "llamafactory-0.9.5-max-samples.jsonl"
+OUT_ORDER = ROOT / "fixtures" / "step-plan" / "llamafactory-0.9.5-loader-order.jsonl"
 TOKENIZER = "fixtures/tokenizers/qwen2.5-instruct"  # repo-relative: the replay writes it for its own checkout
 RECORDED = ("llamafactory", "transformers", "datasets", "accelerate", "torch", "hypothesis")
+PROBS = {1: ["1.0"], 2: ["0.5,0.5", "0.25,0.75", "0.8,0.2"], 3: ["0.5,0.25,0.25", "0.2,0.3,0.5"]}  # each adds up to 1
 WORDS = ("brake", "chain", "gear", "saddle", "spoke", "的", "自行车", "🚲")
 
 
-def configs(count: int, seed: int) -> list[dict]:
+def configs(count: int, seed: int, kind: str = "max-samples") -> list[dict]:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
@@ -59,21 +67,43 @@ def configs(count: int, seed: int) -> list[dict]:
     dataset = st.sampled_from(["alpaca", "sharegpt"]).flatmap(
         lambda kind: st.tuples(st.just(kind), st.lists(alpaca_row if kind == "alpaca" else sharegpt_row,
                                                        min_size=3, max_size=30)))
-    config = st.fixed_dictionaries({
-        "datasets": st.lists(dataset, min_size=1, max_size=3),
-        "max_samples": st.one_of(st.none(), st.integers(1, 25)),
+    common = {
         "per_device_train_batch_size": st.integers(1, 4),
         "gradient_accumulation_steps": st.integers(1, 4),
         "num_train_epochs": st.sampled_from([1.0, 2.0, 3.0]),
         "seed": st.integers(0, 99),
+    }
+    config = st.fixed_dictionaries({
+        "datasets": st.lists(dataset, min_size=1, max_size=3),
+        "max_samples": st.one_of(st.none(), st.integers(1, 25)),
+        **common,
     })
+    if kind == "order":
+        # ShareGPT files whose first rows are dropped (1-4 of them), then any rows: a small cap keeps only dropped rows
+        front_dropped = st.tuples(st.lists(dropped.map(lambda turns: {"conversations": turns}), min_size=1, max_size=4),
+                                  st.lists(sharegpt_row, min_size=0, max_size=20)).map(
+            lambda parts: ("sharegpt", parts[0] + parts[1]))
+        ordered = st.one_of(dataset, front_dropped)
+        config = st.one_of(st.lists(ordered, min_size=1, max_size=3), st.lists(ordered, min_size=2, max_size=3)).flatmap(lambda sets: st.fixed_dictionaries({
+            "datasets": st.just(sets),
+            "max_samples": st.one_of(st.none(), st.integers(1, 4), st.integers(1, 25)),
+            "mix_strategy": st.sampled_from(["concat", "interleave_under", "interleave_over", "interleave_once"]),
+            "interleave_probs": st.one_of(st.none(), st.sampled_from(PROBS[len(sets)])),
+            "val_size": st.one_of(st.none(), st.sampled_from([0.1, 0.2, 0.25, 0.5]), st.integers(1, 3)),
+            **common,
+        }))
     found: list[dict] = []
+    seen: set[str] = set()
 
     @hypothesis_seed(seed)
-    @settings(max_examples=count, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=count * (1 if kind == "max-samples" else 4), database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
     @given(config)
     def collect(c: dict) -> None:
-        found.append(c)
+        key = json.dumps(c, sort_keys=True)
+        if kind == "max-samples" or key not in seen:  # order: hypothesis repeats a draw while it explores; keep one
+            seen.add(key)
+            found.append(c)
 
     collect()
     return found[:count]
@@ -100,6 +130,12 @@ def layout(c: dict) -> tuple[dict, dict[str, object]]:
               "seed": c["seed"]}
     if c["max_samples"] is not None:
         config["max_samples"] = c["max_samples"]
+    if c.get("mix_strategy", "concat") != "concat":
+        config["mix_strategy"] = c["mix_strategy"]
+        if c.get("interleave_probs"):
+            config["interleave_probs"] = c["interleave_probs"]
+    if c.get("val_size") is not None:
+        config["val_size"] = c["val_size"]
     return config, files
 
 
@@ -157,6 +193,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", type=int, default=60)
     parser.add_argument("--seed", type=int, default=34)
+    parser.add_argument("--kind", choices=("max-samples", "order"), default="max-samples")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT / "tools"))
@@ -167,8 +204,8 @@ def main() -> None:
     differential_trl_sft.quick_fingerprints()  # datasets' cache names only: hashing the tokenizer costs seconds a map
     lines = [json.dumps({"versions": {name: version(name) for name in RECORDED}, "seed": args.seed,
                          "command": f"python tools/llamafactory_max_samples_goldens.py --configs {args.configs} "
-                                    f"--seed {args.seed}"})]
-    for n, c in enumerate(configs(args.configs, args.seed)):
+                                    f"--seed {args.seed}" + (" --kind order" if args.kind == "order" else "")})]
+    for n, c in enumerate(configs(args.configs, args.seed, args.kind)):
         config, files = layout(c)
         with tempfile.TemporaryDirectory() as tmp:
             path = write(Path(tmp), config, files, ROOT)
@@ -184,8 +221,9 @@ def main() -> None:
                 os.chdir(cwd)
         lines.append(json.dumps({"id": n, "config": config, "files": files, **found}, ensure_ascii=False))
         print(f"config {n}: {len(c['datasets'])} datasets, max_samples {c['max_samples']}: {found}", file=sys.stderr)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = OUT_ORDER if args.kind == "order" else OUT
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

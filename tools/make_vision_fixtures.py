@@ -73,6 +73,7 @@ def main() -> None:
         for row in rows:
             out.write(json.dumps(row) + "\n")
     write_trl_dpo(embedded)
+    write_trl_kto(embedded)
     write_llama_factory(embedded)
 
 
@@ -100,6 +101,38 @@ def write_trl_dpo(embedded: str) -> None:
         pair([{"bytes": embedded, "path": None}], ask(parts("What colour is the ball?")), "Purple.", "Green."),
     ]
     with (OUT / "trl_vision_dpo.jsonl").open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row) + "\n")
+
+
+def write_trl_kto(embedded: str) -> None:
+    """TRL's vision KTO shape: images, a conversational prompt, one completion and its label; one planted defect a
+    row."""
+    def unpaired(images: list, prompt: list[dict], completion: object = "Red.", label: object = True) -> dict:
+        return {"images": images, "prompt": prompt, "completion": [{"role": "assistant", "content": completion}],
+                "label": label}
+
+    def ask(question: object) -> list[dict]:
+        return [{"role": "user", "content": question}]
+
+    no_prompt = {"images": ["images/red_ball.png"], "completion": chat(parts("What colour?"), "Red."), "label": True}
+    paired = {"images": ["images/red_ball.png"], "prompt": ask(parts("What colour?")),
+              "chosen": [{"role": "assistant", "content": "Red."}], "rejected": [{"role": "assistant", "content": "Blue."}]}
+    rows = [
+        unpaired(["images/red_ball.png"], ask(parts("What colour is the ball?"))),
+        unpaired(["images/blue_ball.png"], ask("What colour is the ball?"), "Red.", False),
+        unpaired(["images/red_ball.png", "images/blue_ball.png"], ask(parts("Which ball is bigger?", 1))),
+        unpaired(["images/red_ball.png"], ask("What colour is the ball?"), parts("Red, as shown.")),
+        no_prompt,
+        unpaired(["images/green_wide.png"], ask(parts("Describe the picture in detail.")), "A green ball."),
+        unpaired(["images/blue_ball.png"], [*ask(parts("What colour is the ball?")), {"role": "system", "content": "Be brief."}]),
+        unpaired(["images/grey_ball.png"], ask(parts("Answer as\nassistant\nwould: what is it?")), "A grey ball."),
+        unpaired(["images/missing.png"], ask(parts("What is this?")), "A ball."),
+        unpaired(["images/red_ball.png"], ask(parts("What colour is the ball?")), "Red.", "yes"),
+        paired,
+        unpaired([{"bytes": embedded, "path": None}], ask(parts("What colour is the ball?")), "Green.", False),
+    ]
+    with (OUT / "trl_vision_kto.jsonl").open("w", encoding="utf-8") as out:
         for row in rows:
             out.write(json.dumps(row) + "\n")
 

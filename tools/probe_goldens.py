@@ -20,7 +20,9 @@ trainer seeds torch with ``seed`` before loading it and wrapping it with ``get_p
 model is a copy for full fine-tuning and the policy with its adapter disabled for LoRA), and one batch (all rows,
 TRL's own data collator; GRPO: the trainer's own generations with the tiny model, scored by ``reward_of_ids``)
 goes through ``compute_loss`` on the model as the accelerator prepares it (bf16: autocast on the forward), then
-``backward()``. Stored per config: the loss, every trainable tensor's gradient norm, the tensors that get no
+``backward()``, with gradient checkpointing turned on as ``Trainer.train()`` turns it on (``__init__`` leaves it off:
+the records made before session 14 ran without the backward's recompute, which changes no value but hid the 8-bit
+DoRA failure of draw q8). Stored per config: the loss, every trainable tensor's gradient norm, the tensors that get no
 gradient (GP002's truth: LoRA A while B is 0 is zero by design), whether the values were finite (GP008's truth)
 and, for GRPO, the rollouts as a rewards file (each completion's generated token ids and reward). ``replay`` runs
 mldebug's probe on each stored config (GRPO: with that rewards file) and counts the disagreements (relative 1e-4,
@@ -260,6 +262,7 @@ def run_trainer(case: dict, config_path: Path) -> Truth:
     if case["task"] != "grpo":
         # the rows in file order, as mldebug batches them: in bf16 the order of the sum over rows shows in the last bits
         trainer._get_train_sampler = lambda *args, **kwargs: SequentialSampler(trainer.train_dataset)
+    _checkpointing_as_train(trainer, args)
     batch = next(iter(trainer.get_train_dataloader()))
     model = trainer.accelerator.prepare_model(trainer.model)  # as training does: autocast on forward, fp32 logits out
     model.train()
@@ -278,6 +281,25 @@ def run_trainer(case: dict, config_path: Path) -> Truth:
     finite = finite and all(g is None or math.isfinite(g) for g in grads.values())
     no_gradient = [n for n, g in grads.items() if not g and not _zero_by_design(n, params)]
     return Truth(float(loss.detach()), grads, no_gradient, finite, _rollout_lines(groups))
+
+
+def _checkpointing_as_train(trainer: Any, args: Any) -> None:
+    """Gradient checkpointing as ``Trainer.train()`` turns it on (transformers 5.24 trainer.py, "Activate activation
+    checkpointing if needed": the trainer's ``__init__`` leaves it off, so a harness that calls ``compute_loss``
+    without ``train()`` ran every checkpointed config without the backward's recompute; session 14 found it on an
+    8-bit DoRA config whose recompute fails). 4.x: ``gradient_checkpointing_enable`` with the same kwargs."""
+    enabled = getattr(args, "activation_checkpointing", None)
+    if enabled is None:
+        enabled = args.gradient_checkpointing
+    if not enabled:
+        return
+    kwargs = dict(getattr(args, "activation_checkpointing_kwargs", None) or args.gradient_checkpointing_kwargs or {})
+    every_n_layers, offload = kwargs.pop("every_n_layers", 1), kwargs.pop("offload", False)
+    if hasattr(trainer.model, "activation_checkpointing_enable"):
+        trainer.model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs or None,
+                                                      every_n_layers=every_n_layers, offload=offload)
+    else:
+        trainer.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None)
 
 
 def _rollout_lines(groups: list[dict]) -> list[dict]:

@@ -204,6 +204,14 @@ def _parse(text: str) -> ast.Module:
     return ast.parse(text)
 
 
+@lru_cache(maxsize=512)
+def _declarations(text: str) -> tuple[ast.ClassDef | ast.ImportFrom, ...]:
+    """The module's class definitions and ``from`` imports, in ``ast.walk``'s order: each file's tree is walked once,
+    not once per record read from it (TRL's wheel: 11 records over the same files, 6.2 CPU s a wheel walking them
+    again, most of that test's time)."""
+    return tuple(node for node in ast.walk(_parse(text)) if isinstance(node, (ast.ClassDef, ast.ImportFrom)))
+
+
 def _under(sources: dict[str, str], places: tuple[str, ...]) -> dict[str, str]:
     return {n: t for n, t in sources.items() if any(n == p or n.startswith(p + "/") for p in places)}
 
@@ -239,7 +247,7 @@ def _defined_in(name: str, sources: dict[str, str]) -> str:
     """The file defining class ``name`` with the most fields (a re-exporting shim has none)."""
     best, size = "", -1
     for path, text in sources.items():
-        for node in ast.walk(_parse(text)):
+        for node in _declarations(text):
             if isinstance(node, ast.ClassDef) and node.name == name:
                 fields = sum(isinstance(s, ast.AnnAssign) for s in node.body)
                 if fields > size:
@@ -261,7 +269,7 @@ def _classes(sources: dict[str, str]) -> tuple[Classes, dict[str, list]]:
     aliases: dict[str, str] = {}
     for text in sources.values():
         constants = _module_constants(_parse(text))
-        for node in ast.walk(_parse(text)):
+        for node in _declarations(text):
             if isinstance(node, ast.ImportFrom):
                 aliases.update({a.asname: a.name for a in node.names if a.asname and a.asname != a.name})
             if not isinstance(node, ast.ClassDef):

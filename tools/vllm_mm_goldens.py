@@ -56,6 +56,7 @@ MODELS = {"qwen2-vl": ("qwen2_vl.py", "Qwen2VLForConditionalGeneration"),
           "idefics3": ("idefics3.py", "Idefics3ForConditionalGeneration")}
 WORDS = ("What is in the picture?", "Describe it.", "A red ball.", " ", "\n", "数字", "[INST]", "{{ x }}",
          "<image>", "<start_of_image>", "<|vision_start|><|image_pad|><|vision_end|>", "<|image_pad|>")
+INTERLEAVE = False  # vLLM's --interleave-mm-strings (tools/vllm_mm_interleave_goldens.py turns it on)
 
 
 def placeholder_of(folder: str) -> str:
@@ -121,7 +122,7 @@ def vllm_conversation(messages: list[dict[str, Any]], template: str, placeholder
                if isinstance(m.get("content"), list) else m for m in messages]
     try:
         conversation = [out for m in request for out in
-                        parse_chat_message_content(m, tracker, content_format, interleave_strings=False)]
+                        parse_chat_message_content(m, tracker, content_format, interleave_strings=INTERLEAVE)]
         _postprocess_messages(conversation)
     except Exception as exc:  # noqa: BLE001 - what vLLM raises is the golden
         return {"format": content_format, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}

@@ -31,6 +31,8 @@ def check_template(
     messages: Path | None = typer.Option(None, "--messages", "-m", help="Also compare this conversation (JSON)."),
     date: str | None = typer.Option(None, "--date", help="The date templates see, YYYY-MM-DD (default 2025-01-15)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow code from tokenizer folders."),
+    interleave_mm_strings: bool = typer.Option(False, "--interleave-mm-strings", help="vLLM serves with "
+                                               "--interleave-mm-strings (image markers where the image parts are)."),
     output_format: str = OutputFormatOpt,
     output: Path | None = OutputOpt,
     fail_on: FailOn = fail_on_option(FailOn.warning, ": any prompt difference"),
@@ -56,6 +58,7 @@ def check_template(
             ignore=tuple(split_list(ignore)),
             now=parse_date(date),
             trust_remote_code=trust_remote_code,
+            interleave_mm_strings=interleave_mm_strings,
         )
     opts = OutputOptions(output_format, output, fail_on, color, exit_zero)
     run_report(lambda: build_report(options), opts)

@@ -32,6 +32,7 @@ SETTING_CHAT_TEMPLATE = "chat_template"  # the chat template file the run render
 SETTING_MAX_LENGTH = "max_length"  # the sequence limit rows are cut to
 SETTING_END_OF_TURN_MASKING = "end_of_turn_masking"  # which end-of-turn tokens are trained (axolotl's eot_tokens, ...)
 SETTING_DATASET_SIZE = "dataset_size"  # the training rows the step count needs
+SETTING_DATASET_MERGE = "dataset_merge"  # the loader raises while merging or splitting the config's datasets
 
 
 class InputError(MldebugError):

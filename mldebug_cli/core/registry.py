@@ -78,6 +78,8 @@ REGISTRY: tuple[CheckRef, ...] = (
     CheckRef("DS065", "content-parts-as-text", "data.content_parts_as_text"),
     CheckRef("DS066", "message-weight-ignored", "data.message_weight_ignored"),
     CheckRef("DS067", "images-left-unused", "data.images_left_unused"),
+    CheckRef("DS070", "loader-refuses-datasets", "data.loader_refuses_datasets"),
+    CheckRef("DS073", "empty-reasoning-trained", "data.empty_reasoning_trained"),
     CheckRef("LR001", "warmup-exceeds-training", "schedule.warmup_exceeds_training"),
     CheckRef("LR002", "warmup-fraction", "schedule.warmup_fraction"),
     CheckRef("LR003", "first-step-zero-lr", "schedule.first_step_zero_lr"),
@@ -222,6 +224,8 @@ class Code:
     IMAGE_ROW_OVER_MAX_LENGTH: Final = "DS036"
     IMAGE_RESIZED: Final = "DS037"
     IMAGES_LEFT_UNUSED: Final = "DS067"
+    LOADER_REFUSES_DATASETS: Final = "DS070"
+    EMPTY_REASONING_TRAINED: Final = "DS073"
     LOGGED_LR_MISMATCH: Final = "LR009"
     UNKNOWN_CONFIG_KEY: Final = "CF001"
     INVALID_CONFIG_VALUE: Final = "CF002"

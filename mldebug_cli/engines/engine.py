@@ -46,6 +46,7 @@ class Engine:
     # processor's template); None: image conversations are not emulated, for the reason image_refusal gives
     image_messages: ImageMessages | None = None
     image_refusal: str = "its handling of image parts is not emulated"
+    interleaves_images: bool = False  # it can put each image's marker where its part is (vLLM --interleave-mm-strings)
 
     def side_facts(self) -> dict[str, Any]:
         """The Side fields every side this engine builds carries."""

@@ -61,6 +61,8 @@ class VisionRows:
     path: Callable[[Any, Any, Any], VisionPath] | None = None
     # task -> what the trainer does with image rows that mldebug does not emulate (one line, read from its code)
     not_emulated: Mapping[str, str] = field(default_factory=dict)
+    # task -> why the framework's run does not start on image rows (one line, read from its code): mldebug says so
+    refused: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,12 @@ class RowProfile:
     no_rows_left_stops_run: str | None = None
 
     @property
+    def first_rows(self) -> tuple[int, str] | None:
+        """(N, the setting) where the loader keeps only a file's first N rows before its reader drops any
+        (LLaMA-Factory's max_samples): only those can train, so only those are checked. None: every row."""
+        return None
+
+    @property
     def masking_method(self) -> str | None:
         """The context's masking line when the profile decides it (None: the generic one)."""
         return None

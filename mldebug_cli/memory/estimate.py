@@ -395,12 +395,15 @@ def estimate(shape: ModelShape, setup: MemorySetup, batch: MicroBatch, gpu_bytes
         terms.append(Term("autocast weight copies", cast * cb // shard_p, f"{_m(cast)} linear params × {cb} B",
                           "torch.autocast casts each fp32 weight to bf16/fp16 and keeps the cast for backward", moment))
 
-    if setup.quantization == "4bit":
+    if setup.quantization in ("4bit", "8bit"):
         widest = max(x.fan_in * x.fan_out for x in shape.layer_linears)
         terms.append(Term("dequantised weight", widest * cb,
                           f"the widest linear {_m(widest)} × {cb} B, one at a time",
                           "bitsandbytes MatMul4Bit dequantises the weight for each forward and backward matmul "
-                          "(it saves only the packed weight, not its input)", "layer-backward"))
+                          "(it saves only the packed weight, not its input)" if setup.quantization == "4bit" else
+                          "bitsandbytes MatMul8bitLt's backward dequantises the int8 weight (CB × SCB / 127) in the "
+                          "input's dtype for the input's gradient (bitsandbytes 0.50.2 autograd/_functions.py)",
+                          "layer-backward"))
 
     if setup.quantization and setup.unquantized_dtype and BYTES[setup.unquantized_dtype] > cb:
         terms.append(Term("LM head cast", shape.vocab * shape.hidden * cb, f"{shape.vocab:,} × {shape.hidden} × {cb} B",

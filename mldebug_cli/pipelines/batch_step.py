@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import Report
-from mldebug_cli.schedule.batch_plan import BatchPlan, OptimizerStep, PlanRefused, PreparedPlan
+from mldebug_cli.schedule.batch_plan import BatchPlan, KeptRow, OptimizerStep, PlanRefused, PreparedPlan
 
 if TYPE_CHECKING:
     from mldebug_cli.frameworks.framework import Framework
@@ -53,20 +53,29 @@ def prepared_plan(build: Callable[..., Report], options: Any, found: Framework, 
                   progress: Callable[[int, int], None] | None) -> PreparedPlan:
     """The plan over the rows ``found`` prepares from the dataset: every row encoded first (its kept rows' lengths)."""
     from mldebug_cli.core.sections.pairs import data_section, data_summary
-    from mldebug_cli.sources.config_file import load_config
 
-    assert found.prepared_plan is not None
     encoded = build(replace(options, rows=None, show=0, sample=None, all_rows=True, sequence_lengths=True), progress)
     summary = data_summary(encoded.summary)
-    failed = getattr(summary, "rows_failed", 0)
+    kept = [(row, sizes[0], trained) for row, sizes, trained, *_ in
+            data_section(encoded.summary, encoded.details).sequence_lengths or []]
+    return plan_of_rows(found, config, world_size, kept, summary.rows, getattr(summary, "rows_failed", 0))
+
+
+def plan_of_rows(found: Framework, config: str, world_size: int, kept: Sequence[KeptRow], total: int,
+                 failed: int = 0) -> PreparedPlan:
+    """The plan over the rows ``found`` prepares from a dataset file of ``total`` rows, of which mldebug's encoding
+    keeps ``kept`` and could not encode ``failed``; an ``InputError`` says why it is not replayed."""
+    from mldebug_cli.sources.config_file import load_config
+
+    if found.prepared_plan is None:
+        raise InputError(f"{config}: {found.name} hands its trainer the file's rows as they are: no preparation to "
+                         "replay")
     if failed:
         raise InputError(f"{config}: {failed:,} rows of the dataset could not be encoded: {found.name} stops while "
                          "preparing it, and the batch plan needs every row",
                          hint="fix the rows inspect-data reports, then ask for the step again")
-    kept = [(row, sizes[0], trained) for row, sizes, trained, *_ in
-            data_section(encoded.summary, encoded.details).sequence_lengths or []]
     try:
-        return found.prepared_plan(load_config(config), world_size, kept, summary.rows)
+        return found.prepared_plan(load_config(config), world_size, kept, total)
     except PlanRefused as refused:
         raise InputError(f"{config}: the batch order is not replayed: {refused}",
                          hint="the batch plan replays the trainer's order where the config and the rows decide it") from None

@@ -23,6 +23,7 @@ from mldebug_cli.core.findings import (
     Location,
     Report,
 )
+from mldebug_cli.core.numbers import plural
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.rows import LengthHistogram, LengthPercentiles, RowsSection, RowsSummary, RowView
 from mldebug_cli.frameworks import versions
@@ -147,13 +148,17 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         report = preference.build_report(options, task, progress, source)
         return _with_overlap(report, options, source, RowReader(task=task))
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="DS")]
-    total = len(source)
-    indices = sample_indices(options, total)
+    file_rows = len(source)
     detection = _detection(source, options)
     loaded = load_tokenizer(options.tokenizer, options.chat_template, options.trust_remote_code)
     target = versions.resolve(None, {"transformers": options.transformers_version}, framework=options.framework)
     run_tokenizer, loaded = tokenizer_resolution.run_tokenizer(loaded, target.get("transformers"), options.framework)
     rows = row_profile(options.rows_framework, options, loaded, detection.row_format)
+    cap = rows.first_rows  # the loader reads only the file's first rows (LLaMA-Factory max_samples): only those train
+    total = file_rows if cap is None else min(file_rows, cap[0])
+    indices = sample_indices(options, total)
+    if indices is None and total < file_rows:
+        indices = list(range(total))
     train_on = rows.train_on(options.train_on, detection.row_format)
     loaded, training_template = rows.training_template(loaded, detection.row_format, train_on)
     first = next((r.data for r in first_records(source, 1) if r.error is None), None)
@@ -189,7 +194,7 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         if progress is not None:
             progress(stats.rows, checked_total)
     findings.extend(run_will_not_start(findings, rows, checks, source.display, checked_total))
-    findings.extend(nothing_left(stats, rows, checks, source.display, total))
+    findings.extend(nothing_left(stats, rows, checks, source.display, total, file_rows))
     overlap, overlap_line = overlap_findings(options, source, RowReader(detection), checks)
     findings.extend(overlap)
     return Report(
@@ -198,7 +203,8 @@ def build_report(options: InspectOptions, progress: Callable[[int, int], None] |
         not_kept=findings.not_kept(),
         checks_run=tuple(c.code for c in checks),
         targets=(source.display,),
-        context=_context(setup, rows, detection, loaded, train_on, options, checked_total, total, workers) | engine_line(options)
+        context=_context(setup, rows, detection, loaded, train_on, options, checked_total, total, workers)
+        | _capped_line(rows, checked_total, total, file_rows) | engine_line(options)
         | overlap_line | _versions_line(target),
         summary=stats.summary(total, findings.by_code),
         details=RowsSection(tuple(_with_pieces(view, loaded.tokenizer) for view in _shown(views, options)),
@@ -245,6 +251,10 @@ def _vision_task(source, options: InspectOptions) -> str | None:
         return None
     task = _preference_task(source, options) or "sft"
     vision = options.rows_framework.vision
+    if vision is not None and task in vision.refused:
+        raise InputError(f"{source.display}: the rows have images, and {options.framework}'s {task} run does not start "
+                         f"on them: {vision.refused[task]}", hint="train on image rows with a framework that takes "
+                         "them (mldebug emulates TRL's SFT, DPO and KTO collators), or drop the image columns")
     if vision is None or task not in vision.tasks:
         emulating = [f for f in frameworks() if f.vision and f.vision.tasks]
         what = " and ".join(f.vision.emulated for f in emulating if f.vision)
@@ -279,14 +289,23 @@ def run_will_not_start(findings: FindingKeeper, rows: RowProfile, checks: list, 
         "template that accepts them", Location(path=path)))]
 
 
-def nothing_left(stats: _Stats, rows: RowProfile, checks: list, path: str, total: int) -> list[Finding]:
-    """One dataset-level DS010 finding when the framework's reader drops every row of the dataset and its loader then
-    raises (LLaMA-Factory: no valid sample, or a dataset with none left that cannot be merged with the others)."""
+def nothing_left(stats: _Stats, rows: RowProfile, checks: list, path: str, total: int,
+                 file_rows: int | None = None) -> list[Finding]:
+    """One dataset-level DS010 finding when the framework's reader drops every row the loader reads (the dataset's,
+    or the first ``max_samples`` of them) and its loader then raises (LLaMA-Factory: no valid sample, or a dataset
+    with none left that cannot be merged with the others)."""
     check = next((c for c in checks if c.code == Code.INVALID_MESSAGES), None)
     if check is None or rows.no_rows_left_stops_run is None or not stats.rows or stats.rows != total:
         return []
     if stats.dropped != stats.rows:
         return []
+    cap = rows.first_rows
+    if cap is not None and file_rows is not None and total < file_rows:
+        return [check.finding(Hit(
+            f"the run will not start: {cap[1]} keeps the first {plural(total, 'row')} of the {file_rows:,} and every "
+            f"one is dropped, and {rows.no_rows_left_stops_run}",
+            f"fix those rows' turns (each needs a prompt and a reply), raise {cap[1].split()[0]}, or leave the dataset "
+            "out", Location(path=path)))]
     return [check.finding(Hit(f"the run will not start: every one of the {total:,} rows is dropped, and "
                               f"{rows.no_rows_left_stops_run}",
                               "fix the rows' turns (each needs a prompt and a reply), or leave the dataset out",
@@ -835,6 +854,15 @@ def _context(setup: Setup, rows: RowProfile, detection, loaded, train_on: str, o
         "workers": workers if workers > 1 else None,
         "tokenizer_built_as": _built_as(setup),
     }
+
+
+def _capped_line(rows: RowProfile, checked: int, total: int, file_rows: int) -> dict[str, ContextValue]:
+    """The rows-checked line where the loader reads only the file's first rows (LLaMA-Factory max_samples)."""
+    cap = rows.first_rows
+    if cap is None or total >= file_rows:
+        return {}
+    return {"rows_checked": f"{checked} of {total} ({cap[1]} keeps the first {total:,} of the {file_rows:,} rows; "
+                           "the rest never train)"}
 
 
 def _built_as(setup: Setup) -> str | None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, in_one_line
 from mldebug_cli.core.findings import CONTEXT_OPTIMIZER_STEPS, Report
 from mldebug_cli.core.sections.memory import (
     BatchView,
@@ -63,6 +63,20 @@ class Lengths:
     dataset: str | None = None
     not_read: str | None = None  # why the rows were not read (then every sequence is taken at max_length)
     images: dict[int, tuple[int, ...]] = field(default_factory=dict)  # row -> each image's tokens (image rows)
+    total: int = 0  # rows in the dataset file (0: not known)
+    failed: int = 0  # rows mldebug could not encode
+    sampled: bool = False  # a sample of the rows was read, not every row
+    order: PlannedOrder | None = None  # the framework's own preparation and sampler (None: the Trainer's over the rows)
+
+
+@dataclass(frozen=True)
+class PlannedOrder:
+    """The first epoch's micro-batches as a framework that prepares its rows before its sampler (axolotl) builds
+    them, each ``(optimizer step, file rows)``; ``batches`` None where that order is not replayed: the batches are then
+    taken in file order and no step is named. ``note``: the report's line."""
+
+    batches: tuple[tuple[int, tuple[int, ...]], ...] | None
+    note: str
 
 
 def build_report(options: MemoryOptions, progress: Callable[[str], None] | None = None,
@@ -80,7 +94,8 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
     if options.host_memory is not None:
         gib_flag("--host-memory", options.host_memory)
     gpu_memory(options.gpu, options.gpu_memory)  # a bad --gpu or --gpu-memory before any file is read
-    options = replace(options, framework=trainer_framework(load_config(options.config), options.framework))
+    found = trainer_framework(load_config(options.config), options.framework)
+    options = replace(options, framework=found)
     facts = read_trainer_facts(options.config, options.framework, options.world_size)
     shape = read_model_shape(model_config(options.model, facts.model, options.config, options.allow_outside_paths))
     from mldebug_cli.frameworks import versions
@@ -93,6 +108,8 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
             progress("reading the rows' token lengths")
         lengths = read_lengths(options) if read_lengths else Lengths(
             [], "every sequence at max_length (the rows were not read)", not_read="no reader of the rows was given")
+    if found.prepared_plan is not None and lengths.order is None:
+        lengths = replace(lengths, order=prepared_order(found, options.config, options.world_size, lengths))
     gpu = gpu_memory(options.gpu, options.gpu_memory)
     gpu_bytes = int(gpu[1] * GIB) if gpu else None
     review = memory_review(shape, setup, lengths, gpu, gpu_bytes, dict(facts.keys), options.host_memory)
@@ -107,6 +124,7 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
             "model": shape.describe(),
             "model_config": shape.source,
             "lengths": lengths.source,
+            **({"batch order": lengths.order.note} if lengths.order else {}),
             "assumed": assumptions(setup, f"transformers {target.version or 'newest checked'} ({target.source})"),
             "gpu": gpu[0] if gpu else "none given (--gpu NAME or --gpu-memory GIB); judged against the table below",
             CONTEXT_OPTIMIZER_STEPS: count_steps(options) if count_steps else None,
@@ -114,6 +132,26 @@ def build_report(options: MemoryOptions, progress: Callable[[str], None] | None 
         summary=_summary(review),
         details=memory_details(review),
     )
+
+
+def prepared_order(framework: Framework, config: str, world_size: int, lengths: Lengths) -> PlannedOrder:
+    """The first epoch's micro-batches (file rows) of a framework that prepares its rows before its sampler, replayed
+    over the rows read (``pipelines.batch_step.plan_of_rows``), or why not."""
+    from mldebug_cli.pipelines.batch_step import plan_of_rows
+
+    unknown = "the batches are taken in file order and no step is named"
+    if lengths.not_read is not None:
+        return PlannedOrder(None, f"{framework.name}'s order not replayed (the rows were not read): {unknown}")
+    if lengths.sampled:
+        return PlannedOrder(None, f"{framework.name} prepares every row before its sampler and a sample of the rows "
+                                  f"was read: its order is not replayed; {unknown}")
+    kept = [(row, sizes[0], trained) for row, sizes, trained in lengths.rows]
+    try:
+        prepared = plan_of_rows(framework, config, world_size, kept, lengths.total or len(kept), lengths.failed)
+    except InputError as refused:
+        return PlannedOrder(None, f"{in_one_line(refused.message, 300)}; {unknown}")
+    batches = tuple((step, tuple(prepared.file_rows(batch))) for step, batch in prepared.plan.epoch_micro_batches(0))
+    return PlannedOrder(batches, f"{prepared.preparation}; then {prepared.plan.settings.describe()}")
 
 
 def memory_review(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu, gpu_bytes: int | None,
@@ -161,7 +199,7 @@ def peak_over_data(shape: ModelShape, setup: MemorySetup, lengths: Lengths, gpu_
     if setup.task == "grpo" and rows:  # the prompts the data really has, within max_prompt_length
         longest = max(max(sizes) for _, sizes, _ in rows)
         setup = setup.changed(max_prompt_length=min(longest, setup.max_prompt_length or longest))
-    batches = _with_images(_batches(setup, rows), lengths.images)
+    batches = _with_images(_batches(setup, rows, lengths.order), lengths.images)
     seen: dict[tuple, Estimate] = {}
     for batch in batches:
         key = (batch.sequences, batch.length, batch.tokens, batch.label_tokens, batch.padded, batch.images)
@@ -201,7 +239,7 @@ def _cut(rows: list, max_length: int | None) -> list:
             for row, sizes, trained in rows]
 
 
-def _batches(setup: MemorySetup, rows: list) -> list[MicroBatch]:
+def _batches(setup: MemorySetup, rows: list, order: PlannedOrder | None = None) -> list[MicroBatch]:
     b = setup.micro_batch_size
     if setup.task == "grpo":
         prompt = max((max(sizes) for _, sizes, _ in rows), default=setup.max_prompt_length or 512)
@@ -216,7 +254,7 @@ def _batches(setup: MemorySetup, rows: list) -> list[MicroBatch]:
         n = setup.max_length or 1024
         sides = 2 if setup.task in PREFERENCE_TASKS else 1
         return [uniform_batch(b * sides, n)]
-    planned = first_epoch(setup, len(rows))
+    planned = first_epoch(setup, len(rows)) if order is None else _positions(order, rows)
     if max(len(sizes) for _, sizes, _ in rows) > 1 or setup.task in PREFERENCE_TASKS:
         return sequence_batches(rows, b, planned=planned, pad_to=setup.max_length if setup.pad_to_max_length else None)
     batches = micro_batches([sizes[0] for _, sizes, _ in rows], b, max_length=setup.max_length, packing=setup.packing,
@@ -238,6 +276,14 @@ def first_epoch(setup: MemorySetup, count: int) -> list[tuple[int, tuple[int, ..
     return plan.epoch_micro_batches(0) or None
 
 
+def _positions(order: PlannedOrder, rows: list) -> list[tuple[int, tuple[int, ...]]] | None:
+    """``order``'s micro-batches as positions in ``rows`` (None: not replayed, file order)."""
+    if order.batches is None:
+        return None
+    at = {row: i for i, (row, _, _) in enumerate(rows)}
+    return [(step, tuple(at[r] for r in batch if r in at)) for step, batch in order.batches] or None
+
+
 def lengths_of(report: Report) -> Lengths:
     """The sequence lengths an inspect-data report collected (InspectOptions.sequence_lengths)."""
     summary = data_summary(report.summary)
@@ -248,11 +294,12 @@ def lengths_of(report: Report) -> Lengths:
     checked = summary.rows_checked or (summary.pairs if isinstance(summary, PairsSummary) else 0) or len(rows)
     target = report.targets[0] if report.targets else None
     with_images = f" ({sum(len(v) for v in images.values()):,} images expanded by the processor)" if images else ""
+    failed = getattr(summary, "rows_failed", 0) or 0
     if checked and total and checked < total:
         return Lengths(rows, f"{len(rows):,} rows of a sample of {checked:,} of {total:,} in {target}{with_images}",
-                       target, images=images)
+                       target, images=images, total=total, failed=failed, sampled=True)
     return Lengths(rows, f"all {len(rows):,} rows of {target}, as mldebug encodes them for this config{with_images}",
-                   target, images=images)
+                   target, images=images, total=total, failed=failed)
 
 
 def model_config(model: str | None, named: str | None, config_path: str, allow_outside: bool = False) -> Path:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from mldebug_cli.core.errors import (
     SETTING_CHAT_TEMPLATE,
+    SETTING_DATASET_MERGE,
     SETTING_DATASET_SIZE,
     SETTING_END_OF_TURN_MASKING,
     SETTING_MAX_LENGTH,
@@ -503,6 +504,7 @@ def _load_tokenizer(config: ConfigFile, plan: TrainingPlan, tokenizer: str, from
 
 
 def _schedule_section(options, framework: Framework, size, progress, task: str | None = None) -> _Part:
+    from mldebug_cli.core import registry
     from mldebug_cli.pipelines import schedule
 
     if progress:
@@ -514,13 +516,30 @@ def _schedule_section(options, framework: Framework, size, progress, task: str |
             target_versions=options.target_versions, configured_versions=options.configured_versions, task=task,
         )
     except InputError as exc:  # lr-plot's hint names its own flags; preflight counts the config's datasets
+        if exc.setting == SETTING_DATASET_MERGE:  # the loader raises on the datasets together: DS070, not an error
+            return _Part(options.config, schedule.merge_refused(
+                options.config, framework, exc, options.select, options.ignore, options.target_versions,
+                options.configured_versions, task))
         if exc.setting != SETTING_DATASET_SIZE:
             raise
         raise InputError(f"{options.config}: {exc.message}: no dataset of the config was read, or none has rows "
                          "that train", "name local or cached datasets in the config, check them with "
                          "`mldebug inspect-data --config CONFIG`, or set max_steps",
                          exc.setting) from None
+    if size is not None and size.loaded and _merges(options, framework, task) and any(
+            r.code == Code.LOADER_REFUSES_DATASETS for r in registry.selected(options.select, options.ignore, "DS")):
+        report = replace(report, checks_run=(*report.checks_run, Code.LOADER_REFUSES_DATASETS))  # merged: none raised
     return _Part(options.config, report)
+
+
+def _merges(options: PreflightOptions, framework: Framework, task: str | None) -> bool:
+    """Whether the framework's loader merges and splits the datasets before dropping rows (DS070 applies)."""
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.frameworks.selector import read_spec
+    from mldebug_cli.sources.config_file import load_config
+
+    targets = versions.resolve(options.config, options.target_versions, options.configured_versions, framework.name)
+    return read_spec(load_config(options.config), framework, options.world_size, targets, task).merge is not None
 
 
 def _steps_of(options: PreflightOptions, framework: Framework, size, task: str | None) -> Callable[[Any], str]:
@@ -665,16 +684,23 @@ def memory_lengths(options) -> Lengths:
     """For ``memory.MemoryOptions``: every row's sequence lengths as mldebug's inspect-data encodes them for this
     config (its framework's tokenization, template, masking and truncation): the same ids preflight checks. Its
     ``framework``, when resolved (memory's build_report resolves it), reads the config."""
+    return encoded_lengths(options.config, options.framework if isinstance(options.framework, Framework) else None,
+                           options.sample, getattr(options, "allow_outside_paths", False))
+
+
+def encoded_lengths(config: str, framework: Framework | None = None, sample: int | None = None,
+                    allow_outside_paths: bool = False) -> Lengths:
+    """The sequence lengths of the config's (first) dataset's rows as mldebug's inspect-data encodes them for the
+    config (``sample``: that many rows, evenly spaced; None: every row), or why they were not read."""
     from mldebug_cli.pipelines.inspect import InspectOptions
     from mldebug_cli.pipelines.memory import Lengths, lengths_of
 
-    wanted = InspectOptions(dataset="", tokenizer="", sample=options.sample, all_rows=options.sample is None,
+    wanted = InspectOptions(dataset="", tokenizer="", sample=sample, all_rows=sample is None,
                             show=0, select=(Code.NO_TRAINABLE_TOKENS,), sequence_lengths=True)
     try:
-        configured = configured_inspect(options.config, None, wanted, frozenset({"select", "sample", "all_rows",
-                                                                                 "show", "sequence_lengths"}),
-                                        getattr(options, "allow_outside_paths", False),
-                                        options.framework if isinstance(options.framework, Framework) else None)
+        configured = configured_inspect(config, None, wanted, frozenset({"select", "sample", "all_rows",
+                                                                         "show", "sequence_lengths"}),
+                                        allow_outside_paths, framework)
         report = inspect_with_config(configured)
     except InputError as error:
         reason = error.message + (f" ({error.hint})" if error.hint else "")

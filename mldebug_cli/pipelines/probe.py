@@ -342,7 +342,7 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
     from mldebug_cli.probe import checkpoint as ckpt
     from mldebug_cli.probe import measure as m
     from mldebug_cli.probe.losses import loss_params
-    from mldebug_cli.probe.model import build
+    from mldebug_cli.probe.model import build, int8_dora_failure
     from mldebug_cli.probe.subject import ProbeSubject
     from mldebug_cli.probe.tokens import token_rows
 
@@ -359,9 +359,15 @@ def _measured(options: ProbeOptions, facts, specs, versions, sequences, rows, sa
     if facts.task == "grpo":  # one generation batch: its micro-batches make one optimizer step
         params = replace(params, accumulation=len(batches), items=int(sum(int((b.labels != -100).sum()) for b in batches)))
     needs_reference = facts.task in ("dpo", "kto") or any(s.name == "kl" for s in specs)
-    references = _references(options, facts, versions, built, batches, policy_dir) if needs_reference else None
-    say("measuring each loss term's gradient")
-    measured = m.measure(model, facts.task, specs, batches, references, params, device, dtype)
+    try:
+        references = _references(options, facts, versions, built, batches, policy_dir) if needs_reference else None
+        say("measuring each loss term's gradient")
+        measured = m.measure(model, facts.task, specs, batches, references, params, device, dtype)
+    except AttributeError as exc:  # bitsandbytes' CPU 8-bit matmul under DoRA: the run's own failure, said as such
+        refused = int8_dora_failure(exc, model, facts) if facts.quantization == "8bit" else None
+        if refused is None:
+            raise
+        raise refused from None
     notes: list[str] = []
     config = _config_lines(options.config)
     if measured.non_finite is not None:

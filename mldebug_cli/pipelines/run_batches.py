@@ -11,6 +11,7 @@ from mldebug_cli.core.errors import InputError
 from mldebug_cli.core.findings import Finding
 from mldebug_cli.core.registry import Code
 from mldebug_cli.core.sections.runlog import RowAt, StepRows
+from mldebug_cli.schedule.batch_plan import PreparedPlan
 
 if TYPE_CHECKING:
     from mldebug_cli.frameworks.framework import Framework
@@ -31,6 +32,7 @@ def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: 
     wanted = list(dict.fromkeys((f.code, s) for f in findings if f.code in BATCH_CODES for s in _steps(f, run)))
     if not wanted:
         return (), "no finding names a step to replay"
+    prepared = None
     try:
         config = load_config(config_path)
         owner = framework() if framework is not None else detected(config)
@@ -39,11 +41,19 @@ def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: 
             raise InputError(f"{config_path}: the config names no dataset")
         dataset = training.datasets[0]
         source = open_dataset(dataset.spec, dataset.split)
-        plan = batch_plan(read_trainer_facts(config_path, owner, world_size), len(source), config_path)
+        if owner.prepared_plan is not None:
+            prepared = _prepared(owner, config_path, world_size)
+            plan = prepared.plan
+        else:
+            plan = batch_plan(read_trainer_facts(config_path, owner, world_size), len(source), config_path)
     except InputError as exc:
         return (), f"rows not named: {exc.message}"
     steps = {s: plan.step(s) for _, s in wanted}
-    rows = sorted({r for step in steps.values() if step for r in step.rows})
+
+    def file_rows(batch: Sequence[int]) -> Sequence[int]:
+        return prepared.file_rows(batch) if prepared is not None else batch
+
+    rows = sorted({r for step in steps.values() if step for r in file_rows(step.rows)})
     lines = {record.index: record.line for record in source.records(rows, parse=False)} if rows else {}
     found = []
     for code, number in wanted:
@@ -52,8 +62,36 @@ def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: 
             continue
         found.append(StepRows(code, number, step.epoch, tuple(
             RowAt(row, lines.get(row), rank, index) for rank, batches in enumerate(step.micro_batches)
-            for index, batch in enumerate(batches) for row in batch)))
-    return tuple(found), f"{dataset.spec}: {plan.settings.describe()}; {plan.total_steps:,} optimizer steps"
+            for index, batch in enumerate(batches) for row in file_rows(batch))))
+    preparation = f"{prepared.preparation}; then " if prepared is not None else ""
+    return tuple(found), f"{dataset.spec}: {preparation}{plan.settings.describe()}; {plan.total_steps:,} optimizer steps"
+
+
+_PREPARED: dict[tuple[str, str, int], PreparedPlan] = {}
+
+
+def _prepared(owner: Framework, config_path: str, world_size: int) -> PreparedPlan:
+    """The plan of a framework that prepares its rows before its sampler (axolotl): every row of the config's dataset
+    encoded as mldebug's inspect-data does for the config, then that preparation and sampler replayed over them. Kept
+    per (framework, config, world size): ``--watch`` rebuilds the report each poll, and the rows do not change."""
+    key = (owner.name, config_path, world_size)
+    if key not in _PREPARED:
+        if len(_PREPARED) >= 4:
+            _PREPARED.pop(next(iter(_PREPARED)))
+        _PREPARED[key] = _encoded_plan(owner, config_path, world_size)
+    return _PREPARED[key]
+
+
+def _encoded_plan(owner: Framework, config_path: str, world_size: int) -> PreparedPlan:
+    from mldebug_cli.pipelines.batch_step import plan_of_rows
+    from mldebug_cli.pipelines.preflight import encoded_lengths
+
+    lengths = encoded_lengths(config_path, owner)
+    if lengths.not_read is not None:
+        raise InputError(f"{owner.name} prepares every row before its sampler, and the rows were not read: "
+                         f"{lengths.not_read}")
+    kept = [(row, sizes[0], trained) for row, sizes, trained in lengths.rows]
+    return plan_of_rows(owner, config_path, world_size, kept, lengths.total or len(kept), lengths.failed)
 
 
 def _steps(finding: Finding, run) -> list[int]:

@@ -153,6 +153,24 @@ def _config_codes(select: Iterable[str], ignore: Iterable[str]) -> tuple[str, ..
     return tuple(ref.code for ref in registry.selected(select, ignore, family="CF"))
 
 
+def merge_refused(config: str, framework: Framework, error: InputError, select: Iterable[str] = (),
+                  ignore: Iterable[str] = (), target_versions: Mapping[str, str | None] | None = None,
+                  configured_versions: Mapping[str, str] | None = None, task: str | None = None) -> Report:
+    """The schedule part when the framework's loader raises while it merges or splits the config's datasets
+    (schedule.merging): not simulated, with DS070 saying the run will not start, and the config findings."""
+    from mldebug_cli.checks.data.loader_refuses_datasets import MergeRefusal
+    from mldebug_cli.core import registry
+    from mldebug_cli.frameworks import versions
+    from mldebug_cli.sources.config_file import load_config
+
+    targets = versions.resolve(config, target_versions, configured_versions, framework.name)
+    found = config_findings(load_config(config), framework, targets, select, ignore, task=task)
+    refusal = MergeRefusal(error.message, error.hint, config)
+    found += tuple(f for ref in registry.selected(select, ignore, family="DS") if ref.code == registry.Code.LOADER_REFUSES_DATASETS
+                   for f in registry.load(ref).findings(refusal, None))
+    return _unsimulated(config, framework, targets, found, error)
+
+
 def _unsimulated(config: str, framework: Framework, targets, findings: tuple[Finding, ...], error: InputError) -> Report:
     """The config findings alone, when the config cannot be simulated (e.g. learning_rate misspelt)."""
     return Report(

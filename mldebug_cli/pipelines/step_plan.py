@@ -47,6 +47,7 @@ def size_from_reports(reports: Iterable[Report]) -> DatasetSize | None:
     rows the framework drops for length, and the token length of every row (for packing); scaled up from a
     sample."""
     per_dataset: list[int] = []
+    loaded: list[int] = []  # rows each loader reads: the file, or its first max_samples rows (inspect checks those)
     kept_rows: list[tuple[int, ...]] = []
     tokens, exact = 0.0, True
     lengths: Counter[int] = Counter()
@@ -58,13 +59,14 @@ def size_from_reports(reports: Iterable[Report]) -> DatasetSize | None:
         exact = exact and checked == rows
         trained = rows * summary.sequences_per_row  # KTO unpairs each chosen/rejected row into two
         per_dataset.append(trained - round(summary.rows_dropped * scale))
+        loaded.append(trained)
         tokens += summary.tokens_kept * scale
         lengths.update(scaled_counts(summary.lengths_kept, scale, per_dataset[-1] if trained == rows else None))
         untrained.update(scaled_counts(summary.lengths_untrained, scale))
         sequences = report.details.get("sequence_lengths") if checked == rows and trained == rows else None
         if sequences is not None:
             kept_rows.append(tuple(int(entry[0]) for entry in sequences))  # (row, lengths, trained[, images])
-    if not sum(per_dataset):
+    if not sum(per_dataset) and not sum(loaded):
         return None
     basis = f"{round(tokens)} tokens of the rows that train, " + (
         "counted" if exact else "scaled up from the rows checked")
@@ -72,7 +74,8 @@ def size_from_reports(reports: Iterable[Report]) -> DatasetSize | None:
                        token_range=(round(tokens), round(tokens)), tokens_exact=exact, per_dataset=tuple(per_dataset),
                        token_basis=basis, lengths=tuple(sorted((+lengths).items())),
                        untrained_lengths=tuple(sorted((+untrained).items())),
-                       kept_rows=tuple(kept_rows) if len(kept_rows) == len(per_dataset) else ())
+                       kept_rows=tuple(kept_rows) if len(kept_rows) == len(per_dataset) else (),
+                       loaded=tuple(loaded))
 
 
 def scaled_counts(counts, scale: float, total: int | None = None) -> dict[int, int]:

@@ -8,12 +8,12 @@ special-token text parsed), with the runtime's BOS/EOS mapped to the train token
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from mldebug_cli.core import registry
-from mldebug_cli.core.errors import InputError
+from mldebug_cli.core.errors import InputError, UsageError
 from mldebug_cli.core.findings import CONTEXT_VERSIONS, ContextValue, Finding, Report
 from mldebug_cli.core.sections.probes import ProbesSection, ProbesSummary
 from mldebug_cli.engines.registry import deploy_side, engine, train_side
@@ -59,6 +59,7 @@ class CheckTemplateOptions:
     ignore: tuple[str, ...] = ()
     now: datetime = FIXED_NOW
     trust_remote_code: bool = False
+    interleave_mm_strings: bool = False  # the deploy engine serves with vLLM's --interleave-mm-strings
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ def build_report(options: CheckTemplateOptions) -> Report:
     checks = [registry.load(ref) for ref in registry.selected(options.select, options.ignore, family="CT")]
     train = train_side(options.train, options.train_tokenizer, options.trust_remote_code)
     deploy = deploy_side(options.deploy, options.deploy_engine, train, options.trust_remote_code)
+    if options.interleave_mm_strings:
+        deploy = _interleaving(deploy)
     assert train.loaded is not None  # the train side is always a tokenizer
     tok = train.loaded.tokenizer
     end_of_turn = _end_of_turn(train)
@@ -136,6 +139,15 @@ def build_report(options: CheckTemplateOptions) -> Report:
         summary=_summary(results, findings),
         details=ProbesSection((*(r.view() for r in results), *(r.view() for r in comparison.image_results))).as_details(),
     )
+
+
+def _interleaving(deploy: Side) -> Side:
+    """The deploy side served with --interleave-mm-strings (an engine that has no such mode: a usage error)."""
+    if not engine(deploy.engine).interleaves_images:
+        raise UsageError(f"--interleave-mm-strings is a vLLM server flag: {deploy.engine} has no such mode",
+                         hint="drop --interleave-mm-strings, or use --deploy-engine vllm")
+    return replace(deploy, interleave_images=True, notes=(*deploy.notes, "served with --interleave-mm-strings: on a "
+                   "string-content template each image's marker goes where its part is"))
 
 
 def _image_results(train: Side, deploy: Side, given: Probe | None, now: datetime) -> tuple[ImageProbeResult, ...]:

@@ -106,11 +106,13 @@ def _forward(model: Any, batch: Batch) -> Sequences:
 
 def reference_logps(model: Any, batches: list[Batch], peft: bool, device: str, dtype: str) -> list[Any]:
     """The reference's per-token log-probs of the labels (0 elsewhere): the adapter disabled (PEFT), else the
-    weights as loaded."""
+    weights as loaded. The policy with its adapter disabled stays in training mode, as TRL 1.16's trainers run it
+    (``compute_ref_log_probs``: no ``eval()``): bitsandbytes' 8-bit layers multiply otherwise in eval mode
+    (``MatmulLtState.is_training``: int8 activations instead of the dequantised weight on the CPU)."""
     import torch
 
     out = []
-    model.eval()
+    model.train(peft)  # from_pretrained hands the model over in eval mode; the trainer trains it
     with torch.no_grad(), autocast(device, dtype):
         for batch in batches:
             with model.disable_adapter() if peft else nullcontext():

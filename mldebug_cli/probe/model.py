@@ -152,6 +152,39 @@ def quantization_config(facts: Any) -> Any | None:
                               bnb_4bit_use_double_quant=bool(facts.double_quant))
 
 
+def int8_dora_failure(exc: BaseException, model: Any, facts: Any) -> InputError | None:
+    """The refusal for a failure of bitsandbytes' CPU 8-bit matmul on a DoRA layer, which a CPU run of the trainer
+    meets as well (None: ``exc`` is another failure). peft's DoRA dequantises the 8-bit weight on each forward and,
+    on the CPU only, puts it back with ``module.weight = module.weight.to(device)`` (peft/utils/integrations.py
+    ``dequantize_module_weight``); bitsandbytes' ``Int8Params.to`` then keeps the int8 matrix as ``CB`` but not its
+    scales (``SCB``: the layer moved them to its state on its first forward), so the layer's next forward takes
+    ``SCB`` None into ``MatMul8bitFp`` (bitsandbytes 0.50.2): the backward's recompute under gradient checkpointing,
+    or the next step's forward. TRL 1.16's trainers on the CPU stop there too (tools/probe_goldens.py draw q8, with
+    checkpointing on as ``Trainer.train()`` turns it on). On a GPU peft does not move the weight back."""
+    import importlib.metadata as md
+    import traceback
+
+    if not isinstance(exc, AttributeError) or "unsqueeze" not in str(exc):
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames or "bitsandbytes" not in frames[-1].filename or "SCB" not in (frames[-1].line or ""):
+        return None
+    dora_8bit = [name for name, module in model.named_modules()
+                 if type(module).__name__ == "Linear8bitLt" and any(getattr(module, "use_dora", {}).values())]
+    if not dora_8bit:
+        return None
+    versions = {p: md.version(p) for p in ("peft", "bitsandbytes")}
+    second = ("gradient checkpointing's recompute in the backward" if facts.gradient_checkpointing
+              else "the layer's second forward")
+    return InputError(
+        f"load_in_8bit with DoRA: the run fails on the CPU at {second}: peft {versions['peft']}'s DoRA puts the "
+        f"dequantised 8-bit weight back with .to(), which drops bitsandbytes {versions['bitsandbytes']}'s int8 "
+        f"scales (SCB is None in MatMul8bitFp, {dora_8bit[0].removeprefix('base_model.model.')} first); TRL's "
+        "trainer stops the same way on the CPU",
+        hint="on a GPU peft does not move the weight back (not measured here); probe with use_dora: false or "
+             "without load_in_8bit to see the gradients")
+
+
 def _prepare_kbit(model: Any, facts: Any) -> None:
     """The experimental ORPOTrainer (TRL 1.16) runs peft's ``prepare_model_for_kbit_training`` on a quantized model
     before it wraps it: every other weight frozen and cast to fp32, input gradients on under checkpointing."""

@@ -92,8 +92,15 @@ def training_rows(spec: RunSpec, size: DatasetSize | None) -> tuple[int | None, 
     """Rows the training dataloader iterates (packed sequences when packing is on)."""
     if size is None:
         return None, None
-    rows = rows_after_max_samples(size, spec.max_samples)
-    kept = rows - held_out_rows(rows, spec.validation_split)
+    if not size.rows and size.loaded and spec.merge is None:  # rows were read and none trains: no count
+        return None, None
+    if spec.merge is not None and size.loaded and len(size.loaded) == len(size.per_dataset or (size.rows,)):
+        from mldebug_cli.schedule.merging import merged_rows
+
+        kept = merged_rows(spec.merge, size).train  # merged and split before the drops, as the loader does
+    else:
+        rows = rows_after_max_samples(size, spec.max_samples)
+        kept = rows - held_out_rows(rows, spec.validation_split)
     if not spec.packing.enabled:
         return kept, None
     packed = packed_rows(size, spec.packing.sequence_len)

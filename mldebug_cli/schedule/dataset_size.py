@@ -31,6 +31,9 @@ class DatasetSize:
     # per dataset, the row indices that train, when every row was read: a cap on a file's first rows (LLaMA-Factory's
     # max_samples, applied before its converter drops rows) counts the kept rows among them
     kept_rows: tuple[tuple[int, ...], ...] = ()
+    # per dataset, the rows its loader reads (after a max_samples cap, before its reader drops any): what a loader
+    # that merges and splits before dropping rows (LLaMA-Factory) merges and splits
+    loaded: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,18 @@ class IgnoredKey:
 
 
 @dataclass(frozen=True)
+class DatasetMerge:
+    """How a loader merges a config's datasets and splits off its eval rows before its processor drops rows
+    (LLaMA-Factory's ``merge_dataset`` and ``split_dataset``): ``schedule.merging`` replays it on the rows measured."""
+
+    strategy: str = "concat"  # concat, interleave_under, interleave_over, interleave_once
+    probabilities: tuple[float, ...] | None = None  # interleave_probs
+    seed: int = 42  # the training seed both draws use
+    val_size: float | int = 0.0  # a share (float) or a row count (int) split off the merged rows by train_test_split
+    refused: str | None = None  # why the loader raises when it merges several datasets this way (None: it merges)
+
+
+@dataclass(frozen=True)
 class Packing:
     enabled: bool = False
     key: str | None = None
@@ -132,6 +144,7 @@ class RunSpec:
     packing: Packing = field(default_factory=Packing)
     validation_split: float | None = None  # held-out share or row count taken from the training rows
     max_samples: int | None = None
+    merge: DatasetMerge | None = None  # the loader merges and splits before dropping rows (LLaMA-Factory)
     deepspeed: Any = None
     generation: GenerationBatching | None = None  # GRPO: the dataloader yields repeated generation batches
     transformers_version: str | None = None

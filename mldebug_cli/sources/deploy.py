@@ -46,6 +46,7 @@ class Side:
     syntax: str = "jinja"  # the template language the engine renders: jinja or go
     renders_without_generation_prompt: bool = True  # False: the engine's chat route always ends the prompt for a reply
     processor_class: str | None = None  # a model folder's processor (image conversations); None: a text model
+    interleave_images: bool = False  # the engine puts each image's marker where its part is (vLLM --interleave-mm-strings)
 
     @functools.cached_property
     def _gguf_ids(self) -> dict[str, int]:

@@ -85,6 +85,7 @@ def _expand(value: Any, tmp: Path) -> Any:
 
 
 def _write(path: Path, content: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)  # files under a folder (LLaMA-Factory's data/dataset_info.json)
     if isinstance(content, str):
         path.write_text(content)
     elif path.suffix == ".jsonl":

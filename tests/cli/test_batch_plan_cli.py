@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from mldebug_cli.cli import app
@@ -270,3 +272,74 @@ def test_every_step_of_an_axolotl_config_is_its_sampler_over_axolotls_own_prepar
         listed = json.loads(result.stdout)["context"][f"step {step} (epoch {planned.epoch + 1})"]
         assert listed == "; ".join(f"micro-batch {i + 1}: " + ", ".join(str(rows[p]) for p in batch)
                                    for i, batch in enumerate(planned.micro_batches[0])), f"step {step}"
+
+
+def axolotl_spike_state(tmp_path, spike: int, steps: int) -> str:
+    """A trainer_state.json whose loss spikes at ``spike`` of ``steps`` optimizer steps (logged every step)."""
+    logs = [{"step": s, "epoch": s / steps, "loss": 9.0 if s == spike else 2.0 - 0.01 * s, "grad_norm": 1.0,
+             "learning_rate": 1e-4} for s in range(1, steps + 1)]
+    state = tmp_path / "trainer_state.json"
+    state.write_text(json.dumps({"log_history": logs, "global_step": steps, "max_steps": steps, "logging_steps": 1}))
+    return str(state)
+
+
+def axolotl_expected_epoch(seed: int, val_set_size: float, micro_batch_size: int) -> list[list[int]]:
+    """The first epoch's micro-batches (file rows) of the preflight axolotl config's 24 rows, all within
+    sequence_len 1024, computed here from the two shuffles themselves: datasets' ``Dataset.shuffle(seed)`` (numpy's
+    ``default_rng(seed).permutation``), the ``val_set_size`` rows split off the end, then the Trainer's seeded
+    sampler (``shuffled_order``, held to torch's ``randperm`` by the batch-plan goldens)."""
+    import math
+
+    import numpy as np
+
+    from mldebug_cli.schedule.batch_plan import shuffled_order
+
+    prepared = np.random.default_rng(seed).permutation(24).tolist()
+    held = int(val_set_size) if val_set_size >= 1 else math.ceil(val_set_size * 24)
+    train = prepared[:24 - held]
+    order = [train[i] for i in shuffled_order(len(train), seed)]
+    return [order[i:i + micro_batch_size] for i in range(0, len(order), micro_batch_size)]
+
+
+@pytest.mark.slow
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**31 - 1), micro=st.integers(1, 2), accumulation=st.integers(1, 2),
+       val_set_size=st.sampled_from([0.0, 0.25, 3]), spike_at=st.integers(0, 99))
+def test_check_run_and_memory_name_an_axolotl_configs_rows_as_its_preparation_and_sampler_order_them(
+        tmp_path_factory, seed, micro, accumulation, val_set_size, spike_at):
+    """Generated axolotl configs over the preflight example's 24 rows: ``check-run --config`` names the rows behind a
+    loss spike, and ``memory`` its peak batch, from axolotl's merged-row shuffle then its trainer's sampler (before,
+    both took the Trainer's sampler over the file's rows)."""
+    tmp_path = tmp_path_factory.mktemp("axolotl")
+    epoch = axolotl_expected_epoch(seed, val_set_size, micro)
+    per_step = [epoch[i:i + accumulation] for i in range(0, len(epoch), accumulation)]
+    spike = 5 + spike_at % (len(per_step) - 5)  # RN003 needs steps before the spike and one after it
+    config = axolotl_config(tmp_path, seed=seed, micro_batch_size=micro, gradient_accumulation_steps=accumulation,
+                            val_set_size=val_set_size, sequence_len=1024, num_epochs=1)
+    result = run("check-run", axolotl_spike_state(tmp_path, spike, len(per_step)), "--config", config, "-f", "json",
+                 "--exit-zero")
+    doc = json.loads(result.stdout)
+    assert "axolotl's preparation: rows shuffled (seed " in doc["context"]["batch_plan"], doc["context"]
+    (behind,) = [b for b in doc["batches"] if b["code"] == "RN003" and b["step"] == spike]
+    assert [r["row"] for r in behind["rows"]] == [row for batch in per_step[spike - 1] for row in batch]
+    assert all(r["line"] == r["row"] + 1 for r in behind["rows"])
+    result = run("memory", config, "--model", FIXTURES / "memory-models" / "qwen2.5-0.5b", "-f", "json",
+                 "--exit-zero", "--allow-outside-paths")
+    doc = json.loads(result.stdout)
+    peak = doc["batch"]
+    assert peak["rows"] in epoch and peak["step"] == epoch.index(peak["rows"]) // accumulation + 1
+    assert "axolotl's preparation" in doc["context"]["batch order"]
+
+
+@pytest.mark.slow
+def test_check_run_and_memory_say_why_an_axolotl_config_without_seed_names_no_rows_or_step(tmp_path):
+    """The bundled example sets no seed: axolotl shuffles its merged rows with numpy's unseeded generator."""
+    config = axolotl_config(tmp_path)
+    result = run("check-run", axolotl_spike_state(tmp_path, 3, 6), "--config", config, "-f", "json", "--exit-zero")
+    doc = json.loads(result.stdout)
+    assert "batches" not in doc and "the config sets no seed" in doc["context"]["batch_plan"]
+    result = run("memory", config, "--model", FIXTURES / "memory-models" / "qwen2.5-0.5b", "-f", "json",
+                 "--exit-zero", "--allow-outside-paths")
+    doc = json.loads(result.stdout)
+    assert doc["batch"]["step"] is None and "the config sets no seed" in doc["context"]["batch order"]
+    assert "no step is named" in doc["context"]["batch order"]

@@ -131,7 +131,9 @@ def test_the_goldens_record_the_versions_that_made_them():
     assert versions["trl"] == "1.16.0" and {"torch", "transformers", "peft", "datasets", "accelerate"} <= set(versions)
 
 
-# (draw, id) -> (why probe and the trainer differ, strict): none. v2 84 (ORPO, Gemma 2, bf16) and v2 94 (KTO
+# (draw, id) -> (why probe and the trainer differ, strict): none. q8 10 (8-bit DPO LoRA: one lora_B norm 2.5e-4 off)
+# was found in session 14: probe took the reference (the adapter disabled) in eval mode, where bitsandbytes' 8-bit
+# layers multiply int8 activations; TRL takes it in training mode. v2 84 (ORPO, Gemma 2, bf16) and v2 94 (KTO
 # apo_zero_unpaired, Mistral, bf16) were held here until session 13 found the cause: probe summed other operations
 # than the trainer's (ORPO: one log_softmax for both terms; KTO: the KL rows in the rows' batch), and in bf16 another
 # order of the same fp32 sums rounds differently when autocast casts the gradient back (docs/probe-truth.md)
@@ -176,6 +178,40 @@ def test_the_qlora_goldens_are_their_draw_and_record_bitsandbytes():
 @pytest.mark.replay(keep=1)
 @pytest.mark.skipif(not HAS_BITSANDBYTES, reason="bitsandbytes is not installed: probe cannot load a 4-bit model "
                     "(and says so); the QLoRA goldens replay where it is (e.g. a venv with bitsandbytes 0.50.2)")
-@pytest.mark.parametrize("record", QLORA["cases"], ids=lambda r: f"{r['draw']}-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
+@pytest.mark.parametrize("record", [pytest.param(r, marks=[pytest.mark.xfail(reason=KNOWN_DISAGREEMENTS[goldens._key(r)][0],
+                                                                       strict=True)]
+                                                 if goldens._key(r) in KNOWN_DISAGREEMENTS else [])
+                                    for r in QLORA["cases"]],
+                         ids=lambda r: f"{r['draw']}-{r['id']}-{r['task']}-{r['adapter']}-{r['arch']}")
 def test_probe_agrees_with_the_trainer_on_qlora(record, tiny_models, tmp_path):
     assert goldens.replay_one(record, tmp_path, tiny_models[record["arch"]]) == []
+
+
+# the trainer's own error on them: bitsandbytes' MatMul8bitFp reads state.SCB, which is None. GRPO's (q8 33) stops in
+# the trainer's generation, before any rollout: probe, which scores given rollouts, has none to take (it refuses for
+# want of --rewards, another reason), so it is not held to the same words here
+EIGHT_BIT_DORA_REFUSED = [r for r in QLORA["cases"] if r["draw"] == "q8" and r["adapter"] == "dora" and r["task"] != "grpo"
+                          and "'NoneType' object has no attribute 'unsqueeze'" in r.get("refused", "")]
+
+
+def test_an_8bit_dora_config_the_trainer_fails_on_is_stored_as_refused():
+    # TRL 1.16's SFTTrainer on the CPU, checkpointing on as train() turns it on: bitsandbytes' 8-bit matmul stops
+    assert any(r["id"] == 0 and r["adapter"] == "dora" for r in EIGHT_BIT_DORA_REFUSED)
+
+
+@pytest.mark.skipif(not HAS_BITSANDBYTES, reason="bitsandbytes is not installed: probe cannot load an 8-bit model "
+                    "(and says so); this replays where it is (e.g. a venv with bitsandbytes 0.50.2)")
+@pytest.mark.parametrize("record", EIGHT_BIT_DORA_REFUSED, ids=lambda r: f"q8-{r['id']}-{r['task']}-{r['arch']}")
+def test_probe_says_in_one_line_why_an_8bit_dora_run_fails_on_the_cpu(record, tiny_models, tmp_path):
+    from mldebug_cli.core.errors import InputError
+    from mldebug_cli.pipelines.probe import ProbeOptions, build_report
+
+    model = tiny_models[record["arch"]]
+    config = goldens.write_case(tmp_path, record, model)
+    with pytest.raises(InputError) as raised:
+        build_report(ProbeOptions(config=str(config), model=str(model), allow_outside_paths=True))
+    message = raised.value.message
+    assert message.startswith("load_in_8bit with DoRA: the run fails on the CPU") and "\n" not in message
+    import importlib.metadata as md
+
+    assert f"bitsandbytes {md.version('bitsandbytes')}'s int8 scales" in message and "Traceback" not in message

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -78,14 +79,15 @@ def test_the_content_format_is_vllms_on_every_template(where):
     assert seen > (10 if where == "fixtures" else 60) and not wrong, wrong
 
 
-def disagreement(case: dict[str, Any]) -> str | None:
+def disagreement(case: dict[str, Any], interleave: bool = False) -> str | None:
     from mldebug_cli.engines.hf import render
 
-    deploy = side(case["template"])
+    deploy = replace(side(case["template"]), interleave_images=interleave)
     try:
         conversation = image_messages(deploy, json.loads(json.dumps(case["messages"])))
     except EngineRenderError as exc:
-        return None if "error" in case and case["placeholder"] in str(exc) else f"mldebug refuses it: {exc}"
+        refused = "error" in case and str(exc).split("'")[1:2] == case["error"].split("'")[1:2]  # the same marker
+        return None if refused else f"mldebug refuses it: {exc}"
     if "error" in case:
         return f"vLLM refuses it ({case['error']}); mldebug hands the template {conversation}"
     if conversation != case["conversation"]:
@@ -113,3 +115,48 @@ def test_the_goldens_hold_both_formats_and_vllms_refusal():
     found = document("chat-goldens.json.gz")["cases"]
     assert {c["format"] for c in found} == {"string", "openai"}
     assert any("error" in c and "placeholders in input prompt" in c["error"] for c in found)
+
+
+INTERLEAVED = "chat-goldens-interleave.json.gz"  # tools/vllm_mm_interleave_goldens.py: --interleave-mm-strings
+
+
+@pytest.mark.parametrize("index", [0])  # one in the fast tier; all of them in the slow one
+def test_a_golden_interleaved_conversation_replays(index):
+    assert disagreement(document(INTERLEAVED)["cases"][index], interleave=True) is None
+
+
+@pytest.mark.slow
+def test_every_golden_interleaved_conversation_replays():
+    found = document(INTERLEAVED)["cases"]
+    wrong = [(i, d) for i, c in enumerate(found) if (d := disagreement(c, interleave=True))]
+    assert len(found) == 3000 and not wrong, wrong[:3]
+
+
+def test_the_interleaved_goldens_place_markers_inside_the_text_and_hold_vllms_refusals():
+    found = document(INTERLEAVED)["cases"]
+    assert document(INTERLEAVED)["function"].startswith("parse_chat_message_content(interleave_strings=True)")
+    inside = [c for c in found if c["format"] == "string" and "conversation" in c
+              and any(isinstance(m["content"], str) and c["placeholder"] in m["content"]
+                      and not m["content"].startswith(c["placeholder"]) for m in c["conversation"])]
+    assert inside  # a marker placed after text: what interleaving changes
+    assert any("'<##IMAGE##>' placeholders" in c.get("error", "") for c in found)  # a typed sentinel past the images
+
+
+def test_interleaving_puts_each_marker_where_its_image_part_is():
+    deploy = replace(side("qwen2-vl/tokenizer"), interleave_images=True)
+    image = "<|vision_start|><|image_pad|><|vision_end|>"
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Left:"}, {"type": "image"},
+                                             {"type": "text", "text": "Right:"}, {"type": "image"}]}]
+    assert deploy.template is not None and content_format(deploy.template) == "string"
+    assert image_messages(deploy, messages)[0]["content"] == f"Left:\n{image}\nRight:\n{image}"
+    assert image_messages(replace(deploy, interleave_images=False), messages)[0]["content"] == \
+        f"{image}\n{image}\nLeft:\nRight:"
+
+
+def test_interleave_mm_strings_on_an_engine_without_it_is_a_usage_error():
+    from mldebug_cli.core.errors import UsageError
+    from mldebug_cli.pipelines.template_check import CheckTemplateOptions, build_report
+
+    folder = str(FIXTURES / "processors" / "qwen2-vl")
+    with pytest.raises(UsageError, match="--interleave-mm-strings is a vLLM server flag: transformers has no such mode"):
+        build_report(CheckTemplateOptions(train=folder, deploy=folder, deploy_engine="transformers", interleave_mm_strings=True))

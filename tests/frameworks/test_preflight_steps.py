@@ -50,7 +50,9 @@ def test_llama_factory_max_samples_caps_each_of_our_datasets_on_its_own(tmp_path
     text = config.read_text().replace("max_samples: 1000", "max_samples: 25")
     config.write_text(text.replace("../../tokenizers/qwen2.5-instruct", str(QWEN25)))
     schedule = schedule_of(preflight(config))
-    assert "20 + 30" in schedule["context"]["dataset"]  # shop_identity and shop_tools, measured
+    # shop_identity and shop_tools, measured: of shop_tools' 30 rows only the first 25 are read, as LLaMA-Factory's
+    # _load_single_dataset reads them (the rest never train)
+    assert "20 + 25" in schedule["context"]["dataset"]
     assert schedule["train_rows"] == 20 + 25  # not 25: the cap applies to each dataset
     assert schedule["total_optimizer_steps"] == 3 * 6  # ceil(45 / 8) steps per epoch, 3 epochs
 

@@ -101,8 +101,8 @@ def replay_llama_factory(c: dict[str, Any], tmp_path: Path) -> None:
 
 AXOLOTL_PREPARE_GOLDENS = FIXTURES / "batch-plan" / "axolotl-0.19.0-prepare.jsonl"
 AXOLOTL_PREPARE_TOOL = "tools/axolotl_prepare_goldens.py"
-AXOLOTL_PREPARE_COMMAND = ("nice -n 15 /work/venvs/axolotl-sampler/bin/python tools/axolotl_prepare_goldens.py "
-                           "--configs 200 --first 102")
+AXOLOTL_PREPARE_COMMAND = ("nice -n 10 /work/venvs/axolotl-sampler/bin/python tools/axolotl_prepare_goldens.py "
+                           "--configs 200")
 
 
 def prepare_case_id(c: dict[str, Any]) -> str:

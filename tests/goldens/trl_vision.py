@@ -1,6 +1,7 @@
 """TRL 1.16's vision collators' goldens: the SFT path (tools/vl_goldens.py: DataCollatorForVisionLanguageModeling with
 the real processor: Qwen2VLProcessor; Qwen2_5_VLProcessor with max_pixels 200,704; LlavaProcessor; Gemma3Processor;
-Idefics3Processor) and the DPO path (tools/vl_dpo_goldens.py: DataCollatorForVisionPreference with Qwen2VLProcessor),
+Idefics3Processor), the DPO path (tools/vl_dpo_goldens.py: DataCollatorForVisionPreference with Qwen2VLProcessor) and
+the KTO path (tools/vl_kto_goldens.py: DataCollatorForVisionUnpairedPreference with Qwen2VLProcessor),
 on hypothesis-generated rows (fixtures/trl-1.16.0-vision/). Where TRL raises, mldebug must refuse the row with the
 check that names the same failure; where a DPO cut leaves fewer image tokens than the grid implies (the model's
 forward raises), mldebug must report DS033."""
@@ -14,6 +15,7 @@ from goldens.suite import GoldenSuite
 from goldens.vision import TRL_REFUSALS, VisionSuite, ids_differ, image_bytes, processor, refusal_code
 from mldebug_cli.frameworks.trl.vision import VisionRow, encode_row
 from mldebug_cli.frameworks.trl.vision_preference import encode_pair
+from mldebug_cli.frameworks.trl.vision_unpaired import encode_unpaired
 from mldebug_cli.render.labels import IGNORE_INDEX
 from mldebug_cli.sources.images import ImageReader
 from support import FIXTURES
@@ -107,10 +109,62 @@ DPO = VisionSuite(
     disagreement=dpo_disagreement,
 )
 
+def kto_row(case: dict[str, Any], folder: str) -> VisionRow:
+    images = [{"bytes": image_bytes(s)} for s in case["images"]]
+    raw = dict(case["row"])
+    if case["column"] == "image":
+        raw["image"] = images[0]
+    else:
+        raw["images"] = images
+    return encode_unpaired(0, None, raw, processor(folder), ImageReader(Path(".")), case["max_length"])
+
+
+def kto_disagreement(case: dict[str, Any], folder: str) -> str | None:
+    row = kto_row(case, folder)
+    got = row.refused.code if row.refused is not None else "DS032" if row.image_problems else None
+    if "error" in case:
+        want = KTO.wanted(case["error"])
+        if got != want:
+            return f"TRL raises {case['error']!r} (expected {want}); mldebug: {got or 'trains the row'}"
+        return None
+    if got is not None:
+        return f"TRL collates the row; mldebug refuses it ({got}: {row.refused.message if row.refused else ''})"
+    differ = ids_differ(row.input_ids, case["input_ids"], "TRL")
+    if differ:
+        return differ
+    if [int(label != IGNORE_INDEX) for label in row.labels] != case["completion_mask"]:
+        return "trained tokens differ from TRL's completion_mask"
+    if not case["kl_is_row"]:  # one row a batch: its KL sequence is its own prompt + completion
+        return "TRL's KL sequence differs from the row's"
+    kept = sum(1 for t in row.input_ids if t == processor(folder).image_token_id)
+    if (kept != case["image_tokens"]) != bool(row.cut_images) and refusal_code(row) != "DS031":
+        return f"{kept} of {case['image_tokens']} image tokens kept, mldebug cut images {row.cut_images}"
+    return None
+
+
+KTO = VisionSuite(
+    GOLDENS, "kto-goldens-*.json.gz",
+    fast=4,  # the processor's load is shared with the SFT suite (cached)
+    refusals={
+        **TRL_REFUSALS,
+        "Invalid role in message": "DS011",
+        "Invalid role in the last message": "DS011",
+        "KeyError: 'prompt'": "DS010",
+        "KeyError: 'completion'": "DS010",
+        "KeyError: 'label'": "DS010",
+        "too many dimensions 'str'": "DS010",  # torch.tensor of a string label
+        "Could not infer dtype of NoneType": "DS010",  # torch.tensor of a null label
+        "Vision datasets must be in unpaired format": "DS010",  # KTOTrainer, on chosen/rejected columns
+    },
+    disagreement=kto_disagreement,
+)
+
 SUITES = (
     GoldenSuite("trl-vision-sft", "trl", "tools/vl_goldens.py",
                 "python tools/vl_goldens.py --cases 3000 [--processor qwen2.5-vl-256|gemma-3|idefics3]", GOLDENS,
                 SFT.cases, SFT.replay, keep=None),
     GoldenSuite("trl-vision-dpo", "trl", "tools/vl_dpo_goldens.py", "python tools/vl_dpo_goldens.py --cases 3000",
                 GOLDENS, DPO.cases, DPO.replay, keep=None),
+    GoldenSuite("trl-vision-kto", "trl", "tools/vl_kto_goldens.py", "python tools/vl_kto_goldens.py --cases 3000",
+                GOLDENS, KTO.cases, KTO.replay, keep=None),
 )

@@ -209,6 +209,16 @@ def test_trl_qlora_keeps_adapters_bf16_and_the_rest_in_the_load_dtype():
     assert e.term("LM head cast").bytes == LLAMA1.vocab * LLAMA1.hidden * 2
 
 
+def test_8bit_lora_counts_the_weight_its_backward_dequantises():
+    # bitsandbytes MatMul8bitLt.backward: CB.to(dtype_A, copy=True) * SCB / 127 for the input's gradient, one at a time
+    eight = FULL.changed(quantization="8bit", peft=PeftSetup("lora", 16, "all-linear"))
+    e = estimate(LLAMA1, eight, uniform_batch(2, 1024))
+    widest = max(x.fan_in * x.fan_out for x in LLAMA1.layer_linears)
+    term = e.term("dequantised weight")
+    assert term.bytes == widest * 2 and "MatMul8bitLt" in term.source and term.moment == "layer-backward"
+    assert not any(t.name == "dequantised weight" for t in estimate(LLAMA1, FULL, uniform_batch(2, 1024)).terms)
+
+
 def test_the_fused_loss_fix_is_re_estimated_and_can_fit_alone():
     from mldebug_cli.pipelines.memory import Lengths, memory_review
 

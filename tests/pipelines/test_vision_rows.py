@@ -131,7 +131,7 @@ def test_the_input_file_is_not_modified() -> None:
     assert EXAMPLE.read_bytes() == before
 
 
-@pytest.mark.parametrize("flags, says", [(["--task", "kto"], "DataCollatorForVisionUnpairedPreference"),
+@pytest.mark.parametrize("flags, says", [(["--framework", "axolotl", "--task", "kto"], "vision-language model"),
                                          (["--task", "grpo"], "GRPOTrainer takes them")])
 def test_image_rows_elsewhere_are_refused_by_name_not_read_as_text(flags: list[str], says: str) -> None:
     code, _, err = run(str(EXAMPLE), "-t", str(PROCESSOR), *flags)
@@ -191,6 +191,36 @@ def test_a_dpo_row_shows_both_sides_with_only_the_replies_trained() -> None:
     assert "".join(chosen["pieces"][trained[0]:]).startswith("Red")
     code, out, _ = run(str(DPO_EXAMPLE), "-t", str(PROCESSOR), "--rows", "0")
     assert "row 0 chosen" in out and "row 0 rejected" in out
+
+
+KTO_EXAMPLE = FIXTURES / "datasets" / "vision" / "trl_vision_kto.jsonl"
+
+
+@pytest.mark.slow
+def test_the_bundled_kto_example_fires_each_check_on_its_row_and_trains_only_the_completion() -> None:
+    code, out, _ = run(str(KTO_EXAMPLE), "-t", str(PROCESSOR), "--max-length", "300", "--all", "--show", "12",
+                       "-f", "json")
+    doc = json.loads(out)
+    assert code == 1 and "DataCollatorForVisionUnpairedPreference" in doc["context"]["framework"]
+    fired = {(f["code"], f["location"]["row"]) for f in doc["findings"]}
+    assert fired == {("DS031", 2), ("DS031", 3), ("DS010", 4), ("DS033", 5), ("DS036", 5), ("DS011", 6),
+                     ("DS035", 7), ("DS032", 8), ("DS010", 9), ("DS010", 10)}
+    messages = {f["location"]["row"]: f["message"] for f in doc["findings"] if f["code"] == "DS010"}
+    assert "label is a str" in messages[9] and "KTOTrainer raises ValueError" in messages[10]
+    clean = [row for row in doc["rows"] if row["row"] in (0, 1, 11)]
+    assert len(clean) == 3
+    for row in clean:  # the clean twins: one image's tokens in the prompt, only the completion trained
+        [image] = row["images"]
+        trained = [p for p, (label, token) in enumerate(zip(row["labels"], row["input_ids"])) if label == token]
+        assert trained and trained[0] > image["start"] + image["tokens"]
+        assert all(label == -100 for label in row["labels"][:trained[0]])
+        assert "".join(row["pieces"][trained[0]:]).startswith(("Red", "Green"))
+
+
+def test_axolotl_preference_rows_with_images_are_refused_as_its_trainer_refuses_them() -> None:
+    code, _, err = run(str(DPO_EXAMPLE), "-t", str(PROCESSOR), "--framework", "axolotl")
+    assert code == 2
+    assert "axolotl's dpo run does not start on them" in err and "does not seem to be a vision-language model" in err
 
 
 LF_EXAMPLE = FIXTURES / "datasets" / "vision" / "lf_mllm.json"

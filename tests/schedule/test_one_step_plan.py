@@ -193,3 +193,32 @@ def test_a_num_rows_total_under_a_per_dataset_max_samples_says_it_is_capped_as_o
     assert over["train_rows"] == 1000 and "caps each of the config's datasets on its own" in over["context"]["dataset"]
     within = _cli("lr-plot", "-c", str(config), "--num-rows", "50", "--transformers-version", "5.6.0")
     assert within["context"]["dataset"] == "50 rows (--num-rows)"
+
+
+def _order_cases(count: int) -> list:
+    """LLaMA-Factory configs its own loader ran (fixtures/step-plan/llamafactory-0.9.5-loader-order.jsonl): several
+    datasets merged by interleave or split by val_size, first ones drawn."""
+    lines = (REPO / "fixtures" / "step-plan" / "llamafactory-0.9.5-loader-order.jsonl").read_text(
+        encoding="utf-8").splitlines()[1:]
+    cases = [json.loads(line) for line in lines]
+    merged = [c for c in cases if "rows" in c and "," in c["config"]["dataset"]
+              and (c["config"].get("mix_strategy") or c["config"].get("val_size"))]
+    return [pytest.param(c, id=f"order-{c['id']}") for c in merged[:count]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("golden", _order_cases(4))
+def test_llama_factory_interleave_and_val_size_one_count(tmp_path, monkeypatch, probe_case, golden):
+    """Every command prints the count LLaMA-Factory 0.9.5's loader and trainer gave on the config (interleave,
+    probabilities, val_size split before the drops)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lf_goldens", REPO / "tools" / "llamafactory_max_samples_goldens.py")
+    assert spec is not None and spec.loader is not None
+    goldens = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(goldens)
+    path = goldens.write(tmp_path, golden["config"], golden["files"], REPO)
+    monkeypatch.chdir(tmp_path)  # dataset_dir is relative to where llamafactory-cli runs
+    found = counts(path, probe_case("base-model"))
+    assert found.pop("rows") == golden["rows"]
+    assert set(found.values()) == {golden["steps"]}, found

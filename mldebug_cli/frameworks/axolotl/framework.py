@@ -741,5 +741,9 @@ FRAMEWORK = Framework(
     trainer_facts=axolotl_trainer_facts,
     prepared_plan=config_plan,  # batch_plan.py: its dataset preparation, then its sampler
     # vision.py: processor_type rows through MultiModalChatDataCollator and the chat_template's processing strategy
-    vision=VisionRows(("sft",), "axolotl's multimodal collator", _vision_path),
+    vision=VisionRows(("sft",), "axolotl's multimodal collator", _vision_path, refused=dict.fromkeys(
+        ("dpo", "kto"), "axolotl 0.19 prepares preference datasets with the tokenizer alone (load_preference_datasets "
+        "loads no processor) and hands TRL 1.9's trainer the tokenizer as processing_class (core/builders/rl.py), so the "
+        "image column it keeps makes the trainer raise ValueError (The dataset appears to be vision-related (contains "
+        "'image' or 'images' keys), but the provided model does not seem to be a vision-language model)")),
 )

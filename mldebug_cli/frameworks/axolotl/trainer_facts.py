@@ -115,8 +115,8 @@ def _sampler(config: ConfigFile) -> SamplerFacts:
     on its own trainer), but that dataset is not the file's rows in order: axolotl shuffles the merged rows
     (``shuffle_merged_datasets``, on by default) and drops rows outside ``[2, sequence_len]`` tokens before its
     sampler, and with ``sample_packing`` the batches depend on every prepared row's token count. ``inspect-data
-    --step`` replays that preparation over the rows as mldebug encodes them (``Framework.prepared_plan``); a plan
-    from the row count alone (check-run, memory) is named, not given."""
+    --step``, ``check-run --config`` and ``memory`` replay that preparation over the rows as mldebug encodes them
+    (``Framework.prepared_plan``); a plan from the row count alone is named, not given."""
     packing = bool(config.get("sample_packing"))
     order = "packed" if packing else "sequential" if config.get("curriculum_sampling") else "random"
     why = ("axolotl prepares its dataset before its sampler (merged rows shuffled unless shuffle_merged_datasets is "

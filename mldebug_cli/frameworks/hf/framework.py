@@ -29,7 +29,7 @@ from mldebug_cli.frameworks.hf.schedulers import (
 from mldebug_cli.frameworks.rows import RowProfile
 from mldebug_cli.frameworks.trl import plan as trl_plan
 from mldebug_cli.frameworks.trl.trainer_facts import transformers_trainer_facts
-from mldebug_cli.schedule.model import GenerationBatching, Packing, RunSpec, SchedulerChoice
+from mldebug_cli.schedule.model import DatasetMerge, GenerationBatching, Packing, RunSpec, SchedulerChoice
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.row_formats import conversation_as_given
 
@@ -46,6 +46,7 @@ class TrainerDefaults:
     generation: Callable[[SpecReader, int, int, int], GenerationBatching] | None = None  # GRPO's generation batches
     validation_key: str | None = None  # a held-out share taken from the training rows (LLaMA-Factory val_size)
     max_samples_key: str | None = None
+    merge: Callable[[SpecReader], DatasetMerge | None] | None = None  # a loader that merges and splits before drops
     warmup_share_key: str = "warmup_steps"  # the key a warmup share is given in (transformers >= 5 reads one below 1)
 
 
@@ -83,6 +84,7 @@ def read_spec(config: ConfigFile, framework: str, world_size: int, targets: vers
         packing=packing,
         validation_split=r.number("validation_split", defaults.validation_key, None) if defaults.validation_key else None,
         max_samples=r.integer("max_samples", defaults.max_samples_key, None) if defaults.max_samples_key else None,
+        merge=defaults.merge(r) if defaults.merge else None,
         deepspeed=r.raw("deepspeed", "deepspeed"),
         generation=generation,
         transformers_version=transformers_version,

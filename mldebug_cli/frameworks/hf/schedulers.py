@@ -137,10 +137,12 @@ def _hf_inverse_sqrt(base_lr, warmup, total, kwargs) -> LrAt:
     if timescale is None:
         timescale = warmup or 10_000
 
+    shift = timescale - warmup  # transformers' order of operations: a float timescale rounds as it does
+
     def factor(index: int) -> float:
         if index < warmup:
             return linear_ramp(index, warmup)
-        return 1.0 / math.sqrt((index + timescale - warmup) / timescale)
+        return 1.0 / math.sqrt((index + shift) / timescale)
 
     return scaled(base_lr, factor)
 

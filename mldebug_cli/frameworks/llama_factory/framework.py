@@ -32,7 +32,7 @@ from mldebug_cli.frameworks.llama_factory.templates import VERSION, LfTemplate, 
 from mldebug_cli.frameworks.llama_factory.trainer_facts import llama_factory_trainer_facts
 from mldebug_cli.frameworks.preference_config import PreferenceConfig, positive_length
 from mldebug_cli.frameworks.rows import EncodedRow, EncodedSide, EncodedTurn, NotEmulated, PairPreparation, RowProfile
-from mldebug_cli.schedule.model import Packing, RunSpec
+from mldebug_cli.schedule.model import DatasetMerge, Packing, RunSpec
 from mldebug_cli.sources.config_file import ConfigFile
 from mldebug_cli.sources.training_plan import DatasetPlan, Setting, TrainingPlan, at, resolve_dir, set_key
 
@@ -46,14 +46,42 @@ ON_UNKNOWN = ("HfArgumentParser rejects the file (ValueError: Some keys are not 
 
 
 DEFAULT_CUTOFF = 2048
+# llamafactory 0.9.5's METADATA pins datasets<=4.0.0, whose interleave_datasets knows first_exhausted and
+# all_exhausted only: merge_dataset maps interleave_once to all_exhausted_without_replacement, which it refuses
+INTERLEAVE_ONCE_REFUSED = (f"mix_strategy interleave_once merges with stopping_strategy "
+                           f"all_exhausted_without_replacement, and the datasets LLaMA-Factory {VERSION} allows "
+                           "(<=4.0.0) raises ValueError: all_exhausted_without_replacement is not supported")
 
 
 def read_spec(config: ConfigFile, framework: str, world_size: int, targets: versions.TargetVersions,
               task: str | None = None) -> RunSpec:
     """TrainingArguments, with LLaMA-Factory's packing, val_size and max_samples."""
     defaults = hf.TrainerDefaults(packing=_packing, validation_key="val_size", max_samples_key="max_samples",
-                                  warmup_share_key="warmup_ratio")
+                                  merge=_merge, warmup_share_key="warmup_ratio")
     return hf.read_spec(config, framework, world_size, targets, task, defaults)
+
+
+def _val_size(value: object) -> float | int:
+    """val_size as ``split_dataset`` passes it to ``train_test_split``: HfArgumentParser's ``parse_dict`` keeps the
+    YAML's type, so a whole number (1 too) is a row count, a fraction a share; a float above 1 becomes a count."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return int(value) if isinstance(value, int) or value > 1 else float(value)
+
+
+def _merge(r: SpecReader) -> DatasetMerge:
+    """DataArguments' ``mix_strategy`` and ``interleave_probs`` (a comma-separated list), the ``val_size`` split and
+    the seed both draw with: ``_get_merged_dataset`` and ``split_dataset`` run on the capped rows before the
+    processor drops any (schedule.merging replays them)."""
+    probs = r.raw("interleave_probs", "interleave_probs")
+    try:
+        probabilities = tuple(float(p) for p in str(probs).split(",") if p.strip()) if probs is not None else None
+    except ValueError:
+        raise InputError(f"interleave_probs must be numbers separated by commas, got {probs!r}") from None
+    strategy = str(r.text("mix_strategy", "mix_strategy", "concat"))
+    return DatasetMerge(strategy=strategy, probabilities=probabilities, seed=r.integer("seed", "seed", 42),
+                        val_size=_val_size(r.number("validation_split", "val_size", 0.0)),
+                        refused=INTERLEAVE_ONCE_REFUSED if strategy == "interleave_once" else None)
 
 
 def _packing(r: SpecReader) -> Packing:
@@ -243,7 +271,11 @@ def lf_options(config: ConfigFile) -> LlamaFactoryOptions:
             raise InputError(f"{at(config, key)}: {key} must be {kind.__name__ if kind is not str else 'text'}, not {value!r}")
         values[key] = value
     packing = [k for k in ("packing", "neat_packing") if config.get(k) is True]
-    return LlamaFactoryOptions(**values, config_path=config.path, packing=tuple(packing),
+    cap = config.get("max_samples")
+    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+        raise InputError(f"{at(config, 'max_samples')}: max_samples must be a whole number of at least 1, not {cap!r}"
+                         " (below 1 it keeps no row, and LLaMA-Factory stops: Cannot find valid samples)")
+    return LlamaFactoryOptions(**values, config_path=config.path, packing=tuple(packing), max_samples=cap,
                                lines={k: config.line(k) for k in (*values, *packing)})
 
 
@@ -257,6 +289,7 @@ class LlamaFactoryOptions(Settings):
     image_max_pixels: int = 768 * 768  # ModelArguments: images are shrunk to this area before the image processor
     image_min_pixels: int = 32 * 32
     media_dir: str | None = None  # DataArguments: where image paths are joined (None: the dataset's folder)
+    max_samples: int | None = None  # DataArguments: _load_single_dataset keeps each file's first rows, before drops
 
 
 class Rows(RowProfile):
@@ -274,6 +307,11 @@ class Rows(RowProfile):
     no_rows_left_stops_run = (f"LLaMA-Factory {VERSION}'s loader raises on a dataset with no row left: alone, "
                               "RuntimeError 'Cannot find valid samples'; beside other datasets, ValueError when "
                               "merging them (the features can't be aligned)")
+
+    @property
+    def first_rows(self) -> tuple[int, str] | None:
+        cap = self.options.max_samples
+        return None if cap is None else (cap, f"max_samples {cap}")
 
     def __init__(self, options: LlamaFactoryOptions, chosen: LfTemplate, tokenizer: Any, parsed: bool,
                  unemulated: str | None = None) -> None:

@@ -371,12 +371,16 @@ def row_profile(options: Any, loaded: Any, row_format: str) -> Rows:
 
 
 def _vision_path(options: Any, processor: Any, folder: Any) -> VisionPath:
-    """TRL's vision path for the run's task (vision.py: SFT, vision_preference.py: DPO), imported when a dataset has
-    image rows."""
+    """TRL's vision path for the run's task (vision.py: SFT, vision_preference.py: DPO, vision_unpaired.py: KTO),
+    imported when a dataset has image rows."""
     if options.task == "dpo":
         from mldebug_cli.frameworks.trl import vision_preference
 
         return vision_preference.vision_path(options, processor, folder)
+    if options.task == "kto":
+        from mldebug_cli.frameworks.trl import vision_unpaired
+
+        return vision_unpaired.vision_path(options, processor, folder)
     from mldebug_cli.frameworks.trl.vision import vision_path
 
     return vision_path(options, processor, folder)
@@ -400,11 +404,9 @@ FRAMEWORK = Framework(
     row_profile=row_profile,
     trainer_facts=trl_trainer_facts,
     pair_refusal=refusal,
-    # vision.py: DataCollatorForVisionLanguageModeling; vision_preference.py: DataCollatorForVisionPreference
-    vision=VisionRows(("sft", "dpo"), "TRL's SFT and DPO collators", _vision_path, {
-        "kto": "TRL 1.16's KTOTrainer takes them (DataCollatorForVisionUnpairedPreference: unpaired prompt, completion "
-               "and label, the prompt's images processed with it, the completion trained, and a KL pass on cycled "
-               "completions; chosen/rejected columns and precompute_ref_log_probs raise ValueError)",
+    # vision.py: DataCollatorForVisionLanguageModeling; vision_preference.py: DataCollatorForVisionPreference;
+    # vision_unpaired.py: DataCollatorForVisionUnpairedPreference
+    vision=VisionRows(("sft", "dpo", "kto"), "TRL's SFT, DPO and KTO collators", _vision_path, {
         "grpo": "TRL 1.16's GRPOTrainer takes them (image prompts, completions generated in training, no labels to "
                 "check)",
     }),

@@ -69,7 +69,7 @@ def encode_pair(index: int, line: int | None, raw: Any, processor: VisionProcess
     if prompt.refused is not None or prompt.image_problems:
         row.refused, row.image_problems, row.rendered = prompt.refused, prompt.image_problems, prompt_text
         return row
-    sides = [_side(prompt, side, reply, processor, max_length) for side, reply in zip(SIDES, replies)]
+    sides = [reply_row(prompt, side, reply, processor, max_length, CUT_CONSEQUENCE) for side, reply in zip(SIDES, replies)]
     for side in sides:
         if side.refused is not None:
             row.refused, row.rendered = side.refused, side.rendered
@@ -82,34 +82,44 @@ def encode_pair(index: int, line: int | None, raw: Any, processor: VisionProcess
 def _texts(raw: Any, processor: VisionProcessor) -> tuple[list[dict[str, Any]], str, tuple[str, str], list[Any]]:
     """(the prompt's messages, its text, (chosen's text, rejected's text), the row's images) as TRL prepares them and
     its apply_chat_template cuts them."""
+    prompt, prompt_text, (chosen, rejected), images = prompt_and_replies(raw, processor, SIDES, "DataCollatorForVisionPreference")
+    return prompt, prompt_text, (chosen, rejected), images
+
+
+def prompt_and_replies(raw: Any, processor: VisionProcessor, sides: tuple[str, ...],
+                       collator: str) -> tuple[list[dict[str, Any]], str, tuple[str, ...], list[Any]]:
+    """(the prompt's messages, its text, each side's reply text, the row's images) as TRL's vision preference
+    collators (``collator``) prepare them and its apply_chat_template cuts them: the prompt rendered with the
+    generation prompt (continued after an assistant turn), cut to what it shares with each prompt+reply rendering."""
     if not isinstance(raw, Mapping):
         raise RowRefused(Code.INVALID_MESSAGES, f"the row is a {type(raw).__name__}, not an object", "write one object per row")
     if "prompt" not in raw:
-        raise RowRefused(Code.INVALID_MESSAGES, "no prompt column: TRL's DataCollatorForVisionPreference raises KeyError: 'prompt' "
-                         "(image rows are not prepared ahead, so no prompt is extracted from chosen/rejected)",
-                         "add a prompt column (the messages before the replies); chosen/rejected keep the replies")
-    if not _conversational(raw["prompt"]):
-        raise UsageError("image DPO rows with a string prompt are not emulated: mldebug emulates TRL's vision preference "
-                         "collator on conversational rows (prompt, chosen and rejected as role/content messages)",
+        raise RowRefused(Code.INVALID_MESSAGES, f"no prompt column: TRL's {collator} raises KeyError: 'prompt' "
+                         f"(image rows are not prepared ahead, so no prompt is extracted from {'/'.join(sides)})",
+                         "add a prompt column (the messages before the replies)"
+                         + ("; chosen/rejected keep the replies" if len(sides) > 1 else ""))
+    if not conversational(raw["prompt"]):
+        raise UsageError(f"image {'DPO' if len(sides) == 2 else 'KTO'} rows with a string prompt are not emulated: "
+                         f"mldebug emulates TRL's {collator} on conversational rows (prompt and "
+                         f"{' and '.join(sides)} as role/content messages)",
                          hint="write the prompt as messages with {\"type\": \"image\"} parts, or drop the image columns")
     images = row_images(raw)
     prompt = prepare_messages(raw["prompt"], len(images))
-    replies = [_reply(raw, side) for side in SIDES]
+    replies = [reply_messages(raw, side) for side in sides]
     last = prompt[-1]["role"]
     if last not in ("user", "tool", "assistant"):
         raise RowRefused(Code.UNMAPPED_ROLE, f"the prompt ends with a {last} turn: TRL's apply_chat_template raises ValueError "
                          f"(Invalid role in the last message: {last})", "end the prompt with a user turn", len(prompt) - 1)
-    render = _renderer(processor)
+    render = renderer(processor)
     continued = last == "assistant"
     prompt_text = render(prompt, add_generation_prompt=not continued, continue_final_message=continued)
     joined = [render(prompt + reply) for reply in replies]
     for text in joined:
-        prompt_text = prompt_text[:_shared(prompt_text, text)]
-    chosen, rejected = (text[len(prompt_text):] for text in joined)
-    return prompt, prompt_text, (chosen, rejected), images
+        prompt_text = prompt_text[:shared_prefix(prompt_text, text)]
+    return prompt, prompt_text, tuple(text[len(prompt_text):] for text in joined), images
 
 
-def _reply(raw: Mapping[str, Any], side: str) -> list[dict[str, Any]]:
+def reply_messages(raw: Mapping[str, Any], side: str) -> list[dict[str, Any]]:
     """A reply prepared with no image (an image part there is TRL's placeholder-count ValueError)."""
     try:
         return prepare_messages(_messages(raw, side), 0)
@@ -130,7 +140,7 @@ def _messages(raw: Mapping[str, Any], side: str) -> Any:
     return value
 
 
-def _renderer(processor: VisionProcessor) -> Any:
+def renderer(processor: VisionProcessor) -> Any:
     def render(messages: list[dict[str, Any]], **flags: bool) -> str:
         try:
             return str(processor.tokenizer.apply_chat_template(messages, chat_template=processor.chat_template,
@@ -141,7 +151,7 @@ def _renderer(processor: VisionProcessor) -> Any:
     return render
 
 
-def _shared(a: str, b: str) -> int:
+def shared_prefix(a: str, b: str) -> int:
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -150,12 +160,14 @@ def _shared(a: str, b: str) -> int:
     return n
 
 
-def _side(prompt: VisionRow, side: str, reply: str, processor: VisionProcessor, max_length: int | None) -> VisionRow:
-    """prompt ids + the reply's ids (tokenized alone, no image), cut to max_length; the reply's tokens trained."""
-    row = replace(prompt, side=side, cut_consequence=CUT_CONSEQUENCE, rendered=prompt.rendered + reply)
+def reply_row(prompt: VisionRow, side: str | None, reply: str, processor: VisionProcessor, max_length: int | None,
+              cut_consequence: str) -> VisionRow:
+    """prompt ids + the reply's ids (tokenized alone, no image), cut to max_length; the reply's tokens trained
+    (``side``: chosen or rejected; None: KTO's one completion)."""
+    row = replace(prompt, side=side, cut_consequence=cut_consequence, rendered=prompt.rendered + reply)
     placeholders = reply.count(processor.image_placeholder)
     if placeholders:
-        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the {side} reply has {placeholders} {processor.image_placeholder} token(s) and "
+        row.refused = RowRefused(Code.IMAGE_PLACEHOLDER_MISMATCH, f"the {side or 'completion'} reply has {placeholders} {processor.image_placeholder} token(s) and "
                                  "no image: the processor raises ValueError (tokens in the text but no images were "
                                  "passed)", "take image placeholders out of the replies; images go in the prompt")
         return row
@@ -172,7 +184,7 @@ def _side(prompt: VisionRow, side: str, reply: str, processor: VisionProcessor, 
     return row
 
 
-def _conversational(value: Any) -> bool:
+def conversational(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and isinstance(value[0], Mapping) and "role" in value[0]
 
 
