@@ -29,7 +29,7 @@ def test_every_check_loads_with_its_documentation(ref):
     check = registry.load(ref)
     assert check.code == ref.code and check.subject in (
         "row", "setup", "schedule", "probe", "template", "config", "run", "pair", "preference-dataset", "memory", "vision-row",
-        "preference-setup", "overlap", "completions", "comparison")
+        "preference-setup", "overlap", "completions", "comparison", "dataset-merge")
     positions = [check.doc.find(h) for h in HEADINGS]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), ref.code
     doc = check.documentation  # what explain, SARIF, HTML and the README table read
