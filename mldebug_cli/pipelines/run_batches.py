@@ -3,6 +3,7 @@ replayed by the batch plan from the config's sampler settings and its (first) da
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -67,19 +68,26 @@ def rows_behind(findings: Sequence[Finding], run, config_path: str, world_size: 
     return tuple(found), f"{dataset.spec}: {preparation}{plan.settings.describe()}; {plan.total_steps:,} optimizer steps"
 
 
-_PREPARED: dict[tuple[str, str, int], PreparedPlan] = {}
+_PREPARED: dict[tuple[str, str, int, int], PreparedPlan] = {}
 
 
 def _prepared(owner: Framework, config_path: str, world_size: int) -> PreparedPlan:
     """The plan of a framework that prepares its rows before its sampler (axolotl): every row of the config's dataset
     encoded as mldebug's inspect-data does for the config, then that preparation and sampler replayed over them. Kept
-    per (framework, config, world size): ``--watch`` rebuilds the report each poll, and the rows do not change."""
-    key = (owner.name, config_path, world_size)
+    per (framework, config and its modification time, world size): ``--watch`` rebuilds the report each poll."""
+    key = (owner.name, config_path, _modified(config_path), world_size)
     if key not in _PREPARED:
         if len(_PREPARED) >= 4:
             _PREPARED.pop(next(iter(_PREPARED)))
         _PREPARED[key] = _encoded_plan(owner, config_path, world_size)
     return _PREPARED[key]
+
+
+def _modified(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _encoded_plan(owner: Framework, config_path: str, world_size: int) -> PreparedPlan:
