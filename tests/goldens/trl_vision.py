@@ -8,6 +8,7 @@ forward raises), mldebug must report DS033."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,26 +62,33 @@ SFT = VisionSuite(
 )
 
 
-def dpo_row(case: dict[str, Any], folder: str) -> VisionRow:
+def preference_row(case: dict[str, Any], folder: str, encode: Callable[..., VisionRow]) -> VisionRow:
+    """The golden's row, its images in the column it names, read by ``encode`` (the DPO or KTO reader)."""
     images = [{"bytes": image_bytes(s)} for s in case["images"]]
     raw = dict(case["row"])
     if case["column"] == "image":
         raw["image"] = images[0]
     else:
         raw["images"] = images
-    return encode_pair(0, None, raw, processor(folder), ImageReader(Path(".")), case["max_length"])
+    return encode(0, None, raw, processor(folder), ImageReader(Path(".")), case["max_length"])
+
+
+def refusal_disagreement(row: VisionRow, case: dict[str, Any], suite: VisionSuite) -> str | None:
+    """Where TRL or mldebug refuses the row: how they differ ("" where both refuse alike; None: neither refuses)."""
+    got = row.refused.code if row.refused is not None else "DS032" if row.image_problems else None
+    if "error" in case:
+        want = suite.wanted(case["error"])
+        return f"TRL raises {case['error']!r} (expected {want}); mldebug: {got or 'trains the row'}" if got != want else ""
+    if got is not None:
+        return f"TRL collates the row; mldebug refuses it ({got}: {row.refused.message if row.refused else ''})"
+    return None
 
 
 def dpo_disagreement(case: dict[str, Any], folder: str) -> str | None:
-    row = dpo_row(case, folder)
-    got = row.refused.code if row.refused is not None else "DS032" if row.image_problems else None
-    if "error" in case:
-        want = DPO.wanted(case["error"])
-        if got != want:
-            return f"TRL raises {case['error']!r} (expected {want}); mldebug: {got or 'trains the row'}"
-        return None
-    if got is not None:
-        return f"TRL collates the row; mldebug refuses it ({got}: {row.refused.message if row.refused else ''})"
+    row = preference_row(case, folder, encode_pair)
+    refused = refusal_disagreement(row, case, DPO)
+    if refused is not None:
+        return refused or None
     assert row.rejected is not None
     for side, mine in (("chosen", row), ("rejected", row.rejected)):
         want = case[side]
@@ -109,26 +117,12 @@ DPO = VisionSuite(
     disagreement=dpo_disagreement,
 )
 
-def kto_row(case: dict[str, Any], folder: str) -> VisionRow:
-    images = [{"bytes": image_bytes(s)} for s in case["images"]]
-    raw = dict(case["row"])
-    if case["column"] == "image":
-        raw["image"] = images[0]
-    else:
-        raw["images"] = images
-    return encode_unpaired(0, None, raw, processor(folder), ImageReader(Path(".")), case["max_length"])
-
 
 def kto_disagreement(case: dict[str, Any], folder: str) -> str | None:
-    row = kto_row(case, folder)
-    got = row.refused.code if row.refused is not None else "DS032" if row.image_problems else None
-    if "error" in case:
-        want = KTO.wanted(case["error"])
-        if got != want:
-            return f"TRL raises {case['error']!r} (expected {want}); mldebug: {got or 'trains the row'}"
-        return None
-    if got is not None:
-        return f"TRL collates the row; mldebug refuses it ({got}: {row.refused.message if row.refused else ''})"
+    row = preference_row(case, folder, encode_unpaired)
+    refused = refusal_disagreement(row, case, KTO)
+    if refused is not None:
+        return refused or None
     differ = ids_differ(row.input_ids, case["input_ids"], "TRL")
     if differ:
         return differ
